@@ -1,0 +1,276 @@
+//! Control messages on a peer's `/ws` WebSocket, as JSON text frames tagged by `"type"`.
+//!
+//! The same endpoint serves two kinds of client:
+//! - another peer running a test against this one (`hello`, `open`, `begin`, `stop`, `final`):
+//!   this peer is then the far end, like `iperf3 -s`; open to anyone within the caps;
+//! - a browser or script driving this peer (`run`, `cancel`, `list_tests`): needs the token.
+//!
+//! A session as the far end (client = the peer that starts the test):
+//! ```text
+//! C: hello{token?}            S: welcome{peer, authorized}
+//! C: open{spec}               S: accepted{test_id, cookie, data_port} | error
+//! C opens the data streams on data_port, each starting with the cookie
+//!                             S: ready          (every stream arrived)
+//! C: begin                    both ends start measuring
+//!                             S: interval{…}    (each interval, live)
+//!                             S: senders_done   (byte-count test: its senders finished)
+//! C: stop                     both ends stop sending and drain
+//! C: final{report}            S: final{report}  (intervals travel live, not in final)
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::{IntervalReport, PeerRole, SideReport, TestResult};
+use crate::spec::TestSpec;
+
+/// Largest control message a peer accepts, in bytes.
+pub const MAX_CONTROL_MESSAGE: usize = 1 << 20;
+
+/// Messages from a client (a peer starting a test, or a browser) to a peer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientMsg {
+    /// First message: protocol version and, for privileged requests, the token.
+    Hello {
+        /// [`crate::PROTOCOL_VERSION`] of the client.
+        protocol_version: u32,
+        /// Access token, if the client has one.
+        #[serde(default)]
+        token: Option<String>,
+    },
+    /// Be the far end of a test with this spec.
+    Open {
+        /// The test.
+        spec: TestSpec,
+    },
+    /// All streams are up: start measuring now.
+    Begin,
+    /// The end condition is met: stop sending, drain, report.
+    Stop,
+    /// The client's own final report.
+    Final {
+        /// Its report (intervals omitted: they are not needed by the far end).
+        report: SideReport,
+    },
+    /// (Token) Run a test from this peer against `target` and stream its reports here.
+    Run {
+        /// `host`, `host:port` or `[v6]:port` of the far peer's control endpoint.
+        target: String,
+        /// The test.
+        spec: TestSpec,
+    },
+    /// (Token) Cancel the test this connection started with `run`.
+    Cancel,
+    /// (Token) List the tests running on this peer.
+    ListTests,
+}
+
+/// Messages from a peer to its client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMsg {
+    /// Answer to `hello`.
+    Welcome {
+        /// The peer's [`crate::PROTOCOL_VERSION`].
+        protocol_version: u32,
+        /// What the peer is and can do.
+        peer: PeerInfo,
+        /// Whether the token was accepted (or the peer is open).
+        authorized: bool,
+    },
+    /// The test was accepted; open the data streams now.
+    Accepted {
+        /// Public id of the test.
+        test_id: String,
+        /// Secret that each data stream presents first (32 hex digits).
+        cookie: String,
+        /// Port of the data listener (TCP and UDP).
+        data_port: u16,
+    },
+    /// Every data stream has arrived; the client may `begin`.
+    Ready,
+    /// Live interval report of one end.
+    Interval {
+        /// Test id.
+        test_id: String,
+        /// Which end measured it.
+        role: PeerRole,
+        /// The interval.
+        report: IntervalReport,
+    },
+    /// This end's senders finished their byte budget.
+    SendersDone,
+    /// This end's final report (intervals omitted: they travelled live).
+    Final {
+        /// The report.
+        report: SideReport,
+    },
+    /// (`run`) The test has started.
+    Started {
+        /// Test id.
+        test_id: String,
+        /// Target peer.
+        target: String,
+        /// The spec.
+        spec: TestSpec,
+    },
+    /// (`run`) The finished test, as this peer renders it.
+    Result {
+        /// The result.
+        result: TestResult,
+    },
+    /// (`list_tests`) Tests running now.
+    Tests {
+        /// Running tests.
+        tests: Vec<RunningTest>,
+    },
+    /// A request was refused or a test failed.
+    Error {
+        /// Machine-readable kind.
+        code: ErrorCode,
+        /// What was wrong and what to do.
+        message: String,
+    },
+}
+
+/// What a peer tells about itself.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PeerInfo {
+    /// Host name.
+    pub name: String,
+    /// perfpeer version.
+    pub version: String,
+    /// Kernel and machine.
+    pub system: String,
+    /// Addresses the peer can be reached at.
+    pub addresses: Vec<String>,
+    /// Data port.
+    pub data_port: u16,
+    /// TCP congestion controls the kernel allows.
+    pub congestion_controls: Vec<String>,
+    /// Tests that may run at once.
+    pub max_tests: u32,
+    /// Longest test accepted, seconds.
+    pub max_duration_s: u64,
+    /// Highest bitrate accepted per direction, bit/s (0 = no cap).
+    pub max_bitrate: u64,
+}
+
+/// A test running on a peer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunningTest {
+    /// Test id.
+    pub test_id: String,
+    /// This peer's role in it.
+    pub role: PeerRole,
+    /// The other end's address.
+    pub peer: String,
+    /// The spec.
+    pub spec: TestSpec,
+    /// Seconds since it began.
+    pub elapsed_s: f64,
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// Not JSON, not a known message, or too large.
+    BadMessage,
+    /// A message that does not fit the session's state.
+    UnexpectedMessage,
+    /// Different protocol major version.
+    VersionMismatch,
+    /// Token missing or wrong.
+    Unauthorized,
+    /// The spec is invalid.
+    InvalidSpec,
+    /// Over the peer's caps (tests, duration, bitrate).
+    OverLimit,
+    /// The far peer could not be reached.
+    Unreachable,
+    /// The other end vanished mid-test.
+    PeerLost,
+    /// A data stream failed.
+    DataPlane,
+    /// The peer itself failed.
+    Internal,
+}
+
+impl ClientMsg {
+    /// Parses one text frame; any problem is a [`ControlError`], never a panic.
+    pub fn parse(text: &str) -> Result<Self, ControlError> {
+        parse(text)
+    }
+    /// JSON for a text frame.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("control messages always serialize")
+    }
+}
+
+impl ServerMsg {
+    /// Parses one text frame; any problem is a [`ControlError`], never a panic.
+    pub fn parse(text: &str) -> Result<Self, ControlError> {
+        parse(text)
+    }
+    /// JSON for a text frame.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("control messages always serialize")
+    }
+    /// Shorthand for an error message.
+    pub fn error(code: ErrorCode, message: impl Into<String>) -> Self {
+        ServerMsg::Error { code, message: message.into() }
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ControlError> {
+    if text.len() > MAX_CONTROL_MESSAGE {
+        return Err(ControlError::TooLarge(text.len()));
+    }
+    serde_json::from_str(text).map_err(|e| ControlError::Malformed(e.to_string()))
+}
+
+/// A control message that could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ControlError {
+    /// Over [`MAX_CONTROL_MESSAGE`].
+    #[error("control message of {0} bytes is over the {MAX_CONTROL_MESSAGE}-byte limit")]
+    TooLarge(usize),
+    /// Not a valid message.
+    #[error("malformed control message: {0}")]
+    Malformed(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Protocol;
+
+    #[test]
+    fn messages_are_tagged_json() {
+        let open = ClientMsg::Open { spec: TestSpec::new(Protocol::Tcp) };
+        let json = open.to_json();
+        assert!(json.starts_with(r#"{"type":"open","spec":{"protocol":"tcp""#), "{json}");
+        assert_eq!(ClientMsg::parse(&json), Ok(open));
+        assert_eq!(ClientMsg::parse(r#"{"type":"begin"}"#), Ok(ClientMsg::Begin));
+        let hello = ClientMsg::parse(r#"{"type":"hello","protocol_version":1}"#).unwrap();
+        assert_eq!(hello, ClientMsg::Hello { protocol_version: 1, token: None });
+    }
+
+    #[test]
+    fn bad_frames_are_errors() {
+        for bad in ["", "null", "{}", r#"{"type":"nope"}"#, r#"{"type":"open","spec":5}"#, "\u{0}"] {
+            assert!(matches!(ClientMsg::parse(bad), Err(ControlError::Malformed(_))), "{bad:?}");
+        }
+        let huge = format!(r#"{{"type":"hello","token":"{}"}}"#, "x".repeat(MAX_CONTROL_MESSAGE));
+        assert!(matches!(ClientMsg::parse(&huge), Err(ControlError::TooLarge(_))));
+    }
+
+    #[test]
+    fn errors_carry_a_code() {
+        let e = ServerMsg::error(ErrorCode::OverLimit, "too many tests");
+        assert_eq!(e.to_json(), r#"{"type":"error","code":"over_limit","message":"too many tests"}"#);
+    }
+}

@@ -1,0 +1,4 @@
+//! Renderings of a [`crate::report::TestResult`]: the same values printed as each tool's users
+//! expect to read them. Formatters only lay out numbers the report module derived.
+
+pub mod iperf3;

@@ -1,0 +1,20 @@
+//! perfpeer-shared: the types both ends of perfpeer agree on, with no I/O, no clock and no tokio,
+//! so the crate builds for the host and for wasm32.
+//!
+//! # Layout
+//! - [`units`]: parsing and printing rates and sizes (K/M/G, 1000- or 1024-based as iperf3 does).
+//! - [`spec`]: [`spec::TestSpec`], what to run, validated once.
+//! - [`control`]: the messages on the `/ws` WebSocket (browser↔peer and peer↔peer).
+//! - [`report`]: the one result model (intervals, per-stream finals, CPU) and the statistics
+//!   derived from it (sums, utilisation, service demand).
+//! - [`format`]: renderings of a [`report::TestResult`] (iperf3 text and JSON).
+#![warn(missing_docs, unreachable_pub)]
+
+pub mod control;
+pub mod format;
+pub mod report;
+pub mod spec;
+pub mod units;
+
+/// Version of perfpeer's own control protocol; peers refuse a different major version.
+pub const PROTOCOL_VERSION: u32 = 1;

@@ -1,0 +1,468 @@
+//! The one result model: what each end measured (intervals, per-stream finals, CPU) and the
+//! statistics derived from it. Renderers read these values; they never compute statistics.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec::TestSpec;
+use crate::units::serde_secs;
+
+/// Which end of a test a report comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PeerRole {
+    /// The end that started the test (`perfpeer test`, iperf3 `-c`).
+    Client,
+    /// The end that accepted it (`perfpeer serve`, iperf3 `-s`).
+    Server,
+}
+
+/// What one stream does at the end that reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StreamRole {
+    /// Writes data.
+    Sender,
+    /// Reads data.
+    Receiver,
+}
+
+/// TCP_INFO read from a sending socket at the end of an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct TcpSample {
+    /// Retransmitted segments during the interval.
+    pub retransmits: u64,
+    /// Congestion window in bytes (snd_cwnd × MSS).
+    pub snd_cwnd: u64,
+    /// Smoothed RTT in µs.
+    pub rtt_us: u32,
+    /// RTT variance in µs.
+    pub rttvar_us: u32,
+    /// Path MTU.
+    pub pmtu: u32,
+}
+
+/// UDP receiver figures for one interval.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct UdpRxSample {
+    /// Datagrams expected in the interval (received plus lost).
+    pub packets: u64,
+    /// Datagrams lost in the interval (sequence gaps, corrected by late arrivals).
+    pub lost: u64,
+    /// Datagrams that arrived after a higher sequence number.
+    pub out_of_order: u64,
+    /// Datagrams seen twice.
+    pub duplicates: u64,
+    /// RFC 3550 interarrival jitter at the end of the interval, in ms.
+    pub jitter_ms: f64,
+}
+
+impl UdpRxSample {
+    /// Loss as a percentage of expected datagrams.
+    pub fn lost_percent(&self) -> f64 {
+        percent(self.lost, self.packets)
+    }
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 { 0.0 } else { part as f64 * 100.0 / whole as f64 }
+}
+
+/// One stream during one interval, as seen at the reporting end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamInterval {
+    /// Stream id (1-based; in bidir the reverse streams follow the forward ones).
+    pub id: u32,
+    /// Sender or receiver at this end.
+    pub role: StreamRole,
+    /// Bytes written or read during the interval.
+    pub bytes: u64,
+    /// Datagrams sent during the interval (UDP sender only).
+    pub packets: Option<u64>,
+    /// TCP sender state (TCP sender only, where the kernel reports it).
+    pub tcp: Option<TcpSample>,
+    /// UDP receiver figures (UDP receiver only).
+    pub udp_rx: Option<UdpRxSample>,
+}
+
+/// One reporting interval at one end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalReport {
+    /// Start, relative to the start of the test.
+    #[serde(with = "serde_secs")]
+    pub start: Duration,
+    /// End, relative to the start of the test.
+    #[serde(with = "serde_secs")]
+    pub end: Duration,
+    /// Inside the omitted start period (`-O`).
+    pub omitted: bool,
+    /// Every stream at this end.
+    pub streams: Vec<StreamInterval>,
+}
+
+/// Sum over the streams of one role in one interval.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct IntervalSum {
+    /// Bytes.
+    pub bytes: u64,
+    /// bit/s over the interval.
+    pub bits_per_second: f64,
+    /// Summed retransmits, when every stream reported TCP info.
+    pub retransmits: Option<u64>,
+    /// Summed datagrams sent (UDP sender).
+    pub packets: Option<u64>,
+    /// UDP receiver figures summed (jitter averaged).
+    pub udp_rx: Option<UdpRxSample>,
+}
+
+impl IntervalReport {
+    /// Interval length.
+    pub fn seconds(&self) -> f64 {
+        (self.end.saturating_sub(self.start)).as_secs_f64()
+    }
+
+    /// Sum over the streams with `role`, or `None` if there are none.
+    pub fn sum(&self, role: StreamRole) -> Option<IntervalSum> {
+        let streams: Vec<&StreamInterval> = self.streams.iter().filter(|s| s.role == role).collect();
+        if streams.is_empty() {
+            return None;
+        }
+        let bytes = streams.iter().map(|s| s.bytes).sum();
+        Some(IntervalSum {
+            bytes,
+            bits_per_second: bits_per_second(bytes, self.seconds()),
+            retransmits: sum_all(streams.iter().map(|s| s.tcp.map(|t| t.retransmits))),
+            packets: sum_all(streams.iter().map(|s| s.packets)),
+            udp_rx: merge_udp(streams.iter().filter_map(|s| s.udp_rx)),
+        })
+    }
+}
+
+/// `Some(total)` only when every item is `Some`.
+fn sum_all(items: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+    let mut total = 0u64;
+    for item in items {
+        total += item?;
+    }
+    Some(total)
+}
+
+fn merge_udp(samples: impl Iterator<Item = UdpRxSample>) -> Option<UdpRxSample> {
+    let mut count = 0usize;
+    let mut sum = UdpRxSample::default();
+    for s in samples {
+        count += 1;
+        sum.packets += s.packets;
+        sum.lost += s.lost;
+        sum.out_of_order += s.out_of_order;
+        sum.duplicates += s.duplicates;
+        sum.jitter_ms += s.jitter_ms;
+    }
+    (count > 0).then(|| UdpRxSample { jitter_ms: sum.jitter_ms / count as f64, ..sum })
+}
+
+/// bit/s for `bytes` moved in `seconds` (0 for an empty period).
+pub fn bits_per_second(bytes: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 { bytes as f64 * 8.0 / seconds } else { 0.0 }
+}
+
+/// TCP sender figures over the whole test.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct TcpFinal {
+    /// Retransmitted segments.
+    pub retransmits: u64,
+    /// Largest congestion window seen, bytes.
+    pub max_snd_cwnd: u64,
+    /// Largest smoothed RTT seen, µs.
+    pub max_rtt_us: u32,
+    /// Smallest smoothed RTT seen, µs.
+    pub min_rtt_us: u32,
+    /// Mean of the sampled smoothed RTTs, µs.
+    pub mean_rtt_us: u32,
+}
+
+/// UDP receiver figures over the whole test.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct UdpRxFinal {
+    /// Datagrams received (each counted once).
+    pub received: u64,
+    /// Datagrams the sender reported sending, when its final count arrived.
+    pub sender_packets: Option<u64>,
+    /// Datagrams lost.
+    pub lost: u64,
+    /// Datagrams that arrived after a higher sequence number.
+    pub out_of_order: u64,
+    /// Datagrams seen twice.
+    pub duplicates: u64,
+    /// RFC 3550 jitter at the end of the test, in ms.
+    pub jitter_ms: f64,
+}
+
+impl UdpRxFinal {
+    /// Datagrams expected: received plus lost.
+    pub fn expected(&self) -> u64 {
+        self.received + self.lost
+    }
+    /// Loss in percent of expected datagrams.
+    pub fn lost_percent(&self) -> f64 {
+        percent(self.lost, self.expected())
+    }
+}
+
+/// One stream over the whole test (without the omitted start), at the reporting end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamFinal {
+    /// Stream id.
+    pub id: u32,
+    /// Sender or receiver at this end.
+    pub role: StreamRole,
+    /// Bytes written or read.
+    pub bytes: u64,
+    /// How long the stream was measured.
+    #[serde(with = "serde_secs")]
+    pub duration: Duration,
+    /// Datagrams sent (UDP sender).
+    pub packets: Option<u64>,
+    /// TCP sender figures.
+    pub tcp: Option<TcpFinal>,
+    /// UDP receiver figures.
+    pub udp_rx: Option<UdpRxFinal>,
+}
+
+impl StreamFinal {
+    /// Average bit/s over the stream's duration.
+    pub fn bits_per_second(&self) -> f64 {
+        bits_per_second(self.bytes, self.duration.as_secs_f64())
+    }
+}
+
+/// CPU used at one end over the measured period.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CpuUsage {
+    /// Wall time the figures cover.
+    #[serde(with = "serde_secs")]
+    pub elapsed: Duration,
+    /// User CPU seconds of the perfpeer process.
+    pub process_user_s: f64,
+    /// System CPU seconds of the perfpeer process.
+    pub process_system_s: f64,
+    /// Host-wide user time, percent of all CPUs.
+    pub host_user_percent: f64,
+    /// Host-wide system (incl. irq and softirq) time, percent of all CPUs.
+    pub host_system_percent: f64,
+    /// Number of CPUs on the host.
+    pub cpus: u32,
+}
+
+impl CpuUsage {
+    fn of_one_cpu(&self, seconds: f64) -> f64 {
+        let wall = self.elapsed.as_secs_f64();
+        if wall > 0.0 { seconds * 100.0 / wall } else { 0.0 }
+    }
+    /// Process user time in percent of one CPU (iperf3's `cpu_util_user`).
+    pub fn process_user_percent(&self) -> f64 {
+        self.of_one_cpu(self.process_user_s)
+    }
+    /// Process system time in percent of one CPU (iperf3's `cpu_util_system`).
+    pub fn process_system_percent(&self) -> f64 {
+        self.of_one_cpu(self.process_system_s)
+    }
+    /// Process total in percent of one CPU (iperf3's `cpu_util_total`).
+    pub fn process_total_percent(&self) -> f64 {
+        self.of_one_cpu(self.process_user_s + self.process_system_s)
+    }
+    /// Host busy time in percent of all CPUs (netperf's CPU utilisation).
+    pub fn host_total_percent(&self) -> f64 {
+        self.host_user_percent + self.host_system_percent
+    }
+    /// netperf's service demand: µs of host CPU time (all CPUs) per KB (1024 bytes) moved.
+    pub fn service_demand_us_per_kb(&self, bytes: u64) -> Option<f64> {
+        if bytes == 0 || self.cpus == 0 {
+            return None;
+        }
+        let busy_us = self.host_total_percent() / 100.0 * f64::from(self.cpus) * self.elapsed.as_secs_f64() * 1e6;
+        Some(busy_us / (bytes as f64 / 1024.0))
+    }
+}
+
+/// Who and what an end is.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// Host name.
+    pub hostname: String,
+    /// `uname -srvm`-style system line.
+    pub system: String,
+    /// perfpeer version.
+    pub version: String,
+}
+
+/// Addresses of one data stream at the reporting end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SocketInfo {
+    /// Stream id.
+    pub id: u32,
+    /// Local address (`ip:port`).
+    pub local: String,
+    /// Remote address (`ip:port`).
+    pub remote: String,
+}
+
+/// Everything one end measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideReport {
+    /// Client or server.
+    pub role: PeerRole,
+    /// The host.
+    pub host: HostInfo,
+    /// Data sockets.
+    pub sockets: Vec<SocketInfo>,
+    /// SO_SNDBUF as the kernel set it on the data sockets.
+    pub sndbuf_actual: Option<u32>,
+    /// SO_RCVBUF as the kernel set it on the data sockets.
+    pub rcvbuf_actual: Option<u32>,
+    /// TCP MSS of the data sockets.
+    pub tcp_mss: Option<u32>,
+    /// Congestion control in use on the data sockets.
+    pub congestion_used: Option<String>,
+    /// Interval reports in order.
+    pub intervals: Vec<IntervalReport>,
+    /// Per-stream totals.
+    pub streams: Vec<StreamFinal>,
+    /// CPU over the measured period.
+    pub cpu: CpuUsage,
+}
+
+/// How a test ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum TestStatus {
+    /// Ran to its end condition and both ends reported.
+    Complete,
+    /// Stopped early (cancelled, or the other end vanished); the figures cover what ran.
+    Partial {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A finished (or partial) test as one end renders it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestResult {
+    /// Test id (the session cookie's public half).
+    pub id: String,
+    /// What ran.
+    pub spec: TestSpec,
+    /// Start time, milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// The peer the client connected to (`host`, `port`).
+    pub server_addr: String,
+    /// The end this result is rendered for.
+    pub local: SideReport,
+    /// The other end's report, when it arrived.
+    pub remote: Option<SideReport>,
+    /// How it ended.
+    #[serde(flatten)]
+    pub status: TestStatus,
+}
+
+/// Totals of one role across the streams of one direction.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct DirectionTotals {
+    /// Bytes.
+    pub bytes: u64,
+    /// Longest stream duration.
+    pub seconds: f64,
+    /// bit/s.
+    pub bits_per_second: f64,
+    /// Summed retransmits (TCP sender with TCP info).
+    pub retransmits: Option<u64>,
+    /// Summed datagrams sent (UDP sender).
+    pub packets: Option<u64>,
+    /// UDP receiver figures summed (jitter averaged).
+    pub udp_rx: Option<UdpRxFinal>,
+}
+
+/// One direction of data flow: its streams paired sender-to-receiver, and both ends' totals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flow<'a> {
+    /// Whether data flows client → server.
+    pub client_to_server: bool,
+    /// (sender's view, receiver's view) per stream id; a view is missing if its end did not report.
+    pub streams: Vec<(u32, Option<&'a StreamFinal>, Option<&'a StreamFinal>)>,
+    /// Sender totals.
+    pub sent: Option<DirectionTotals>,
+    /// Receiver totals.
+    pub received: Option<DirectionTotals>,
+}
+
+fn streams_of(side: Option<&SideReport>, role: StreamRole) -> Vec<&StreamFinal> {
+    side.map(|s| s.streams.iter().filter(|st| st.role == role).collect()).unwrap_or_default()
+}
+
+fn totals(streams: &[&StreamFinal]) -> Option<DirectionTotals> {
+    if streams.is_empty() {
+        return None;
+    }
+    let bytes = streams.iter().map(|s| s.bytes).sum();
+    let seconds = streams.iter().map(|s| s.duration.as_secs_f64()).fold(0.0, f64::max);
+    let udp_rx = {
+        let rx: Vec<UdpRxFinal> = streams.iter().filter_map(|s| s.udp_rx).collect();
+        (!rx.is_empty()).then(|| UdpRxFinal {
+            received: rx.iter().map(|r| r.received).sum(),
+            sender_packets: sum_all(rx.iter().map(|r| r.sender_packets)),
+            lost: rx.iter().map(|r| r.lost).sum(),
+            out_of_order: rx.iter().map(|r| r.out_of_order).sum(),
+            duplicates: rx.iter().map(|r| r.duplicates).sum(),
+            jitter_ms: rx.iter().map(|r| r.jitter_ms).sum::<f64>() / rx.len() as f64,
+        })
+    };
+    Some(DirectionTotals {
+        bytes,
+        seconds,
+        bits_per_second: bits_per_second(bytes, seconds),
+        retransmits: sum_all(streams.iter().map(|s| s.tcp.map(|t| t.retransmits))),
+        packets: sum_all(streams.iter().map(|s| s.packets)),
+        udp_rx,
+    })
+}
+
+impl TestResult {
+    /// The client's and the server's reports, whichever of them is local.
+    pub fn sides(&self) -> (Option<&SideReport>, Option<&SideReport>) {
+        match self.local.role {
+            PeerRole::Client => (Some(&self.local), self.remote.as_ref()),
+            PeerRole::Server => (self.remote.as_ref(), Some(&self.local)),
+        }
+    }
+
+    /// The data flows of the test: client→server first, then server→client.
+    pub fn flows(&self) -> Vec<Flow<'_>> {
+        let (client, server) = self.sides();
+        let mut flows = Vec::new();
+        for client_to_server in [true, false] {
+            let sends = if client_to_server {
+                self.spec.direction.client_sends()
+            } else {
+                self.spec.direction.server_sends()
+            };
+            if !sends {
+                continue;
+            }
+            let (tx_side, rx_side) = if client_to_server { (client, server) } else { (server, client) };
+            let tx = streams_of(tx_side, StreamRole::Sender);
+            let rx = streams_of(rx_side, StreamRole::Receiver);
+            let mut ids: Vec<u32> = tx.iter().chain(rx.iter()).map(|s| s.id).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let streams = ids
+                .into_iter()
+                .map(|id| {
+                    (id, tx.iter().copied().find(|s| s.id == id), rx.iter().copied().find(|s| s.id == id))
+                })
+                .collect();
+            flows.push(Flow { client_to_server, streams, sent: totals(&tx), received: totals(&rx) });
+        }
+        flows
+    }
+}

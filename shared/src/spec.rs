@@ -1,0 +1,315 @@
+//! The test specification: what one test runs. A CLI invocation and a browser's `start` message
+//! both end up as one [`TestSpec`], validated here once (two-stage input: parse, then validate).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::{BitRate, serde_secs};
+
+/// Transport under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// A TCP byte stream.
+    Tcp,
+    /// UDP datagrams carrying sequence numbers and send timestamps.
+    Udp,
+}
+
+impl Protocol {
+    /// The name iperf3 prints (`"TCP"`, `"UDP"`).
+    pub fn upper_name(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+        }
+    }
+}
+
+/// Who sends, seen from the peer that starts the test (the client).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// The client sends, the server receives (iperf3's default; "TX" from the client's view).
+    Normal,
+    /// The server sends, the client receives (iperf3 `-R`; "RX").
+    Reverse,
+    /// Both send at once on separate streams (iperf3 `--bidir`).
+    Bidir,
+}
+
+impl Direction {
+    /// Whether the client has sending streams.
+    pub fn client_sends(self) -> bool {
+        matches!(self, Direction::Normal | Direction::Bidir)
+    }
+    /// Whether the server has sending streams.
+    pub fn server_sends(self) -> bool {
+        matches!(self, Direction::Reverse | Direction::Bidir)
+    }
+}
+
+/// When a test ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum EndCondition {
+    /// After this long (not counting the omitted start).
+    Time {
+        /// Measured duration.
+        #[serde(with = "serde_secs")]
+        duration: Duration,
+    },
+    /// After this many bytes have been sent by each sending direction (all its streams together).
+    Bytes {
+        /// Byte budget per direction.
+        bytes: u64,
+    },
+}
+
+/// Everything that defines one test. Field names are the browser's too.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestSpec {
+    /// Transport.
+    pub protocol: Protocol,
+    /// Who sends.
+    pub direction: Direction,
+    /// When to stop.
+    pub end: EndCondition,
+    /// Start period left out of the totals (`-O`).
+    #[serde(with = "serde_secs", default)]
+    pub omit: Duration,
+    /// Report interval (`-i`).
+    #[serde(with = "serde_secs")]
+    pub interval: Duration,
+    /// Streams per sending direction (`-P`).
+    pub streams: u16,
+    /// Bytes per write (TCP) or per datagram (UDP) (`-l`).
+    pub len: u32,
+    /// Target rate for the whole test per direction, spread over its streams; `None` = unlimited.
+    pub bitrate: Option<BitRate>,
+    /// Socket buffer size for SO_SNDBUF and SO_RCVBUF (`-w`).
+    pub window: Option<u32>,
+    /// TCP maximum segment size (`-M`).
+    pub mss: Option<u32>,
+    /// TCP congestion control algorithm (`-C`).
+    pub congestion: Option<String>,
+    /// TCP_NODELAY on data sockets (`-N`).
+    #[serde(default)]
+    pub no_delay: bool,
+    /// IP TOS / IPv6 traffic class (`-S`).
+    pub tos: Option<u8>,
+}
+
+/// Default TCP write size, as iperf3: 128 KiB.
+pub const DEFAULT_TCP_LEN: u32 = 128 * 1024;
+/// Default UDP datagram payload: fits a 1500-byte MTU over IPv4 and IPv6.
+pub const DEFAULT_UDP_LEN: u32 = 1448;
+/// Default UDP rate, as iperf3: 1 Mbit/s (iperf3 uses 1024×1024; we use the round 10^6).
+pub const DEFAULT_UDP_RATE: BitRate = BitRate(1_000_000);
+/// Smallest UDP datagram: our 16-byte sequence/timestamp header.
+pub const MIN_UDP_LEN: u32 = 16;
+/// Largest UDP payload over IPv4.
+pub const MAX_UDP_LEN: u32 = 65_507;
+/// Largest TCP write size accepted.
+pub const MAX_TCP_LEN: u32 = 16 * 1024 * 1024;
+/// Most streams per direction.
+pub const MAX_STREAMS: u16 = 128;
+
+impl TestSpec {
+    /// A spec with iperf3's defaults for `protocol`: 10 s, 1 stream, 1 s intervals.
+    pub fn new(protocol: Protocol) -> Self {
+        let (len, bitrate) = match protocol {
+            Protocol::Tcp => (DEFAULT_TCP_LEN, None),
+            Protocol::Udp => (DEFAULT_UDP_LEN, Some(DEFAULT_UDP_RATE)),
+        };
+        TestSpec {
+            protocol,
+            direction: Direction::Normal,
+            end: EndCondition::Time { duration: Duration::from_secs(10) },
+            omit: Duration::ZERO,
+            interval: Duration::from_secs(1),
+            streams: 1,
+            len,
+            bitrate,
+            window: None,
+            mss: None,
+            congestion: None,
+            no_delay: false,
+            tos: None,
+        }
+    }
+
+    /// Checks every field; the first problem found is returned.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        if self.streams == 0 || self.streams > MAX_STREAMS {
+            return Err(SpecError::Streams(self.streams));
+        }
+        match self.protocol {
+            Protocol::Udp if !(MIN_UDP_LEN..=MAX_UDP_LEN).contains(&self.len) => {
+                return Err(SpecError::UdpLen(self.len));
+            }
+            Protocol::Tcp if self.len == 0 || self.len > MAX_TCP_LEN => {
+                return Err(SpecError::TcpLen(self.len));
+            }
+            _ => {}
+        }
+        match self.end {
+            EndCondition::Time { duration } if duration.is_zero() || duration > MAX_TEST_TIME => {
+                return Err(SpecError::Duration(duration));
+            }
+            EndCondition::Bytes { bytes: 0 } => return Err(SpecError::ZeroBytes),
+            _ => {}
+        }
+        if self.omit > MAX_TEST_TIME {
+            return Err(SpecError::Omit(self.omit));
+        }
+        if self.interval < MIN_INTERVAL || self.interval > MAX_INTERVAL {
+            return Err(SpecError::Interval(self.interval));
+        }
+        if let Some(w) = self.window {
+            if !(1024..=1 << 30).contains(&w) {
+                return Err(SpecError::Window(w));
+            }
+        }
+        if let Some(m) = self.mss {
+            if !(88..=65_535).contains(&m) {
+                return Err(SpecError::Mss(m));
+            }
+        }
+        if self.protocol == Protocol::Udp && (self.mss.is_some() || self.congestion.is_some()) {
+            return Err(SpecError::TcpOnly);
+        }
+        if let Some(cc) = &self.congestion {
+            if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                return Err(SpecError::Congestion(cc.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Total time the test runs, including the omitted start (`None` for a byte-count test).
+    pub fn total_time(&self) -> Option<Duration> {
+        match self.end {
+            EndCondition::Time { duration } => Some(duration + self.omit),
+            EndCondition::Bytes { .. } => None,
+        }
+    }
+
+    /// Target rate of one stream (the test's rate spread evenly over the streams of a direction).
+    pub fn per_stream_rate(&self) -> Option<BitRate> {
+        self.bitrate.filter(|r| r.0 > 0).map(|r| BitRate((r.0 / u64::from(self.streams)).max(1)))
+    }
+
+    /// Total number of streams in the test (both directions for bidir).
+    pub fn total_streams(&self) -> u16 {
+        match self.direction {
+            Direction::Bidir => self.streams * 2,
+            _ => self.streams,
+        }
+    }
+}
+
+/// Longest test accepted by the spec itself (a peer's `--max-duration` may be lower).
+pub const MAX_TEST_TIME: Duration = Duration::from_secs(24 * 3600);
+/// Shortest report interval.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+/// Longest report interval.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Why a [`TestSpec`] was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// Stream count out of range.
+    #[error("parallel streams must be 1..={MAX_STREAMS}, got {0}")]
+    Streams(u16),
+    /// UDP datagram size out of range.
+    #[error("UDP length must be {MIN_UDP_LEN}..={MAX_UDP_LEN} bytes, got {0}")]
+    UdpLen(u32),
+    /// TCP write size out of range.
+    #[error("TCP length must be 1..={MAX_TCP_LEN} bytes, got {0}")]
+    TcpLen(u32),
+    /// Duration zero or too long.
+    #[error("test time must be more than 0 and at most 24 h, got {0:?}")]
+    Duration(Duration),
+    /// `-n 0`.
+    #[error("byte count must be more than 0")]
+    ZeroBytes,
+    /// Omit too long.
+    #[error("omit time must be at most 24 h, got {0:?}")]
+    Omit(Duration),
+    /// Interval out of range.
+    #[error("report interval must be 0.1..=60 s, got {0:?}")]
+    Interval(Duration),
+    /// Window out of range.
+    #[error("window must be 1 KiB..=1 GiB, got {0} bytes")]
+    Window(u32),
+    /// MSS out of range.
+    #[error("MSS must be 88..=65535 bytes, got {0}")]
+    Mss(u32),
+    /// A TCP-only option on a UDP test.
+    #[error("--mss and --congestion apply to TCP only")]
+    TcpOnly,
+    /// Congestion control name is not a plausible kernel name.
+    #[error("'{0}' is not a congestion control name")]
+    Congestion(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_iperf3_like() {
+        let tcp = TestSpec::new(Protocol::Tcp);
+        assert_eq!(tcp.validate(), Ok(()));
+        assert_eq!(tcp.len, 131_072);
+        assert_eq!(tcp.total_time(), Some(Duration::from_secs(10)));
+        let udp = TestSpec::new(Protocol::Udp);
+        assert_eq!(udp.validate(), Ok(()));
+        assert_eq!(udp.bitrate, Some(BitRate(1_000_000)));
+    }
+
+    #[test]
+    fn out_of_range_fields_are_refused() {
+        let mut s = TestSpec::new(Protocol::Udp);
+        s.len = 8;
+        assert_eq!(s.validate(), Err(SpecError::UdpLen(8)));
+        let mut s = TestSpec::new(Protocol::Tcp);
+        s.streams = 0;
+        assert_eq!(s.validate(), Err(SpecError::Streams(0)));
+        let mut s = TestSpec::new(Protocol::Udp);
+        s.mss = Some(1000);
+        assert_eq!(s.validate(), Err(SpecError::TcpOnly));
+        let mut s = TestSpec::new(Protocol::Tcp);
+        s.congestion = Some("cubic; rm".into());
+        assert!(matches!(s.validate(), Err(SpecError::Congestion(_))));
+        let mut s = TestSpec::new(Protocol::Tcp);
+        s.interval = Duration::from_millis(10);
+        assert!(matches!(s.validate(), Err(SpecError::Interval(_))));
+    }
+
+    #[test]
+    fn rate_is_spread_over_streams() {
+        let mut s = TestSpec::new(Protocol::Udp);
+        s.bitrate = Some(BitRate(15_000_000));
+        s.streams = 3;
+        assert_eq!(s.per_stream_rate(), Some(BitRate(5_000_000)));
+        s.bitrate = Some(BitRate(0));
+        assert_eq!(s.per_stream_rate(), None);
+    }
+
+    #[test]
+    fn spec_round_trips_through_json() {
+        let mut s = TestSpec::new(Protocol::Udp);
+        s.direction = Direction::Bidir;
+        s.end = EndCondition::Bytes { bytes: 1_000_000 };
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(json.contains(r#""direction":"bidir""#), "{json}");
+        let back: TestSpec = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, s);
+        let bad = json.replace(r#""streams":1"#, r#""streams":-1"#);
+        assert!(serde_json::from_str::<TestSpec>(&bad).is_err());
+    }
+}

@@ -1,0 +1,162 @@
+//! Units: parsing and printing of rates and sizes the way iperf3 users type and read them.
+//!
+//! Rates (`-b 200M`) use powers of 1000; sizes (`-n 10M`, `-l 128K`, `-w 1M`) use powers of 1024,
+//! as iperf3's `unit_atof_rate` and `unit_atoi` do. Printing follows iperf3's adaptive formatter.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// A data rate in bits per second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[serde(transparent)]
+pub struct BitRate(pub u64);
+
+impl BitRate {
+    /// Bytes per second, as a float for pacing arithmetic.
+    pub fn bytes_per_sec(self) -> f64 {
+        self.0 as f64 / 8.0
+    }
+}
+
+impl fmt::Display for BitRate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/sec", format_bits(self.0 as f64))
+    }
+}
+
+/// A malformed number with a unit suffix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{input}' is not a {what} (expected a number with an optional K, M, G or T suffix, e.g. 10M)")]
+pub struct UnitError {
+    input: String,
+    what: &'static str,
+}
+
+fn split_suffix(input: &str) -> (&str, Option<char>) {
+    let trimmed = input.trim();
+    match trimmed.chars().last() {
+        Some(c) if c.is_ascii_alphabetic() => (&trimmed[..trimmed.len() - 1], Some(c)),
+        _ => (trimmed, None),
+    }
+}
+
+fn parse_scaled(input: &str, base: f64, what: &'static str) -> Result<f64, UnitError> {
+    let err = || UnitError { input: input.to_string(), what };
+    let (number, suffix) = split_suffix(input);
+    let value: f64 = number.parse().map_err(|_| err())?;
+    let scale = match suffix.map(|c| c.to_ascii_uppercase()) {
+        None => 1.0,
+        Some('K') => base,
+        Some('M') => base * base,
+        Some('G') => base * base * base,
+        Some('T') => base * base * base * base,
+        Some(_) => return Err(err()),
+    };
+    let scaled = value * scale;
+    if !scaled.is_finite() || scaled < 0.0 || scaled > u64::MAX as f64 {
+        return Err(err());
+    }
+    Ok(scaled)
+}
+
+/// Parses a rate such as `200M`, `1.5G` or `48k` (powers of 1000) into bits per second.
+pub fn parse_rate(input: &str) -> Result<BitRate, UnitError> {
+    parse_scaled(input, 1000.0, "rate").map(|v| BitRate(v.round() as u64))
+}
+
+/// Parses a size such as `128K`, `10M` or `1400` (powers of 1024) into bytes.
+pub fn parse_size(input: &str) -> Result<u64, UnitError> {
+    parse_scaled(input, 1024.0, "size").map(|v| v.round() as u64)
+}
+
+/// iperf3's number layout: two decimals below 9.995, one below 99.95, none above.
+fn adaptive_number(value: f64) -> String {
+    if value < 9.995 {
+        format!("{value:4.2}")
+    } else if value < 99.95 {
+        format!("{value:4.1}")
+    } else {
+        format!("{value:4.0}")
+    }
+}
+
+/// Formats a byte count as iperf3 does: `1.25 GBytes` (powers of 1024).
+pub fn format_bytes(bytes: f64) -> String {
+    const UNITS: [&str; 5] = ["Bytes", "KBytes", "MBytes", "GBytes", "TBytes"];
+    let mut value = bytes;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{} {}", adaptive_number(value), UNITS[unit])
+}
+
+/// Formats a bit count or rate as iperf3 does: `26.2 Gbits` (powers of 1000).
+pub fn format_bits(bits: f64) -> String {
+    const UNITS: [&str; 5] = ["bits", "Kbits", "Mbits", "Gbits", "Tbits"];
+    let mut value = bits;
+    let mut unit = 0;
+    while value >= 1000.0 && unit < UNITS.len() - 1 {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{} {}", adaptive_number(value), UNITS[unit])
+}
+
+/// Serde helper: a [`Duration`] on the wire as fractional seconds (`2.5`), readable from JS.
+pub mod serde_secs {
+    use super::*;
+    use serde::{Deserializer, Serializer};
+
+    /// Writes the duration as seconds.
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    /// Reads seconds; negative, NaN or absurd values are an error, not a panic.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_use_powers_of_1000() {
+        assert_eq!(parse_rate("200M"), Ok(BitRate(200_000_000)));
+        assert_eq!(parse_rate("48k"), Ok(BitRate(48_000)));
+        assert_eq!(parse_rate("1.5G"), Ok(BitRate(1_500_000_000)));
+        assert_eq!(parse_rate("0"), Ok(BitRate(0)));
+    }
+
+    #[test]
+    fn sizes_use_powers_of_1024() {
+        assert_eq!(parse_size("128K"), Ok(131_072));
+        assert_eq!(parse_size("10M"), Ok(10_485_760));
+        assert_eq!(parse_size("1400"), Ok(1400));
+    }
+
+    #[test]
+    fn bad_units_are_errors() {
+        for bad in ["", "M", "12Q", "-5", "abc", "1e400"] {
+            assert!(parse_rate(bad).is_err(), "{bad} should not parse");
+        }
+        let msg = parse_size("12Q").unwrap_err().to_string();
+        assert!(msg.contains("'12Q' is not a size"), "{msg}");
+    }
+
+    #[test]
+    fn adaptive_formatting_matches_iperf3() {
+        assert_eq!(format_bytes(1_073_741_824.0 * 30.5), "30.5 GBytes");
+        assert_eq!(format_bytes(512.0), " 512 Bytes");
+        assert_eq!(format_bits(26_200_000_000.0), "26.2 Gbits");
+        assert_eq!(format_bits(1_048_576.0), "1.05 Mbits");
+        assert_eq!(format_bits(999_000.0), " 999 Kbits");
+    }
+}
