@@ -1,1 +1,37 @@
-fn main(){}
+//! perfpeer: network throughput peers (TCP, UDP) with a WebSocket control endpoint.
+//!
+//! # Layout
+//! - `cli/`: one module per subcommand; flags are parsed and validated there, then become a
+//!   [`perfpeer_shared::spec::TestSpec`]. `anyhow` lives only here and in this file.
+//! - `engine/`: the data plane (workers, pacing, counters, sampler, CPU, socket options).
+//! - `session/`: peer↔peer sessions over the control channel.
+//! - `server/`: `perfpeer serve`: warp routes, `/ws` handlers, the data listener, shared state.
+//! - `hostinfo`: facts about this host.
+
+mod cli;
+mod engine;
+mod hostinfo;
+mod server;
+mod session;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    match cli::run(args) {
+        Ok(code) => code,
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("perfpeer: error: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}

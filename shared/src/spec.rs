@@ -201,6 +201,17 @@ impl TestSpec {
         self.bitrate.filter(|r| r.0 > 0).map(|r| BitRate((r.0 / u64::from(self.streams)).max(1)))
     }
 
+    /// Every stream of the test as `(id, client_sends)`: ids start at 1; in bidir the
+    /// client→server streams come first, then the server→client ones.
+    pub fn stream_plan(&self) -> Vec<(u32, bool)> {
+        let n = u32::from(self.streams);
+        match self.direction {
+            Direction::Normal => (1..=n).map(|id| (id, true)).collect(),
+            Direction::Reverse => (1..=n).map(|id| (id, false)).collect(),
+            Direction::Bidir => (1..=2 * n).map(|id| (id, id <= n)).collect(),
+        }
+    }
+
     /// Total number of streams in the test (both directions for bidir).
     pub fn total_streams(&self) -> u16 {
         match self.direction {
@@ -298,6 +309,16 @@ mod tests {
         assert_eq!(s.per_stream_rate(), Some(BitRate(5_000_000)));
         s.bitrate = Some(BitRate(0));
         assert_eq!(s.per_stream_rate(), None);
+    }
+
+    #[test]
+    fn bidir_plan_puts_client_senders_first() {
+        let mut s = TestSpec::new(Protocol::Tcp);
+        s.streams = 2;
+        s.direction = Direction::Bidir;
+        assert_eq!(s.stream_plan(), vec![(1, true), (2, true), (3, false), (4, false)]);
+        s.direction = Direction::Reverse;
+        assert_eq!(s.stream_plan(), vec![(1, false), (2, false)]);
     }
 
     #[test]

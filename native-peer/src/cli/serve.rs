@@ -1,0 +1,159 @@
+//! `perfpeer serve`: bind the control and data ports, announce the URLs (and a QR code on a
+//! terminal), serve until SIGINT/SIGTERM.
+
+use std::io::IsTerminal;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use perfpeer_shared::control::PeerInfo;
+use perfpeer_shared::units::{BitRate, parse_rate};
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::sockopt;
+use crate::hostinfo;
+use crate::server::state::{ServeConfig, ServerState};
+use crate::server::{self, token};
+
+/// Flags of `perfpeer serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port for HTTP and the /ws control endpoint (default [::]:5210, all addresses).
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Option<SocketAddr>,
+    /// Port for data streams, TCP and UDP, on the same address.
+    #[arg(long, default_value_t = 5211, value_name = "PORT")]
+    data_port: u16,
+    /// Tests that may run at once (as far end or started here).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    max_tests: u32,
+    /// Longest test accepted, in seconds.
+    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    max_duration: u64,
+    /// Highest bitrate accepted per direction (e.g. 100M); tests must then ask for a rate.
+    #[arg(long, value_parser = parse_rate_arg)]
+    max_bitrate: Option<BitRate>,
+    /// Access token for privileged requests (default: generated once, kept in the data dir).
+    #[arg(long, conflicts_with = "open")]
+    token: Option<String>,
+    /// No token: anyone who reaches the control port may use every request.
+    #[arg(long)]
+    open: bool,
+    /// Where the token (and later, results) are kept.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+fn parse_rate_arg(s: &str) -> Result<BitRate, String> {
+    match parse_rate(s) {
+        Ok(BitRate(0)) => Err("a cap of 0 would refuse every test".into()),
+        Ok(r) => Ok(r),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Runs the peer until a signal.
+pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
+    super::init_logging("info");
+    let token = resolve_token(&args)?;
+    let bound = bind(&args)?;
+    let control = bound.control_addr()?;
+    let data = bound.data_addr()?;
+    let info = PeerInfo {
+        name: hostinfo::hostname(),
+        version: hostinfo::VERSION.to_string(),
+        system: hostinfo::system_line(),
+        addresses: hostinfo::lan_addresses().iter().map(IpAddr::to_string).collect(),
+        data_port: data.port(),
+        congestion_controls: sockopt::congestion_controls(),
+        max_tests: args.max_tests,
+        max_duration_s: args.max_duration,
+        max_bitrate: args.max_bitrate.map_or(0, |b| b.0),
+    };
+    let config = ServeConfig {
+        max_tests: args.max_tests,
+        max_duration: Duration::from_secs(args.max_duration),
+        max_bitrate: args.max_bitrate,
+        token: token.clone(),
+    };
+    let shutdown = CancellationToken::new();
+    let state = ServerState::new(config, info, shutdown.clone());
+    announce(control, data, token.as_deref());
+    tokio::spawn(wait_for_signal(shutdown));
+    server::run(bound, state).await;
+    tracing::info!("stopped");
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+fn resolve_token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
+    if args.open {
+        return Ok(None);
+    }
+    if let Some(t) = &args.token {
+        if !token::is_valid(t) {
+            bail!("--token must be 8 to 128 characters of A-Z a-z 0-9 - _ . ~");
+        }
+        return Ok(Some(t.clone()));
+    }
+    let dir = token::data_dir(args.data_dir.as_deref());
+    let t = token::load_or_create(&dir).with_context(|| format!("cannot keep the access token in {}", dir.display()))?;
+    Ok(Some(t))
+}
+
+fn bind(args: &ServeArgs) -> anyhow::Result<server::Bound> {
+    if let Some(listen) = args.listen {
+        return Ok(server::bind(listen, args.data_port)?);
+    }
+    // All addresses, IPv6 and IPv4 together; IPv4 only where IPv6 is off.
+    let v6 = SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), 5210);
+    match server::bind(v6, args.data_port) {
+        Ok(b) => Ok(b),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(e.into()),
+        Err(_) => Ok(server::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 5210), args.data_port)?),
+    }
+}
+
+fn announce(control: SocketAddr, data: SocketAddr, token: Option<&str>) {
+    println!(
+        "perfpeer {} serving: control and web UI on port {}, data on port {} (TCP and UDP)",
+        hostinfo::VERSION,
+        control.port(),
+        data.port()
+    );
+    let fragment = token.map(|t| format!("#token={t}")).unwrap_or_default();
+    let mut hosts: Vec<IpAddr> = if control.ip().is_unspecified() { hostinfo::lan_addresses() } else { vec![control.ip()] };
+    if control.ip().is_ipv4() {
+        hosts.retain(IpAddr::is_ipv4);
+    }
+    if hosts.is_empty() {
+        hosts.push(if control.is_ipv4() { IpAddr::V4(Ipv4Addr::LOCALHOST) } else { IpAddr::V6(Ipv6Addr::LOCALHOST) });
+    }
+    let urls: Vec<String> = hosts.iter().map(|ip| format!("http://{}/{fragment}", SocketAddr::new(*ip, control.port()))).collect();
+    println!("Open from a phone or browser on the same network:");
+    for url in &urls {
+        println!("  {url}");
+    }
+    if token.is_none() {
+        println!("(open mode: no access token)");
+    }
+    if std::io::stdout().is_terminal() {
+        if let Ok(code) = qrcode::QrCode::new(urls[0].as_bytes()) {
+            println!("{}", code.render::<qrcode::render::unicode::Dense1x2>().quiet_zone(true).build());
+        }
+    }
+}
+
+async fn wait_for_signal(shutdown: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        return tracing::warn!("cannot listen for signals");
+    };
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = int.recv() => {},
+    }
+    tracing::info!("shutting down");
+    shutdown.cancel();
+}

@@ -1,0 +1,262 @@
+//! `perfpeer test PEER`: flags as iperf3 spells them, validated into a `TestSpec`, run against a
+//! perfpeer peer, printed live as iperf3 text, JSON (`-J`) or JSON lines (`--json-stream`).
+
+use std::net::IpAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::bail;
+use clap::Args;
+use perfpeer_shared::report::TestStatus;
+use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
+use perfpeer_shared::units::{BitRate, parse_rate, parse_size};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::output::{Printer, Style};
+use crate::session::client::{ClientOptions, run_test};
+use crate::session::target::Family;
+
+/// Flags of `perfpeer test` (iperf3's letters where iperf3 has the option).
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// The peer: host, host:port or [v6addr]:port (its control port, default 5210).
+    peer: String,
+    /// UDP instead of TCP.
+    #[arg(short = 'u', long)]
+    udp: bool,
+    /// Seconds to transmit (default 10).
+    #[arg(short = 't', long, value_name = "SECS", conflicts_with = "bytes")]
+    time: Option<f64>,
+    /// Bytes to transmit per direction instead of a time (K/M/G = 1024-based).
+    #[arg(short = 'n', long, value_parser = parse_size_arg)]
+    bytes: Option<u64>,
+    /// Bytes per write (TCP, default 128K) or per datagram (UDP, default 1448).
+    #[arg(short = 'l', long, value_parser = parse_size_arg)]
+    len: Option<u64>,
+    /// Parallel streams per direction.
+    #[arg(short = 'P', long, default_value_t = 1)]
+    parallel: u16,
+    /// Reverse: the peer sends, this machine receives.
+    #[arg(short = 'R', long, conflicts_with = "bidir")]
+    reverse: bool,
+    /// Both directions at once.
+    #[arg(long)]
+    bidir: bool,
+    /// Target rate for the whole test per direction (K/M/G = 1000-based; 0 = unlimited;
+    /// UDP default 1M).
+    #[arg(short = 'b', long, value_parser = parse_rate_arg)]
+    bitrate: Option<BitRate>,
+    /// Socket buffer size (SO_SNDBUF/SO_RCVBUF).
+    #[arg(short = 'w', long, value_parser = parse_size_arg)]
+    window: Option<u64>,
+    /// TCP maximum segment size.
+    #[arg(short = 'M', long = "mss")]
+    mss: Option<u32>,
+    /// TCP congestion control algorithm (e.g. cubic, bbr, reno).
+    #[arg(short = 'C', long)]
+    congestion: Option<String>,
+    /// TCP_NODELAY on data streams.
+    #[arg(short = 'N', long = "no-delay")]
+    no_delay: bool,
+    /// IP type of service / traffic class (decimal, 0x hex or 0 octal).
+    #[arg(short = 'S', long, value_parser = parse_tos)]
+    tos: Option<u8>,
+    /// Seconds to omit from the start (TCP slow start).
+    #[arg(short = 'O', long, value_name = "SECS", default_value_t = 0.0)]
+    omit: f64,
+    /// Seconds between interval reports.
+    #[arg(short = 'i', long, value_name = "SECS", default_value_t = 1.0)]
+    interval: f64,
+    /// IPv4 only.
+    #[arg(short = '4', long = "version4", conflicts_with = "ipv6")]
+    ipv4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', long = "version6")]
+    ipv6: bool,
+    /// Local address for the data streams.
+    #[arg(short = 'B', long)]
+    bind: Option<IpAddr>,
+    /// The peer's access token (not needed to run a test against it).
+    #[arg(long)]
+    token: Option<String>,
+    /// Output one JSON object at the end, with iperf3 -J's keys.
+    #[arg(short = 'J', long, conflicts_with = "json_stream")]
+    json: bool,
+    /// Output one JSON object per line as things happen (iperf3 3.17's --json-stream).
+    #[arg(long)]
+    json_stream: bool,
+    /// Seconds to wait for the peer to answer.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    connect_timeout: f64,
+}
+
+fn parse_size_arg(s: &str) -> Result<u64, String> {
+    parse_size(s).map_err(|e| e.to_string())
+}
+
+fn parse_rate_arg(s: &str) -> Result<BitRate, String> {
+    parse_rate(s).map_err(|e| e.to_string())
+}
+
+fn parse_tos(s: &str) -> Result<u8, String> {
+    let parsed = if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u8::from_str_radix(hex, 16)
+    } else if s.len() > 1 && s.starts_with('0') {
+        u8::from_str_radix(&s[1..], 8)
+    } else {
+        s.parse()
+    };
+    parsed.map_err(|_| format!("'{s}' is not a TOS value (0-255)"))
+}
+
+fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(v).map_err(|_| anyhow::anyhow!("{name} must be a non-negative number of seconds, got {v}"))
+}
+
+impl TestArgs {
+    /// Builds and validates the spec.
+    fn spec(&self) -> anyhow::Result<TestSpec> {
+        let protocol = if self.udp { Protocol::Udp } else { Protocol::Tcp };
+        let mut spec = TestSpec::new(protocol);
+        spec.direction = match (self.reverse, self.bidir) {
+            (true, _) => Direction::Reverse,
+            (_, true) => Direction::Bidir,
+            _ => Direction::Normal,
+        };
+        spec.end = match (self.bytes, self.time) {
+            (Some(bytes), _) => EndCondition::Bytes { bytes },
+            (None, Some(t)) => EndCondition::Time { duration: seconds("-t", t)? },
+            (None, None) => spec.end,
+        };
+        spec.omit = seconds("-O", self.omit)?;
+        spec.interval = seconds("-i", self.interval)?;
+        spec.streams = self.parallel;
+        if let Some(len) = self.len {
+            spec.len = u32::try_from(len).unwrap_or(u32::MAX);
+        }
+        if let Some(rate) = self.bitrate {
+            spec.bitrate = (rate.0 > 0).then_some(rate);
+        }
+        spec.window = self.window.map(|w| u32::try_from(w).unwrap_or(u32::MAX));
+        spec.mss = self.mss;
+        spec.congestion = self.congestion.clone();
+        spec.no_delay = self.no_delay;
+        spec.tos = self.tos;
+        if let Err(e) = spec.validate() {
+            bail!("{e}");
+        }
+        Ok(spec)
+    }
+
+    fn options(&self) -> anyhow::Result<ClientOptions> {
+        let family = match (self.ipv4, self.ipv6) {
+            (true, _) => Some(Family::V4),
+            (_, true) => Some(Family::V6),
+            _ => None,
+        };
+        let connect_timeout = seconds("--connect-timeout", self.connect_timeout)?;
+        if connect_timeout.is_zero() {
+            bail!("--connect-timeout must be more than 0");
+        }
+        Ok(ClientOptions { token: self.token.clone(), connect_timeout, family, bind: self.bind })
+    }
+}
+
+/// Runs the test and prints it; exit 0 only for a complete test.
+pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
+    super::init_logging("warn");
+    let spec = args.spec()?;
+    let opts = args.options()?;
+    let style = if args.json {
+        Style::Json
+    } else if args.json_stream {
+        Style::JsonStream
+    } else {
+        Style::Text
+    };
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let ctrl_c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            ctrl_c.cancel();
+        }
+    });
+    let mut printer = Printer::new(style, &spec);
+    let test = run_test(&args.peer, &spec, &opts, events_tx, cancel);
+    tokio::pin!(test);
+    let outcome = loop {
+        tokio::select! {
+            r = &mut test => break r,
+            Some(ev) = events.recv() => printer.event(&ev)?,
+        }
+    };
+    while let Ok(ev) = events.try_recv() {
+        printer.event(&ev)?;
+    }
+    match outcome {
+        Ok(result) => {
+            printer.result(&result)?;
+            Ok(match result.status {
+                TestStatus::Complete => ExitCode::SUCCESS,
+                TestStatus::Partial { .. } => ExitCode::from(1),
+            })
+        }
+        Err(e) => {
+            printer.error(&e.to_string())?;
+            Err(anyhow::Error::new(e).context(format!("test against {} failed", args.peer)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        args: TestArgs,
+    }
+
+    fn spec_of(argv: &[&str]) -> anyhow::Result<TestSpec> {
+        let mut full = vec!["perfpeer"];
+        full.extend_from_slice(argv);
+        Wrap::try_parse_from(full).map_err(|e| anyhow::anyhow!("{e}"))?.args.spec()
+    }
+
+    #[test]
+    fn iperf3_style_flags_build_the_spec() {
+        let s = spec_of(&["pc", "-u", "-b", "15M", "-l", "1400", "-t", "3", "-P", "2", "-R"]).unwrap();
+        assert_eq!(s.protocol, Protocol::Udp);
+        assert_eq!(s.bitrate, Some(BitRate(15_000_000)));
+        assert_eq!(s.len, 1400);
+        assert_eq!(s.streams, 2);
+        assert_eq!(s.direction, Direction::Reverse);
+        assert_eq!(s.end, EndCondition::Time { duration: Duration::from_secs(3) });
+        let s = spec_of(&["pc", "-n", "10M", "--bidir", "-S", "0x10", "-C", "reno"]).unwrap();
+        assert_eq!(s.end, EndCondition::Bytes { bytes: 10 << 20 });
+        assert_eq!((s.tos, s.direction), (Some(16), Direction::Bidir));
+        let s = spec_of(&["pc", "-u", "-b", "0"]).unwrap();
+        assert_eq!(s.bitrate, None, "-b 0 is unlimited");
+    }
+
+    #[test]
+    fn bad_flags_are_clear_errors() {
+        for (argv, needle) in [
+            (vec!["pc", "-P", "0"], "parallel streams"),
+            (vec!["pc", "-u", "-l", "8"], "UDP length"),
+            (vec!["pc", "-t", "-1"], "non-negative"),
+            (vec!["pc", "-b", "fast"], "not a rate"),
+            (vec!["pc", "-R", "--bidir"], "cannot be used with"),
+            (vec!["pc", "-t", "5", "-n", "1M"], "cannot be used with"),
+            (vec!["pc", "-u", "-M", "1000"], "TCP only"),
+            (vec!["pc", "-S", "300"], "TOS"),
+        ] {
+            let err = spec_of(&argv).unwrap_err().to_string();
+            assert!(err.contains(needle), "{argv:?}: {err}");
+        }
+    }
+}

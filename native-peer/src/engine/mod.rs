@@ -1,0 +1,317 @@
+//! The data plane: one OS thread per stream moving bytes over blocking sockets, with counters
+//! the sampler reads. It knows nothing about control messages or output formats.
+//!
+//! Life of an [`Engine`]: [`Engine::start`] spawns a thread per stream; senders run until
+//! [`Engine::stop`] (or their byte budget runs out), then close their direction (TCP shutdown,
+//! UDP fin datagrams); receivers run until the sender's end-of-stream, or a drain limit after
+//! `stop`; [`Engine::abort`] ends everything at once.
+
+pub mod cpu;
+pub mod pacing;
+pub mod sampler;
+pub mod sockopt;
+mod tcp;
+mod udp;
+pub mod udp_stats;
+pub mod wire;
+
+use std::io;
+use std::net::{TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use perfpeer_shared::report::StreamRole;
+use perfpeer_shared::spec::{EndCondition, TestSpec};
+use perfpeer_shared::units::BitRate;
+
+use self::udp_stats::UdpRxStats;
+
+/// A connected data socket, shared by its worker thread and the sampler (which reads TCP_INFO).
+#[derive(Debug, Clone)]
+pub enum DataSocket {
+    /// A TCP stream.
+    Tcp(Arc<TcpStream>),
+    /// A connected UDP socket.
+    Udp(Arc<UdpSocket>),
+}
+
+impl DataSocket {
+    /// Local and peer address as text.
+    pub fn addresses(&self) -> (String, String) {
+        let (l, p) = match self {
+            DataSocket::Tcp(s) => (s.local_addr(), s.peer_addr()),
+            DataSocket::Udp(s) => (s.local_addr(), s.peer_addr()),
+        };
+        let show = |a: io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
+        (show(l), show(p))
+    }
+}
+
+/// One stream to run: its id, what this end does on it, and its socket.
+#[derive(Debug)]
+pub struct StreamSetup {
+    /// Stream id.
+    pub id: u32,
+    /// Sender or receiver at this end.
+    pub role: StreamRole,
+    /// The connected socket.
+    pub socket: DataSocket,
+}
+
+/// Counters a worker updates and the sampler reads. Single writer: plain stores suffice.
+#[derive(Debug, Default)]
+pub struct StreamCounters {
+    /// Payload bytes written or read.
+    pub bytes: AtomicU64,
+    /// Datagrams sent (UDP sender).
+    pub packets: AtomicU64,
+    /// Receiver statistics (UDP receiver).
+    pub udp_rx: Mutex<UdpRxStats>,
+    /// When the stream ended, in ns since the engine's epoch plus one (0 = still running).
+    finished_ns: AtomicU64,
+    /// The error that ended the stream, if any.
+    pub error: Mutex<Option<String>>,
+}
+
+impl StreamCounters {
+    fn mark_finished(&self, epoch: Instant) {
+        let ns = epoch.elapsed().as_nanos() as u64 + 1;
+        let _ = self.finished_ns.compare_exchange(0, ns, Ordering::Release, Ordering::Relaxed);
+    }
+
+    /// When the stream ended, relative to the epoch.
+    pub fn finished_at(&self) -> Option<Duration> {
+        match self.finished_ns.load(Ordering::Acquire) {
+            0 => None,
+            ns => Some(Duration::from_nanos(ns - 1)),
+        }
+    }
+}
+
+/// Flags shared by all workers of one end of a test.
+#[derive(Debug)]
+struct SideControl {
+    stop: AtomicBool,
+    abort: AtomicBool,
+    stopped_at: Mutex<Option<Instant>>,
+    /// Bytes left for this end's senders together (byte-count tests).
+    budget: Option<AtomicU64>,
+    epoch: Instant,
+}
+
+impl SideControl {
+    /// Reserves up to `want` bytes of the budget; `None` once it is spent.
+    fn take_budget(&self, want: usize) -> Option<usize> {
+        let Some(budget) = &self.budget else { return Some(want) };
+        let prev = budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                (left > 0).then(|| left.saturating_sub(want as u64))
+            })
+            .ok()?;
+        Some(prev.min(want as u64) as usize)
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.aborted()
+    }
+
+    fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+
+    /// Time since `stop`, if it was called.
+    fn draining_for(&self) -> Option<Duration> {
+        self.stopped_at.lock().ok()?.map(|t| t.elapsed())
+    }
+}
+
+/// What a worker thread needs.
+struct Worker {
+    id: u32,
+    counters: Arc<StreamCounters>,
+    control: Arc<SideControl>,
+    len: usize,
+    rate: Option<BitRate>,
+}
+
+/// A running stream.
+#[derive(Debug)]
+pub struct EngineStream {
+    /// Stream id.
+    pub id: u32,
+    /// Sender or receiver here.
+    pub role: StreamRole,
+    /// Its socket.
+    pub socket: DataSocket,
+    /// Its counters.
+    pub counters: Arc<StreamCounters>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// All streams of one end of one test.
+#[derive(Debug)]
+pub struct Engine {
+    control: Arc<SideControl>,
+    streams: Vec<EngineStream>,
+}
+
+impl Engine {
+    /// Spawns one worker thread per stream; measurement time counts from `epoch`.
+    pub fn start(spec: &TestSpec, setups: Vec<StreamSetup>, epoch: Instant) -> io::Result<Engine> {
+        let budget = match spec.end {
+            EndCondition::Bytes { bytes } => Some(AtomicU64::new(bytes)),
+            EndCondition::Time { .. } => None,
+        };
+        let control = Arc::new(SideControl {
+            stop: AtomicBool::new(false),
+            abort: AtomicBool::new(false),
+            stopped_at: Mutex::new(None),
+            budget,
+            epoch,
+        });
+        let mut engine = Engine { control: control.clone(), streams: Vec::with_capacity(setups.len()) };
+        for setup in setups {
+            let counters = Arc::new(StreamCounters::default());
+            let worker = Worker {
+                id: setup.id,
+                counters: counters.clone(),
+                control: control.clone(),
+                len: spec.len as usize,
+                rate: spec.per_stream_rate(),
+            };
+            let name = format!("pp-{}-{}", if setup.role == StreamRole::Sender { "tx" } else { "rx" }, setup.id);
+            let socket = setup.socket.clone();
+            let role = setup.role;
+            let spawned = std::thread::Builder::new().name(name).spawn(move || run_worker(socket, role, worker));
+            let thread = match spawned {
+                Ok(t) => t,
+                Err(e) => {
+                    engine.abort();
+                    return Err(e);
+                }
+            };
+            engine.streams.push(EngineStream {
+                id: setup.id,
+                role: setup.role,
+                socket: setup.socket,
+                counters,
+                thread: Some(thread),
+            });
+        }
+        Ok(engine)
+    }
+
+    /// The engine's streams.
+    pub fn streams(&self) -> &[EngineStream] {
+        &self.streams
+    }
+
+    /// The instant measurement times are relative to.
+    pub fn epoch(&self) -> Instant {
+        self.control.epoch
+    }
+
+    /// Senders stop and close their direction; receivers drain what is in flight.
+    pub fn stop(&self) {
+        if !self.control.stop.swap(true, Ordering::Relaxed) {
+            if let Ok(mut at) = self.control.stopped_at.lock() {
+                *at = Some(Instant::now());
+            }
+        }
+    }
+
+    /// Every worker stops now.
+    pub fn abort(&self) {
+        self.control.abort.store(true, Ordering::Relaxed);
+        self.stop();
+    }
+
+    fn all_finished(&self, role: StreamRole) -> bool {
+        self.streams.iter().filter(|s| s.role == role).all(|s| s.counters.finished_at().is_some())
+    }
+
+    /// Whether every sending stream has finished (its budget spent, or stopped).
+    pub fn senders_done(&self) -> bool {
+        self.all_finished(StreamRole::Sender)
+    }
+
+    /// Whether every receiving stream has seen its end.
+    pub fn receivers_done(&self) -> bool {
+        self.all_finished(StreamRole::Receiver)
+    }
+
+    /// Whether this end sends on any stream.
+    pub fn has_senders(&self) -> bool {
+        self.streams.iter().any(|s| s.role == StreamRole::Sender)
+    }
+
+    /// Waits for every worker thread (blocking: call from a blocking context).
+    pub fn join(&mut self) {
+        for s in &mut self.streams {
+            if let Some(t) = s.thread.take() {
+                if t.join().is_err() {
+                    *s.counters.error.lock().unwrap_or_else(|p| p.into_inner()) = Some("worker panicked".into());
+                    s.counters.mark_finished(self.control.epoch);
+                }
+            }
+        }
+    }
+
+    /// Errors that ended streams, as `stream N: message`.
+    pub fn errors(&self) -> Vec<String> {
+        self.streams
+            .iter()
+            .filter_map(|s| {
+                let err = s.counters.error.lock().ok()?.clone()?;
+                Some(format!("stream {}: {err}", s.id))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // Threads notice within their socket timeout and exit on their own.
+        self.abort();
+    }
+}
+
+fn run_worker(socket: DataSocket, role: StreamRole, w: Worker) {
+    let result = match (&socket, role) {
+        (DataSocket::Tcp(s), StreamRole::Sender) => tcp::send(s, &w),
+        (DataSocket::Tcp(s), StreamRole::Receiver) => tcp::receive(s, &w),
+        (DataSocket::Udp(s), StreamRole::Sender) => udp::send(s, &w),
+        (DataSocket::Udp(s), StreamRole::Receiver) => udp::receive(s, &w),
+    };
+    if let Err(e) = result {
+        tracing::debug!(stream = w.id, error = %e, "stream ended with an error");
+        if let Ok(mut slot) = w.counters.error.lock() {
+            *slot = Some(e.to_string());
+        }
+    }
+    w.counters.mark_finished(w.control.epoch);
+}
+
+/// A payload buffer of `len` bytes of pseudo-random filler (so compression on the path gains
+/// nothing), allocated once per stream and reused for every write.
+fn payload(len: usize) -> Vec<u8> {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+/// Whether an I/O error only means "try again" on a socket with a timeout.
+fn is_retry(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+}
+
+/// Socket timeout that bounds how long a worker takes to notice stop/abort.
+const POLL: Duration = Duration::from_millis(100);

@@ -1,0 +1,102 @@
+//! Pacing: evenly spaced sends at a target rate from a monotonic clock. Each send has a due
+//! time `start + bytes_sent / rate`; the sender sleeps for the coarse part of the wait and spins
+//! for the last few microseconds, so datagrams leave one by one, not in a burst per timer tick.
+
+use std::time::{Duration, Instant};
+
+use perfpeer_shared::units::BitRate;
+
+/// A sender that falls further behind than this forgets the debt instead of bursting.
+const MAX_DEBT: Duration = Duration::from_millis(10);
+/// Waits longer than this are slept (minus [`SPIN_MARGIN`]); shorter ones are spun.
+const SLEEP_THRESHOLD: Duration = Duration::from_micros(80);
+/// Time left to spin after a sleep, to absorb the kernel's wake-up latency.
+const SPIN_MARGIN: Duration = Duration::from_micros(40);
+
+/// Due times for a paced sender (pure: the caller reads the clock).
+#[derive(Debug, Clone)]
+pub struct Pacer {
+    start: Instant,
+    ns_per_byte: f64,
+    sent: u64,
+}
+
+impl Pacer {
+    /// A pacer for `rate`, starting now.
+    pub fn new(rate: BitRate, start: Instant) -> Self {
+        Pacer { start, ns_per_byte: 8e9 / rate.0.max(1) as f64, sent: 0 }
+    }
+
+    /// When the next send is due.
+    pub fn due(&self) -> Instant {
+        self.start + Duration::from_nanos((self.sent as f64 * self.ns_per_byte) as u64)
+    }
+
+    /// Accounts a send of `bytes` made at `now`.
+    pub fn on_sent(&mut self, bytes: u64, now: Instant) {
+        if now > self.due() + MAX_DEBT {
+            // Far behind (the host stalled us): restart the schedule from now.
+            self.start = now - Duration::from_nanos((self.sent as f64 * self.ns_per_byte) as u64);
+        }
+        self.sent += bytes;
+    }
+}
+
+/// Longest single sleep, so a stop request is noticed quickly even at very low rates.
+const MAX_SLEEP: Duration = Duration::from_millis(50);
+
+/// Blocks until `due`: sleeps the coarse part, spins the rest. Returns `false` early if
+/// `stopping()` turns true.
+pub fn wait_until(due: Instant, stopping: impl Fn() -> bool) -> bool {
+    loop {
+        let now = Instant::now();
+        if now >= due {
+            return true;
+        }
+        let left = due - now;
+        if left > SLEEP_THRESHOLD {
+            if stopping() {
+                return false;
+            }
+            std::thread::sleep((left - SPIN_MARGIN).min(MAX_SLEEP));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Asks the kernel for 1 µs timer slack on this thread so short sleeps end on time.
+pub fn tighten_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only the calling thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn due_times_are_evenly_spaced() {
+        let t0 = Instant::now();
+        // 8 Mbit/s = 1 byte per µs: 1000-byte datagrams every 1 ms.
+        let mut p = Pacer::new(BitRate(8_000_000), t0);
+        assert_eq!(p.due(), t0);
+        p.on_sent(1000, t0);
+        assert_eq!(p.due(), t0 + Duration::from_millis(1));
+        p.on_sent(1000, t0 + Duration::from_millis(1));
+        assert_eq!(p.due(), t0 + Duration::from_millis(2));
+    }
+
+    #[test]
+    fn small_lag_is_caught_up_large_lag_is_forgiven() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(BitRate(8_000_000), t0);
+        p.on_sent(1000, t0 + Duration::from_millis(2));
+        assert_eq!(p.due(), t0 + Duration::from_millis(1), "2 ms late is caught up");
+        let late = t0 + Duration::from_millis(100);
+        p.on_sent(1000, late);
+        assert_eq!(p.due(), late + Duration::from_millis(1), "100 ms late restarts the schedule");
+    }
+}

@@ -1,0 +1,201 @@
+//! The sampler turns an engine's cumulative counters into interval reports and, at the end,
+//! per-stream finals. It is driven from outside (`tick(now)`, `finish(now)`) and reads TCP_INFO
+//! from sending TCP sockets; nothing here runs on the data path.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use perfpeer_shared::report::{
+    IntervalReport, StreamFinal, StreamInterval, StreamRole, TcpFinal, TcpSample,
+};
+
+use super::sockopt::{TcpInfo, tcp_info};
+use super::udp_stats::UdpRxSnapshot;
+use super::{DataSocket, Engine, StreamCounters};
+use std::sync::Arc;
+
+/// Cumulative counters of one stream at one instant.
+#[derive(Debug, Clone, Copy, Default)]
+struct Snap {
+    bytes: u64,
+    packets: u64,
+    retrans: u64,
+    udp: Option<UdpRxSnapshot>,
+}
+
+/// RTT and cwnd figures gathered from TCP_INFO over the test.
+#[derive(Debug, Clone, Copy, Default)]
+struct TcpAgg {
+    max_cwnd: u64,
+    min_rtt: u32,
+    max_rtt: u32,
+    rtt_sum: u64,
+    rtt_samples: u64,
+}
+
+impl TcpAgg {
+    fn add(&mut self, info: &TcpInfo) {
+        self.max_cwnd = self.max_cwnd.max(u64::from(info.snd_cwnd) * u64::from(info.snd_mss));
+        if info.rtt > 0 {
+            self.min_rtt = if self.rtt_samples == 0 { info.rtt } else { self.min_rtt.min(info.rtt) };
+            self.max_rtt = self.max_rtt.max(info.rtt);
+            self.rtt_sum += u64::from(info.rtt);
+            self.rtt_samples += 1;
+        }
+    }
+}
+
+struct Sampled {
+    id: u32,
+    role: StreamRole,
+    counters: Arc<StreamCounters>,
+    socket: DataSocket,
+    last: Snap,
+    base: Snap,
+    tcp: TcpAgg,
+}
+
+impl Sampled {
+    fn is_udp_receiver(&self) -> bool {
+        self.role == StreamRole::Receiver && matches!(self.socket, DataSocket::Udp(_))
+    }
+
+    fn tcp_sender_info(&self) -> Option<TcpInfo> {
+        match (&self.socket, self.role) {
+            (DataSocket::Tcp(s), StreamRole::Sender) => tcp_info(&**s),
+            _ => None,
+        }
+    }
+
+    fn read(&mut self) -> (Snap, Option<TcpInfo>) {
+        let info = self.tcp_sender_info();
+        if let Some(i) = &info {
+            self.tcp.add(i);
+        }
+        let c = &self.counters;
+        let snap = Snap {
+            bytes: c.bytes.load(Ordering::Relaxed),
+            packets: c.packets.load(Ordering::Relaxed),
+            retrans: info.map_or(self.last.retrans, |i| u64::from(i.total_retrans)),
+            udp: self
+                .is_udp_receiver()
+                .then(|| c.udp_rx.lock().unwrap_or_else(|p| p.into_inner()).snapshot()),
+        };
+        (snap, info)
+    }
+}
+
+/// Interval and final reports for one end of a test.
+pub struct Sampler {
+    epoch: Instant,
+    omit: Duration,
+    interval: Duration,
+    last_end: Duration,
+    /// End of the omitted start, once it is over.
+    base_at: Option<Duration>,
+    streams: Vec<Sampled>,
+}
+
+impl Sampler {
+    /// A sampler over `engine`'s streams, skipping `omit` at the start.
+    pub fn new(engine: &Engine, omit: Duration, interval: Duration) -> Self {
+        let streams = engine
+            .streams()
+            .iter()
+            .map(|s| Sampled {
+                id: s.id,
+                role: s.role,
+                counters: s.counters.clone(),
+                socket: s.socket.clone(),
+                last: Snap::default(),
+                base: Snap::default(),
+                tcp: TcpAgg::default(),
+            })
+            .collect();
+        Sampler {
+            epoch: engine.epoch(),
+            omit,
+            interval,
+            last_end: Duration::ZERO,
+            base_at: omit.is_zero().then_some(Duration::ZERO),
+            streams,
+        }
+    }
+
+    /// The interval from the previous tick to `now`.
+    pub fn tick(&mut self, now: Instant) -> IntervalReport {
+        let end = now.saturating_duration_since(self.epoch);
+        let omitted = self.base_at.is_none();
+        let mut streams = Vec::with_capacity(self.streams.len());
+        for s in &mut self.streams {
+            let (snap, info) = s.read();
+            streams.push(StreamInterval {
+                id: s.id,
+                role: s.role,
+                bytes: snap.bytes - s.last.bytes,
+                packets: (s.role == StreamRole::Sender && matches!(s.socket, DataSocket::Udp(_)))
+                    .then(|| snap.packets - s.last.packets),
+                tcp: info.map(|i| TcpSample {
+                    retransmits: snap.retrans.saturating_sub(s.last.retrans),
+                    snd_cwnd: u64::from(i.snd_cwnd) * u64::from(i.snd_mss),
+                    rtt_us: i.rtt,
+                    rttvar_us: i.rttvar,
+                    pmtu: i.pmtu,
+                }),
+                udp_rx: snap.udp.map(|u| u.interval_since(&s.last.udp.unwrap_or_default())),
+            });
+            s.last = snap;
+        }
+        if self.base_at.is_none() && end + Duration::from_millis(1) >= self.omit {
+            self.base_at = Some(end);
+            for s in &mut self.streams {
+                s.base = s.last;
+            }
+        }
+        let report = IntervalReport { start: self.last_end, end, omitted, streams };
+        self.last_end = end;
+        report
+    }
+
+    /// The last, short interval (if long enough to be worth showing) and the per-stream finals.
+    pub fn finish(&mut self, now: Instant) -> (Option<IntervalReport>, Vec<StreamFinal>) {
+        let since_last = now.saturating_duration_since(self.epoch).saturating_sub(self.last_end);
+        let tail = (since_last >= self.interval / 10).then(|| self.tick(now));
+        if tail.is_none() {
+            // Bring the counters up to date even if the sliver is not reported on its own.
+            for s in &mut self.streams {
+                s.last = s.read().0;
+            }
+        }
+        let base_at = self.base_at.unwrap_or(Duration::ZERO);
+        let end = now.saturating_duration_since(self.epoch);
+        let finals = self.streams.iter().map(|s| self.final_of(s, base_at, end)).collect();
+        (tail, finals)
+    }
+
+    fn final_of(&self, s: &Sampled, base_at: Duration, end: Duration) -> StreamFinal {
+        let stream_end = s.counters.finished_at().unwrap_or(end).min(end).max(base_at);
+        let udp_rx = s.is_udp_receiver().then(|| {
+            let stats = s.counters.udp_rx.lock().unwrap_or_else(|p| p.into_inner());
+            stats.final_since(&s.base.udp.unwrap_or_default())
+        });
+        let is_udp_sender = s.role == StreamRole::Sender && matches!(s.socket, DataSocket::Udp(_));
+        let tcp = (s.role == StreamRole::Sender && matches!(s.socket, DataSocket::Tcp(_)) && s.tcp.rtt_samples > 0)
+            .then(|| TcpFinal {
+                retransmits: s.last.retrans.saturating_sub(s.base.retrans),
+                max_snd_cwnd: s.tcp.max_cwnd,
+                max_rtt_us: s.tcp.max_rtt,
+                min_rtt_us: s.tcp.min_rtt,
+                mean_rtt_us: (s.tcp.rtt_sum / s.tcp.rtt_samples.max(1)) as u32,
+            });
+        StreamFinal {
+            id: s.id,
+            role: s.role,
+            bytes: s.last.bytes - s.base.bytes,
+            duration: stream_end - base_at,
+            packets: is_udp_sender.then(|| s.last.packets - s.base.packets),
+            tcp,
+            udp_rx,
+        }
+    }
+}

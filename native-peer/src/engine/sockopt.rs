@@ -1,0 +1,140 @@
+//! Socket options for data streams (window, MSS, congestion control, no-delay, TOS) and the
+//! kernel's view of a TCP sender (TCP_INFO). Linux-specific calls live here and nowhere else.
+
+use std::io;
+use std::os::fd::AsRawFd;
+
+use perfpeer_shared::spec::{Protocol, TestSpec};
+use socket2::SockRef;
+
+/// Applies the spec's options to a data socket. Window and MSS should be applied before connect.
+pub fn apply(sock: SockRef<'_>, spec: &TestSpec, is_ipv6: bool) -> io::Result<()> {
+    if let Some(w) = spec.window {
+        sock.set_send_buffer_size(w as usize)?;
+        sock.set_recv_buffer_size(w as usize)?;
+    }
+    if let Some(tos) = spec.tos {
+        if is_ipv6 {
+            sock.set_tclass_v6(u32::from(tos))?;
+        } else {
+            sock.set_tos_v4(u32::from(tos))?;
+        }
+    }
+    if spec.protocol == Protocol::Tcp {
+        if let Some(mss) = spec.mss {
+            sock.set_tcp_mss(mss)?;
+        }
+        if spec.no_delay {
+            sock.set_tcp_nodelay(true)?;
+        }
+        if let Some(cc) = &spec.congestion {
+            sock.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
+                io::Error::new(e.kind(), format!("congestion control '{cc}' is not available here: {e}"))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// What the kernel set: (SO_SNDBUF, SO_RCVBUF).
+pub fn buffer_sizes(sock: SockRef<'_>) -> (Option<u32>, Option<u32>) {
+    (
+        sock.send_buffer_size().ok().map(|v| v as u32),
+        sock.recv_buffer_size().ok().map(|v| v as u32),
+    )
+}
+
+/// TCP MSS and congestion control name of a TCP socket.
+pub fn tcp_mss_and_congestion(sock: SockRef<'_>) -> (Option<u32>, Option<String>) {
+    let cc = sock
+        .tcp_congestion()
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).trim_end_matches('\0').to_string());
+    (sock.tcp_mss().ok(), cc)
+}
+
+/// The TCP_INFO fields perfpeer reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpInfo {
+    /// Retransmitted segments since the connection began.
+    pub total_retrans: u32,
+    /// Congestion window in segments.
+    pub snd_cwnd: u32,
+    /// Sender MSS.
+    pub snd_mss: u32,
+    /// Smoothed RTT, µs.
+    pub rtt: u32,
+    /// RTT variance, µs.
+    pub rttvar: u32,
+    /// Path MTU.
+    pub pmtu: u32,
+}
+
+/// Reads TCP_INFO; `None` if the kernel refuses.
+pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
+    // SAFETY: we pass a zeroed tcp_info and its true size; the kernel writes at most that much.
+    let info = unsafe {
+        let mut info: libc::tcp_info = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let rc = libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        );
+        if rc != 0 {
+            return None;
+        }
+        info
+    };
+    Some(TcpInfo {
+        total_retrans: info.tcpi_total_retrans,
+        snd_cwnd: info.tcpi_snd_cwnd,
+        snd_mss: info.tcpi_snd_mss,
+        rtt: info.tcpi_rtt,
+        rttvar: info.tcpi_rttvar,
+        pmtu: info.tcpi_pmtu,
+    })
+}
+
+/// TCP congestion controls this kernel lets unprivileged sockets choose.
+pub fn congestion_controls() -> Vec<String> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+        .map(|s| s.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn options_apply_and_tcp_info_reads_on_a_real_socket() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let mut spec = TestSpec::new(Protocol::Tcp);
+        spec.window = Some(256 * 1024);
+        spec.no_delay = true;
+        spec.congestion = Some("reno".into());
+        apply(SockRef::from(&client), &spec, false).unwrap();
+        let (snd, rcv) = buffer_sizes(SockRef::from(&client));
+        assert!(snd.unwrap() >= 256 * 1024 && rcv.unwrap() >= 256 * 1024, "{snd:?} {rcv:?}");
+        let (mss, cc) = tcp_mss_and_congestion(SockRef::from(&client));
+        assert_eq!(cc.as_deref(), Some("reno"));
+        assert!(mss.unwrap() > 0);
+        let info = tcp_info(&client).unwrap();
+        assert!(info.snd_mss > 0 && info.snd_cwnd > 0, "{info:?}");
+    }
+
+    #[test]
+    fn unknown_congestion_control_is_a_clear_error() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let mut spec = TestSpec::new(Protocol::Tcp);
+        spec.congestion = Some("nosuchcc".into());
+        let err = apply(SockRef::from(&client), &spec, false).unwrap_err();
+        assert!(err.to_string().contains("'nosuchcc' is not available"), "{err}");
+    }
+}

@@ -1,0 +1,81 @@
+//! TCP stream workers: a sender that writes one reused buffer until told to stop (then shuts
+//! down its direction so the receiver sees EOF), and a receiver that reads until EOF.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::pacing::{Pacer, tighten_timer_slack, wait_until};
+use super::{POLL, Worker, is_retry, payload};
+
+/// How long a receiver waits for the sender's EOF after stop before giving up.
+const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+/// Largest read; one read per call keeps syscalls few.
+const MAX_READ: usize = 1 << 20;
+
+pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
+    sock.set_write_timeout(Some(POLL))?;
+    let buf = payload(w.len);
+    let mut pacer = w.rate.map(|r| Pacer::new(r, Instant::now()));
+    if pacer.is_some() {
+        tighten_timer_slack();
+    }
+    let mut total = 0u64;
+    let mut writer = sock;
+    'outer: while !w.control.stopping() {
+        let Some(chunk) = w.control.take_budget(w.len) else { break };
+        if let Some(p) = &pacer {
+            if !wait_until(p.due(), || w.control.stopping()) {
+                break;
+            }
+        }
+        let mut off = 0;
+        while off < chunk {
+            match writer.write(&buf[off..chunk]) {
+                Ok(n) => {
+                    off += n;
+                    total += n as u64;
+                    w.counters.bytes.store(total, Ordering::Relaxed);
+                }
+                Err(e) if is_retry(&e) => {
+                    if w.control.stopping() {
+                        break 'outer;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if let Some(p) = &mut pacer {
+            p.on_sent(chunk as u64, Instant::now());
+        }
+    }
+    // EOF tells the receiver that everything we counted has been sent.
+    let _ = sock.shutdown(Shutdown::Write);
+    Ok(())
+}
+
+pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
+    sock.set_read_timeout(Some(POLL))?;
+    let mut buf = vec![0u8; w.len.clamp(64 * 1024, MAX_READ)];
+    let mut total = 0u64;
+    let mut reader = sock;
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                total += n as u64;
+                w.counters.bytes.store(total, Ordering::Relaxed);
+            }
+            Err(e) if is_retry(&e) => {
+                if w.control.aborted() {
+                    return Ok(());
+                }
+                if w.control.draining_for().is_some_and(|d| d > DRAIN_LIMIT) {
+                    return Err(io::Error::new(io::ErrorKind::TimedOut, "sender never closed the stream"));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! UDP receiver statistics from sequence numbers and send timestamps: loss, out-of-order,
+//! duplicates and RFC 3550 interarrival jitter. Pure arithmetic, fed by the receive loop.
+
+use std::time::Duration;
+
+use perfpeer_shared::report::{UdpRxFinal, UdpRxSample};
+
+/// How far back (in sequence numbers) duplicates are recognised.
+const WINDOW: u64 = 4096;
+const WORDS: usize = (WINDOW / 64) as usize;
+
+/// Running receiver state of one UDP stream.
+#[derive(Debug, Clone)]
+pub struct UdpRxStats {
+    highest: u64,
+    received: u64,
+    lost: u64,
+    out_of_order: u64,
+    duplicates: u64,
+    jitter_s: f64,
+    last_transit: Option<f64>,
+    seen: [u64; WORDS],
+    sender_packets: Option<u64>,
+}
+
+impl Default for UdpRxStats {
+    fn default() -> Self {
+        UdpRxStats {
+            highest: 0,
+            received: 0,
+            lost: 0,
+            out_of_order: 0,
+            duplicates: 0,
+            jitter_s: 0.0,
+            last_transit: None,
+            seen: [0; WORDS],
+            sender_packets: None,
+        }
+    }
+}
+
+/// Cumulative counters at one instant, for interval differences.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct UdpRxSnapshot {
+    /// Highest sequence number seen.
+    pub highest: u64,
+    /// Unique datagrams received.
+    pub received: u64,
+    /// Lost so far (gaps minus late arrivals).
+    pub lost: u64,
+    /// Out-of-order arrivals.
+    pub out_of_order: u64,
+    /// Duplicates.
+    pub duplicates: u64,
+    /// Current jitter, seconds.
+    pub jitter_s: f64,
+}
+
+impl UdpRxStats {
+    fn bit(&mut self, seq: u64) -> (&mut u64, u64) {
+        let pos = seq % WINDOW;
+        (&mut self.seen[(pos / 64) as usize], 1u64 << (pos % 64))
+    }
+
+    fn clear_range(&mut self, from: u64, to_inclusive: u64) {
+        if to_inclusive - from + 1 >= WINDOW {
+            self.seen = [0; WORDS];
+            return;
+        }
+        for seq in from..=to_inclusive {
+            let (word, mask) = self.bit(seq);
+            *word &= !mask;
+        }
+    }
+
+    /// Accounts one data datagram: its sequence number, its send time on the sender's clock and
+    /// its arrival time on ours (both only used as differences).
+    pub fn on_datagram(&mut self, seq: u64, sent: Duration, arrived: Duration) {
+        if seq > self.highest {
+            if seq > self.highest + 1 {
+                self.lost += seq - self.highest - 1;
+            }
+            self.clear_range(self.highest + 1, seq);
+            self.highest = seq;
+        } else if self.highest - seq < WINDOW {
+            let (word, mask) = self.bit(seq);
+            if *word & mask != 0 {
+                self.duplicates += 1;
+                return;
+            }
+            self.out_of_order += 1;
+            self.lost = self.lost.saturating_sub(1);
+        } else {
+            // Too old to check for a duplicate: count it as a late arrival.
+            self.out_of_order += 1;
+            self.lost = self.lost.saturating_sub(1);
+        }
+        let (word, mask) = self.bit(seq);
+        *word |= mask;
+        self.received += 1;
+        self.update_jitter(sent, arrived);
+    }
+
+    /// RFC 3550 §6.4.1: J += (|D| − J) / 16, D the change in transit time.
+    fn update_jitter(&mut self, sent: Duration, arrived: Duration) {
+        let transit = arrived.as_secs_f64() - sent.as_secs_f64();
+        if let Some(last) = self.last_transit {
+            let d = (transit - last).abs();
+            self.jitter_s += (d - self.jitter_s) / 16.0;
+        }
+        self.last_transit = Some(transit);
+    }
+
+    /// Records the sender's final datagram count (from its fin).
+    pub fn on_fin(&mut self, packets: u64) {
+        self.sender_packets = Some(packets);
+    }
+
+    /// Cumulative counters now.
+    pub fn snapshot(&self) -> UdpRxSnapshot {
+        UdpRxSnapshot {
+            highest: self.highest,
+            received: self.received,
+            lost: self.lost,
+            out_of_order: self.out_of_order,
+            duplicates: self.duplicates,
+            jitter_s: self.jitter_s,
+        }
+    }
+
+    /// Totals since `base` (the end of the omitted start). Loss uses the sender's count when its
+    /// fin arrived (so datagrams lost at the very end count), else the sequence gaps.
+    pub fn final_since(&self, base: &UdpRxSnapshot) -> UdpRxFinal {
+        let received = self.received - base.received;
+        let lost = match self.sender_packets {
+            Some(sent) => sent.saturating_sub(base.highest).saturating_sub(received),
+            None => self.lost.saturating_sub(base.lost),
+        };
+        UdpRxFinal {
+            received,
+            sender_packets: self.sender_packets,
+            lost,
+            out_of_order: self.out_of_order - base.out_of_order,
+            duplicates: self.duplicates - base.duplicates,
+            jitter_ms: self.jitter_s * 1000.0,
+        }
+    }
+}
+
+impl UdpRxSnapshot {
+    /// The interval between `earlier` and `self`.
+    pub fn interval_since(&self, earlier: &UdpRxSnapshot) -> UdpRxSample {
+        UdpRxSample {
+            packets: self.highest - earlier.highest,
+            lost: self.lost.saturating_sub(earlier.lost),
+            out_of_order: self.out_of_order - earlier.out_of_order,
+            duplicates: self.duplicates - earlier.duplicates,
+            jitter_ms: self.jitter_s * 1000.0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    #[test]
+    fn in_order_stream_has_no_loss() {
+        let mut s = UdpRxStats::default();
+        for seq in 1..=100 {
+            s.on_datagram(seq, ms(seq * 10), ms(seq * 10 + 5));
+        }
+        let f = s.final_since(&UdpRxSnapshot::default());
+        assert_eq!((f.received, f.lost, f.out_of_order, f.duplicates), (100, 0, 0, 0));
+        assert_eq!(f.jitter_ms, 0.0);
+    }
+
+    #[test]
+    fn gaps_late_arrivals_and_duplicates() {
+        let mut s = UdpRxStats::default();
+        for seq in [1, 2, 5, 3, 3, 6] {
+            s.on_datagram(seq, ms(0), ms(0));
+        }
+        // 4 is missing; 3 arrived late (out of order) and then again (duplicate).
+        let snap = s.snapshot();
+        assert_eq!((snap.highest, snap.received, snap.lost), (6, 5, 1));
+        assert_eq!((snap.out_of_order, snap.duplicates), (1, 1));
+    }
+
+    #[test]
+    fn jitter_follows_rfc3550() {
+        let mut s = UdpRxStats::default();
+        // transit times 5, 7, 5 ms: |D| = 2 then 2 → J = 2/16, then J += (2 − J)/16.
+        s.on_datagram(1, ms(0), ms(5));
+        s.on_datagram(2, ms(10), ms(17));
+        s.on_datagram(3, ms(20), ms(25));
+        let j1 = 0.002 / 16.0;
+        let j2 = j1 + (0.002 - j1) / 16.0;
+        assert!((s.snapshot().jitter_s - j2).abs() < 1e-12, "{}", s.snapshot().jitter_s);
+    }
+
+    #[test]
+    fn fin_count_catches_tail_loss() {
+        let mut s = UdpRxStats::default();
+        for seq in 1..=8 {
+            s.on_datagram(seq, ms(0), ms(0));
+        }
+        // Datagrams 9 and 10 were lost: no gap shows it, the sender's count does.
+        assert_eq!(s.final_since(&UdpRxSnapshot::default()).lost, 0);
+        s.on_fin(10);
+        let f = s.final_since(&UdpRxSnapshot::default());
+        assert_eq!((f.lost, f.sender_packets), (2, Some(10)));
+        assert!((f.lost_percent() - 20.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn final_excludes_omitted_start() {
+        let mut s = UdpRxStats::default();
+        for seq in [1, 2, 4] {
+            s.on_datagram(seq, ms(0), ms(0));
+        }
+        let base = s.snapshot();
+        for seq in [5, 7, 8] {
+            s.on_datagram(seq, ms(0), ms(0));
+        }
+        s.on_fin(8);
+        let f = s.final_since(&base);
+        assert_eq!((f.received, f.lost), (3, 1));
+        let iv = s.snapshot().interval_since(&base);
+        assert_eq!((iv.packets, iv.lost), (4, 1));
+    }
+
+    #[test]
+    fn very_late_datagram_is_out_of_order_not_duplicate() {
+        let mut s = UdpRxStats::default();
+        s.on_datagram(1, ms(0), ms(0));
+        s.on_datagram(WINDOW + 10, ms(0), ms(0));
+        s.on_datagram(2, ms(0), ms(0));
+        let snap = s.snapshot();
+        assert_eq!((snap.out_of_order, snap.duplicates, snap.lost), (1, 0, WINDOW + 7));
+    }
+}

@@ -1,0 +1,270 @@
+//! perfpeer's own data-plane wire formats, as pure encode/decode functions (no sockets here).
+//!
+//! - TCP stream hello, the first 24 bytes of every data connection:
+//!   `"PPT1"` | stream id (u32 BE) | cookie (16 bytes).
+//! - UDP control datagrams: `"PPU1"` | kind (u8) | 3 zero bytes | stream id (u32 BE) | body:
+//!   hello (kind 1) and hello-ack (kind 2) carry the 16-byte cookie; fin (kind 3) carries the
+//!   number of datagrams sent (u64 BE).
+//! - UDP data datagrams start with a 16-byte header: sequence number (u64 BE, from 1) | send
+//!   time seconds (u32 BE) | nanoseconds (u32 BE). A data header never starts with `"PPU1"`
+//!   (that would need a sequence number above 5·10^18), so both kinds share one socket.
+
+use std::time::Duration;
+
+/// The secret a client presents on each data stream; it ties the stream to one test.
+pub type Cookie = [u8; 16];
+
+/// Length of a TCP stream hello.
+pub const STREAM_HELLO_LEN: usize = 24;
+/// Length of a UDP data header.
+pub const DATA_HEADER_LEN: usize = 16;
+const TCP_MAGIC: &[u8; 4] = b"PPT1";
+const UDP_MAGIC: &[u8; 4] = b"PPU1";
+
+/// A data-plane message that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    /// Fewer bytes than the format needs.
+    #[error("truncated {what}: {got} of {need} bytes")]
+    Truncated {
+        /// Which message.
+        what: &'static str,
+        /// Bytes present.
+        got: usize,
+        /// Bytes needed.
+        need: usize,
+    },
+    /// Wrong magic: not a perfpeer data stream.
+    #[error("not a perfpeer data stream (bad magic)")]
+    BadMagic,
+    /// Unknown UDP control kind.
+    #[error("unknown UDP control kind {0}")]
+    BadKind(u8),
+}
+
+fn need(buf: &[u8], n: usize, what: &'static str) -> Result<(), WireError> {
+    if buf.len() < n { Err(WireError::Truncated { what, got: buf.len(), need: n }) } else { Ok(()) }
+}
+
+fn u32_at(buf: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes(buf[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(buf: &[u8], at: usize) -> u64 {
+    u64::from_be_bytes(buf[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// First bytes of a TCP data stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamHello {
+    /// Stream id within the test.
+    pub stream_id: u32,
+    /// The test's cookie.
+    pub cookie: Cookie,
+}
+
+impl StreamHello {
+    /// The 24 wire bytes.
+    pub fn encode(&self) -> [u8; STREAM_HELLO_LEN] {
+        let mut out = [0u8; STREAM_HELLO_LEN];
+        out[..4].copy_from_slice(TCP_MAGIC);
+        out[4..8].copy_from_slice(&self.stream_id.to_be_bytes());
+        out[8..].copy_from_slice(&self.cookie);
+        out
+    }
+
+    /// Reads a hello from exactly the first 24 bytes of a stream.
+    pub fn decode(buf: &[u8]) -> Result<Self, WireError> {
+        need(buf, STREAM_HELLO_LEN, "stream hello")?;
+        if &buf[..4] != TCP_MAGIC {
+            return Err(WireError::BadMagic);
+        }
+        Ok(StreamHello { stream_id: u32_at(buf, 4), cookie: buf[8..24].try_into().expect("16 bytes") })
+    }
+}
+
+/// A UDP control datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UdpControl {
+    /// Client → server: bind this address to stream `stream_id` of the test with `cookie`.
+    Hello {
+        /// Stream id.
+        stream_id: u32,
+        /// Cookie.
+        cookie: Cookie,
+    },
+    /// Server → client: the stream is bound.
+    HelloAck {
+        /// Stream id.
+        stream_id: u32,
+        /// Cookie.
+        cookie: Cookie,
+    },
+    /// Sender → receiver: the sender stopped after `packets` datagrams.
+    Fin {
+        /// Stream id.
+        stream_id: u32,
+        /// Datagrams sent.
+        packets: u64,
+    },
+}
+
+impl UdpControl {
+    /// Encodes into a fresh buffer.
+    pub fn encode(&self) -> Vec<u8> {
+        let (kind, id) = match *self {
+            UdpControl::Hello { stream_id, .. } => (1u8, stream_id),
+            UdpControl::HelloAck { stream_id, .. } => (2, stream_id),
+            UdpControl::Fin { stream_id, .. } => (3, stream_id),
+        };
+        let mut out = Vec::with_capacity(28);
+        out.extend_from_slice(UDP_MAGIC);
+        out.extend_from_slice(&[kind, 0, 0, 0]);
+        out.extend_from_slice(&id.to_be_bytes());
+        match *self {
+            UdpControl::Hello { cookie, .. } | UdpControl::HelloAck { cookie, .. } => out.extend_from_slice(&cookie),
+            UdpControl::Fin { packets, .. } => out.extend_from_slice(&packets.to_be_bytes()),
+        }
+        out
+    }
+
+    /// Whether `buf` is a control datagram (as opposed to data).
+    pub fn is_control(buf: &[u8]) -> bool {
+        buf.len() >= 4 && &buf[..4] == UDP_MAGIC
+    }
+
+    /// Decodes a control datagram.
+    pub fn decode(buf: &[u8]) -> Result<Self, WireError> {
+        need(buf, 12, "UDP control")?;
+        if !Self::is_control(buf) {
+            return Err(WireError::BadMagic);
+        }
+        let stream_id = u32_at(buf, 8);
+        match buf[4] {
+            1 | 2 => {
+                need(buf, 28, "UDP hello")?;
+                let cookie: Cookie = buf[12..28].try_into().expect("16 bytes");
+                Ok(if buf[4] == 1 {
+                    UdpControl::Hello { stream_id, cookie }
+                } else {
+                    UdpControl::HelloAck { stream_id, cookie }
+                })
+            }
+            3 => {
+                need(buf, 20, "UDP fin")?;
+                Ok(UdpControl::Fin { stream_id, packets: u64_at(buf, 12) })
+            }
+            other => Err(WireError::BadKind(other)),
+        }
+    }
+}
+
+/// The header at the start of every UDP data datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataHeader {
+    /// Sequence number, from 1.
+    pub seq: u64,
+    /// Send time on the sender's monotonic clock (only differences are meaningful).
+    pub sent: Duration,
+}
+
+impl DataHeader {
+    /// Writes the header into the first 16 bytes of `buf`.
+    pub fn write(&self, buf: &mut [u8]) {
+        buf[..8].copy_from_slice(&self.seq.to_be_bytes());
+        buf[8..12].copy_from_slice(&(self.sent.as_secs() as u32).to_be_bytes());
+        buf[12..16].copy_from_slice(&self.sent.subsec_nanos().to_be_bytes());
+    }
+
+    /// Reads the header of a data datagram.
+    pub fn read(buf: &[u8]) -> Result<Self, WireError> {
+        need(buf, DATA_HEADER_LEN, "UDP data header")?;
+        let nanos = u32_at(buf, 12).min(999_999_999);
+        Ok(DataHeader { seq: u64_at(buf, 0), sent: Duration::new(u64::from(u32_at(buf, 8)), nanos) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COOKIE: Cookie = *b"0123456789abcdef";
+
+    #[test]
+    fn stream_hello_bytes() {
+        let hello = StreamHello { stream_id: 3, cookie: COOKIE };
+        let bytes = hello.encode();
+        assert_eq!(&bytes[..8], b"PPT1\0\0\0\x03");
+        assert_eq!(StreamHello::decode(&bytes), Ok(hello));
+        assert_eq!(StreamHello::decode(b"GET / HTTP/1.1\r\nHost: xx"), Err(WireError::BadMagic));
+        assert!(matches!(StreamHello::decode(&bytes[..10]), Err(WireError::Truncated { got: 10, .. })));
+    }
+
+    #[test]
+    fn udp_control_round_trip() {
+        for msg in [
+            UdpControl::Hello { stream_id: 1, cookie: COOKIE },
+            UdpControl::HelloAck { stream_id: 7, cookie: COOKIE },
+            UdpControl::Fin { stream_id: 2, packets: 1 << 40 },
+        ] {
+            let bytes = msg.encode();
+            assert!(UdpControl::is_control(&bytes));
+            assert_eq!(UdpControl::decode(&bytes), Ok(msg));
+        }
+        let fin = UdpControl::Fin { stream_id: 2, packets: 5 }.encode();
+        assert_eq!(fin, b"PPU1\x03\0\0\0\0\0\0\x02\0\0\0\0\0\0\0\x05");
+        assert_eq!(UdpControl::decode(b"PPU1\x09\0\0\0\0\0\0\x01"), Err(WireError::BadKind(9)));
+        assert!(UdpControl::decode(b"PPU1\x01\0\0\0\0\0\0\x01short").is_err());
+    }
+
+    #[test]
+    fn data_header_round_trip_and_is_not_control() {
+        let mut buf = [0u8; 64];
+        let h = DataHeader { seq: 42, sent: Duration::new(7, 250) };
+        h.write(&mut buf);
+        assert_eq!(&buf[..16], b"\0\0\0\0\0\0\0\x2a\0\0\0\x07\0\0\0\xfa");
+        assert_eq!(DataHeader::read(&buf), Ok(h));
+        assert!(!UdpControl::is_control(&buf));
+        assert!(DataHeader::read(&buf[..15]).is_err());
+    }
+}
+
+/// A cookie as 32 lowercase hex digits (its form in control messages).
+pub fn cookie_to_hex(cookie: &Cookie) -> String {
+    cookie.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads a cookie from 32 hex digits.
+pub fn cookie_from_hex(text: &str) -> Option<Cookie> {
+    if text.len() != 32 || !text.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+/// A fresh random cookie.
+pub fn random_cookie() -> Cookie {
+    let mut c = [0u8; 16];
+    getrandom::fill(&mut c).expect("the OS random source is available");
+    c
+}
+
+#[cfg(test)]
+mod hex_tests {
+    use super::*;
+
+    #[test]
+    fn cookie_hex_round_trip() {
+        let c = *b"\x00\x01\xfe\xff0123456789ab";
+        let hex = cookie_to_hex(&c);
+        assert_eq!(&hex[..8], "0001feff");
+        assert_eq!(cookie_from_hex(&hex), Some(c));
+        assert_eq!(cookie_from_hex("zz"), None);
+        assert_eq!(cookie_from_hex(&"g".repeat(32)), None);
+        assert_ne!(random_cookie(), random_cookie());
+    }
+}

@@ -1,0 +1,66 @@
+//! The serving peer: one control port for HTTP and `/ws` (warp), one data port for TCP and UDP
+//! data streams. Shutdown is one cancellation token: warp drains, listeners stop, tests abort.
+
+pub mod data_listener;
+pub mod filters;
+pub mod handlers;
+pub mod state;
+pub mod token;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use socket2::{Domain, Socket, Type};
+use tokio::net::{TcpListener, UdpSocket};
+
+use self::state::ServerState;
+
+/// Listeners bound before the peer announces itself, so a port in use is a clear start-up error.
+pub struct Bound {
+    control: TcpListener,
+    data_tcp: TcpListener,
+    data_udp: UdpSocket,
+}
+
+impl Bound {
+    /// Address of the control port.
+    pub fn control_addr(&self) -> io::Result<SocketAddr> {
+        self.control.local_addr()
+    }
+    /// Address of the data port.
+    pub fn data_addr(&self) -> io::Result<SocketAddr> {
+        self.data_tcp.local_addr()
+    }
+}
+
+/// Binds the control port at `listen` and the data port at `data_port` on the same address
+/// (port 0 picks free ports, for tests).
+pub fn bind(listen: SocketAddr, data_port: u16) -> io::Result<Bound> {
+    let control = bind_control(listen).map_err(|e| io::Error::new(e.kind(), format!("control port {listen}: {e}")))?;
+    let data_addr = SocketAddr::new(listen.ip(), data_port);
+    let (data_tcp, data_udp) =
+        data_listener::bind(data_addr).map_err(|e| io::Error::new(e.kind(), format!("data port {data_addr}: {e}")))?;
+    Ok(Bound { control, data_tcp, data_udp })
+}
+
+fn bind_control(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(false)?;
+    }
+    socket.set_reuse_address(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(256)?;
+    socket.set_nonblocking(true)?;
+    TcpListener::from_std(socket.into())
+}
+
+/// Serves until `state.shutdown` is cancelled.
+pub async fn run(bound: Bound, state: Arc<ServerState>) {
+    let tcp = tokio::spawn(data_listener::run_tcp(bound.data_tcp, state.clone()));
+    let udp = tokio::spawn(data_listener::run_udp(bound.data_udp, state.clone()));
+    let shutdown = state.shutdown.clone();
+    warp::serve(filters::routes(state)).incoming(bound.control).graceful(shutdown.cancelled_owned()).run().await;
+    let _ = tokio::join!(tcp, udp);
+}

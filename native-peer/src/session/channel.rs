@@ -1,0 +1,164 @@
+//! A control channel as two queues of text frames, independent of which WebSocket library
+//! carries them: the server side adapts warp's socket, the client side tokio-tungstenite's.
+//! Each adapter pings every second so either end notices a vanished peer within seconds.
+
+use std::time::Duration;
+
+use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::SessionError;
+
+/// How often each end pings the other.
+pub const PING_EVERY: Duration = Duration::from_secs(1);
+/// Silence after which the other end counts as gone.
+pub const PEER_TIMEOUT: Duration = Duration::from_secs(5);
+/// Outgoing frames queued before a slow reader is dropped.
+const OUT_QUEUE: usize = 256;
+
+/// What the reader side of an adapter passes on.
+#[derive(Debug)]
+pub enum Frame {
+    /// A text frame.
+    Text(String),
+    /// A ping or pong: the other end is alive.
+    Alive,
+    /// A frame that is not text (binary): answered, not fatal.
+    Invalid(String),
+    /// The WebSocket broke (protocol error, oversized frame): fatal.
+    Broken(String),
+}
+
+/// One end of a control connection.
+pub struct ControlChannel {
+    incoming: mpsc::Receiver<Frame>,
+    outgoing: mpsc::Sender<String>,
+    closed: CancellationToken,
+    last_heard: tokio::time::Instant,
+}
+
+/// The generic message operations a WebSocket library must offer the adapter.
+pub trait WsMessage: Sized + Send + 'static {
+    /// A text frame.
+    fn text(s: String) -> Self;
+    /// A ping frame.
+    fn ping() -> Self;
+    /// What the frame is.
+    fn classify(self) -> Option<Frame>;
+}
+
+impl ControlChannel {
+    /// Wraps a WebSocket (split into its stream and sink) in reader and writer tasks.
+    pub fn spawn<M, S, E1, E2>(socket: S) -> ControlChannel
+    where
+        M: WsMessage,
+        S: Stream<Item = Result<M, E1>> + Sink<M, Error = E2> + Send + 'static,
+        E1: std::fmt::Display + Send,
+        E2: std::fmt::Display + Send,
+    {
+        let (mut sink, mut stream) = socket.split();
+        let (in_tx, incoming) = mpsc::channel(64);
+        let (outgoing, mut out_rx) = mpsc::channel::<String>(OUT_QUEUE);
+        let closed = CancellationToken::new();
+        let reader_closed = closed.clone();
+        tokio::spawn(async move {
+            loop {
+                let next = tokio::select! {
+                    _ = reader_closed.cancelled() => break,
+                    n = stream.next() => n,
+                };
+                let frame = match next {
+                    Some(Ok(msg)) => match msg.classify() {
+                        Some(f) => f,
+                        None => break, // close frame
+                    },
+                    Some(Err(e)) => Frame::Broken(e.to_string()),
+                    None => break,
+                };
+                let fatal = matches!(frame, Frame::Broken(_));
+                if in_tx.send(frame).await.is_err() || fatal {
+                    break;
+                }
+            }
+            reader_closed.cancel();
+        });
+        let writer_closed = closed.clone();
+        tokio::spawn(async move {
+            let mut ping = tokio::time::interval(PING_EVERY);
+            loop {
+                let msg = tokio::select! {
+                    _ = writer_closed.cancelled() => break,
+                    _ = ping.tick() => M::ping(),
+                    m = out_rx.recv() => match m {
+                        Some(text) => M::text(text),
+                        None => break,
+                    },
+                };
+                if sink.send(msg).await.is_err() {
+                    break;
+                }
+            }
+            // Flush what is queued (a final error or result), then close.
+            while let Ok(text) = out_rx.try_recv() {
+                if sink.send(M::text(text)).await.is_err() {
+                    break;
+                }
+            }
+            let _ = sink.close().await;
+            writer_closed.cancel();
+        });
+        ControlChannel { incoming, outgoing, closed, last_heard: tokio::time::Instant::now() }
+    }
+
+    /// Queues a message; fails if the connection is gone or the reader is too slow.
+    pub fn send(&self, msg: &impl Serialize) -> Result<(), SessionError> {
+        let text = serde_json::to_string(msg).map_err(|e| SessionError::Internal(e.to_string()))?;
+        self.outgoing.try_send(text).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => SessionError::PeerLost("control connection too slow".into()),
+            mpsc::error::TrySendError::Closed(_) => SessionError::PeerLost("control connection closed".into()),
+        })
+    }
+
+    /// Next text frame; pings and pongs only reset the silence timer. Cancel-safe: the silence
+    /// limit counts from the last frame heard, not from this call.
+    pub async fn recv_text(&mut self) -> Result<String, SessionError> {
+        loop {
+            let deadline = self.last_heard + PEER_TIMEOUT;
+            let frame = match tokio::time::timeout_at(deadline, self.incoming.recv()).await {
+                Err(_) => return Err(SessionError::PeerLost(format!("no word for {} s", PEER_TIMEOUT.as_secs()))),
+                Ok(None) => return Err(SessionError::PeerLost("control connection closed".into())),
+                Ok(Some(frame)) => frame,
+            };
+            self.last_heard = tokio::time::Instant::now();
+            match frame {
+                Frame::Alive => continue,
+                Frame::Text(t) => return Ok(t),
+                Frame::Invalid(e) => return Err(SessionError::BadMessage(e)),
+                Frame::Broken(e) => return Err(SessionError::PeerLost(format!("WebSocket error: {e}"))),
+            }
+        }
+    }
+
+    /// Next message of type `T`; malformed text is [`SessionError::BadMessage`].
+    pub async fn recv<T: DeserializeOwned>(&mut self) -> Result<T, SessionError> {
+        let text = self.recv_text().await?;
+        if text.len() > perfpeer_shared::control::MAX_CONTROL_MESSAGE {
+            return Err(SessionError::BadMessage(format!("{} bytes is over the limit", text.len())));
+        }
+        serde_json::from_str(&text).map_err(|e| SessionError::BadMessage(e.to_string()))
+    }
+
+    /// Closes the connection; frames already queued are still sent first.
+    pub fn close(&self) {
+        self.closed.cancel();
+    }
+}
+
+impl Drop for ControlChannel {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

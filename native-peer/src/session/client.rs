@@ -1,0 +1,277 @@
+//! The client end of a test: connect to a peer's `/ws`, ask it to be the far end, open the data
+//! streams, measure, stop when the end condition is met, and combine both ends' reports.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use perfpeer_shared::PROTOCOL_VERSION;
+use perfpeer_shared::control::{ClientMsg, ErrorCode, MAX_CONTROL_MESSAGE, ServerMsg};
+use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, SocketInfo, TestResult, TestStatus};
+use perfpeer_shared::spec::TestSpec;
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::{self, Message, protocol::WebSocketConfig};
+use tokio_util::sync::CancellationToken;
+
+use super::SessionError;
+use super::channel::{ControlChannel, Frame, WsMessage};
+use super::data_connect;
+use super::measure::Measurement;
+use super::target::{Family, resolve};
+use crate::engine::wire::cookie_from_hex;
+
+/// How the client reaches the far peer.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Access token for the far peer (not needed to run a test against it).
+    pub token: Option<String>,
+    /// Limit for connecting the control and data connections.
+    pub connect_timeout: Duration,
+    /// `-4` / `-6`.
+    pub family: Option<Family>,
+    /// Local address for data streams (`-B`).
+    pub bind: Option<IpAddr>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions { token: None, connect_timeout: Duration::from_secs(5), family: None, bind: None }
+    }
+}
+
+/// What happens during a test, for live display.
+#[derive(Debug, Clone)]
+pub enum TestEvent {
+    /// Streams are up and measurement starts.
+    Started {
+        /// Test id.
+        test_id: String,
+        /// `ip:port` of the far peer's control endpoint.
+        server_addr: String,
+        /// The client's data sockets.
+        sockets: Vec<SocketInfo>,
+    },
+    /// An interval measured at one end.
+    Interval {
+        /// Which end.
+        role: PeerRole,
+        /// The interval.
+        report: IntervalReport,
+    },
+}
+
+/// Wait for the far end's streams and `ready`.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Wait for the far end's final report after `stop` (it drains its receivers first).
+const FINAL_TIMEOUT: Duration = Duration::from_secs(15);
+/// How often byte-count completion is checked.
+const DONE_POLL: Duration = Duration::from_millis(10);
+
+impl WsMessage for Message {
+    fn text(s: String) -> Self {
+        Message::text(s)
+    }
+    fn ping() -> Self {
+        Message::Ping(Default::default())
+    }
+    fn classify(self) -> Option<Frame> {
+        match self {
+            Message::Text(t) => Some(Frame::Text(t.as_str().to_string())),
+            Message::Ping(_) | Message::Pong(_) => Some(Frame::Alive),
+            Message::Binary(_) | Message::Frame(_) => Some(Frame::Invalid("binary frame".into())),
+            Message::Close(_) => None,
+        }
+    }
+}
+
+/// Opens a control channel to the peer at `server`.
+pub async fn connect(server: SocketAddr, target: &str, timeout: Duration) -> Result<ControlChannel, SessionError> {
+    let unreachable = |reason: String| SessionError::Unreachable { target: target.to_string(), reason };
+    let tcp = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(server))
+        .await
+        .map_err(|_| unreachable(format!("no answer from {server} within {} s", timeout.as_secs())))?
+        .map_err(|e| unreachable(format!("{server}: {e}")))?;
+    let _ = tcp.set_nodelay(true);
+    let url = format!("ws://{server}/ws");
+    let config = WebSocketConfig::default().max_message_size(Some(MAX_CONTROL_MESSAGE)).max_frame_size(Some(MAX_CONTROL_MESSAGE));
+    let (ws, _) = tokio::time::timeout(timeout, tokio_tungstenite::client_async_with_config(url, tcp, Some(config)))
+        .await
+        .map_err(|_| unreachable("WebSocket handshake timed out".into()))?
+        .map_err(|e| match e {
+            tungstenite::Error::Http(resp) => unreachable(format!("not a perfpeer peer (HTTP {})", resp.status())),
+            other => unreachable(format!("WebSocket handshake failed: {other}")),
+        })?;
+    Ok(ControlChannel::spawn(ws))
+}
+
+/// Says hello and checks the version; returns whether the token was accepted.
+pub async fn hello(chan: &mut ControlChannel, token: Option<String>) -> Result<bool, SessionError> {
+    chan.send(&ClientMsg::Hello { protocol_version: PROTOCOL_VERSION, token })?;
+    match chan.recv::<ServerMsg>().await? {
+        ServerMsg::Welcome { protocol_version, authorized, .. } if protocol_version == PROTOCOL_VERSION => Ok(authorized),
+        ServerMsg::Welcome { protocol_version, .. } => Err(SessionError::Refused {
+            code: ErrorCode::VersionMismatch,
+            message: format!("peer speaks protocol {protocol_version}, we speak {PROTOCOL_VERSION}: use the same perfpeer version"),
+        }),
+        other => Err(refusal_or_protocol(other)),
+    }
+}
+
+fn refusal_or_protocol(msg: ServerMsg) -> SessionError {
+    match msg {
+        ServerMsg::Error { code, message } => SessionError::Refused { code, message },
+        other => SessionError::Protocol(format!("unexpected message {other:?}")),
+    }
+}
+
+/// Runs `spec` against the peer at `target`, sending live events to `events`; `cancel` ends it
+/// early with a partial result.
+pub async fn run_test(
+    target: &str,
+    spec: &TestSpec,
+    opts: &ClientOptions,
+    events: mpsc::UnboundedSender<TestEvent>,
+    cancel: CancellationToken,
+) -> Result<TestResult, SessionError> {
+    spec.validate().map_err(|e| SessionError::Refused { code: ErrorCode::InvalidSpec, message: e.to_string() })?;
+    let server = resolve(target, opts.family).await?;
+    let mut chan = connect(server, target, opts.connect_timeout).await?;
+    hello(&mut chan, opts.token.clone()).await?;
+    chan.send(&ClientMsg::Open { spec: spec.clone() })?;
+    let (test_id, cookie, data_port) = match chan.recv::<ServerMsg>().await? {
+        ServerMsg::Accepted { test_id, cookie, data_port } => (test_id, cookie, data_port),
+        other => return Err(refusal_or_protocol(other)),
+    };
+    let cookie = cookie_from_hex(&cookie).ok_or_else(|| SessionError::Protocol("malformed cookie".into()))?;
+    let data_addr = SocketAddr::new(server.ip(), data_port);
+    let (spec_c, bind, timeout) = (spec.clone(), opts.bind, opts.connect_timeout);
+    let setups = tokio::task::spawn_blocking(move || data_connect::open_streams(&spec_c, data_addr, bind, cookie, timeout))
+        .await
+        .map_err(|e| SessionError::Internal(e.to_string()))?
+        .map_err(|e| SessionError::Data(e.to_string()))?;
+    match tokio::time::timeout(READY_TIMEOUT, chan.recv::<ServerMsg>()).await {
+        Ok(Ok(ServerMsg::Ready)) => {}
+        Ok(Ok(other)) => return Err(refusal_or_protocol(other)),
+        Ok(Err(e)) => return Err(e),
+        Err(_) => return Err(SessionError::Data("the peer did not see all data streams (a firewall on the data port?)".into())),
+    }
+    chan.send(&ClientMsg::Begin)?;
+    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let mut measurement = Measurement::start(PeerRole::Client, spec, setups)?;
+    let _ = events.send(TestEvent::Started {
+        test_id: test_id.clone(),
+        server_addr: server.to_string(),
+        sockets: measurement.sockets(),
+    });
+    let mut run = Running { chan, spec, events, remote_intervals: Vec::new(), remote_senders_done: false };
+    let outcome = run.until_end(&mut measurement, &cancel).await;
+    let partial = outcome.err();
+    if partial.is_none() {
+        let _ = run.chan.send(&ClientMsg::Stop);
+    }
+    let (tail, mut local, errors) = measurement.finish(partial.is_some()).await;
+    if let Some(tail) = tail {
+        let _ = run.events.send(TestEvent::Interval { role: PeerRole::Client, report: tail });
+    }
+    let (remote, mut status) = match partial {
+        Some(reason) => (None, TestStatus::Partial { reason }),
+        None => match run.exchange_finals(&local).await {
+            Ok(remote) => (Some(remote), TestStatus::Complete),
+            Err(e) => (None, TestStatus::Partial { reason: e.to_string() }),
+        },
+    };
+    // A stream that broke (reset, unreachable) makes the result partial even if the test ran on.
+    if status == TestStatus::Complete && !errors.is_empty() {
+        status = TestStatus::Partial { reason: errors.join("; ") };
+    }
+    run.chan.close();
+    local.intervals.shrink_to_fit();
+    Ok(TestResult { id: test_id, spec: spec.clone(), started_unix_ms, server_addr: server.to_string(), local, remote, status })
+}
+
+/// State of a running test at the client.
+struct Running<'a> {
+    chan: ControlChannel,
+    spec: &'a TestSpec,
+    events: mpsc::UnboundedSender<TestEvent>,
+    remote_intervals: Vec<IntervalReport>,
+    remote_senders_done: bool,
+}
+
+impl Running<'_> {
+    /// Runs until the end condition; `Err(reason)` if the test ended early.
+    async fn until_end(&mut self, m: &mut Measurement, cancel: &CancellationToken) -> Result<(), String> {
+        let deadline = self.spec.total_time().map(|t| m.epoch() + t);
+        let mut poll = tokio::time::interval(DONE_POLL);
+        loop {
+            tokio::select! {
+                report = m.next_interval() => {
+                    let _ = self.events.send(TestEvent::Interval { role: PeerRole::Client, report });
+                }
+                msg = self.chan.recv::<ServerMsg>() => self.on_message(msg)?,
+                _ = sleep_until_opt(deadline) => return Ok(()),
+                _ = poll.tick() => {
+                    if deadline.is_none() && self.bytes_done(m) {
+                        return Ok(());
+                    }
+                }
+                _ = cancel.cancelled() => return Err("cancelled".into()),
+            }
+        }
+    }
+
+    fn bytes_done(&self, m: &Measurement) -> bool {
+        let local = !m.engine().has_senders() || m.engine().senders_done();
+        let remote = !self.spec.direction.server_sends() || self.remote_senders_done;
+        local && remote
+    }
+
+    fn on_message(&mut self, msg: Result<ServerMsg, SessionError>) -> Result<(), String> {
+        match msg {
+            Ok(ServerMsg::Interval { report, .. }) => {
+                self.remote_intervals.push(report.clone());
+                let _ = self.events.send(TestEvent::Interval { role: PeerRole::Server, report });
+                Ok(())
+            }
+            Ok(ServerMsg::SendersDone) => {
+                self.remote_senders_done = true;
+                Ok(())
+            }
+            Ok(ServerMsg::Error { message, .. }) => Err(format!("the far peer stopped the test: {message}")),
+            Ok(other) => Err(format!("unexpected message from the far peer: {other:?}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Sends our final report and waits for the far end's.
+    async fn exchange_finals(&mut self, local: &SideReport) -> Result<SideReport, SessionError> {
+        let mut summary = local.clone();
+        summary.intervals.clear();
+        self.chan.send(&ClientMsg::Final { report: summary })?;
+        let deadline = Instant::now() + FINAL_TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let msg = tokio::time::timeout(left, self.chan.recv::<ServerMsg>())
+                .await
+                .map_err(|_| SessionError::PeerLost("no final report from the far peer".into()))??;
+            match msg {
+                ServerMsg::Final { mut report } => {
+                    report.intervals = std::mem::take(&mut self.remote_intervals);
+                    return Ok(report);
+                }
+                ServerMsg::Interval { report, .. } => {
+                    self.remote_intervals.push(report.clone());
+                    let _ = self.events.send(TestEvent::Interval { role: PeerRole::Server, report });
+                }
+                ServerMsg::SendersDone => {}
+                other => return Err(refusal_or_protocol(other)),
+            }
+        }
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,102 @@
+//! The client's side of data-stream setup (blocking; run it off the async runtime): connect each
+//! TCP stream and present the cookie, or bind each UDP stream with a hello until it is acked.
+
+use std::io::{self, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::Arc;
+use std::time::Duration;
+
+use perfpeer_shared::report::StreamRole;
+use perfpeer_shared::spec::{Protocol, TestSpec};
+use socket2::{Domain, SockAddr, SockRef, Socket, Type};
+
+use crate::engine::wire::{Cookie, StreamHello, UdpControl};
+use crate::engine::{DataSocket, StreamSetup, sockopt};
+
+/// How often an unanswered UDP hello is repeated.
+const HELLO_RETRY: Duration = Duration::from_millis(200);
+/// Hellos sent per stream before relying on the server's `ready` instead of an ack.
+const HELLO_TRIES: usize = 10;
+
+/// Opens every stream of `spec` to `server`, presenting `cookie`.
+pub fn open_streams(
+    spec: &TestSpec,
+    server: SocketAddr,
+    bind: Option<IpAddr>,
+    cookie: Cookie,
+    connect_timeout: Duration,
+) -> io::Result<Vec<StreamSetup>> {
+    spec.stream_plan()
+        .into_iter()
+        .map(|(id, client_sends)| {
+            let role = if client_sends { StreamRole::Sender } else { StreamRole::Receiver };
+            let socket = match spec.protocol {
+                Protocol::Tcp => DataSocket::Tcp(Arc::new(connect_tcp(spec, server, bind, id, cookie, connect_timeout)?)),
+                Protocol::Udp => DataSocket::Udp(Arc::new(connect_udp(spec, server, bind, id, cookie)?)),
+            };
+            Ok(StreamSetup { id, role, socket })
+        })
+        .collect()
+}
+
+fn new_socket(server: SocketAddr, ty: Type, bind: Option<IpAddr>) -> io::Result<Socket> {
+    let socket = Socket::new(Domain::for_address(server), ty, None)?;
+    if let Some(ip) = bind {
+        socket.bind(&SockAddr::from(SocketAddr::new(ip, 0))).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot bind to {ip}: {e}"))
+        })?;
+    }
+    Ok(socket)
+}
+
+fn connect_tcp(
+    spec: &TestSpec,
+    server: SocketAddr,
+    bind: Option<IpAddr>,
+    id: u32,
+    cookie: Cookie,
+    connect_timeout: Duration,
+) -> io::Result<TcpStream> {
+    let socket = new_socket(server, Type::STREAM, bind)?;
+    sockopt::apply(SockRef::from(&socket), spec, server.is_ipv6())?;
+    socket
+        .connect_timeout(&SockAddr::from(server), connect_timeout)
+        .map_err(|e| io::Error::new(e.kind(), format!("data connection to {server}: {e}")))?;
+    let mut stream: TcpStream = socket.into();
+    stream.write_all(&StreamHello { stream_id: id, cookie }.encode())?;
+    Ok(stream)
+}
+
+fn connect_udp(spec: &TestSpec, server: SocketAddr, bind: Option<IpAddr>, id: u32, cookie: Cookie) -> io::Result<UdpSocket> {
+    let socket = new_socket(server, Type::DGRAM, bind)?;
+    sockopt::apply(SockRef::from(&socket), spec, server.is_ipv6())?;
+    // Big enough receive buffer that a burst at the start of a reverse test is not dropped.
+    if spec.window.is_none() {
+        let _ = socket.set_recv_buffer_size(4 << 20);
+        let _ = socket.set_send_buffer_size(4 << 20);
+    }
+    socket.connect(&SockAddr::from(server))?;
+    let udp: UdpSocket = socket.into();
+    udp.set_read_timeout(Some(HELLO_RETRY))?;
+    let hello = UdpControl::Hello { stream_id: id, cookie }.encode();
+    let mut buf = [0u8; 64];
+    for _ in 0..HELLO_TRIES {
+        udp.send(&hello)?;
+        match udp.recv(&mut buf) {
+            Ok(n) => {
+                if let Ok(UdpControl::HelloAck { stream_id, cookie: c }) = UdpControl::decode(&buf[..n]) {
+                    if stream_id == id && c == cookie {
+                        return Ok(udp);
+                    }
+                }
+            }
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                return Err(io::Error::new(e.kind(), format!("nothing listens on UDP {server}")));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    // Acks can be lost; the server's `ready` tells whether the hellos arrived.
+    Ok(udp)
+}

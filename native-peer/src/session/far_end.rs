@@ -1,0 +1,186 @@
+//! The far end of a test (what `iperf3 -s` is): accept a spec within the caps, collect the data
+//! streams, measure until the client says stop, report. A client that vanishes ends the test
+//! within [`super::channel::PEER_TIMEOUT`] and frees its slot.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use perfpeer_shared::control::{ClientMsg, ErrorCode, ServerMsg};
+use perfpeer_shared::report::{PeerRole, StreamRole};
+use perfpeer_shared::spec::TestSpec;
+use socket2::SockRef;
+use tokio::sync::mpsc;
+
+use super::SessionError;
+use super::channel::ControlChannel;
+use super::measure::Measurement;
+use crate::engine::wire::{cookie_to_hex, random_cookie};
+use crate::engine::{DataSocket, StreamSetup, sockopt};
+use crate::server::state::{IncomingStream, ServerState};
+
+/// Wait for all data streams after `accepted`.
+const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
+/// Wait for `begin` after `ready`.
+const BEGIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Grace past the test's own length before the far end stops it by itself.
+const OVERRUN_GRACE: Duration = Duration::from_secs(10);
+/// Wait for the client's final report.
+const CLIENT_FINAL_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn refuse(code: ErrorCode, message: impl Into<String>) -> SessionError {
+    SessionError::Refused { code, message: message.into() }
+}
+
+/// Checks `spec` against the peer's caps.
+pub fn check_caps(spec: &TestSpec, state: &ServerState) -> Result<(), SessionError> {
+    spec.validate().map_err(|e| refuse(ErrorCode::InvalidSpec, e.to_string()))?;
+    let cfg = &state.config;
+    if spec.total_time().is_some_and(|t| t > cfg.max_duration) {
+        return Err(refuse(
+            ErrorCode::OverLimit,
+            format!("this peer accepts tests of at most {} s (its --max-duration)", cfg.max_duration.as_secs()),
+        ));
+    }
+    if let Some(cap) = cfg.max_bitrate {
+        let asked = spec.bitrate.filter(|b| b.0 > 0);
+        if asked.is_none_or(|b| b > cap) {
+            return Err(refuse(
+                ErrorCode::OverLimit,
+                format!("this peer accepts at most {cap} per direction (its --max-bitrate): pass -b"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Serves one test for the client on `chan`, which has just sent `open{spec}`.
+pub async fn serve(chan: &mut ControlChannel, spec: TestSpec, state: &Arc<ServerState>, client: SocketAddr) -> Result<(), SessionError> {
+    check_caps(&spec, state)?;
+    let _slot = state.slots.clone().try_acquire_owned().map_err(|_| {
+        refuse(ErrorCode::OverLimit, format!("this peer is running its maximum of {} tests; try again shortly", state.config.max_tests))
+    })?;
+    let cookie = random_cookie();
+    let test_id = cookie_to_hex(&random_cookie())[..12].to_string();
+    let plan = spec.stream_plan();
+    let (pending, incoming) = state.expect_streams(cookie, plan.len());
+    chan.send(&ServerMsg::Accepted { test_id: test_id.clone(), cookie: cookie_to_hex(&cookie), data_port: state.info.data_port })?;
+    let setups = collect_streams(chan, incoming, &spec).await?;
+    drop(pending);
+    chan.send(&ServerMsg::Ready)?;
+    match tokio::time::timeout(BEGIN_TIMEOUT, chan.recv::<ClientMsg>()).await {
+        Ok(Ok(ClientMsg::Begin)) => {}
+        Ok(Ok(other)) => return Err(SessionError::Protocol(format!("expected begin, got {other:?}"))),
+        Ok(Err(e)) => return Err(e),
+        Err(_) => return Err(SessionError::PeerLost("no begin after ready".into())),
+    }
+    let _running = state.track(&test_id, PeerRole::Server, client.to_string(), &spec);
+    tracing::info!(test_id, %client, protocol = ?spec.protocol, direction = ?spec.direction, streams = spec.streams, "test begins");
+    let mut m = Measurement::start(PeerRole::Server, &spec, setups)?;
+    let limit = spec.total_time().unwrap_or(state.config.max_duration) + OVERRUN_GRACE;
+    let outcome = run_until_stop(chan, &mut m, &test_id, limit, state).await;
+    let (tail, report, errors) = m.finish(outcome.is_err()).await;
+    outcome?;
+    if !errors.is_empty() {
+        tracing::warn!(test_id, errors = errors.join("; "), "data streams ended with errors");
+    }
+    if let Some(report) = tail {
+        chan.send(&ServerMsg::Interval { test_id: test_id.clone(), role: PeerRole::Server, report })?;
+    }
+    let mut summary = report.clone();
+    summary.intervals.clear();
+    chan.send(&ServerMsg::Final { report: summary })?;
+    match tokio::time::timeout(CLIENT_FINAL_TIMEOUT, chan.recv::<ClientMsg>()).await {
+        Ok(Ok(ClientMsg::Final { .. })) => tracing::info!(test_id, "test complete"),
+        _ => tracing::info!(test_id, "test complete; the client sent no final report"),
+    }
+    Ok(())
+}
+
+async fn collect_streams(
+    chan: &mut ControlChannel,
+    mut incoming: mpsc::Receiver<IncomingStream>,
+    spec: &TestSpec,
+) -> Result<Vec<StreamSetup>, SessionError> {
+    let plan: HashMap<u32, bool> = spec.stream_plan().into_iter().collect();
+    let mut got: HashMap<u32, DataSocket> = HashMap::new();
+    let deadline = tokio::time::Instant::now() + STREAMS_TIMEOUT;
+    while got.len() < plan.len() {
+        tokio::select! {
+            s = incoming.recv() => {
+                let Some(s) = s else { break };
+                if plan.contains_key(&s.id) && !got.contains_key(&s.id) {
+                    apply_options(&s.socket, spec);
+                    got.insert(s.id, s.socket);
+                }
+            }
+            msg = chan.recv::<ClientMsg>() => {
+                return Err(match msg {
+                    Err(e) => e,
+                    Ok(other) => SessionError::Protocol(format!("expected data streams, got {other:?}")),
+                });
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                return Err(SessionError::Data(format!("only {} of {} data streams arrived", got.len(), plan.len())));
+            }
+        }
+    }
+    let mut setups: Vec<StreamSetup> = got
+        .into_iter()
+        .map(|(id, socket)| {
+            let client_sends = plan[&id];
+            StreamSetup { id, role: if client_sends { StreamRole::Receiver } else { StreamRole::Sender }, socket }
+        })
+        .collect();
+    setups.sort_by_key(|s| s.id);
+    Ok(setups)
+}
+
+/// The server sets the per-test options after accept (MSS is the client's to set before connect).
+fn apply_options(socket: &DataSocket, spec: &TestSpec) {
+    let mut server_spec = spec.clone();
+    server_spec.mss = None;
+    let result = match socket {
+        DataSocket::Tcp(s) => sockopt::apply(SockRef::from(&**s), &server_spec, s.local_addr().is_ok_and(|a| a.is_ipv6())),
+        DataSocket::Udp(s) => sockopt::apply(SockRef::from(&**s), &server_spec, s.local_addr().is_ok_and(|a| a.is_ipv6())),
+    };
+    if let Err(e) = result {
+        tracing::warn!(error = %e, "could not apply a socket option on a data stream");
+    }
+}
+
+async fn run_until_stop(
+    chan: &mut ControlChannel,
+    m: &mut Measurement,
+    test_id: &str,
+    limit: Duration,
+    state: &ServerState,
+) -> Result<(), SessionError> {
+    let deadline = tokio::time::Instant::from_std(m.epoch() + limit);
+    let mut poll = tokio::time::interval(Duration::from_millis(10));
+    let mut told_senders_done = !m.engine().has_senders();
+    loop {
+        tokio::select! {
+            report = m.next_interval() => {
+                chan.send(&ServerMsg::Interval { test_id: test_id.to_string(), role: PeerRole::Server, report })?;
+            }
+            msg = chan.recv::<ClientMsg>() => match msg? {
+                ClientMsg::Stop => return Ok(()),
+                other => return Err(SessionError::Protocol(format!("unexpected {other:?} during a test"))),
+            },
+            _ = poll.tick() => {
+                if !told_senders_done && m.engine().senders_done() {
+                    told_senders_done = true;
+                    chan.send(&ServerMsg::SendersDone)?;
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                return Err(SessionError::PeerLost("the client never stopped the test".into()));
+            }
+            _ = state.shutdown.cancelled() => {
+                return Err(refuse(ErrorCode::Internal, "the peer is shutting down"));
+            }
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! One end's measurement of a test: starts the engine, ticks the sampler at each interval, and
+//! at the end stops, drains, joins the workers and assembles the [`SideReport`].
+
+use std::time::{Duration, Instant};
+
+use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, SocketInfo};
+use perfpeer_shared::spec::TestSpec;
+use socket2::SockRef;
+
+use crate::engine::cpu::CpuSnapshot;
+use crate::engine::sampler::Sampler;
+use crate::engine::{DataSocket, Engine, StreamSetup, sockopt};
+use crate::hostinfo;
+
+use super::SessionError;
+
+/// Longest wait for workers to end after stop (receivers drain at most 10 s themselves).
+const JOIN_LIMIT: Duration = Duration::from_secs(12);
+
+/// A running measurement at one end.
+pub struct Measurement {
+    role: PeerRole,
+    engine: Engine,
+    sampler: Sampler,
+    cpu_start: CpuSnapshot,
+    next_tick: Instant,
+    interval: Duration,
+    intervals: Vec<IntervalReport>,
+}
+
+impl Measurement {
+    /// Starts the streams now.
+    pub fn start(role: PeerRole, spec: &TestSpec, setups: Vec<StreamSetup>) -> Result<Self, SessionError> {
+        let cpu_start = CpuSnapshot::take();
+        let epoch = Instant::now();
+        let engine = Engine::start(spec, setups, epoch).map_err(|e| SessionError::Internal(e.to_string()))?;
+        let sampler = Sampler::new(&engine, spec.omit, spec.interval);
+        Ok(Measurement {
+            role,
+            engine,
+            sampler,
+            cpu_start,
+            next_tick: epoch + spec.interval,
+            interval: spec.interval,
+            intervals: Vec::new(),
+        })
+    }
+
+    /// The engine (to check whether senders or receivers are done).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// When measurement began.
+    pub fn epoch(&self) -> Instant {
+        self.engine.epoch()
+    }
+
+    /// Sockets as report entries.
+    pub fn sockets(&self) -> Vec<SocketInfo> {
+        self.engine
+            .streams()
+            .iter()
+            .map(|s| {
+                let (local, remote) = s.socket.addresses();
+                SocketInfo { id: s.id, local, remote }
+            })
+            .collect()
+    }
+
+    /// Waits for the next interval boundary and reports it.
+    pub async fn next_interval(&mut self) -> IntervalReport {
+        tokio::time::sleep_until(self.next_tick.into()).await;
+        self.next_tick += self.interval;
+        let now = Instant::now();
+        if self.next_tick < now {
+            // We were starved for more than an interval: skip ahead instead of bursting reports.
+            self.next_tick = now + self.interval;
+        }
+        let report = self.sampler.tick(now);
+        self.intervals.push(report.clone());
+        report
+    }
+
+    /// Stops (or aborts) the streams, waits for them to drain, and reports: the last, short
+    /// interval (if there was one), the report, and the errors that ended streams early.
+    pub async fn finish(mut self, abort: bool) -> (Option<IntervalReport>, SideReport, Vec<String>) {
+        if abort {
+            self.engine.abort();
+        } else {
+            self.engine.stop();
+        }
+        let deadline = Instant::now() + JOIN_LIMIT;
+        while !(self.engine.senders_done() && self.engine.receivers_done()) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let end = Instant::now();
+        let (tail, streams) = self.sampler.finish(end);
+        let cpu = CpuSnapshot::take().usage_since(&self.cpu_start);
+        let sockets = self.sockets();
+        let (sndbuf_actual, rcvbuf_actual, tcp_mss, congestion_used) = socket_facts(&self.engine);
+        let mut engine = self.engine;
+        // Workers have ended (or will within their poll timeout once aborted): join off the runtime.
+        engine.abort();
+        let errors = tokio::task::spawn_blocking(move || {
+            engine.join();
+            engine.errors()
+        })
+        .await
+        .unwrap_or_default();
+        let mut intervals = self.intervals;
+        intervals.extend(tail.clone());
+        let report = SideReport {
+            role: self.role,
+            host: hostinfo::host_info(),
+            sockets,
+            sndbuf_actual,
+            rcvbuf_actual,
+            tcp_mss,
+            congestion_used,
+            intervals,
+            streams,
+            cpu,
+        };
+        (tail, report, errors)
+    }
+}
+
+fn socket_facts(engine: &Engine) -> (Option<u32>, Option<u32>, Option<u32>, Option<String>) {
+    let Some(first) = engine.streams().first() else { return (None, None, None, None) };
+    match &first.socket {
+        DataSocket::Tcp(s) => {
+            let (snd, rcv) = sockopt::buffer_sizes(SockRef::from(&**s));
+            let (mss, cc) = sockopt::tcp_mss_and_congestion(SockRef::from(&**s));
+            (snd, rcv, mss, cc)
+        }
+        DataSocket::Udp(s) => {
+            let (snd, rcv) = sockopt::buffer_sizes(SockRef::from(&**s));
+            (snd, rcv, None, None)
+        }
+    }
+}
