@@ -1,1 +1,201 @@
-//! Helpers for the end-to-end tests.
+//! Helpers for perfpeer's end-to-end tests: build the real `perfpeer` binary once, start
+//! `perfpeer serve` processes on free loopback ports (or inside a network namespace), run
+//! `perfpeer test` and read its JSON. Every process started here is killed when its handle drops.
+
+pub mod netns;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The token every test peer is started with.
+pub const TOKEN: &str = "e2e-test-token";
+
+/// Path of the `perfpeer` binary, built once per test run with the same profile as the tests.
+pub fn perfpeer_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("test binary path");
+        let profile_dir = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps layout");
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = Command::new(cargo);
+        build.args(["build", "-q", "-p", "perfpeer", "--bin", "perfpeer"]);
+        if release {
+            build.arg("--release");
+        }
+        let status = build.status().expect("run cargo build");
+        assert!(status.success(), "cargo build -p perfpeer failed");
+        profile_dir.join("perfpeer")
+    })
+    .clone()
+}
+
+/// A running `perfpeer serve`.
+pub struct Peer {
+    child: Child,
+    /// `host:port` of its control endpoint.
+    pub control: String,
+    /// Its data port.
+    pub data_port: u16,
+    /// Its data directory (removed on drop).
+    pub dir: PathBuf,
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("perfpeer-e2e-{}-{tag}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+impl Peer {
+    /// Starts a peer on 127.0.0.1 with free ports and extra `serve` flags.
+    pub fn start(extra: &[&str]) -> Peer {
+        Peer::start_with(Vec::new(), "127.0.0.1:0", "0", extra)
+    }
+
+    /// Starts a peer through `prefix` (e.g. `ip netns exec NS`), listening on `listen`.
+    pub fn start_with(prefix: Vec<String>, listen: &str, data_port: &str, extra: &[&str]) -> Peer {
+        let dir = temp_dir("peer");
+        let bin = perfpeer_bin();
+        let mut cmd = match prefix.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(&bin);
+                c
+            }
+            None => Command::new(&bin),
+        };
+        cmd.args(["serve", "--listen", listen, "--data-port", data_port, "--data-dir"])
+            .arg(&dir)
+            .args(extra);
+        if !extra.contains(&"--open") && !extra.contains(&"--token") {
+            cmd.args(["--token", TOKEN]);
+        }
+        let log = std::fs::File::create(dir.join("serve.log")).expect("log file");
+        let mut child = cmd.stdout(Stdio::piped()).stderr(log).spawn().expect("start perfpeer serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let first = lines.next().and_then(Result::ok).unwrap_or_default();
+        let (control_port, data_port) = parse_banner(&first)
+            .unwrap_or_else(|| panic!("unexpected banner {first:?}; log: {}", read(&dir.join("serve.log"))));
+        // Keep draining stdout so the peer never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        let host = listen.rsplit_once(':').map(|(h, _)| h).unwrap_or("127.0.0.1");
+        Peer { child, control: format!("{host}:{control_port}"), data_port, dir }
+    }
+
+    /// The peer's log so far.
+    pub fn log(&self) -> String {
+        read(&self.dir.join("serve.log"))
+    }
+
+    /// Kills the peer at once (SIGKILL).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn read(path: &std::path::Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// Reads "… control and web UI on port A, data on port B …".
+fn parse_banner(line: &str) -> Option<(u16, u16)> {
+    let after = |key: &str| -> Option<u16> {
+        let rest = &line[line.find(key)? + key.len()..];
+        rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+    };
+    Some((after("web UI on port ")?, after("data on port ")?))
+}
+
+/// Runs `perfpeer test ARGS` to completion.
+pub fn perfpeer_test(args: &[&str]) -> Output {
+    perfpeer_test_with(Vec::new(), args)
+}
+
+/// Runs `perfpeer test ARGS` through `prefix`.
+pub fn perfpeer_test_with(prefix: Vec<String>, args: &[&str]) -> Output {
+    let bin = perfpeer_bin();
+    let mut cmd = match prefix.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(&bin);
+            c
+        }
+        None => Command::new(&bin),
+    };
+    cmd.arg("test").args(args).output().expect("run perfpeer test")
+}
+
+/// Runs a test with `-J` and returns its JSON; panics with both outputs if it failed.
+pub fn perfpeer_json(args: &[&str]) -> serde_json::Value {
+    let mut full = args.to_vec();
+    full.push("-J");
+    let out = perfpeer_test(&full);
+    json_of(&out, args)
+}
+
+/// The JSON of a finished `-J` run; panics with its output if the run failed.
+pub fn json_of(out: &Output, args: &[&str]) -> serde_json::Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "perfpeer test {args:?} failed: {}\nstdout: {stdout}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// Polls `check` every 100 ms until it is true or `limit` passes; returns whether it became true.
+pub fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    check()
+}
+
+/// `u64` at a JSON pointer, or a panic naming the pointer.
+pub fn u64_at(v: &serde_json::Value, pointer: &str) -> u64 {
+    v.pointer(pointer).and_then(|x| x.as_u64()).unwrap_or_else(|| panic!("no integer at {pointer} in {v}"))
+}
+
+/// `f64` at a JSON pointer, or a panic naming the pointer.
+pub fn f64_at(v: &serde_json::Value, pointer: &str) -> f64 {
+    v.pointer(pointer).and_then(|x| x.as_f64()).unwrap_or_else(|| panic!("no number at {pointer} in {v}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn banner_ports() {
+        let line = "perfpeer 0.1.0 serving: control and web UI on port 41234, data on port 41235 (TCP and UDP)";
+        assert_eq!(parse_banner(line), Some((41234, 41235)));
+        assert_eq!(parse_banner("nonsense"), None);
+    }
+}

@@ -22,6 +22,8 @@ use crate::session::far_end;
 
 /// Time a new connection has to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection stays open after its last reply, for the client to read it and close.
+const LINGER: Duration = Duration::from_secs(2);
 /// Malformed frames tolerated on one connection before it is closed.
 const MAX_BAD_FRAMES: u32 = 16;
 
@@ -51,8 +53,14 @@ pub async fn on_socket(ws: WebSocket, state: Arc<ServerState>, remote: SocketAdd
     let mut chan = ControlChannel::spawn(ws);
     let authorized = match tokio::time::timeout(HELLO_TIMEOUT, expect_hello(&mut chan, &state)).await {
         Ok(Ok(a)) => a,
-        Ok(Err(e)) => return reply_error(&chan, &e),
-        Err(_) => return reply_error(&chan, &SessionError::Protocol("no hello".into())),
+        Ok(Err(e)) => {
+            reply_error(&chan, &e);
+            return chan.linger(LINGER).await;
+        }
+        Err(_) => {
+            reply_error(&chan, &SessionError::Protocol("no hello".into()));
+            return chan.linger(LINGER).await;
+        }
     };
     let mut bad_frames = 0;
     loop {
@@ -76,6 +84,7 @@ pub async fn on_socket(ws: WebSocket, state: Arc<ServerState>, remote: SocketAdd
                     tracing::info!(%remote, error = %e, "far-end test ended with an error");
                     reply_error(&chan, e);
                 }
+                chan.linger(LINGER).await;
                 break;
             }
             ClientMsg::Run { target, spec } if authorized => run_from_here(&mut chan, &state, target, spec).await,
@@ -147,6 +156,10 @@ async fn run_from_here(chan: &mut ControlChannel, state: &Arc<ServerState>, targ
     loop {
         tokio::select! {
             joined = &mut test => {
+                // Events sent just before the end are still queued: forward them first.
+                while let Ok(TestEvent::Interval { role, report }) = events.try_recv() {
+                    chan.send(&ServerMsg::Interval { test_id: test_id.clone(), role, report })?;
+                }
                 let result = joined.map_err(|e| SessionError::Internal(e.to_string()))??;
                 return chan.send(&ServerMsg::Result { result });
             }

@@ -151,6 +151,17 @@ impl ControlChannel {
         serde_json::from_str(&text).map_err(|e| SessionError::BadMessage(e.to_string()))
     }
 
+    /// Waits (up to `max`) for the other end to close, reading and dropping what it sends, then
+    /// closes. Used after a final error reply, so the client reads the reply before the socket
+    /// goes away instead of meeting a reset.
+    pub async fn linger(&mut self, max: Duration) {
+        let _ = tokio::time::timeout(max, async {
+            while self.incoming.recv().await.is_some() {}
+        })
+        .await;
+        self.close();
+    }
+
     /// Closes the connection; frames already queued are still sent first.
     pub fn close(&self) {
         self.closed.cancel();

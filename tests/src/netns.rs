@@ -1,0 +1,77 @@
+//! Two test hosts in network namespaces joined by a veth pair, with the link shaped by `tc tbf`.
+//! Addresses come from 198.18.0.0/15, the range set aside for benchmarking (RFC 2544). The
+//! namespaces are deleted when the handle drops, also when a test fails.
+
+use std::process::Command;
+
+/// Address of host A (the client side).
+pub const ADDR_A: &str = "198.18.0.1";
+/// Address of host B (the server side).
+pub const ADDR_B: &str = "198.18.0.2";
+
+/// Two namespaces, A and B, on one shaped link.
+pub struct TwoHosts {
+    /// Namespace of host A.
+    pub ns_a: String,
+    /// Namespace of host B.
+    pub ns_b: String,
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+fn in_ns(ns: &str, args: &[&str]) -> Result<(), String> {
+    let mut full = vec!["netns", "exec", ns];
+    full.extend_from_slice(args);
+    ip(&full)
+}
+
+/// Whether this process may create namespaces (root with iproute2).
+pub fn available() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    root && Command::new("ip").arg("-V").output().is_ok_and(|o| o.status.success())
+}
+
+impl TwoHosts {
+    /// Creates both hosts and shapes each direction of the link to `rate` (tc syntax, e.g. `20mbit`).
+    pub fn new(tag: &str, rate: &str) -> Result<TwoHosts, String> {
+        let id = format!("{}{}", tag, std::process::id() % 100_000);
+        let hosts = TwoHosts { ns_a: format!("ppA-{id}"), ns_b: format!("ppB-{id}") };
+        let (va, vb) = (format!("ppa{id}"), format!("ppb{id}"));
+        ip(&["netns", "add", &hosts.ns_a])?;
+        ip(&["netns", "add", &hosts.ns_b])?;
+        ip(&["link", "add", &va, "netns", &hosts.ns_a, "type", "veth", "peer", "name", &vb, "netns", &hosts.ns_b])?;
+        for (ns, dev, addr) in [(&hosts.ns_a, &va, ADDR_A), (&hosts.ns_b, &vb, ADDR_B)] {
+            in_ns(ns, &["ip", "link", "set", "lo", "up"])?;
+            in_ns(ns, &["ip", "addr", "add", &format!("{addr}/24"), "dev", dev])?;
+            in_ns(ns, &["ip", "link", "set", dev, "up"])?;
+            in_ns(ns, &["tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "32kb", "latency", "100ms"])?;
+        }
+        Ok(hosts)
+    }
+
+    /// Command prefix that runs a program in host A.
+    pub fn prefix_a(&self) -> Vec<String> {
+        vec!["ip".into(), "netns".into(), "exec".into(), self.ns_a.clone()]
+    }
+
+    /// Command prefix that runs a program in host B.
+    pub fn prefix_b(&self) -> Vec<String> {
+        vec!["ip".into(), "netns".into(), "exec".into(), self.ns_b.clone()]
+    }
+}
+
+impl Drop for TwoHosts {
+    fn drop(&mut self) {
+        // Deleting a namespace removes its end of the veth, and with it the pair.
+        let _ = ip(&["netns", "del", &self.ns_a]);
+        let _ = ip(&["netns", "del", &self.ns_b]);
+    }
+}

@@ -1,0 +1,148 @@
+use perfpeer_tests::{Peer, f64_at, json_of, perfpeer_json, perfpeer_test, u64_at};
+
+fn assert_iperf3_keys(v: &serde_json::Value) {
+    for key in [
+        "/start/connected/0/local_host",
+        "/start/version",
+        "/start/timestamp/timesecs",
+        "/start/test_start/protocol",
+        "/intervals/0/streams/0/bytes",
+        "/intervals/0/sum/bits_per_second",
+        "/end/sum_sent/bytes",
+        "/end/sum_received/bytes",
+        "/end/cpu_utilization_percent/host_total",
+        "/end/cpu_utilization_percent/remote_total",
+    ] {
+        assert!(v.pointer(key).is_some(), "missing {key} in {v}");
+    }
+}
+
+#[test]
+fn tcp_both_ends_agree_and_json_has_iperf3_keys() {
+    let peer = Peer::start(&[]);
+    let v = perfpeer_json(&[&peer.control, "-t", "2"]);
+    assert_iperf3_keys(&v);
+    let sent = u64_at(&v, "/end/sum_sent/bytes");
+    assert!(sent > 0);
+    // TCP: the receiver reads to EOF, so both ends count exactly the same bytes.
+    assert_eq!(sent, u64_at(&v, "/end/sum_received/bytes"));
+    assert_eq!(v["start"]["test_start"]["protocol"], "TCP");
+    assert!(f64_at(&v, "/end/sum_sent/seconds") > 1.9);
+    assert!(v["intervals"].as_array().unwrap().len() >= 2);
+    assert!(v.pointer("/end/streams/0/sender/max_rtt").is_some(), "TCP_INFO figures: {v}");
+    assert_eq!(v["perfpeer"]["status"], "complete");
+}
+
+#[test]
+fn udp_at_a_rate_reports_loss_and_jitter() {
+    let peer = Peer::start(&[]);
+    let v = perfpeer_json(&[&peer.control, "-u", "-b", "20M", "-t", "2"]);
+    assert_iperf3_keys(&v);
+    for key in ["/end/sum/jitter_ms", "/end/sum/lost_packets", "/end/sum/lost_percent", "/end/sum/packets"] {
+        assert!(v.pointer(key).is_some(), "missing {key}");
+    }
+    let sent = u64_at(&v, "/end/sum_sent/bytes");
+    let received = u64_at(&v, "/end/sum_received/bytes");
+    assert!(received <= sent, "received {received} > sent {sent}");
+    let rate = f64_at(&v, "/end/sum_sent/bits_per_second");
+    assert!((rate - 20e6).abs() < 1e6, "paced rate {rate} is not 20 Mbit/s ± 5%");
+    // Received + lost = sent, datagram for datagram.
+    let packets_sent = u64_at(&v, "/end/sum_sent/packets");
+    let lost = u64_at(&v, "/end/sum_received/lost_packets");
+    assert_eq!(received / 1448 + lost, packets_sent, "{v}");
+}
+
+#[test]
+fn reverse_tcp_agrees() {
+    let peer = Peer::start(&[]);
+    let v = perfpeer_json(&[&peer.control, "-R", "-t", "2"]);
+    assert_eq!(v["start"]["test_start"]["reverse"], 1);
+    let sent = u64_at(&v, "/end/sum_sent/bytes");
+    assert!(sent > 0);
+    assert_eq!(sent, u64_at(&v, "/end/sum_received/bytes"));
+    // The server sent: its TCP_INFO shows up as the sender's figures.
+    assert!(v.pointer("/end/streams/0/sender/retransmits").is_some(), "{v}");
+}
+
+#[test]
+fn bidir_reports_both_directions() {
+    let peer = Peer::start(&[]);
+    let v = perfpeer_json(&[&peer.control, "--bidir", "-t", "2", "-P", "2"]);
+    for (sent, received) in [
+        ("/end/sum_sent/bytes", "/end/sum_received/bytes"),
+        ("/end/sum_sent_bidir_reverse/bytes", "/end/sum_received_bidir_reverse/bytes"),
+    ] {
+        let s = u64_at(&v, sent);
+        assert!(s > 0, "{sent}");
+        assert_eq!(s, u64_at(&v, received), "{sent} vs {received}");
+    }
+    assert_eq!(v["end"]["streams"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn four_parallel_streams_sum_up() {
+    let peer = Peer::start(&[]);
+    let v = perfpeer_json(&[&peer.control, "-P", "4", "-t", "2"]);
+    let streams = v["end"]["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 4);
+    let per_stream: u64 = streams.iter().map(|s| s["sender"]["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(per_stream, u64_at(&v, "/end/sum_sent/bytes"));
+    assert_eq!(u64_at(&v, "/end/sum_sent/bytes"), u64_at(&v, "/end/sum_received/bytes"));
+}
+
+#[test]
+fn byte_count_is_exact_in_both_directions() {
+    let peer = Peer::start(&[]);
+    for extra in [&[][..], &["-R"][..], &["-u", "-b", "0", "-l", "1000"][..]] {
+        let mut args = vec![peer.control.as_str(), "-n", "3M"];
+        args.extend_from_slice(extra);
+        let v = perfpeer_json(&args);
+        let sent = u64_at(&v, "/end/sum_sent/bytes");
+        if extra.contains(&"-u") {
+            // Whole datagrams: the budget is spent in 1000-byte steps.
+            assert_eq!(sent, 3 * 1024 * 1024 / 1000 * 1000 + 1000, "{extra:?}");
+        } else {
+            assert_eq!(sent, 3 * 1024 * 1024, "{extra:?}");
+            assert_eq!(sent, u64_at(&v, "/end/sum_received/bytes"));
+        }
+    }
+}
+
+#[test]
+fn json_stream_writes_one_event_per_line() {
+    let peer = Peer::start(&[]);
+    let out = perfpeer_test(&[&peer.control, "-t", "2", "--json-stream"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("line is not JSON ({e}): {l}")))
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"start"));
+    assert_eq!(kinds.last(), Some(&"end"));
+    assert!(kinds.iter().filter(|k| **k == "interval").count() >= 2, "{kinds:?}");
+}
+
+#[test]
+fn text_output_reads_like_iperf3() {
+    let peer = Peer::start(&[]);
+    let out = perfpeer_test(&[&peer.control, "-t", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.starts_with("Connecting to host 127.0.0.1, port "), "{text}");
+    assert!(text.contains("[ ID] Interval           Transfer     Bitrate"), "{text}");
+    assert!(text.lines().any(|l| l.ends_with("sender")) && text.lines().any(|l| l.ends_with("receiver")), "{text}");
+    assert!(text.contains("CPU Utilization: local/sender"), "{text}");
+}
+
+#[test]
+fn two_tests_at_once_on_one_peer_both_finish() {
+    let peer = Peer::start(&[]);
+    let control = peer.control.clone();
+    let other = std::thread::spawn(move || perfpeer_test(&[&control, "-u", "-b", "5M", "-t", "2", "-J"]));
+    let first = perfpeer_json(&[&peer.control, "-t", "2"]);
+    let second = other.join().unwrap();
+    let second = json_of(&second, &["second"]);
+    assert!(u64_at(&first, "/end/sum_received/bytes") > 0);
+    assert!(u64_at(&second, "/end/sum_received/bytes") > 0);
+}
