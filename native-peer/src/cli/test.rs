@@ -26,7 +26,7 @@ pub struct TestArgs {
     #[arg(short = 'u', long)]
     udp: bool,
     /// Seconds to transmit (default 10).
-    #[arg(short = 't', long, value_name = "SECS", conflicts_with = "bytes")]
+    #[arg(short = 't', long, value_name = "SECS", conflicts_with = "bytes", allow_negative_numbers = true)]
     time: Option<f64>,
     /// Bytes to transmit per direction instead of a time (K/M/G = 1024-based).
     #[arg(short = 'n', long, value_parser = parse_size_arg)]
@@ -63,10 +63,10 @@ pub struct TestArgs {
     #[arg(short = 'S', long, value_parser = parse_tos)]
     tos: Option<u8>,
     /// Seconds to omit from the start (TCP slow start).
-    #[arg(short = 'O', long, value_name = "SECS", default_value_t = 0.0)]
+    #[arg(short = 'O', long, value_name = "SECS", default_value_t = 0.0, allow_negative_numbers = true)]
     omit: f64,
     /// Seconds between interval reports.
-    #[arg(short = 'i', long, value_name = "SECS", default_value_t = 1.0)]
+    #[arg(short = 'i', long, value_name = "SECS", default_value_t = 1.0, allow_negative_numbers = true)]
     interval: f64,
     /// IPv4 only.
     #[arg(short = '4', long = "version4", conflicts_with = "ipv6")]

@@ -18,7 +18,7 @@ pub struct UdpRxStats {
     out_of_order: u64,
     duplicates: u64,
     jitter_s: f64,
-    last_transit: Option<f64>,
+    last_transit_ns: Option<i128>,
     seen: [u64; WORDS],
     sender_packets: Option<u64>,
 }
@@ -32,7 +32,7 @@ impl Default for UdpRxStats {
             out_of_order: 0,
             duplicates: 0,
             jitter_s: 0.0,
-            last_transit: None,
+            last_transit_ns: None,
             seen: [0; WORDS],
             sender_packets: None,
         }
@@ -103,12 +103,13 @@ impl UdpRxStats {
 
     /// RFC 3550 §6.4.1: J += (|D| − J) / 16, D the change in transit time.
     fn update_jitter(&mut self, sent: Duration, arrived: Duration) {
-        let transit = arrived.as_secs_f64() - sent.as_secs_f64();
-        if let Some(last) = self.last_transit {
-            let d = (transit - last).abs();
+        // Transit times in integer nanoseconds: the clocks' offset cancels exactly.
+        let transit = arrived.as_nanos() as i128 - sent.as_nanos() as i128;
+        if let Some(last) = self.last_transit_ns {
+            let d = (transit - last).unsigned_abs() as f64 / 1e9;
             self.jitter_s += (d - self.jitter_s) / 16.0;
         }
-        self.last_transit = Some(transit);
+        self.last_transit_ns = Some(transit);
     }
 
     /// Records the sender's final datagram count (from its fin).
