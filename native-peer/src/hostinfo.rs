@@ -11,7 +11,11 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Name, `uname -srvm`-style system line and version.
 pub fn host_info() -> HostInfo {
-    HostInfo { hostname: hostname(), system: system_line(), version: VERSION.to_string() }
+    HostInfo {
+        hostname: hostname(),
+        system: system_line(),
+        version: VERSION.to_string(),
+    }
 }
 
 /// The host name, or `"unknown"`.
@@ -30,7 +34,9 @@ fn uname_field(pick: impl Fn(&libc::utsname) -> &[libc::c_char; 65]) -> String {
         if libc::uname(&mut u) != 0 {
             return "unknown".into();
         }
-        CStr::from_ptr(pick(&u).as_ptr()).to_string_lossy().into_owned()
+        CStr::from_ptr(pick(&u).as_ptr())
+            .to_string_lossy()
+            .into_owned()
     }
 }
 

@@ -66,6 +66,8 @@ pub enum ClientMsg {
 }
 
 /// Messages from a peer to its client.
+// Messages live for one send or receive; boxing the large variants would only add noise.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerMsg {
@@ -220,7 +222,10 @@ impl ServerMsg {
     }
     /// Shorthand for an error message.
     pub fn error(code: ErrorCode, message: impl Into<String>) -> Self {
-        ServerMsg::Error { code, message: message.into() }
+        ServerMsg::Error {
+            code,
+            message: message.into(),
+        }
     }
 }
 
@@ -250,27 +255,60 @@ mod tests {
 
     #[test]
     fn messages_are_tagged_json() {
-        let open = ClientMsg::Open { spec: TestSpec::new(Protocol::Tcp) };
+        let open = ClientMsg::Open {
+            spec: TestSpec::new(Protocol::Tcp),
+        };
         let json = open.to_json();
-        assert!(json.starts_with(r#"{"type":"open","spec":{"protocol":"tcp""#), "{json}");
+        assert!(
+            json.starts_with(r#"{"type":"open","spec":{"protocol":"tcp""#),
+            "{json}"
+        );
         assert_eq!(ClientMsg::parse(&json), Ok(open));
-        assert_eq!(ClientMsg::parse(r#"{"type":"begin"}"#), Ok(ClientMsg::Begin));
+        assert_eq!(
+            ClientMsg::parse(r#"{"type":"begin"}"#),
+            Ok(ClientMsg::Begin)
+        );
         let hello = ClientMsg::parse(r#"{"type":"hello","protocol_version":1}"#).unwrap();
-        assert_eq!(hello, ClientMsg::Hello { protocol_version: 1, token: None });
+        assert_eq!(
+            hello,
+            ClientMsg::Hello {
+                protocol_version: 1,
+                token: None
+            }
+        );
     }
 
     #[test]
     fn bad_frames_are_errors() {
-        for bad in ["", "null", "{}", r#"{"type":"nope"}"#, r#"{"type":"open","spec":5}"#, "\u{0}"] {
-            assert!(matches!(ClientMsg::parse(bad), Err(ControlError::Malformed(_))), "{bad:?}");
+        for bad in [
+            "",
+            "null",
+            "{}",
+            r#"{"type":"nope"}"#,
+            r#"{"type":"open","spec":5}"#,
+            "\u{0}",
+        ] {
+            assert!(
+                matches!(ClientMsg::parse(bad), Err(ControlError::Malformed(_))),
+                "{bad:?}"
+            );
         }
-        let huge = format!(r#"{{"type":"hello","token":"{}"}}"#, "x".repeat(MAX_CONTROL_MESSAGE));
-        assert!(matches!(ClientMsg::parse(&huge), Err(ControlError::TooLarge(_))));
+        let huge = format!(
+            r#"{{"type":"hello","token":"{}"}}"#,
+            "x".repeat(MAX_CONTROL_MESSAGE)
+        );
+        assert!(matches!(
+            ClientMsg::parse(&huge),
+            Err(ControlError::TooLarge(_))
+        ));
     }
 
     #[test]
     fn errors_carry_a_code() {
         let e = ServerMsg::error(ErrorCode::OverLimit, "too many tests");
-        assert_eq!(e.to_json(), r#"{"type":"error","code":"over_limit","message":"too many tests"}"#);
+        assert_eq!(
+            e.to_json(),
+            r#"{"type":"error","code":"over_limit","message":"too many tests"}"#
+        );
     }
 }

@@ -66,7 +66,11 @@ impl UdpRxSample {
 }
 
 fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 { 0.0 } else { part as f64 * 100.0 / whole as f64 }
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
 }
 
 /// One stream during one interval, as seen at the reporting end.
@@ -124,7 +128,8 @@ impl IntervalReport {
 
     /// Sum over the streams with `role`, or `None` if there are none.
     pub fn sum(&self, role: StreamRole) -> Option<IntervalSum> {
-        let streams: Vec<&StreamInterval> = self.streams.iter().filter(|s| s.role == role).collect();
+        let streams: Vec<&StreamInterval> =
+            self.streams.iter().filter(|s| s.role == role).collect();
         if streams.is_empty() {
             return None;
         }
@@ -159,12 +164,19 @@ fn merge_udp(samples: impl Iterator<Item = UdpRxSample>) -> Option<UdpRxSample> 
         sum.duplicates += s.duplicates;
         sum.jitter_ms += s.jitter_ms;
     }
-    (count > 0).then(|| UdpRxSample { jitter_ms: sum.jitter_ms / count as f64, ..sum })
+    (count > 0).then(|| UdpRxSample {
+        jitter_ms: sum.jitter_ms / count as f64,
+        ..sum
+    })
 }
 
 /// bit/s for `bytes` moved in `seconds` (0 for an empty period).
 pub fn bits_per_second(bytes: u64, seconds: f64) -> f64 {
-    if seconds > 0.0 { bytes as f64 * 8.0 / seconds } else { 0.0 }
+    if seconds > 0.0 {
+        bytes as f64 * 8.0 / seconds
+    } else {
+        0.0
+    }
 }
 
 /// TCP sender figures over the whole test.
@@ -258,7 +270,11 @@ pub struct CpuUsage {
 impl CpuUsage {
     fn of_one_cpu(&self, seconds: f64) -> f64 {
         let wall = self.elapsed.as_secs_f64();
-        if wall > 0.0 { seconds * 100.0 / wall } else { 0.0 }
+        if wall > 0.0 {
+            seconds * 100.0 / wall
+        } else {
+            0.0
+        }
     }
     /// Process user time in percent of one CPU (iperf3's `cpu_util_user`).
     pub fn process_user_percent(&self) -> f64 {
@@ -281,7 +297,10 @@ impl CpuUsage {
         if bytes == 0 || self.cpus == 0 {
             return None;
         }
-        let busy_us = self.host_total_percent() / 100.0 * f64::from(self.cpus) * self.elapsed.as_secs_f64() * 1e6;
+        let busy_us = self.host_total_percent() / 100.0
+            * f64::from(self.cpus)
+            * self.elapsed.as_secs_f64()
+            * 1e6;
         Some(busy_us / (bytes as f64 / 1024.0))
     }
 }
@@ -397,7 +416,8 @@ pub struct Flow<'a> {
 }
 
 fn streams_of(side: Option<&SideReport>, role: StreamRole) -> Vec<&StreamFinal> {
-    side.map(|s| s.streams.iter().filter(|st| st.role == role).collect()).unwrap_or_default()
+    side.map(|s| s.streams.iter().filter(|st| st.role == role).collect())
+        .unwrap_or_default()
 }
 
 fn totals(streams: &[&StreamFinal]) -> Option<DirectionTotals> {
@@ -405,7 +425,10 @@ fn totals(streams: &[&StreamFinal]) -> Option<DirectionTotals> {
         return None;
     }
     let bytes = streams.iter().map(|s| s.bytes).sum();
-    let seconds = streams.iter().map(|s| s.duration.as_secs_f64()).fold(0.0, f64::max);
+    let seconds = streams
+        .iter()
+        .map(|s| s.duration.as_secs_f64())
+        .fold(0.0, f64::max);
     let udp_rx = {
         let rx: Vec<UdpRxFinal> = streams.iter().filter_map(|s| s.udp_rx).collect();
         (!rx.is_empty()).then(|| UdpRxFinal {
@@ -449,7 +472,11 @@ impl TestResult {
             if !sends {
                 continue;
             }
-            let (tx_side, rx_side) = if client_to_server { (client, server) } else { (server, client) };
+            let (tx_side, rx_side) = if client_to_server {
+                (client, server)
+            } else {
+                (server, client)
+            };
             let tx = streams_of(tx_side, StreamRole::Sender);
             let rx = streams_of(rx_side, StreamRole::Receiver);
             let mut ids: Vec<u32> = tx.iter().chain(rx.iter()).map(|s| s.id).collect();
@@ -458,10 +485,19 @@ impl TestResult {
             let streams = ids
                 .into_iter()
                 .map(|id| {
-                    (id, tx.iter().copied().find(|s| s.id == id), rx.iter().copied().find(|s| s.id == id))
+                    (
+                        id,
+                        tx.iter().copied().find(|s| s.id == id),
+                        rx.iter().copied().find(|s| s.id == id),
+                    )
                 })
                 .collect();
-            flows.push(Flow { client_to_server, streams, sent: totals(&tx), received: totals(&rx) });
+            flows.push(Flow {
+                client_to_server,
+                streams,
+                sent: totals(&tx),
+                received: totals(&rx),
+            });
         }
         flows
     }

@@ -126,7 +126,9 @@ impl TestSpec {
         TestSpec {
             protocol,
             direction: Direction::Normal,
-            end: EndCondition::Time { duration: Duration::from_secs(10) },
+            end: EndCondition::Time {
+                duration: Duration::from_secs(10),
+            },
             omit: Duration::ZERO,
             interval: Duration::from_secs(1),
             streams: 1,
@@ -167,23 +169,25 @@ impl TestSpec {
         if self.interval < MIN_INTERVAL || self.interval > MAX_INTERVAL {
             return Err(SpecError::Interval(self.interval));
         }
-        if let Some(w) = self.window {
-            if !(1024..=1 << 30).contains(&w) {
-                return Err(SpecError::Window(w));
-            }
+        if let Some(w) = self.window
+            && !(1024..=1 << 30).contains(&w)
+        {
+            return Err(SpecError::Window(w));
         }
-        if let Some(m) = self.mss {
-            if !(88..=65_535).contains(&m) {
-                return Err(SpecError::Mss(m));
-            }
+        if let Some(m) = self.mss
+            && !(88..=65_535).contains(&m)
+        {
+            return Err(SpecError::Mss(m));
         }
         if self.protocol == Protocol::Udp && (self.mss.is_some() || self.congestion.is_some()) {
             return Err(SpecError::TcpOnly);
         }
-        if let Some(cc) = &self.congestion {
-            if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-                return Err(SpecError::Congestion(cc.clone()));
-            }
+        if let Some(cc) = &self.congestion
+            && (cc.is_empty()
+                || cc.len() > 15
+                || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        {
+            return Err(SpecError::Congestion(cc.clone()));
         }
         Ok(())
     }
@@ -198,7 +202,9 @@ impl TestSpec {
 
     /// Target rate of one stream (the test's rate spread evenly over the streams of a direction).
     pub fn per_stream_rate(&self) -> Option<BitRate> {
-        self.bitrate.filter(|r| r.0 > 0).map(|r| BitRate((r.0 / u64::from(self.streams)).max(1)))
+        self.bitrate
+            .filter(|r| r.0 > 0)
+            .map(|r| BitRate((r.0 / u64::from(self.streams)).max(1)))
     }
 
     /// Every stream of the test as `(id, client_sends)`: ids start at 1; in bidir the
@@ -316,7 +322,10 @@ mod tests {
         let mut s = TestSpec::new(Protocol::Tcp);
         s.streams = 2;
         s.direction = Direction::Bidir;
-        assert_eq!(s.stream_plan(), vec![(1, true), (2, true), (3, false), (4, false)]);
+        assert_eq!(
+            s.stream_plan(),
+            vec![(1, true), (2, true), (3, false), (4, false)]
+        );
         s.direction = Direction::Reverse;
         assert_eq!(s.stream_plan(), vec![(1, false), (2, false)]);
     }

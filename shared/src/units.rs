@@ -9,7 +9,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// A data rate in bits per second.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 #[serde(transparent)]
 pub struct BitRate(pub u64);
 
@@ -28,7 +30,9 @@ impl fmt::Display for BitRate {
 
 /// A malformed number with a unit suffix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{input}' is not a {what} (expected a number with an optional K, M, G or T suffix, e.g. 10M)")]
+#[error(
+    "'{input}' is not a {what} (expected a number with an optional K, M, G or T suffix, e.g. 10M)"
+)]
 pub struct UnitError {
     input: String,
     what: &'static str,
@@ -43,7 +47,10 @@ fn split_suffix(input: &str) -> (&str, Option<char>) {
 }
 
 fn parse_scaled(input: &str, base: f64, what: &'static str) -> Result<f64, UnitError> {
-    let err = || UnitError { input: input.to_string(), what };
+    let err = || UnitError {
+        input: input.to_string(),
+        what,
+    };
     let (number, suffix) = split_suffix(input);
     let value: f64 = number.parse().map_err(|_| err())?;
     let scale = match suffix.map(|c| c.to_ascii_uppercase()) {

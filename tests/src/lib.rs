@@ -18,7 +18,10 @@ pub fn perfpeer_bin() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let exe = std::env::current_exe().expect("test binary path");
-        let profile_dir = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps layout");
+        let profile_dir = exe
+            .parent()
+            .and_then(|deps| deps.parent())
+            .expect("target/<profile>/deps layout");
         let release = profile_dir.file_name().is_some_and(|n| n == "release");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut build = Command::new(cargo);
@@ -71,23 +74,46 @@ impl Peer {
             }
             None => Command::new(&bin),
         };
-        cmd.args(["serve", "--listen", listen, "--data-port", data_port, "--data-dir"])
-            .arg(&dir)
-            .args(extra);
+        cmd.args([
+            "serve",
+            "--listen",
+            listen,
+            "--data-port",
+            data_port,
+            "--data-dir",
+        ])
+        .arg(&dir)
+        .args(extra);
         if !extra.contains(&"--open") && !extra.contains(&"--token") {
             cmd.args(["--token", TOKEN]);
         }
         let log = std::fs::File::create(dir.join("serve.log")).expect("log file");
-        let mut child = cmd.stdout(Stdio::piped()).stderr(log).spawn().expect("start perfpeer serve");
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("start perfpeer serve");
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
         let first = lines.next().and_then(Result::ok).unwrap_or_default();
-        let (control_port, data_port) = parse_banner(&first)
-            .unwrap_or_else(|| panic!("unexpected banner {first:?}; log: {}", read(&dir.join("serve.log"))));
+        let (control_port, data_port) = parse_banner(&first).unwrap_or_else(|| {
+            panic!(
+                "unexpected banner {first:?}; log: {}",
+                read(&dir.join("serve.log"))
+            )
+        });
         // Keep draining stdout so the peer never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
-        let host = listen.rsplit_once(':').map(|(h, _)| h).unwrap_or("127.0.0.1");
-        Peer { child, control: format!("{host}:{control_port}"), data_port, dir }
+        let host = listen
+            .rsplit_once(':')
+            .map(|(h, _)| h)
+            .unwrap_or("127.0.0.1");
+        Peer {
+            child,
+            control: format!("{host}:{control_port}"),
+            data_port,
+            dir,
+        }
     }
 
     /// The peer's log so far.
@@ -122,7 +148,10 @@ fn read(path: &std::path::Path) -> String {
 fn parse_banner(line: &str) -> Option<(u16, u16)> {
     let after = |key: &str| -> Option<u16> {
         let rest = &line[line.find(key)? + key.len()..];
-        rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+        rest.split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
     };
     Some((after("web UI on port ")?, after("data on port ")?))
 }
@@ -143,7 +172,10 @@ pub fn perfpeer_test_with(prefix: Vec<String>, args: &[&str]) -> Output {
         }
         None => Command::new(&bin),
     };
-    cmd.arg("test").args(args).output().expect("run perfpeer test")
+    cmd.arg("test")
+        .args(args)
+        .output()
+        .expect("run perfpeer test")
 }
 
 /// Runs a test with `-J` and returns its JSON; panics with both outputs if it failed.
@@ -180,12 +212,16 @@ pub fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
 
 /// `u64` at a JSON pointer, or a panic naming the pointer.
 pub fn u64_at(v: &serde_json::Value, pointer: &str) -> u64 {
-    v.pointer(pointer).and_then(|x| x.as_u64()).unwrap_or_else(|| panic!("no integer at {pointer} in {v}"))
+    v.pointer(pointer)
+        .and_then(|x| x.as_u64())
+        .unwrap_or_else(|| panic!("no integer at {pointer} in {v}"))
 }
 
 /// `f64` at a JSON pointer, or a panic naming the pointer.
 pub fn f64_at(v: &serde_json::Value, pointer: &str) -> f64 {
-    v.pointer(pointer).and_then(|x| x.as_f64()).unwrap_or_else(|| panic!("no number at {pointer} in {v}"))
+    v.pointer(pointer)
+        .and_then(|x| x.as_f64())
+        .unwrap_or_else(|| panic!("no number at {pointer} in {v}"))
 }
 
 #[cfg(test)]

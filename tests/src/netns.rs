@@ -18,11 +18,18 @@ pub struct TwoHosts {
 }
 
 fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 
@@ -36,35 +43,73 @@ fn in_ns(ns: &str, args: &[&str]) -> Result<(), String> {
 pub fn available() -> bool {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    root && Command::new("ip").arg("-V").output().is_ok_and(|o| o.status.success())
+    root && Command::new("ip")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 impl TwoHosts {
     /// Creates both hosts and shapes each direction of the link to `rate` (tc syntax, e.g. `20mbit`).
     pub fn new(tag: &str, rate: &str) -> Result<TwoHosts, String> {
         let id = format!("{}{}", tag, std::process::id() % 100_000);
-        let hosts = TwoHosts { ns_a: format!("ppA-{id}"), ns_b: format!("ppB-{id}") };
+        let hosts = TwoHosts {
+            ns_a: format!("ppA-{id}"),
+            ns_b: format!("ppB-{id}"),
+        };
         let (va, vb) = (format!("ppa{id}"), format!("ppb{id}"));
         ip(&["netns", "add", &hosts.ns_a])?;
         ip(&["netns", "add", &hosts.ns_b])?;
-        ip(&["link", "add", &va, "netns", &hosts.ns_a, "type", "veth", "peer", "name", &vb, "netns", &hosts.ns_b])?;
+        ip(&[
+            "link",
+            "add",
+            &va,
+            "netns",
+            &hosts.ns_a,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &vb,
+            "netns",
+            &hosts.ns_b,
+        ])?;
         for (ns, dev, addr) in [(&hosts.ns_a, &va, ADDR_A), (&hosts.ns_b, &vb, ADDR_B)] {
             in_ns(ns, &["ip", "link", "set", "lo", "up"])?;
-            in_ns(ns, &["ip", "addr", "add", &format!("{addr}/24"), "dev", dev])?;
+            in_ns(
+                ns,
+                &["ip", "addr", "add", &format!("{addr}/24"), "dev", dev],
+            )?;
             in_ns(ns, &["ip", "link", "set", dev, "up"])?;
-            in_ns(ns, &["tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "32kb", "latency", "100ms"])?;
+            in_ns(
+                ns,
+                &[
+                    "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "32kb",
+                    "latency", "100ms",
+                ],
+            )?;
         }
         Ok(hosts)
     }
 
     /// Command prefix that runs a program in host A.
     pub fn prefix_a(&self) -> Vec<String> {
-        vec!["ip".into(), "netns".into(), "exec".into(), self.ns_a.clone()]
+        vec![
+            "ip".into(),
+            "netns".into(),
+            "exec".into(),
+            self.ns_a.clone(),
+        ]
     }
 
     /// Command prefix that runs a program in host B.
     pub fn prefix_b(&self) -> Vec<String> {
-        vec!["ip".into(), "netns".into(), "exec".into(), self.ns_b.clone()]
+        vec![
+            "ip".into(),
+            "netns".into(),
+            "exec".into(),
+            self.ns_b.clone(),
+        ]
     }
 }
 

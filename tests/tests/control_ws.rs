@@ -7,10 +7,13 @@ use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
 use perfpeer_tests::{Peer, TOKEN};
 use tokio_tungstenite::tungstenite::Message;
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn connect(peer: &Peer) -> Ws {
-    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", peer.control)).await.unwrap();
+    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", peer.control))
+        .await
+        .unwrap();
     ws
 }
 
@@ -25,7 +28,9 @@ async fn send_raw(ws: &mut Ws, text: &str) {
 /// Next control message, skipping pings; panics after 20 s.
 async fn recv(ws: &mut Ws) -> ServerMsg {
     loop {
-        let msg = tokio::time::timeout(Duration::from_secs(20), ws.next()).await.expect("no message in 20 s");
+        let msg = tokio::time::timeout(Duration::from_secs(20), ws.next())
+            .await
+            .expect("no message in 20 s");
         match msg.expect("connection closed").expect("WebSocket error") {
             Message::Text(t) => return ServerMsg::parse(t.as_str()).expect("valid server message"),
             Message::Close(_) => panic!("closed"),
@@ -35,9 +40,18 @@ async fn recv(ws: &mut Ws) -> ServerMsg {
 }
 
 async fn hello(ws: &mut Ws, token: Option<&str>) -> bool {
-    send(ws, &ClientMsg::Hello { protocol_version: perfpeer_shared::PROTOCOL_VERSION, token: token.map(str::to_string) }).await;
+    send(
+        ws,
+        &ClientMsg::Hello {
+            protocol_version: perfpeer_shared::PROTOCOL_VERSION,
+            token: token.map(str::to_string),
+        },
+    )
+    .await;
     match recv(ws).await {
-        ServerMsg::Welcome { authorized, peer, .. } => {
+        ServerMsg::Welcome {
+            authorized, peer, ..
+        } => {
             assert!(peer.data_port > 0);
             authorized
         }
@@ -47,7 +61,9 @@ async fn hello(ws: &mut Ws, token: Option<&str>) -> bool {
 
 fn short_spec(protocol: Protocol) -> TestSpec {
     let mut spec = TestSpec::new(protocol);
-    spec.end = EndCondition::Time { duration: Duration::from_secs(2) };
+    spec.end = EndCondition::Time {
+        duration: Duration::from_secs(2),
+    };
     spec
 }
 
@@ -56,15 +72,29 @@ async fn malformed_messages_get_errors_and_the_connection_stays_usable() {
     let peer = Peer::start(&[]);
     let mut ws = connect(&peer).await;
     assert!(hello(&mut ws, Some(TOKEN)).await);
-    for bad in ["not json", "{}", r#"{"type":"open","spec":{"protocol":"sctp"}}"#, "[1,2,3]"] {
+    for bad in [
+        "not json",
+        "{}",
+        r#"{"type":"open","spec":{"protocol":"sctp"}}"#,
+        "[1,2,3]",
+    ] {
         send_raw(&mut ws, bad).await;
         match recv(&mut ws).await {
-            ServerMsg::Error { code: ErrorCode::BadMessage, .. } => {}
+            ServerMsg::Error {
+                code: ErrorCode::BadMessage,
+                ..
+            } => {}
             other => panic!("{bad}: expected bad_message, got {other:?}"),
         }
     }
     ws.send(Message::binary(vec![1u8, 2, 3])).await.unwrap();
-    assert!(matches!(recv(&mut ws).await, ServerMsg::Error { code: ErrorCode::BadMessage, .. }));
+    assert!(matches!(
+        recv(&mut ws).await,
+        ServerMsg::Error {
+            code: ErrorCode::BadMessage,
+            ..
+        }
+    ));
     send(&mut ws, &ClientMsg::ListTests).await;
     assert!(matches!(recv(&mut ws).await, ServerMsg::Tests { .. }));
 }
@@ -74,16 +104,38 @@ async fn privileged_requests_need_the_token() {
     let peer = Peer::start(&[]);
     let mut ws = connect(&peer).await;
     assert!(!hello(&mut ws, Some("wrong-token-value")).await);
-    assert!(matches!(recv(&mut ws).await, ServerMsg::Error { code: ErrorCode::Unauthorized, .. }));
-    send(&mut ws, &ClientMsg::Run { target: "127.0.0.1".into(), spec: short_spec(Protocol::Tcp) }).await;
+    assert!(matches!(
+        recv(&mut ws).await,
+        ServerMsg::Error {
+            code: ErrorCode::Unauthorized,
+            ..
+        }
+    ));
+    send(
+        &mut ws,
+        &ClientMsg::Run {
+            target: "127.0.0.1".into(),
+            spec: short_spec(Protocol::Tcp),
+        },
+    )
+    .await;
     match recv(&mut ws).await {
-        ServerMsg::Error { code: ErrorCode::Unauthorized, message } => assert!(message.contains("token"), "{message}"),
+        ServerMsg::Error {
+            code: ErrorCode::Unauthorized,
+            message,
+        } => assert!(message.contains("token"), "{message}"),
         other => panic!("expected unauthorized, got {other:?}"),
     }
     // Being the far end of a test needs no token.
     let mut ws = connect(&peer).await;
     assert!(!hello(&mut ws, None).await);
-    send(&mut ws, &ClientMsg::Open { spec: short_spec(Protocol::Tcp) }).await;
+    send(
+        &mut ws,
+        &ClientMsg::Open {
+            spec: short_spec(Protocol::Tcp),
+        },
+    )
+    .await;
     assert!(matches!(recv(&mut ws).await, ServerMsg::Accepted { .. }));
 }
 
@@ -94,13 +146,26 @@ async fn run_drives_a_test_to_another_peer_with_live_reports() {
     for protocol in [Protocol::Tcp, Protocol::Udp] {
         let mut ws = connect(&dut).await;
         assert!(hello(&mut ws, Some(TOKEN)).await);
-        send(&mut ws, &ClientMsg::Run { target: pc.control.clone(), spec: short_spec(protocol) }).await;
+        send(
+            &mut ws,
+            &ClientMsg::Run {
+                target: pc.control.clone(),
+                spec: short_spec(protocol),
+            },
+        )
+        .await;
         let mut intervals = (0, 0);
         let result = loop {
             match recv(&mut ws).await {
                 ServerMsg::Started { test_id, .. } => assert!(!test_id.is_empty()),
-                ServerMsg::Interval { role: PeerRole::Client, .. } => intervals.0 += 1,
-                ServerMsg::Interval { role: PeerRole::Server, .. } => intervals.1 += 1,
+                ServerMsg::Interval {
+                    role: PeerRole::Client,
+                    ..
+                } => intervals.0 += 1,
+                ServerMsg::Interval {
+                    role: PeerRole::Server,
+                    ..
+                } => intervals.1 += 1,
                 ServerMsg::Result { result } => break result,
                 other => panic!("unexpected {other:?}"),
             }
@@ -110,7 +175,10 @@ async fn run_drives_a_test_to_another_peer_with_live_reports() {
         let flows = result.flows();
         let sent = flows[0].sent.unwrap().bytes;
         let received = flows[0].received.unwrap().bytes;
-        assert!(sent > 0 && received > 0 && received <= sent, "{protocol:?}: {sent} {received}");
+        assert!(
+            sent > 0 && received > 0 && received <= sent,
+            "{protocol:?}: {sent} {received}"
+        );
     }
 }
 
@@ -121,8 +189,17 @@ async fn cancel_ends_a_running_test_early() {
     let mut ws = connect(&dut).await;
     assert!(hello(&mut ws, Some(TOKEN)).await);
     let mut spec = short_spec(Protocol::Tcp);
-    spec.end = EndCondition::Time { duration: Duration::from_secs(60) };
-    send(&mut ws, &ClientMsg::Run { target: pc.control.clone(), spec }).await;
+    spec.end = EndCondition::Time {
+        duration: Duration::from_secs(60),
+    };
+    send(
+        &mut ws,
+        &ClientMsg::Run {
+            target: pc.control.clone(),
+            spec,
+        },
+    )
+    .await;
     loop {
         if let ServerMsg::Interval { .. } = recv(&mut ws).await {
             break;
@@ -134,5 +211,9 @@ async fn cancel_ends_a_running_test_early() {
             break result;
         }
     };
-    assert!(matches!(result.status, TestStatus::Partial { ref reason } if reason == "cancelled"), "{:?}", result.status);
+    assert!(
+        matches!(result.status, TestStatus::Partial { ref reason } if reason == "cancelled"),
+        "{:?}",
+        result.status
+    );
 }

@@ -12,20 +12,36 @@ fn stderr_of(out: &std::process::Output) -> String {
 #[test]
 fn unreachable_peer_fails_fast_with_a_clear_error() {
     // A port nobody listens on: bind one, note it, close it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let start = Instant::now();
     let out = perfpeer_test(&[&format!("127.0.0.1:{port}"), "-t", "1"]);
     assert!(!out.status.success());
-    assert!(stderr_of(&out).contains("cannot reach 127.0.0.1:"), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("cannot reach 127.0.0.1:"),
+        "{}",
+        stderr_of(&out)
+    );
     assert!(start.elapsed() < Duration::from_secs(6));
     let out = perfpeer_test(&["no-such-host.invalid", "-t", "1"]);
     assert!(!out.status.success());
-    assert!(stderr_of(&out).contains("cannot resolve"), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("cannot resolve"),
+        "{}",
+        stderr_of(&out)
+    );
 }
 
 #[test]
 fn bad_flags_exit_non_zero_without_a_panic() {
-    for args in [&["127.0.0.1", "-P", "0"][..], &["127.0.0.1", "-u", "-l", "4"][..], &["127.0.0.1", "--bogus"][..]] {
+    for args in [
+        &["127.0.0.1", "-P", "0"][..],
+        &["127.0.0.1", "-u", "-l", "4"][..],
+        &["127.0.0.1", "--bogus"][..],
+    ] {
         let out = perfpeer_test(args);
         assert!(!out.status.success(), "{args:?}");
         let err = stderr_of(&out);
@@ -39,9 +55,17 @@ fn caps_are_enforced_with_a_reason() {
     let peer = Peer::start(&["--max-duration", "5", "--max-bitrate", "50M"]);
     let out = perfpeer_test(&[&peer.control, "-t", "10", "-u", "-b", "1M"]);
     assert!(!out.status.success());
-    assert!(stderr_of(&out).contains("at most 5 s"), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("at most 5 s"),
+        "{}",
+        stderr_of(&out)
+    );
     let out = perfpeer_test(&[&peer.control, "-t", "1"]);
-    assert!(stderr_of(&out).contains("--max-bitrate"), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("--max-bitrate"),
+        "{}",
+        stderr_of(&out)
+    );
     let v = perfpeer_json(&[&peer.control, "-t", "1", "-b", "10M"]);
     assert!(u64_at(&v, "/end/sum_received/bytes") > 0);
 }
@@ -62,14 +86,26 @@ fn background_test(control: &str, args: &[&str]) -> std::process::Child {
 fn a_vanished_client_frees_its_slot_within_seconds() {
     let peer = Peer::start(&["--max-tests", "1"]);
     let mut client = background_test(&peer.control, &["-t", "60"]);
-    assert!(wait_for(Duration::from_secs(10), || peer.log().contains("test begins")), "{}", peer.log());
+    assert!(
+        wait_for(Duration::from_secs(10), || peer
+            .log()
+            .contains("test begins")),
+        "{}",
+        peer.log()
+    );
     // While it runs, the single slot is taken.
     let out = perfpeer_test(&[&peer.control, "-t", "1"]);
-    assert!(stderr_of(&out).contains("maximum of 1 tests"), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("maximum of 1 tests"),
+        "{}",
+        stderr_of(&out)
+    );
     client.kill().unwrap();
     client.wait().unwrap();
     let freed = Instant::now();
-    let ok = wait_for(Duration::from_secs(12), || perfpeer_test(&[&peer.control, "-t", "1"]).status.success());
+    let ok = wait_for(Duration::from_secs(12), || {
+        perfpeer_test(&[&peer.control, "-t", "1"]).status.success()
+    });
     assert!(ok, "slot never freed; log: {}", peer.log());
     assert!(freed.elapsed() < Duration::from_secs(12));
 }
@@ -78,17 +114,26 @@ fn a_vanished_client_frees_its_slot_within_seconds() {
 fn a_dying_far_peer_gives_a_partial_result() {
     let mut peer = Peer::start(&[]);
     let client = background_test(&peer.control, &["-t", "30", "-J"]);
-    assert!(wait_for(Duration::from_secs(10), || peer.log().contains("test begins")));
+    assert!(wait_for(Duration::from_secs(10), || peer
+        .log()
+        .contains("test begins")));
     std::thread::sleep(Duration::from_millis(1500));
     let killed = Instant::now();
     peer.kill();
     let out = client.wait_with_output().unwrap();
-    assert!(killed.elapsed() < Duration::from_secs(15), "client hung after the peer died");
+    assert!(
+        killed.elapsed() < Duration::from_secs(15),
+        "client hung after the peer died"
+    );
     assert!(!out.status.success(), "a partial test must not exit 0");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON even for a partial test");
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("JSON even for a partial test");
     assert_eq!(v["perfpeer"]["status"], "partial", "{v}");
     assert!(v["error"].is_string(), "{v}");
-    assert!(u64_at(&v, "/end/sum_sent/bytes") > 0, "the part that ran is reported");
+    assert!(
+        u64_at(&v, "/end/sum_sent/bytes") > 0,
+        "the part that ran is reported"
+    );
 }
 
 fn ws_handshake(stream: &mut TcpStream, host: &str) {
@@ -99,7 +144,10 @@ fn ws_handshake(stream: &mut TcpStream, host: &str) {
     stream.write_all(req.as_bytes()).unwrap();
     let mut buf = [0u8; 1024];
     let n = stream.read(&mut buf).unwrap();
-    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 101"), "no upgrade");
+    assert!(
+        String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 101"),
+        "no upgrade"
+    );
 }
 
 #[test]
@@ -124,7 +172,10 @@ fn garbage_and_huge_frames_do_not_disturb_a_running_test() {
     let _ = s.write_all(&frame);
     let mut rest = Vec::new();
     let closed = s.read_to_end(&mut rest).is_ok();
-    assert!(closed, "the peer should close a connection that announces a 100 MB frame");
+    assert!(
+        closed,
+        "the peer should close a connection that announces a 100 MB frame"
+    );
     // The data port: a 100 MB length prefix and junk over TCP, junk over UDP.
     let data = format!("127.0.0.1:{}", peer.data_port);
     let mut d = TcpStream::connect(&data).unwrap();
@@ -135,10 +186,15 @@ fn garbage_and_huge_frames_do_not_disturb_a_running_test() {
     for len in [1, 4, 28, 1400] {
         u.send_to(&vec![0x50; len], &data).unwrap();
     }
-    u.send_to(b"PPU1\x01\0\0\0\0\0\0\x01wrong-cookie-xx!", &data).unwrap();
+    u.send_to(b"PPU1\x01\0\0\0\0\0\0\x01wrong-cookie-xx!", &data)
+        .unwrap();
     // Nothing came back to the UDP sender: no reply to unauthenticated datagrams.
-    u.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-    assert!(u.recv(&mut [0u8; 64]).is_err(), "the data port answered a stranger");
+    u.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    assert!(
+        u.recv(&mut [0u8; 64]).is_err(),
+        "the data port answered a stranger"
+    );
 
     let out = running.join().unwrap();
     let v = perfpeer_tests::json_of(&out, &["concurrent"]);

@@ -29,7 +29,10 @@ fn tcp_both_ends_agree_and_json_has_iperf3_keys() {
     assert_eq!(v["start"]["test_start"]["protocol"], "TCP");
     assert!(f64_at(&v, "/end/sum_sent/seconds") > 1.9);
     assert!(v["intervals"].as_array().unwrap().len() >= 2);
-    assert!(v.pointer("/end/streams/0/sender/max_rtt").is_some(), "TCP_INFO figures: {v}");
+    assert!(
+        v.pointer("/end/streams/0/sender/max_rtt").is_some(),
+        "TCP_INFO figures: {v}"
+    );
     assert_eq!(v["perfpeer"]["status"], "complete");
 }
 
@@ -38,14 +41,22 @@ fn udp_at_a_rate_reports_loss_and_jitter() {
     let peer = Peer::start(&[]);
     let v = perfpeer_json(&[&peer.control, "-u", "-b", "20M", "-t", "2"]);
     assert_iperf3_keys(&v);
-    for key in ["/end/sum/jitter_ms", "/end/sum/lost_packets", "/end/sum/lost_percent", "/end/sum/packets"] {
+    for key in [
+        "/end/sum/jitter_ms",
+        "/end/sum/lost_packets",
+        "/end/sum/lost_percent",
+        "/end/sum/packets",
+    ] {
         assert!(v.pointer(key).is_some(), "missing {key}");
     }
     let sent = u64_at(&v, "/end/sum_sent/bytes");
     let received = u64_at(&v, "/end/sum_received/bytes");
     assert!(received <= sent, "received {received} > sent {sent}");
     let rate = f64_at(&v, "/end/sum_sent/bits_per_second");
-    assert!((rate - 20e6).abs() < 1e6, "paced rate {rate} is not 20 Mbit/s ± 5%");
+    assert!(
+        (rate - 20e6).abs() < 1e6,
+        "paced rate {rate} is not 20 Mbit/s ± 5%"
+    );
     // Received + lost = sent, datagram for datagram.
     let packets_sent = u64_at(&v, "/end/sum_sent/packets");
     let lost = u64_at(&v, "/end/sum_received/lost_packets");
@@ -61,7 +72,10 @@ fn reverse_tcp_agrees() {
     assert!(sent > 0);
     assert_eq!(sent, u64_at(&v, "/end/sum_received/bytes"));
     // The server sent: its TCP_INFO shows up as the sender's figures.
-    assert!(v.pointer("/end/streams/0/sender/retransmits").is_some(), "{v}");
+    assert!(
+        v.pointer("/end/streams/0/sender/retransmits").is_some(),
+        "{v}"
+    );
 }
 
 #[test]
@@ -70,7 +84,10 @@ fn bidir_reports_both_directions() {
     let v = perfpeer_json(&[&peer.control, "--bidir", "-t", "2", "-P", "2"]);
     for (sent, received) in [
         ("/end/sum_sent/bytes", "/end/sum_received/bytes"),
-        ("/end/sum_sent_bidir_reverse/bytes", "/end/sum_received_bidir_reverse/bytes"),
+        (
+            "/end/sum_sent_bidir_reverse/bytes",
+            "/end/sum_received_bidir_reverse/bytes",
+        ),
     ] {
         let s = u64_at(&v, sent);
         assert!(s > 0, "{sent}");
@@ -85,9 +102,15 @@ fn four_parallel_streams_sum_up() {
     let v = perfpeer_json(&[&peer.control, "-P", "4", "-t", "2"]);
     let streams = v["end"]["streams"].as_array().unwrap();
     assert_eq!(streams.len(), 4);
-    let per_stream: u64 = streams.iter().map(|s| s["sender"]["bytes"].as_u64().unwrap()).sum();
+    let per_stream: u64 = streams
+        .iter()
+        .map(|s| s["sender"]["bytes"].as_u64().unwrap())
+        .sum();
     assert_eq!(per_stream, u64_at(&v, "/end/sum_sent/bytes"));
-    assert_eq!(u64_at(&v, "/end/sum_sent/bytes"), u64_at(&v, "/end/sum_received/bytes"));
+    assert_eq!(
+        u64_at(&v, "/end/sum_sent/bytes"),
+        u64_at(&v, "/end/sum_received/bytes")
+    );
 }
 
 #[test]
@@ -112,15 +135,25 @@ fn byte_count_is_exact_in_both_directions() {
 fn json_stream_writes_one_event_per_line() {
     let peer = Peer::start(&[]);
     let out = perfpeer_test(&[&peer.control, "-t", "2", "--json-stream"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("line is not JSON ({e}): {l}")))
         .collect();
-    let kinds: Vec<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
     assert_eq!(kinds.first(), Some(&"start"));
     assert_eq!(kinds.last(), Some(&"end"));
-    assert!(kinds.iter().filter(|k| **k == "interval").count() >= 2, "{kinds:?}");
+    assert!(
+        kinds.iter().filter(|k| **k == "interval").count() >= 2,
+        "{kinds:?}"
+    );
 }
 
 #[test]
@@ -129,9 +162,19 @@ fn text_output_reads_like_iperf3() {
     let out = perfpeer_test(&[&peer.control, "-t", "1"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    assert!(text.starts_with("Connecting to host 127.0.0.1, port "), "{text}");
-    assert!(text.contains("[ ID] Interval           Transfer     Bitrate"), "{text}");
-    assert!(text.lines().any(|l| l.ends_with("sender")) && text.lines().any(|l| l.ends_with("receiver")), "{text}");
+    assert!(
+        text.starts_with("Connecting to host 127.0.0.1, port "),
+        "{text}"
+    );
+    assert!(
+        text.contains("[ ID] Interval           Transfer     Bitrate"),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l.ends_with("sender"))
+            && text.lines().any(|l| l.ends_with("receiver")),
+        "{text}"
+    );
     assert!(text.contains("CPU Utilization: local/sender"), "{text}");
 }
 
@@ -139,7 +182,8 @@ fn text_output_reads_like_iperf3() {
 fn two_tests_at_once_on_one_peer_both_finish() {
     let peer = Peer::start(&[]);
     let control = peer.control.clone();
-    let other = std::thread::spawn(move || perfpeer_test(&[&control, "-u", "-b", "5M", "-t", "2", "-J"]));
+    let other =
+        std::thread::spawn(move || perfpeer_test(&[&control, "-u", "-b", "5M", "-t", "2", "-J"]));
     let first = perfpeer_json(&[&peer.control, "-t", "2"]);
     let second = other.join().unwrap();
     let second = json_of(&second, &["second"]);

@@ -47,22 +47,45 @@ impl<'a> Printer<'a> {
     pub fn event(&mut self, ev: &TestEvent) -> io::Result<()> {
         match (ev, self.style) {
             (_, Style::Json) => Ok(()),
-            (TestEvent::Started { server_addr, sockets, .. }, style) => {
-                let p = Preamble { role: PeerRole::Client, server_addr, spec: self.spec, sockets };
+            (
+                TestEvent::Started {
+                    server_addr,
+                    sockets,
+                    ..
+                },
+                style,
+            ) => {
+                let p = Preamble {
+                    role: PeerRole::Client,
+                    server_addr,
+                    spec: self.spec,
+                    sockets,
+                };
                 if style == Style::Text {
                     self.write(&iperf3::text_preamble(&p))?;
                     self.write(&iperf3::text_interval_header(self.spec, PeerRole::Client))
                 } else {
-                    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+                    let now = SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .map(|d| d.as_millis() as u64)
+                        .unwrap_or(0);
                     self.write(&iperf3::json_stream_start(&p, now, &hostinfo::host_info()))
                 }
             }
-            (TestEvent::Interval { role: PeerRole::Client, report }, Style::Text) => {
-                self.write(&iperf3::text_interval(self.spec, PeerRole::Client, report))
-            }
-            (TestEvent::Interval { role: PeerRole::Client, report }, Style::JsonStream) => {
-                self.write(&iperf3::json_stream_interval(self.spec, report))
-            }
+            (
+                TestEvent::Interval {
+                    role: PeerRole::Client,
+                    report,
+                },
+                Style::Text,
+            ) => self.write(&iperf3::text_interval(self.spec, PeerRole::Client, report)),
+            (
+                TestEvent::Interval {
+                    role: PeerRole::Client,
+                    report,
+                },
+                Style::JsonStream,
+            ) => self.write(&iperf3::json_stream_interval(self.spec, report)),
             (TestEvent::Interval { .. }, _) => Ok(()),
         }
     }
@@ -71,7 +94,9 @@ impl<'a> Printer<'a> {
     pub fn result(&mut self, result: &TestResult) -> io::Result<()> {
         match self.style {
             Style::Text => self.write(&iperf3::text_summary(result)),
-            Style::Json => self.write(&serde_json::to_string_pretty(&iperf3::json(result)).unwrap_or_default()),
+            Style::Json => {
+                self.write(&serde_json::to_string_pretty(&iperf3::json(result)).unwrap_or_default())
+            }
             Style::JsonStream => self.write(&iperf3::json_stream_end(result)),
         }
     }
@@ -80,8 +105,13 @@ impl<'a> Printer<'a> {
     pub fn error(&mut self, message: &str) -> io::Result<()> {
         match self.style {
             Style::Text => Ok(()),
-            Style::Json => self.write(&serde_json::to_string_pretty(&serde_json::json!({ "error": message })).unwrap_or_default()),
-            Style::JsonStream => self.write(&serde_json::json!({ "event": "error", "data": message }).to_string()),
+            Style::Json => self.write(
+                &serde_json::to_string_pretty(&serde_json::json!({ "error": message }))
+                    .unwrap_or_default(),
+            ),
+            Style::JsonStream => {
+                self.write(&serde_json::json!({ "event": "error", "data": message }).to_string())
+            }
         }
     }
 }

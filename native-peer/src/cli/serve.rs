@@ -65,7 +65,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
         name: hostinfo::hostname(),
         version: hostinfo::VERSION.to_string(),
         system: hostinfo::system_line(),
-        addresses: hostinfo::lan_addresses().iter().map(IpAddr::to_string).collect(),
+        addresses: hostinfo::lan_addresses()
+            .iter()
+            .map(IpAddr::to_string)
+            .collect(),
         data_port: data.port(),
         congestion_controls: sockopt::congestion_controls(),
         max_tests: args.max_tests,
@@ -98,7 +101,8 @@ fn resolve_token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
         return Ok(Some(t.clone()));
     }
     let dir = token::data_dir(args.data_dir.as_deref());
-    let t = token::load_or_create(&dir).with_context(|| format!("cannot keep the access token in {}", dir.display()))?;
+    let t = token::load_or_create(&dir)
+        .with_context(|| format!("cannot keep the access token in {}", dir.display()))?;
     Ok(Some(t))
 }
 
@@ -111,7 +115,10 @@ fn bind(args: &ServeArgs) -> anyhow::Result<server::Bound> {
     match server::bind(v6, args.data_port) {
         Ok(b) => Ok(b),
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(e.into()),
-        Err(_) => Ok(server::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 5210), args.data_port)?),
+        Err(_) => Ok(server::bind(
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 5210),
+            args.data_port,
+        )?),
     }
 }
 
@@ -123,14 +130,25 @@ fn announce(control: SocketAddr, data: SocketAddr, token: Option<&str>) {
         data.port()
     );
     let fragment = token.map(|t| format!("#token={t}")).unwrap_or_default();
-    let mut hosts: Vec<IpAddr> = if control.ip().is_unspecified() { hostinfo::lan_addresses() } else { vec![control.ip()] };
+    let mut hosts: Vec<IpAddr> = if control.ip().is_unspecified() {
+        hostinfo::lan_addresses()
+    } else {
+        vec![control.ip()]
+    };
     if control.ip().is_ipv4() {
         hosts.retain(IpAddr::is_ipv4);
     }
     if hosts.is_empty() {
-        hosts.push(if control.is_ipv4() { IpAddr::V4(Ipv4Addr::LOCALHOST) } else { IpAddr::V6(Ipv6Addr::LOCALHOST) });
+        hosts.push(if control.is_ipv4() {
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        } else {
+            IpAddr::V6(Ipv6Addr::LOCALHOST)
+        });
     }
-    let urls: Vec<String> = hosts.iter().map(|ip| format!("http://{}/{fragment}", SocketAddr::new(*ip, control.port()))).collect();
+    let urls: Vec<String> = hosts
+        .iter()
+        .map(|ip| format!("http://{}/{fragment}", SocketAddr::new(*ip, control.port())))
+        .collect();
     println!("Open from a phone or browser on the same network:");
     for url in &urls {
         println!("  {url}");
@@ -138,16 +156,24 @@ fn announce(control: SocketAddr, data: SocketAddr, token: Option<&str>) {
     if token.is_none() {
         println!("(open mode: no access token)");
     }
-    if std::io::stdout().is_terminal() {
-        if let Ok(code) = qrcode::QrCode::new(urls[0].as_bytes()) {
-            println!("{}", code.render::<qrcode::render::unicode::Dense1x2>().quiet_zone(true).build());
-        }
+    if std::io::stdout().is_terminal()
+        && let Ok(code) = qrcode::QrCode::new(urls[0].as_bytes())
+    {
+        println!(
+            "{}",
+            code.render::<qrcode::render::unicode::Dense1x2>()
+                .quiet_zone(true)
+                .build()
+        );
     }
 }
 
 async fn wait_for_signal(shutdown: CancellationToken) {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         return tracing::warn!("cannot listen for signals");
     };
     tokio::select! {

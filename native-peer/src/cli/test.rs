@@ -26,7 +26,13 @@ pub struct TestArgs {
     #[arg(short = 'u', long)]
     udp: bool,
     /// Seconds to transmit (default 10).
-    #[arg(short = 't', long, value_name = "SECS", conflicts_with = "bytes", allow_negative_numbers = true)]
+    #[arg(
+        short = 't',
+        long,
+        value_name = "SECS",
+        conflicts_with = "bytes",
+        allow_negative_numbers = true
+    )]
     time: Option<f64>,
     /// Bytes to transmit per direction instead of a time (K/M/G = 1024-based).
     #[arg(short = 'n', long, value_parser = parse_size_arg)]
@@ -63,10 +69,22 @@ pub struct TestArgs {
     #[arg(short = 'S', long, value_parser = parse_tos)]
     tos: Option<u8>,
     /// Seconds to omit from the start (TCP slow start).
-    #[arg(short = 'O', long, value_name = "SECS", default_value_t = 0.0, allow_negative_numbers = true)]
+    #[arg(
+        short = 'O',
+        long,
+        value_name = "SECS",
+        default_value_t = 0.0,
+        allow_negative_numbers = true
+    )]
     omit: f64,
     /// Seconds between interval reports.
-    #[arg(short = 'i', long, value_name = "SECS", default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(
+        short = 'i',
+        long,
+        value_name = "SECS",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     interval: f64,
     /// IPv4 only.
     #[arg(short = '4', long = "version4", conflicts_with = "ipv6")]
@@ -111,13 +129,18 @@ fn parse_tos(s: &str) -> Result<u8, String> {
 }
 
 fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
-    Duration::try_from_secs_f64(v).map_err(|_| anyhow::anyhow!("{name} must be a non-negative number of seconds, got {v}"))
+    Duration::try_from_secs_f64(v)
+        .map_err(|_| anyhow::anyhow!("{name} must be a non-negative number of seconds, got {v}"))
 }
 
 impl TestArgs {
     /// Builds and validates the spec.
     fn spec(&self) -> anyhow::Result<TestSpec> {
-        let protocol = if self.udp { Protocol::Udp } else { Protocol::Tcp };
+        let protocol = if self.udp {
+            Protocol::Udp
+        } else {
+            Protocol::Tcp
+        };
         let mut spec = TestSpec::new(protocol);
         spec.direction = match (self.reverse, self.bidir) {
             (true, _) => Direction::Reverse,
@@ -126,7 +149,9 @@ impl TestArgs {
         };
         spec.end = match (self.bytes, self.time) {
             (Some(bytes), _) => EndCondition::Bytes { bytes },
-            (None, Some(t)) => EndCondition::Time { duration: seconds("-t", t)? },
+            (None, Some(t)) => EndCondition::Time {
+                duration: seconds("-t", t)?,
+            },
             (None, None) => spec.end,
         };
         spec.omit = seconds("-O", self.omit)?;
@@ -159,7 +184,12 @@ impl TestArgs {
         if connect_timeout.is_zero() {
             bail!("--connect-timeout must be more than 0");
         }
-        Ok(ClientOptions { token: self.token.clone(), connect_timeout, family, bind: self.bind })
+        Ok(ClientOptions {
+            token: self.token.clone(),
+            connect_timeout,
+            family,
+            bind: self.bind,
+        })
     }
 }
 
@@ -224,18 +254,29 @@ mod tests {
     fn spec_of(argv: &[&str]) -> anyhow::Result<TestSpec> {
         let mut full = vec!["perfpeer"];
         full.extend_from_slice(argv);
-        Wrap::try_parse_from(full).map_err(|e| anyhow::anyhow!("{e}"))?.args.spec()
+        Wrap::try_parse_from(full)
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .args
+            .spec()
     }
 
     #[test]
     fn iperf3_style_flags_build_the_spec() {
-        let s = spec_of(&["pc", "-u", "-b", "15M", "-l", "1400", "-t", "3", "-P", "2", "-R"]).unwrap();
+        let s = spec_of(&[
+            "pc", "-u", "-b", "15M", "-l", "1400", "-t", "3", "-P", "2", "-R",
+        ])
+        .unwrap();
         assert_eq!(s.protocol, Protocol::Udp);
         assert_eq!(s.bitrate, Some(BitRate(15_000_000)));
         assert_eq!(s.len, 1400);
         assert_eq!(s.streams, 2);
         assert_eq!(s.direction, Direction::Reverse);
-        assert_eq!(s.end, EndCondition::Time { duration: Duration::from_secs(3) });
+        assert_eq!(
+            s.end,
+            EndCondition::Time {
+                duration: Duration::from_secs(3)
+            }
+        );
         let s = spec_of(&["pc", "-n", "10M", "--bidir", "-S", "0x10", "-C", "reno"]).unwrap();
         assert_eq!(s.end, EndCondition::Bytes { bytes: 10 << 20 });
         assert_eq!((s.tos, s.direction), (Some(16), Direction::Bidir));

@@ -26,12 +26,17 @@ pub fn parse_proc_stat(text: &str) -> Option<HostTimes> {
     if fields.next()? != "cpu" {
         return None;
     }
-    let v: Vec<u64> = fields.map(|f| f.parse().ok()).collect::<Option<Vec<u64>>>()?;
+    let v: Vec<u64> = fields
+        .map(|f| f.parse().ok())
+        .collect::<Option<Vec<u64>>>()?;
     if v.len() < 7 {
         return None;
     }
     let steal = v.get(7).copied().unwrap_or(0);
-    let cpus = text.lines().filter(|l| l.starts_with("cpu") && !l.starts_with("cpu ")).count() as u32;
+    let cpus = text
+        .lines()
+        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+        .count() as u32;
     Some(HostTimes {
         user: v[0] + v[1],
         system: v[2] + v[5] + v[6],
@@ -50,7 +55,10 @@ pub struct CpuSnapshot {
 }
 
 fn timeval(tv: libc::timeval) -> Duration {
-    Duration::new(tv.tv_sec.max(0) as u64, (tv.tv_usec.clamp(0, 999_999) as u32) * 1000)
+    Duration::new(
+        tv.tv_sec.max(0) as u64,
+        (tv.tv_usec.clamp(0, 999_999) as u32) * 1000,
+    )
 }
 
 impl CpuSnapshot {
@@ -62,7 +70,9 @@ impl CpuSnapshot {
             libc::getrusage(libc::RUSAGE_SELF, &mut usage);
             usage
         };
-        let host = std::fs::read_to_string("/proc/stat").ok().and_then(|t| parse_proc_stat(&t));
+        let host = std::fs::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|t| parse_proc_stat(&t));
         CpuSnapshot {
             at: Instant::now(),
             process_user: timeval(usage.ru_utime),
@@ -87,12 +97,21 @@ fn usage_between(a: &CpuSnapshot, b: &CpuSnapshot) -> CpuUsage {
                 h1.cpus,
             )
         }
-        _ => (0.0, 0.0, std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(1)),
+        _ => (
+            0.0,
+            0.0,
+            std::thread::available_parallelism()
+                .map(|n| n.get() as u32)
+                .unwrap_or(1),
+        ),
     };
     CpuUsage {
         elapsed: b.at.saturating_duration_since(a.at),
         process_user_s: b.process_user.saturating_sub(a.process_user).as_secs_f64(),
-        process_system_s: b.process_system.saturating_sub(a.process_system).as_secs_f64(),
+        process_system_s: b
+            .process_system
+            .saturating_sub(a.process_system)
+            .as_secs_f64(),
         host_user_percent,
         host_system_percent,
         cpus,
@@ -108,7 +127,15 @@ mod tests {
     #[test]
     fn proc_stat_is_parsed() {
         let h = parse_proc_stat(STAT).unwrap();
-        assert_eq!(h, HostTimes { user: 105, system: 55, total: 970, cpus: 2 });
+        assert_eq!(
+            h,
+            HostTimes {
+                user: 105,
+                system: 55,
+                total: 970,
+                cpus: 2
+            }
+        );
         assert_eq!(parse_proc_stat("intr 5\n"), None);
         assert_eq!(parse_proc_stat("cpu 1 2 x\n"), None);
     }
@@ -120,13 +147,23 @@ mod tests {
             at: t0,
             process_user: Duration::ZERO,
             process_system: Duration::ZERO,
-            host: Some(HostTimes { user: 0, system: 0, total: 0, cpus: 2 }),
+            host: Some(HostTimes {
+                user: 0,
+                system: 0,
+                total: 0,
+                cpus: 2,
+            }),
         };
         let b = CpuSnapshot {
             at: t0 + Duration::from_secs(2),
             process_user: Duration::from_millis(500),
             process_system: Duration::from_millis(1500),
-            host: Some(HostTimes { user: 100, system: 200, total: 400, cpus: 2 }),
+            host: Some(HostTimes {
+                user: 100,
+                system: 200,
+                total: 400,
+                cpus: 2,
+            }),
         };
         let u = b.usage_since(&a);
         assert_eq!(u.process_total_percent(), 100.0); // 2 CPU-seconds in 2 s = one CPU

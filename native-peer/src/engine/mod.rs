@@ -44,7 +44,9 @@ impl DataSocket {
             DataSocket::Tcp(s) => (s.local_addr(), s.peer_addr()),
             DataSocket::Udp(s) => (s.local_addr(), s.peer_addr()),
         };
-        let show = |a: io::Result<std::net::SocketAddr>| a.map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
+        let show = |a: io::Result<std::net::SocketAddr>| {
+            a.map(|a| a.to_string()).unwrap_or_else(|_| "?".into())
+        };
         (show(l), show(p))
     }
 }
@@ -78,7 +80,9 @@ pub struct StreamCounters {
 impl StreamCounters {
     fn mark_finished(&self, epoch: Instant) {
         let ns = epoch.elapsed().as_nanos() as u64 + 1;
-        let _ = self.finished_ns.compare_exchange(0, ns, Ordering::Release, Ordering::Relaxed);
+        let _ = self
+            .finished_ns
+            .compare_exchange(0, ns, Ordering::Release, Ordering::Relaxed);
     }
 
     /// When the stream ended, relative to the epoch.
@@ -104,7 +108,9 @@ struct SideControl {
 impl SideControl {
     /// Reserves up to `want` bytes of the budget; `None` once it is spent.
     fn take_budget(&self, want: usize) -> Option<usize> {
-        let Some(budget) = &self.budget else { return Some(want) };
+        let Some(budget) = &self.budget else {
+            return Some(want);
+        };
         let prev = budget
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
                 (left > 0).then(|| left.saturating_sub(want as u64))
@@ -171,7 +177,10 @@ impl Engine {
             budget,
             epoch,
         });
-        let mut engine = Engine { control: control.clone(), streams: Vec::with_capacity(setups.len()) };
+        let mut engine = Engine {
+            control: control.clone(),
+            streams: Vec::with_capacity(setups.len()),
+        };
         for setup in setups {
             let counters = Arc::new(StreamCounters::default());
             let worker = Worker {
@@ -181,10 +190,20 @@ impl Engine {
                 len: spec.len as usize,
                 rate: spec.per_stream_rate(),
             };
-            let name = format!("pp-{}-{}", if setup.role == StreamRole::Sender { "tx" } else { "rx" }, setup.id);
+            let name = format!(
+                "pp-{}-{}",
+                if setup.role == StreamRole::Sender {
+                    "tx"
+                } else {
+                    "rx"
+                },
+                setup.id
+            );
             let socket = setup.socket.clone();
             let role = setup.role;
-            let spawned = std::thread::Builder::new().name(name).spawn(move || run_worker(socket, role, worker));
+            let spawned = std::thread::Builder::new()
+                .name(name)
+                .spawn(move || run_worker(socket, role, worker));
             let thread = match spawned {
                 Ok(t) => t,
                 Err(e) => {
@@ -215,10 +234,10 @@ impl Engine {
 
     /// Senders stop and close their direction; receivers drain what is in flight.
     pub fn stop(&self) {
-        if !self.control.stop.swap(true, Ordering::Relaxed) {
-            if let Ok(mut at) = self.control.stopped_at.lock() {
-                *at = Some(Instant::now());
-            }
+        if !self.control.stop.swap(true, Ordering::Relaxed)
+            && let Ok(mut at) = self.control.stopped_at.lock()
+        {
+            *at = Some(Instant::now());
         }
     }
 
@@ -229,7 +248,10 @@ impl Engine {
     }
 
     fn all_finished(&self, role: StreamRole) -> bool {
-        self.streams.iter().filter(|s| s.role == role).all(|s| s.counters.finished_at().is_some())
+        self.streams
+            .iter()
+            .filter(|s| s.role == role)
+            .all(|s| s.counters.finished_at().is_some())
     }
 
     /// Whether every sending stream has finished (its budget spent, or stopped).
@@ -250,11 +272,12 @@ impl Engine {
     /// Waits for every worker thread (blocking: call from a blocking context).
     pub fn join(&mut self) {
         for s in &mut self.streams {
-            if let Some(t) = s.thread.take() {
-                if t.join().is_err() {
-                    *s.counters.error.lock().unwrap_or_else(|p| p.into_inner()) = Some("worker panicked".into());
-                    s.counters.mark_finished(self.control.epoch);
-                }
+            if let Some(t) = s.thread.take()
+                && t.join().is_err()
+            {
+                *s.counters.error.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some("worker panicked".into());
+                s.counters.mark_finished(self.control.epoch);
             }
         }
     }
@@ -310,7 +333,10 @@ fn payload(len: usize) -> Vec<u8> {
 
 /// Whether an I/O error only means "try again" on a socket with a timeout.
 fn is_retry(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
 /// Socket timeout that bounds how long a worker takes to notice stop/abort.

@@ -24,7 +24,11 @@ pub struct Pacer {
 impl Pacer {
     /// A pacer for `rate`, starting now.
     pub fn new(rate: BitRate, start: Instant) -> Self {
-        Pacer { start, ns_per_byte: 8e9 / rate.0.max(1) as f64, sent: 0 }
+        Pacer {
+            start,
+            ns_per_byte: 8e9 / rate.0.max(1) as f64,
+            sent: 0,
+        }
     }
 
     /// When the next send is due.
@@ -94,9 +98,17 @@ mod tests {
         let t0 = Instant::now();
         let mut p = Pacer::new(BitRate(8_000_000), t0);
         p.on_sent(1000, t0 + Duration::from_millis(2));
-        assert_eq!(p.due(), t0 + Duration::from_millis(1), "2 ms late is caught up");
+        assert_eq!(
+            p.due(),
+            t0 + Duration::from_millis(1),
+            "2 ms late is caught up"
+        );
         let late = t0 + Duration::from_millis(100);
         p.on_sent(1000, late);
-        assert_eq!(p.due(), late + Duration::from_millis(1), "100 ms late restarts the schedule");
+        assert_eq!(
+            p.due(),
+            late + Duration::from_millis(1),
+            "100 ms late restarts the schedule"
+        );
     }
 }

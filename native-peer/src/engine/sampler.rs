@@ -35,9 +35,15 @@ struct TcpAgg {
 
 impl TcpAgg {
     fn add(&mut self, info: &TcpInfo) {
-        self.max_cwnd = self.max_cwnd.max(u64::from(info.snd_cwnd) * u64::from(info.snd_mss));
+        self.max_cwnd = self
+            .max_cwnd
+            .max(u64::from(info.snd_cwnd) * u64::from(info.snd_mss));
         if info.rtt > 0 {
-            self.min_rtt = if self.rtt_samples == 0 { info.rtt } else { self.min_rtt.min(info.rtt) };
+            self.min_rtt = if self.rtt_samples == 0 {
+                info.rtt
+            } else {
+                self.min_rtt.min(info.rtt)
+            };
             self.max_rtt = self.max_rtt.max(info.rtt);
             self.rtt_sum += u64::from(info.rtt);
             self.rtt_samples += 1;
@@ -77,9 +83,12 @@ impl Sampled {
             bytes: c.bytes.load(Ordering::Relaxed),
             packets: c.packets.load(Ordering::Relaxed),
             retrans: info.map_or(self.last.retrans, |i| u64::from(i.total_retrans)),
-            udp: self
-                .is_udp_receiver()
-                .then(|| c.udp_rx.lock().unwrap_or_else(|p| p.into_inner()).snapshot()),
+            udp: self.is_udp_receiver().then(|| {
+                c.udp_rx
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .snapshot()
+            }),
         };
         (snap, info)
     }
@@ -142,7 +151,9 @@ impl Sampler {
                     rttvar_us: i.rttvar,
                     pmtu: i.pmtu,
                 }),
-                udp_rx: snap.udp.map(|u| u.interval_since(&s.last.udp.unwrap_or_default())),
+                udp_rx: snap
+                    .udp
+                    .map(|u| u.interval_since(&s.last.udp.unwrap_or_default())),
             });
             s.last = snap;
         }
@@ -152,14 +163,21 @@ impl Sampler {
                 s.base = s.last;
             }
         }
-        let report = IntervalReport { start: self.last_end, end, omitted, streams };
+        let report = IntervalReport {
+            start: self.last_end,
+            end,
+            omitted,
+            streams,
+        };
         self.last_end = end;
         report
     }
 
     /// The last, short interval (if long enough to be worth showing) and the per-stream finals.
     pub fn finish(&mut self, now: Instant) -> (Option<IntervalReport>, Vec<StreamFinal>) {
-        let since_last = now.saturating_duration_since(self.epoch).saturating_sub(self.last_end);
+        let since_last = now
+            .saturating_duration_since(self.epoch)
+            .saturating_sub(self.last_end);
         let tail = (since_last >= self.interval / 10).then(|| self.tick(now));
         if tail.is_none() {
             // Bring the counters up to date even if the sliver is not reported on its own.
@@ -169,18 +187,29 @@ impl Sampler {
         }
         let base_at = self.base_at.unwrap_or(Duration::ZERO);
         let end = now.saturating_duration_since(self.epoch);
-        let finals = self.streams.iter().map(|s| self.final_of(s, base_at, end)).collect();
+        let finals = self
+            .streams
+            .iter()
+            .map(|s| self.final_of(s, base_at, end))
+            .collect();
         (tail, finals)
     }
 
     fn final_of(&self, s: &Sampled, base_at: Duration, end: Duration) -> StreamFinal {
-        let stream_end = s.counters.finished_at().unwrap_or(end).min(end).max(base_at);
+        let stream_end = s
+            .counters
+            .finished_at()
+            .unwrap_or(end)
+            .min(end)
+            .max(base_at);
         let udp_rx = s.is_udp_receiver().then(|| {
             let stats = s.counters.udp_rx.lock().unwrap_or_else(|p| p.into_inner());
             stats.final_since(&s.base.udp.unwrap_or_default())
         });
         let is_udp_sender = s.role == StreamRole::Sender && matches!(s.socket, DataSocket::Udp(_));
-        let tcp = (s.role == StreamRole::Sender && matches!(s.socket, DataSocket::Tcp(_)) && s.tcp.rtt_samples > 0)
+        let tcp = (s.role == StreamRole::Sender
+            && matches!(s.socket, DataSocket::Tcp(_))
+            && s.tcp.rtt_samples > 0)
             .then(|| TcpFinal {
                 retransmits: s.last.retrans.saturating_sub(s.base.retrans),
                 max_snd_cwnd: s.tcp.max_cwnd,

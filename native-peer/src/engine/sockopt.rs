@@ -29,7 +29,10 @@ pub fn apply(sock: SockRef<'_>, spec: &TestSpec, is_ipv6: bool) -> io::Result<()
         }
         if let Some(cc) = &spec.congestion {
             sock.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
-                io::Error::new(e.kind(), format!("congestion control '{cc}' is not available here: {e}"))
+                io::Error::new(
+                    e.kind(),
+                    format!("congestion control '{cc}' is not available here: {e}"),
+                )
             })?;
         }
     }
@@ -46,10 +49,11 @@ pub fn buffer_sizes(sock: SockRef<'_>) -> (Option<u32>, Option<u32>) {
 
 /// TCP MSS and congestion control name of a TCP socket.
 pub fn tcp_mss_and_congestion(sock: SockRef<'_>) -> (Option<u32>, Option<String>) {
-    let cc = sock
-        .tcp_congestion()
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).trim_end_matches('\0').to_string());
+    let cc = sock.tcp_congestion().ok().map(|b| {
+        String::from_utf8_lossy(&b)
+            .trim_end_matches('\0')
+            .to_string()
+    });
     (sock.tcp_mss().ok(), cc)
 }
 
@@ -120,7 +124,10 @@ mod tests {
         spec.congestion = Some("reno".into());
         apply(SockRef::from(&client), &spec, false).unwrap();
         let (snd, rcv) = buffer_sizes(SockRef::from(&client));
-        assert!(snd.unwrap() >= 256 * 1024 && rcv.unwrap() >= 256 * 1024, "{snd:?} {rcv:?}");
+        assert!(
+            snd.unwrap() >= 256 * 1024 && rcv.unwrap() >= 256 * 1024,
+            "{snd:?} {rcv:?}"
+        );
         let (mss, cc) = tcp_mss_and_congestion(SockRef::from(&client));
         assert_eq!(cc.as_deref(), Some("reno"));
         assert!(mss.unwrap() > 0);
@@ -135,6 +142,9 @@ mod tests {
         let mut spec = TestSpec::new(Protocol::Tcp);
         spec.congestion = Some("nosuchcc".into());
         let err = apply(SockRef::from(&client), &spec, false).unwrap_err();
-        assert!(err.to_string().contains("'nosuchcc' is not available"), "{err}");
+        assert!(
+            err.to_string().contains("'nosuchcc' is not available"),
+            "{err}"
+        );
     }
 }

@@ -24,11 +24,13 @@ pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     let mut total = 0u64;
     let mut writer = sock;
     'outer: while !w.control.stopping() {
-        let Some(chunk) = w.control.take_budget(w.len) else { break };
-        if let Some(p) = &pacer {
-            if !wait_until(p.due(), || w.control.stopping()) {
-                break;
-            }
+        let Some(chunk) = w.control.take_budget(w.len) else {
+            break;
+        };
+        if let Some(p) = &pacer
+            && !wait_until(p.due(), || w.control.stopping())
+        {
+            break;
         }
         let mut off = 0;
         while off < chunk {
@@ -72,7 +74,10 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
                     return Ok(());
                 }
                 if w.control.draining_for().is_some_and(|d| d > DRAIN_LIMIT) {
-                    return Err(io::Error::new(io::ErrorKind::TimedOut, "sender never closed the stream"));
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "sender never closed the stream",
+                    ));
                 }
             }
             Err(e) => return Err(e),

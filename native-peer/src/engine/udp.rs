@@ -32,12 +32,16 @@ pub(super) fn send(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
         if w.control.take_budget(w.len).is_none() {
             break;
         }
-        if let Some(p) = &pacer {
-            if !wait_until(p.due(), || w.control.stopping()) {
-                break;
-            }
+        if let Some(p) = &pacer
+            && !wait_until(p.due(), || w.control.stopping())
+        {
+            break;
         }
-        DataHeader { seq: seq + 1, sent: epoch.elapsed() }.write(&mut buf);
+        DataHeader {
+            seq: seq + 1,
+            sent: epoch.elapsed(),
+        }
+        .write(&mut buf);
         match sock.send(&buf) {
             Ok(n) => {
                 seq += 1;
@@ -58,7 +62,11 @@ pub(super) fn send(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
             p.on_sent(w.len as u64, Instant::now());
         }
     }
-    let fin = UdpControl::Fin { stream_id: w.id, packets: seq }.encode();
+    let fin = UdpControl::Fin {
+        stream_id: w.id,
+        packets: seq,
+    }
+    .encode();
     for _ in 0..FIN_COPIES {
         let _ = sock.send(&fin);
         std::thread::sleep(Duration::from_millis(1));
@@ -82,7 +90,9 @@ pub(super) fn receive(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
                 // A repeated hello or a stray control datagram: not data.
             }
             Ok(n) => {
-                let Ok(header) = DataHeader::read(&buf[..n]) else { continue };
+                let Ok(header) = DataHeader::read(&buf[..n]) else {
+                    continue;
+                };
                 last_arrival = Instant::now();
                 lock(&w.counters.udp_rx).on_datagram(header.seq, header.sent, epoch.elapsed());
                 bytes += n as u64;
@@ -94,10 +104,10 @@ pub(super) fn receive(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
         if w.control.aborted() {
             return Ok(());
         }
-        if let Some(draining) = w.control.draining_for() {
-            if last_arrival.elapsed() > DRAIN_IDLE || draining > DRAIN_LIMIT {
-                return Ok(());
-            }
+        if let Some(draining) = w.control.draining_for()
+            && (last_arrival.elapsed() > DRAIN_IDLE || draining > DRAIN_LIMIT)
+        {
+            return Ok(());
         }
     }
 }

@@ -176,7 +176,10 @@ mod tests {
             s.on_datagram(seq, ms(seq * 10), ms(seq * 10 + 5));
         }
         let f = s.final_since(&UdpRxSnapshot::default());
-        assert_eq!((f.received, f.lost, f.out_of_order, f.duplicates), (100, 0, 0, 0));
+        assert_eq!(
+            (f.received, f.lost, f.out_of_order, f.duplicates),
+            (100, 0, 0, 0)
+        );
         assert_eq!(f.jitter_ms, 0.0);
     }
 
@@ -201,7 +204,11 @@ mod tests {
         s.on_datagram(3, ms(20), ms(25));
         let j1 = 0.002 / 16.0;
         let j2 = j1 + (0.002 - j1) / 16.0;
-        assert!((s.snapshot().jitter_s - j2).abs() < 1e-12, "{}", s.snapshot().jitter_s);
+        assert!(
+            (s.snapshot().jitter_s - j2).abs() < 1e-12,
+            "{}",
+            s.snapshot().jitter_s
+        );
     }
 
     #[test]
@@ -242,6 +249,9 @@ mod tests {
         s.on_datagram(WINDOW + 10, ms(0), ms(0));
         s.on_datagram(2, ms(0), ms(0));
         let snap = s.snapshot();
-        assert_eq!((snap.out_of_order, snap.duplicates, snap.lost), (1, 0, WINDOW + 7));
+        assert_eq!(
+            (snap.out_of_order, snap.duplicates, snap.lost),
+            (1, 0, WINDOW + 7)
+        );
     }
 }

@@ -43,7 +43,15 @@ pub enum WireError {
 }
 
 fn need(buf: &[u8], n: usize, what: &'static str) -> Result<(), WireError> {
-    if buf.len() < n { Err(WireError::Truncated { what, got: buf.len(), need: n }) } else { Ok(()) }
+    if buf.len() < n {
+        Err(WireError::Truncated {
+            what,
+            got: buf.len(),
+            need: n,
+        })
+    } else {
+        Ok(())
+    }
 }
 
 fn u32_at(buf: &[u8], at: usize) -> u32 {
@@ -79,7 +87,10 @@ impl StreamHello {
         if &buf[..4] != TCP_MAGIC {
             return Err(WireError::BadMagic);
         }
-        Ok(StreamHello { stream_id: u32_at(buf, 4), cookie: buf[8..24].try_into().expect("16 bytes") })
+        Ok(StreamHello {
+            stream_id: u32_at(buf, 4),
+            cookie: buf[8..24].try_into().expect("16 bytes"),
+        })
     }
 }
 
@@ -122,7 +133,9 @@ impl UdpControl {
         out.extend_from_slice(&[kind, 0, 0, 0]);
         out.extend_from_slice(&id.to_be_bytes());
         match *self {
-            UdpControl::Hello { cookie, .. } | UdpControl::HelloAck { cookie, .. } => out.extend_from_slice(&cookie),
+            UdpControl::Hello { cookie, .. } | UdpControl::HelloAck { cookie, .. } => {
+                out.extend_from_slice(&cookie)
+            }
             UdpControl::Fin { packets, .. } => out.extend_from_slice(&packets.to_be_bytes()),
         }
         out
@@ -152,7 +165,10 @@ impl UdpControl {
             }
             3 => {
                 need(buf, 20, "UDP fin")?;
-                Ok(UdpControl::Fin { stream_id, packets: u64_at(buf, 12) })
+                Ok(UdpControl::Fin {
+                    stream_id,
+                    packets: u64_at(buf, 12),
+                })
             }
             other => Err(WireError::BadKind(other)),
         }
@@ -180,7 +196,10 @@ impl DataHeader {
     pub fn read(buf: &[u8]) -> Result<Self, WireError> {
         need(buf, DATA_HEADER_LEN, "UDP data header")?;
         let nanos = u32_at(buf, 12).min(999_999_999);
-        Ok(DataHeader { seq: u64_at(buf, 0), sent: Duration::new(u64::from(u32_at(buf, 8)), nanos) })
+        Ok(DataHeader {
+            seq: u64_at(buf, 0),
+            sent: Duration::new(u64::from(u32_at(buf, 8)), nanos),
+        })
     }
 }
 
@@ -192,35 +211,63 @@ mod tests {
 
     #[test]
     fn stream_hello_bytes() {
-        let hello = StreamHello { stream_id: 3, cookie: COOKIE };
+        let hello = StreamHello {
+            stream_id: 3,
+            cookie: COOKIE,
+        };
         let bytes = hello.encode();
         assert_eq!(&bytes[..8], b"PPT1\0\0\0\x03");
         assert_eq!(StreamHello::decode(&bytes), Ok(hello));
-        assert_eq!(StreamHello::decode(b"GET / HTTP/1.1\r\nHost: xx"), Err(WireError::BadMagic));
-        assert!(matches!(StreamHello::decode(&bytes[..10]), Err(WireError::Truncated { got: 10, .. })));
+        assert_eq!(
+            StreamHello::decode(b"GET / HTTP/1.1\r\nHost: xx"),
+            Err(WireError::BadMagic)
+        );
+        assert!(matches!(
+            StreamHello::decode(&bytes[..10]),
+            Err(WireError::Truncated { got: 10, .. })
+        ));
     }
 
     #[test]
     fn udp_control_round_trip() {
         for msg in [
-            UdpControl::Hello { stream_id: 1, cookie: COOKIE },
-            UdpControl::HelloAck { stream_id: 7, cookie: COOKIE },
-            UdpControl::Fin { stream_id: 2, packets: 1 << 40 },
+            UdpControl::Hello {
+                stream_id: 1,
+                cookie: COOKIE,
+            },
+            UdpControl::HelloAck {
+                stream_id: 7,
+                cookie: COOKIE,
+            },
+            UdpControl::Fin {
+                stream_id: 2,
+                packets: 1 << 40,
+            },
         ] {
             let bytes = msg.encode();
             assert!(UdpControl::is_control(&bytes));
             assert_eq!(UdpControl::decode(&bytes), Ok(msg));
         }
-        let fin = UdpControl::Fin { stream_id: 2, packets: 5 }.encode();
+        let fin = UdpControl::Fin {
+            stream_id: 2,
+            packets: 5,
+        }
+        .encode();
         assert_eq!(fin, b"PPU1\x03\0\0\0\0\0\0\x02\0\0\0\0\0\0\0\x05");
-        assert_eq!(UdpControl::decode(b"PPU1\x09\0\0\0\0\0\0\x01"), Err(WireError::BadKind(9)));
+        assert_eq!(
+            UdpControl::decode(b"PPU1\x09\0\0\0\0\0\0\x01"),
+            Err(WireError::BadKind(9))
+        );
         assert!(UdpControl::decode(b"PPU1\x01\0\0\0\0\0\0\x01short").is_err());
     }
 
     #[test]
     fn data_header_round_trip_and_is_not_control() {
         let mut buf = [0u8; 64];
-        let h = DataHeader { seq: 42, sent: Duration::new(7, 250) };
+        let h = DataHeader {
+            seq: 42,
+            sent: Duration::new(7, 250),
+        };
         h.write(&mut buf);
         assert_eq!(&buf[..16], b"\0\0\0\0\0\0\0\x2a\0\0\0\x07\0\0\0\xfa");
         assert_eq!(DataHeader::read(&buf), Ok(h));

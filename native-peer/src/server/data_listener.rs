@@ -32,14 +32,20 @@ pub fn bind(addr: SocketAddr) -> io::Result<(TcpListener, UdpSocket)> {
         tcp.bind(&addr.into())?;
         tcp.listen(1024)?;
         tcp.set_nonblocking(true)?;
-        let port = tcp.local_addr()?.as_socket().map_or(addr.port(), |a| a.port());
+        let port = tcp
+            .local_addr()?
+            .as_socket()
+            .map_or(addr.port(), |a| a.port());
         let udp = Socket::new(Domain::for_address(addr), Type::DGRAM, None)?;
         dual_stack(&udp, addr)?;
         udp.set_reuse_address(true)?;
         match udp.bind(&SocketAddr::new(addr.ip(), port).into()) {
             Ok(()) => {
                 udp.set_nonblocking(true)?;
-                return Ok((TcpListener::from_std(tcp.into())?, UdpSocket::from_std(udp.into())?));
+                return Ok((
+                    TcpListener::from_std(tcp.into())?,
+                    UdpSocket::from_std(udp.into())?,
+                ));
             }
             // With port 0 the TCP port may be taken for UDP: try another one.
             Err(e) if addr.port() == 0 => last_err = Some(e),
@@ -92,7 +98,10 @@ pub async fn run_tcp(listener: TcpListener, state: Arc<ServerState>) {
     }
 }
 
-async fn identify_tcp(mut stream: tokio::net::TcpStream, state: &ServerState) -> Result<(), String> {
+async fn identify_tcp(
+    mut stream: tokio::net::TcpStream,
+    state: &ServerState,
+) -> Result<(), String> {
     let mut hello = [0u8; STREAM_HELLO_LEN];
     tokio::time::timeout(HELLO_TIMEOUT, stream.read_exact(&mut hello))
         .await
@@ -100,9 +109,16 @@ async fn identify_tcp(mut stream: tokio::net::TcpStream, state: &ServerState) ->
         .map_err(|e| format!("closed before its hello: {e}"))?;
     let hello = StreamHello::decode(&hello).map_err(|e| e.to_string())?;
     let std_stream = stream.into_std().map_err(|e| e.to_string())?;
-    std_stream.set_nonblocking(false).map_err(|e| e.to_string())?;
-    let incoming = IncomingStream { id: hello.stream_id, socket: DataSocket::Tcp(Arc::new(std_stream)) };
-    state.deliver(&hello.cookie, incoming).map_err(|_| "unknown cookie".to_string())
+    std_stream
+        .set_nonblocking(false)
+        .map_err(|e| e.to_string())?;
+    let incoming = IncomingStream {
+        id: hello.stream_id,
+        socket: DataSocket::Tcp(Arc::new(std_stream)),
+    };
+    state
+        .deliver(&hello.cookie, incoming)
+        .map_err(|_| "unknown cookie".to_string())
 }
 
 /// Answers UDP stream hellos until shutdown: each valid one gets its own socket on the data port,
@@ -129,7 +145,10 @@ pub async fn run_udp(socket: UdpSocket, state: Arc<ServerState>) {
             Ok(udp) => {
                 let ack = UdpControl::HelloAck { stream_id, cookie }.encode();
                 let _ = udp.send(&ack);
-                let incoming = IncomingStream { id: stream_id, socket: DataSocket::Udp(Arc::new(udp)) };
+                let incoming = IncomingStream {
+                    id: stream_id,
+                    socket: DataSocket::Udp(Arc::new(udp)),
+                };
                 if state.deliver(&cookie, incoming).is_err() {
                     tracing::debug!(%from, "UDP stream for a test that is no longer waiting");
                 }

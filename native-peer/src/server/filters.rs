@@ -12,32 +12,48 @@ use super::handlers;
 use super::state::ServerState;
 
 /// Every route of the control port.
-pub fn routes(state: Arc<ServerState>) -> impl Filter<Extract = (impl warp::Reply,), Error = Infallible> + Clone {
-    ws(state.clone()).or(info(state)).or(index()).recover(handle_rejection)
+pub fn routes(
+    state: Arc<ServerState>,
+) -> impl Filter<Extract = (impl warp::Reply,), Error = Infallible> + Clone {
+    ws(state.clone())
+        .or(info(state))
+        .or(index())
+        .recover(handle_rejection)
 }
 
-fn with_state(state: Arc<ServerState>) -> impl Filter<Extract = (Arc<ServerState>,), Error = Infallible> + Clone {
+fn with_state(
+    state: Arc<ServerState>,
+) -> impl Filter<Extract = (Arc<ServerState>,), Error = Infallible> + Clone {
     warp::any().map(move || state.clone())
 }
 
 /// `GET /ws`: the control WebSocket.
-pub fn ws(state: Arc<ServerState>) -> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejection> + Clone {
+pub fn ws(
+    state: Arc<ServerState>,
+) -> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejection> + Clone {
     warp::path("ws")
         .and(warp::path::end())
         .and(warp::ws())
         .and(with_state(state))
         .and(warp::addr::remote())
-        .map(|ws: warp::ws::Ws, state: Arc<ServerState>, remote: Option<SocketAddr>| {
-            let remote = remote.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
-            ws.max_message_size(MAX_CONTROL_MESSAGE)
-                .max_frame_size(MAX_CONTROL_MESSAGE)
-                .on_upgrade(move |socket| handlers::on_socket(socket, state, remote))
-        })
+        .map(
+            |ws: warp::ws::Ws, state: Arc<ServerState>, remote: Option<SocketAddr>| {
+                let remote = remote.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+                ws.max_message_size(MAX_CONTROL_MESSAGE)
+                    .max_frame_size(MAX_CONTROL_MESSAGE)
+                    .on_upgrade(move |socket| handlers::on_socket(socket, state, remote))
+            },
+        )
 }
 
 /// `GET /api/info`: the peer's self-description (no secrets).
-pub fn info(state: Arc<ServerState>) -> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejection> + Clone {
-    warp::path!("api" / "info").and(warp::get()).and(with_state(state)).map(|s: Arc<ServerState>| warp::reply::json(&s.info))
+pub fn info(
+    state: Arc<ServerState>,
+) -> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejection> + Clone {
+    warp::path!("api" / "info")
+        .and(warp::get())
+        .and(with_state(state))
+        .map(|s: Arc<ServerState>| warp::reply::json(&s.info))
 }
 
 /// `GET /`: a minimal page until the web front-end lands; it says what the peer is.
@@ -71,8 +87,17 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     fn state() -> Arc<ServerState> {
-        let config = ServeConfig { max_tests: 2, max_duration: Duration::from_secs(60), max_bitrate: None, token: Some("secret-token".into()) };
-        let info = PeerInfo { name: "t".into(), data_port: 5211, ..Default::default() };
+        let config = ServeConfig {
+            max_tests: 2,
+            max_duration: Duration::from_secs(60),
+            max_bitrate: None,
+            token: Some("secret-token".into()),
+        };
+        let info = PeerInfo {
+            name: "t".into(),
+            data_port: 5211,
+            ..Default::default()
+        };
         ServerState::new(config, info, CancellationToken::new())
     }
 

@@ -42,7 +42,9 @@ impl WsMessage for Message {
         } else {
             match self.to_str() {
                 Ok(t) => Some(Frame::Text(t.to_string())),
-                Err(()) => Some(Frame::Invalid("binary frames are not control messages".into())),
+                Err(()) => Some(Frame::Invalid(
+                    "binary frames are not control messages".into(),
+                )),
             }
         }
     }
@@ -51,24 +53,28 @@ impl WsMessage for Message {
 /// Serves one WebSocket connection until it closes.
 pub async fn on_socket(ws: WebSocket, state: Arc<ServerState>, remote: SocketAddr) {
     let mut chan = ControlChannel::spawn(ws);
-    let authorized = match tokio::time::timeout(HELLO_TIMEOUT, expect_hello(&mut chan, &state)).await {
-        Ok(Ok(a)) => a,
-        Ok(Err(e)) => {
-            reply_error(&chan, &e);
-            return chan.linger(LINGER).await;
-        }
-        Err(_) => {
-            reply_error(&chan, &SessionError::Protocol("no hello".into()));
-            return chan.linger(LINGER).await;
-        }
-    };
+    let authorized =
+        match tokio::time::timeout(HELLO_TIMEOUT, expect_hello(&mut chan, &state)).await {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => {
+                reply_error(&chan, &e);
+                return chan.linger(LINGER).await;
+            }
+            Err(_) => {
+                reply_error(&chan, &SessionError::Protocol("no hello".into()));
+                return chan.linger(LINGER).await;
+            }
+        };
     let mut bad_frames = 0;
     loop {
         let msg = match chan.recv::<ClientMsg>().await {
             Ok(m) => m,
             Err(SessionError::BadMessage(e)) => {
                 bad_frames += 1;
-                let _ = chan.send(&ServerMsg::error(ErrorCode::BadMessage, format!("bad control message: {e}")));
+                let _ = chan.send(&ServerMsg::error(
+                    ErrorCode::BadMessage,
+                    format!("bad control message: {e}"),
+                ));
                 if bad_frames >= MAX_BAD_FRAMES {
                     break;
                 }
@@ -87,13 +93,24 @@ pub async fn on_socket(ws: WebSocket, state: Arc<ServerState>, remote: SocketAdd
                 chan.linger(LINGER).await;
                 break;
             }
-            ClientMsg::Run { target, spec } if authorized => run_from_here(&mut chan, &state, target, spec).await,
-            ClientMsg::ListTests if authorized => chan.send(&ServerMsg::Tests { tests: state.running_tests() }),
-            ClientMsg::Run { .. } | ClientMsg::ListTests | ClientMsg::Cancel => Err(SessionError::Refused {
-                code: ErrorCode::Unauthorized,
-                message: "this needs the peer's access token (see the URL the peer printed at start)".into(),
+            ClientMsg::Run { target, spec } if authorized => {
+                run_from_here(&mut chan, &state, target, spec).await
+            }
+            ClientMsg::ListTests if authorized => chan.send(&ServerMsg::Tests {
+                tests: state.running_tests(),
             }),
-            other => Err(SessionError::Protocol(format!("{} is not expected now", message_name(&other)))),
+            ClientMsg::Run { .. } | ClientMsg::ListTests | ClientMsg::Cancel => {
+                Err(SessionError::Refused {
+                    code: ErrorCode::Unauthorized,
+                    message:
+                        "this needs the peer's access token (see the URL the peer printed at start)"
+                            .into(),
+                })
+            }
+            other => Err(SessionError::Protocol(format!(
+                "{} is not expected now",
+                message_name(&other)
+            ))),
         };
         if let Err(e) = result {
             reply_error(&chan, &e);
@@ -112,23 +129,41 @@ fn message_name(msg: &ClientMsg) -> String {
         .unwrap_or_else(|| "message".into())
 }
 
-async fn expect_hello(chan: &mut ControlChannel, state: &ServerState) -> Result<bool, SessionError> {
+async fn expect_hello(
+    chan: &mut ControlChannel,
+    state: &ServerState,
+) -> Result<bool, SessionError> {
     match chan.recv::<ClientMsg>().await? {
-        ClientMsg::Hello { protocol_version, token } => {
+        ClientMsg::Hello {
+            protocol_version,
+            token,
+        } => {
             let authorized = state.authorizes(token.as_deref());
-            chan.send(&ServerMsg::Welcome { protocol_version: PROTOCOL_VERSION, peer: state.info.clone(), authorized })?;
+            chan.send(&ServerMsg::Welcome {
+                protocol_version: PROTOCOL_VERSION,
+                peer: state.info.clone(),
+                authorized,
+            })?;
             if protocol_version != PROTOCOL_VERSION {
                 return Err(SessionError::Refused {
                     code: ErrorCode::VersionMismatch,
-                    message: format!("this peer speaks protocol {PROTOCOL_VERSION}, you speak {protocol_version}"),
+                    message: format!(
+                        "this peer speaks protocol {PROTOCOL_VERSION}, you speak {protocol_version}"
+                    ),
                 });
             }
             if token.is_some() && !authorized {
-                chan.send(&ServerMsg::error(ErrorCode::Unauthorized, "wrong access token"))?;
+                chan.send(&ServerMsg::error(
+                    ErrorCode::Unauthorized,
+                    "wrong access token",
+                ))?;
             }
             Ok(authorized)
         }
-        other => Err(SessionError::Protocol(format!("the first message must be hello, not {}", message_name(&other)))),
+        other => Err(SessionError::Protocol(format!(
+            "the first message must be hello, not {}",
+            message_name(&other)
+        ))),
     }
 }
 
@@ -137,17 +172,34 @@ fn reply_error(chan: &ControlChannel, e: &SessionError) {
 }
 
 /// Runs a test from this peer to `target`, streaming its events to the browser on `chan`.
-async fn run_from_here(chan: &mut ControlChannel, state: &Arc<ServerState>, target: String, spec: TestSpec) -> Result<(), SessionError> {
-    spec.validate().map_err(|e| SessionError::Refused { code: ErrorCode::InvalidSpec, message: e.to_string() })?;
-    let _slot = state.slots.clone().try_acquire_owned().map_err(|_| SessionError::Refused {
-        code: ErrorCode::OverLimit,
-        message: format!("this peer is running its maximum of {} tests", state.config.max_tests),
+async fn run_from_here(
+    chan: &mut ControlChannel,
+    state: &Arc<ServerState>,
+    target: String,
+    spec: TestSpec,
+) -> Result<(), SessionError> {
+    spec.validate().map_err(|e| SessionError::Refused {
+        code: ErrorCode::InvalidSpec,
+        message: e.to_string(),
     })?;
+    let _slot = state
+        .slots
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| SessionError::Refused {
+            code: ErrorCode::OverLimit,
+            message: format!(
+                "this peer is running its maximum of {} tests",
+                state.config.max_tests
+            ),
+        })?;
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     let test = {
         let (target, spec, cancel) = (target.clone(), spec.clone(), cancel.clone());
-        tokio::spawn(async move { client::run_test(&target, &spec, &ClientOptions::default(), events_tx, cancel).await })
+        tokio::spawn(async move {
+            client::run_test(&target, &spec, &ClientOptions::default(), events_tx, cancel).await
+        })
     };
     let mut _running = None;
     let mut test_id = String::new();

@@ -37,11 +37,16 @@ impl Bound {
 /// Binds the control port at `listen` and the data port at `data_port` on the same address
 /// (port 0 picks free ports, for tests).
 pub fn bind(listen: SocketAddr, data_port: u16) -> io::Result<Bound> {
-    let control = bind_control(listen).map_err(|e| io::Error::new(e.kind(), format!("control port {listen}: {e}")))?;
+    let control = bind_control(listen)
+        .map_err(|e| io::Error::new(e.kind(), format!("control port {listen}: {e}")))?;
     let data_addr = SocketAddr::new(listen.ip(), data_port);
-    let (data_tcp, data_udp) =
-        data_listener::bind(data_addr).map_err(|e| io::Error::new(e.kind(), format!("data port {data_addr}: {e}")))?;
-    Ok(Bound { control, data_tcp, data_udp })
+    let (data_tcp, data_udp) = data_listener::bind(data_addr)
+        .map_err(|e| io::Error::new(e.kind(), format!("data port {data_addr}: {e}")))?;
+    Ok(Bound {
+        control,
+        data_tcp,
+        data_udp,
+    })
 }
 
 fn bind_control(addr: SocketAddr) -> io::Result<TcpListener> {
@@ -61,6 +66,10 @@ pub async fn run(bound: Bound, state: Arc<ServerState>) {
     let tcp = tokio::spawn(data_listener::run_tcp(bound.data_tcp, state.clone()));
     let udp = tokio::spawn(data_listener::run_udp(bound.data_udp, state.clone()));
     let shutdown = state.shutdown.clone();
-    warp::serve(filters::routes(state)).incoming(bound.control).graceful(shutdown.cancelled_owned()).run().await;
+    warp::serve(filters::routes(state))
+        .incoming(bound.control)
+        .graceful(shutdown.cancelled_owned())
+        .run()
+        .await;
     let _ = tokio::join!(tcp, udp);
 }

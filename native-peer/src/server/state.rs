@@ -68,16 +68,28 @@ impl ServerState {
     pub fn authorizes(&self, token: Option<&str>) -> bool {
         match &self.config.token {
             None => true,
-            Some(expected) => token.is_some_and(|t| constant_time_eq(t.as_bytes(), expected.as_bytes())),
+            Some(expected) => {
+                token.is_some_and(|t| constant_time_eq(t.as_bytes(), expected.as_bytes()))
+            }
         }
     }
 
     /// Registers a test waiting for its streams; they arrive on the returned receiver until the
     /// guard is dropped.
-    pub fn expect_streams(self: &Arc<Self>, cookie: Cookie, count: usize) -> (PendingGuard, mpsc::Receiver<IncomingStream>) {
+    pub fn expect_streams(
+        self: &Arc<Self>,
+        cookie: Cookie,
+        count: usize,
+    ) -> (PendingGuard, mpsc::Receiver<IncomingStream>) {
         let (tx, rx) = mpsc::channel(count.max(1));
         lock(&self.pending).insert(cookie, tx);
-        (PendingGuard { state: self.clone(), cookie }, rx)
+        (
+            PendingGuard {
+                state: self.clone(),
+                cookie,
+            },
+            rx,
+        )
     }
 
     /// Hands a stream to the test with `cookie`; gives it back if there is none.
@@ -95,17 +107,35 @@ impl ServerState {
     }
 
     /// Lists a running test until the guard is dropped.
-    pub fn track(self: &Arc<Self>, test_id: &str, role: PeerRole, peer: String, spec: &TestSpec) -> RunningGuard {
-        let entry = RunningTest { test_id: test_id.to_string(), role, peer, spec: spec.clone(), elapsed_s: 0.0 };
+    pub fn track(
+        self: &Arc<Self>,
+        test_id: &str,
+        role: PeerRole,
+        peer: String,
+        spec: &TestSpec,
+    ) -> RunningGuard {
+        let entry = RunningTest {
+            test_id: test_id.to_string(),
+            role,
+            peer,
+            spec: spec.clone(),
+            elapsed_s: 0.0,
+        };
         lock(&self.running).insert(test_id.to_string(), (entry, Instant::now()));
-        RunningGuard { state: self.clone(), test_id: test_id.to_string() }
+        RunningGuard {
+            state: self.clone(),
+            test_id: test_id.to_string(),
+        }
     }
 
     /// Tests running now, oldest first.
     pub fn running_tests(&self) -> Vec<RunningTest> {
         let mut tests: Vec<RunningTest> = lock(&self.running)
             .values()
-            .map(|(t, since)| RunningTest { elapsed_s: since.elapsed().as_secs_f64(), ..t.clone() })
+            .map(|(t, since)| RunningTest {
+                elapsed_s: since.elapsed().as_secs_f64(),
+                ..t.clone()
+            })
             .collect();
         tests.sort_by(|a, b| b.elapsed_s.total_cmp(&a.elapsed_s));
         tests

@@ -25,11 +25,14 @@ pub fn load_or_create(dir: &Path) -> io::Result<String> {
     let path = dir.join("token");
     match std::fs::read_to_string(&path) {
         Ok(t) if is_valid(t.trim()) => return Ok(t.trim().to_string()),
-        Ok(_) => tracing::warn!(path = %path.display(), "stored token is malformed; making a new one"),
+        Ok(_) => {
+            tracing::warn!(path = %path.display(), "stored token is malformed; making a new one")
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
     }
-    std::fs::create_dir_all(dir).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
     let token = cookie_to_hex(&random_cookie());
     write_private(&path, &token)?;
     Ok(token)
@@ -37,14 +40,21 @@ pub fn load_or_create(dir: &Path) -> io::Result<String> {
 
 /// Whether `t` is acceptable as a token: 8 to 128 URL-safe characters.
 pub fn is_valid(t: &str) -> bool {
-    (8..=128).contains(&t.len()) && t.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b))
+    (8..=128).contains(&t.len())
+        && t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b))
 }
 
 fn write_private(path: &Path, text: &str) -> io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
     f.write_all(text.as_bytes())?;
     f.sync_all()?;
     std::fs::rename(&tmp, path)

@@ -110,15 +110,24 @@ impl ControlChannel {
             let _ = sink.close().await;
             writer_closed.cancel();
         });
-        ControlChannel { incoming, outgoing, closed, last_heard: tokio::time::Instant::now() }
+        ControlChannel {
+            incoming,
+            outgoing,
+            closed,
+            last_heard: tokio::time::Instant::now(),
+        }
     }
 
     /// Queues a message; fails if the connection is gone or the reader is too slow.
     pub fn send(&self, msg: &impl Serialize) -> Result<(), SessionError> {
         let text = serde_json::to_string(msg).map_err(|e| SessionError::Internal(e.to_string()))?;
         self.outgoing.try_send(text).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => SessionError::PeerLost("control connection too slow".into()),
-            mpsc::error::TrySendError::Closed(_) => SessionError::PeerLost("control connection closed".into()),
+            mpsc::error::TrySendError::Full(_) => {
+                SessionError::PeerLost("control connection too slow".into())
+            }
+            mpsc::error::TrySendError::Closed(_) => {
+                SessionError::PeerLost("control connection closed".into())
+            }
         })
     }
 
@@ -128,7 +137,12 @@ impl ControlChannel {
         loop {
             let deadline = self.last_heard + PEER_TIMEOUT;
             let frame = match tokio::time::timeout_at(deadline, self.incoming.recv()).await {
-                Err(_) => return Err(SessionError::PeerLost(format!("no word for {} s", PEER_TIMEOUT.as_secs()))),
+                Err(_) => {
+                    return Err(SessionError::PeerLost(format!(
+                        "no word for {} s",
+                        PEER_TIMEOUT.as_secs()
+                    )));
+                }
                 Ok(None) => return Err(SessionError::PeerLost("control connection closed".into())),
                 Ok(Some(frame)) => frame,
             };
@@ -137,7 +151,9 @@ impl ControlChannel {
                 Frame::Alive => continue,
                 Frame::Text(t) => return Ok(t),
                 Frame::Invalid(e) => return Err(SessionError::BadMessage(e)),
-                Frame::Broken(e) => return Err(SessionError::PeerLost(format!("WebSocket error: {e}"))),
+                Frame::Broken(e) => {
+                    return Err(SessionError::PeerLost(format!("WebSocket error: {e}")));
+                }
             }
         }
     }
@@ -146,7 +162,10 @@ impl ControlChannel {
     pub async fn recv<T: DeserializeOwned>(&mut self) -> Result<T, SessionError> {
         let text = self.recv_text().await?;
         if text.len() > perfpeer_shared::control::MAX_CONTROL_MESSAGE {
-            return Err(SessionError::BadMessage(format!("{} bytes is over the limit", text.len())));
+            return Err(SessionError::BadMessage(format!(
+                "{} bytes is over the limit",
+                text.len()
+            )));
         }
         serde_json::from_str(&text).map_err(|e| SessionError::BadMessage(e.to_string()))
     }
@@ -155,10 +174,8 @@ impl ControlChannel {
     /// closes. Used after a final error reply, so the client reads the reply before the socket
     /// goes away instead of meeting a reset.
     pub async fn linger(&mut self, max: Duration) {
-        let _ = tokio::time::timeout(max, async {
-            while self.incoming.recv().await.is_some() {}
-        })
-        .await;
+        let _ = tokio::time::timeout(max, async { while self.incoming.recv().await.is_some() {} })
+            .await;
         self.close();
     }
 

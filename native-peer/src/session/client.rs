@@ -6,7 +6,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use perfpeer_shared::PROTOCOL_VERSION;
 use perfpeer_shared::control::{ClientMsg, ErrorCode, MAX_CONTROL_MESSAGE, ServerMsg};
-use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, SocketInfo, TestResult, TestStatus};
+use perfpeer_shared::report::{
+    IntervalReport, PeerRole, SideReport, SocketInfo, TestResult, TestStatus,
+};
 use perfpeer_shared::spec::TestSpec;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::{self, Message, protocol::WebSocketConfig};
@@ -34,7 +36,12 @@ pub struct ClientOptions {
 
 impl Default for ClientOptions {
     fn default() -> Self {
-        ClientOptions { token: None, connect_timeout: Duration::from_secs(5), family: None, bind: None }
+        ClientOptions {
+            token: None,
+            connect_timeout: Duration::from_secs(5),
+            family: None,
+            bind: None,
+        }
     }
 }
 
@@ -84,33 +91,63 @@ impl WsMessage for Message {
 }
 
 /// Opens a control channel to the peer at `server`.
-pub async fn connect(server: SocketAddr, target: &str, timeout: Duration) -> Result<ControlChannel, SessionError> {
-    let unreachable = |reason: String| SessionError::Unreachable { target: target.to_string(), reason };
+pub async fn connect(
+    server: SocketAddr,
+    target: &str,
+    timeout: Duration,
+) -> Result<ControlChannel, SessionError> {
+    let unreachable = |reason: String| SessionError::Unreachable {
+        target: target.to_string(),
+        reason,
+    };
     let tcp = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(server))
         .await
-        .map_err(|_| unreachable(format!("no answer from {server} within {} s", timeout.as_secs())))?
+        .map_err(|_| {
+            unreachable(format!(
+                "no answer from {server} within {} s",
+                timeout.as_secs()
+            ))
+        })?
         .map_err(|e| unreachable(format!("{server}: {e}")))?;
     let _ = tcp.set_nodelay(true);
     let url = format!("ws://{server}/ws");
-    let config = WebSocketConfig::default().max_message_size(Some(MAX_CONTROL_MESSAGE)).max_frame_size(Some(MAX_CONTROL_MESSAGE));
-    let (ws, _) = tokio::time::timeout(timeout, tokio_tungstenite::client_async_with_config(url, tcp, Some(config)))
-        .await
-        .map_err(|_| unreachable("WebSocket handshake timed out".into()))?
-        .map_err(|e| match e {
-            tungstenite::Error::Http(resp) => unreachable(format!("not a perfpeer peer (HTTP {})", resp.status())),
-            other => unreachable(format!("WebSocket handshake failed: {other}")),
-        })?;
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(MAX_CONTROL_MESSAGE))
+        .max_frame_size(Some(MAX_CONTROL_MESSAGE));
+    let (ws, _) = tokio::time::timeout(
+        timeout,
+        tokio_tungstenite::client_async_with_config(url, tcp, Some(config)),
+    )
+    .await
+    .map_err(|_| unreachable("WebSocket handshake timed out".into()))?
+    .map_err(|e| match e {
+        tungstenite::Error::Http(resp) => {
+            unreachable(format!("not a perfpeer peer (HTTP {})", resp.status()))
+        }
+        other => unreachable(format!("WebSocket handshake failed: {other}")),
+    })?;
     Ok(ControlChannel::spawn(ws))
 }
 
 /// Says hello and checks the version; returns whether the token was accepted.
 pub async fn hello(chan: &mut ControlChannel, token: Option<String>) -> Result<bool, SessionError> {
-    chan.send(&ClientMsg::Hello { protocol_version: PROTOCOL_VERSION, token })?;
+    chan.send(&ClientMsg::Hello {
+        protocol_version: PROTOCOL_VERSION,
+        token,
+    })?;
     match chan.recv::<ServerMsg>().await? {
-        ServerMsg::Welcome { protocol_version, authorized, .. } if protocol_version == PROTOCOL_VERSION => Ok(authorized),
-        ServerMsg::Welcome { protocol_version, .. } => Err(SessionError::Refused {
+        ServerMsg::Welcome {
+            protocol_version,
+            authorized,
+            ..
+        } if protocol_version == PROTOCOL_VERSION => Ok(authorized),
+        ServerMsg::Welcome {
+            protocol_version, ..
+        } => Err(SessionError::Refused {
             code: ErrorCode::VersionMismatch,
-            message: format!("peer speaks protocol {protocol_version}, we speak {PROTOCOL_VERSION}: use the same perfpeer version"),
+            message: format!(
+                "peer speaks protocol {protocol_version}, we speak {PROTOCOL_VERSION}: use the same perfpeer version"
+            ),
         }),
         other => Err(refusal_or_protocol(other)),
     }
@@ -132,37 +169,60 @@ pub async fn run_test(
     events: mpsc::UnboundedSender<TestEvent>,
     cancel: CancellationToken,
 ) -> Result<TestResult, SessionError> {
-    spec.validate().map_err(|e| SessionError::Refused { code: ErrorCode::InvalidSpec, message: e.to_string() })?;
+    spec.validate().map_err(|e| SessionError::Refused {
+        code: ErrorCode::InvalidSpec,
+        message: e.to_string(),
+    })?;
     let server = resolve(target, opts.family).await?;
     let mut chan = connect(server, target, opts.connect_timeout).await?;
     hello(&mut chan, opts.token.clone()).await?;
     chan.send(&ClientMsg::Open { spec: spec.clone() })?;
     let (test_id, cookie, data_port) = match chan.recv::<ServerMsg>().await? {
-        ServerMsg::Accepted { test_id, cookie, data_port } => (test_id, cookie, data_port),
+        ServerMsg::Accepted {
+            test_id,
+            cookie,
+            data_port,
+        } => (test_id, cookie, data_port),
         other => return Err(refusal_or_protocol(other)),
     };
-    let cookie = cookie_from_hex(&cookie).ok_or_else(|| SessionError::Protocol("malformed cookie".into()))?;
+    let cookie = cookie_from_hex(&cookie)
+        .ok_or_else(|| SessionError::Protocol("malformed cookie".into()))?;
     let data_addr = SocketAddr::new(server.ip(), data_port);
     let (spec_c, bind, timeout) = (spec.clone(), opts.bind, opts.connect_timeout);
-    let setups = tokio::task::spawn_blocking(move || data_connect::open_streams(&spec_c, data_addr, bind, cookie, timeout))
-        .await
-        .map_err(|e| SessionError::Internal(e.to_string()))?
-        .map_err(|e| SessionError::Data(e.to_string()))?;
+    let setups = tokio::task::spawn_blocking(move || {
+        data_connect::open_streams(&spec_c, data_addr, bind, cookie, timeout)
+    })
+    .await
+    .map_err(|e| SessionError::Internal(e.to_string()))?
+    .map_err(|e| SessionError::Data(e.to_string()))?;
     match tokio::time::timeout(READY_TIMEOUT, chan.recv::<ServerMsg>()).await {
         Ok(Ok(ServerMsg::Ready)) => {}
         Ok(Ok(other)) => return Err(refusal_or_protocol(other)),
         Ok(Err(e)) => return Err(e),
-        Err(_) => return Err(SessionError::Data("the peer did not see all data streams (a firewall on the data port?)".into())),
+        Err(_) => {
+            return Err(SessionError::Data(
+                "the peer did not see all data streams (a firewall on the data port?)".into(),
+            ));
+        }
     }
     chan.send(&ClientMsg::Begin)?;
-    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let started_unix_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
     let mut measurement = Measurement::start(PeerRole::Client, spec, setups)?;
     let _ = events.send(TestEvent::Started {
         test_id: test_id.clone(),
         server_addr: server.to_string(),
         sockets: measurement.sockets(),
     });
-    let mut run = Running { chan, spec, events, remote_intervals: Vec::new(), remote_senders_done: false };
+    let mut run = Running {
+        chan,
+        spec,
+        events,
+        remote_intervals: Vec::new(),
+        remote_senders_done: false,
+    };
     let outcome = run.until_end(&mut measurement, &cancel).await;
     let partial = outcome.err();
     if partial.is_none() {
@@ -170,22 +230,40 @@ pub async fn run_test(
     }
     let (tail, mut local, errors) = measurement.finish(partial.is_some()).await;
     if let Some(tail) = tail {
-        let _ = run.events.send(TestEvent::Interval { role: PeerRole::Client, report: tail });
+        let _ = run.events.send(TestEvent::Interval {
+            role: PeerRole::Client,
+            report: tail,
+        });
     }
     let (remote, mut status) = match partial {
         Some(reason) => (None, TestStatus::Partial { reason }),
         None => match run.exchange_finals(&local).await {
             Ok(remote) => (Some(remote), TestStatus::Complete),
-            Err(e) => (None, TestStatus::Partial { reason: e.to_string() }),
+            Err(e) => (
+                None,
+                TestStatus::Partial {
+                    reason: e.to_string(),
+                },
+            ),
         },
     };
     // A stream that broke (reset, unreachable) makes the result partial even if the test ran on.
     if status == TestStatus::Complete && !errors.is_empty() {
-        status = TestStatus::Partial { reason: errors.join("; ") };
+        status = TestStatus::Partial {
+            reason: errors.join("; "),
+        };
     }
     run.chan.close();
     local.intervals.shrink_to_fit();
-    Ok(TestResult { id: test_id, spec: spec.clone(), started_unix_ms, server_addr: server.to_string(), local, remote, status })
+    Ok(TestResult {
+        id: test_id,
+        spec: spec.clone(),
+        started_unix_ms,
+        server_addr: server.to_string(),
+        local,
+        remote,
+        status,
+    })
 }
 
 /// State of a running test at the client.
@@ -199,7 +277,11 @@ struct Running<'a> {
 
 impl Running<'_> {
     /// Runs until the end condition; `Err(reason)` if the test ended early.
-    async fn until_end(&mut self, m: &mut Measurement, cancel: &CancellationToken) -> Result<(), String> {
+    async fn until_end(
+        &mut self,
+        m: &mut Measurement,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
         let deadline = self.spec.total_time().map(|t| m.epoch() + t);
         let mut poll = tokio::time::interval(DONE_POLL);
         loop {
@@ -229,14 +311,19 @@ impl Running<'_> {
         match msg {
             Ok(ServerMsg::Interval { report, .. }) => {
                 self.remote_intervals.push(report.clone());
-                let _ = self.events.send(TestEvent::Interval { role: PeerRole::Server, report });
+                let _ = self.events.send(TestEvent::Interval {
+                    role: PeerRole::Server,
+                    report,
+                });
                 Ok(())
             }
             Ok(ServerMsg::SendersDone) => {
                 self.remote_senders_done = true;
                 Ok(())
             }
-            Ok(ServerMsg::Error { message, .. }) => Err(format!("the far peer stopped the test: {message}")),
+            Ok(ServerMsg::Error { message, .. }) => {
+                Err(format!("the far peer stopped the test: {message}"))
+            }
             Ok(other) => Err(format!("unexpected message from the far peer: {other:?}")),
             Err(e) => Err(e.to_string()),
         }
@@ -252,7 +339,9 @@ impl Running<'_> {
             let left = deadline.saturating_duration_since(Instant::now());
             let msg = tokio::time::timeout(left, self.chan.recv::<ServerMsg>())
                 .await
-                .map_err(|_| SessionError::PeerLost("no final report from the far peer".into()))??;
+                .map_err(|_| {
+                    SessionError::PeerLost("no final report from the far peer".into())
+                })??;
             match msg {
                 ServerMsg::Final { mut report } => {
                     report.intervals = std::mem::take(&mut self.remote_intervals);
@@ -260,7 +349,10 @@ impl Running<'_> {
                 }
                 ServerMsg::Interval { report, .. } => {
                     self.remote_intervals.push(report.clone());
-                    let _ = self.events.send(TestEvent::Interval { role: PeerRole::Server, report });
+                    let _ = self.events.send(TestEvent::Interval {
+                        role: PeerRole::Server,
+                        report,
+                    });
                 }
                 ServerMsg::SendersDone => {}
                 other => return Err(refusal_or_protocol(other)),

@@ -29,10 +29,23 @@ pub fn open_streams(
     spec.stream_plan()
         .into_iter()
         .map(|(id, client_sends)| {
-            let role = if client_sends { StreamRole::Sender } else { StreamRole::Receiver };
+            let role = if client_sends {
+                StreamRole::Sender
+            } else {
+                StreamRole::Receiver
+            };
             let socket = match spec.protocol {
-                Protocol::Tcp => DataSocket::Tcp(Arc::new(connect_tcp(spec, server, bind, id, cookie, connect_timeout)?)),
-                Protocol::Udp => DataSocket::Udp(Arc::new(connect_udp(spec, server, bind, id, cookie)?)),
+                Protocol::Tcp => DataSocket::Tcp(Arc::new(connect_tcp(
+                    spec,
+                    server,
+                    bind,
+                    id,
+                    cookie,
+                    connect_timeout,
+                )?)),
+                Protocol::Udp => {
+                    DataSocket::Udp(Arc::new(connect_udp(spec, server, bind, id, cookie)?))
+                }
             };
             Ok(StreamSetup { id, role, socket })
         })
@@ -42,9 +55,9 @@ pub fn open_streams(
 fn new_socket(server: SocketAddr, ty: Type, bind: Option<IpAddr>) -> io::Result<Socket> {
     let socket = Socket::new(Domain::for_address(server), ty, None)?;
     if let Some(ip) = bind {
-        socket.bind(&SockAddr::from(SocketAddr::new(ip, 0))).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot bind to {ip}: {e}"))
-        })?;
+        socket
+            .bind(&SockAddr::from(SocketAddr::new(ip, 0)))
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot bind to {ip}: {e}")))?;
     }
     Ok(socket)
 }
@@ -63,11 +76,23 @@ fn connect_tcp(
         .connect_timeout(&SockAddr::from(server), connect_timeout)
         .map_err(|e| io::Error::new(e.kind(), format!("data connection to {server}: {e}")))?;
     let mut stream: TcpStream = socket.into();
-    stream.write_all(&StreamHello { stream_id: id, cookie }.encode())?;
+    stream.write_all(
+        &StreamHello {
+            stream_id: id,
+            cookie,
+        }
+        .encode(),
+    )?;
     Ok(stream)
 }
 
-fn connect_udp(spec: &TestSpec, server: SocketAddr, bind: Option<IpAddr>, id: u32, cookie: Cookie) -> io::Result<UdpSocket> {
+fn connect_udp(
+    spec: &TestSpec,
+    server: SocketAddr,
+    bind: Option<IpAddr>,
+    id: u32,
+    cookie: Cookie,
+) -> io::Result<UdpSocket> {
     let socket = new_socket(server, Type::DGRAM, bind)?;
     sockopt::apply(SockRef::from(&socket), spec, server.is_ipv6())?;
     // Big enough receive buffer that a burst at the start of a reverse test is not dropped.
@@ -78,21 +103,36 @@ fn connect_udp(spec: &TestSpec, server: SocketAddr, bind: Option<IpAddr>, id: u3
     socket.connect(&SockAddr::from(server))?;
     let udp: UdpSocket = socket.into();
     udp.set_read_timeout(Some(HELLO_RETRY))?;
-    let hello = UdpControl::Hello { stream_id: id, cookie }.encode();
+    let hello = UdpControl::Hello {
+        stream_id: id,
+        cookie,
+    }
+    .encode();
     let mut buf = [0u8; 64];
     for _ in 0..HELLO_TRIES {
         udp.send(&hello)?;
         match udp.recv(&mut buf) {
             Ok(n) => {
-                if let Ok(UdpControl::HelloAck { stream_id, cookie: c }) = UdpControl::decode(&buf[..n]) {
-                    if stream_id == id && c == cookie {
-                        return Ok(udp);
-                    }
+                if let Ok(UdpControl::HelloAck {
+                    stream_id,
+                    cookie: c,
+                }) = UdpControl::decode(&buf[..n])
+                    && stream_id == id
+                    && c == cookie
+                {
+                    return Ok(udp);
                 }
             }
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                return Err(io::Error::new(e.kind(), format!("nothing listens on UDP {server}")));
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("nothing listens on UDP {server}"),
+                ));
             }
             Err(e) => return Err(e),
         }

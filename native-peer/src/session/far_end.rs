@@ -30,17 +30,24 @@ const OVERRUN_GRACE: Duration = Duration::from_secs(10);
 const CLIENT_FINAL_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn refuse(code: ErrorCode, message: impl Into<String>) -> SessionError {
-    SessionError::Refused { code, message: message.into() }
+    SessionError::Refused {
+        code,
+        message: message.into(),
+    }
 }
 
 /// Checks `spec` against the peer's caps.
 pub fn check_caps(spec: &TestSpec, state: &ServerState) -> Result<(), SessionError> {
-    spec.validate().map_err(|e| refuse(ErrorCode::InvalidSpec, e.to_string()))?;
+    spec.validate()
+        .map_err(|e| refuse(ErrorCode::InvalidSpec, e.to_string()))?;
     let cfg = &state.config;
     if spec.total_time().is_some_and(|t| t > cfg.max_duration) {
         return Err(refuse(
             ErrorCode::OverLimit,
-            format!("this peer accepts tests of at most {} s (its --max-duration)", cfg.max_duration.as_secs()),
+            format!(
+                "this peer accepts tests of at most {} s (its --max-duration)",
+                cfg.max_duration.as_secs()
+            ),
         ));
     }
     if let Some(cap) = cfg.max_bitrate {
@@ -48,7 +55,9 @@ pub fn check_caps(spec: &TestSpec, state: &ServerState) -> Result<(), SessionErr
         if asked.is_none_or(|b| b > cap) {
             return Err(refuse(
                 ErrorCode::OverLimit,
-                format!("this peer accepts at most {cap} per direction (its --max-bitrate): pass -b"),
+                format!(
+                    "this peer accepts at most {cap} per direction (its --max-bitrate): pass -b"
+                ),
             ));
         }
     }
@@ -56,22 +65,41 @@ pub fn check_caps(spec: &TestSpec, state: &ServerState) -> Result<(), SessionErr
 }
 
 /// Serves one test for the client on `chan`, which has just sent `open{spec}`.
-pub async fn serve(chan: &mut ControlChannel, spec: TestSpec, state: &Arc<ServerState>, client: SocketAddr) -> Result<(), SessionError> {
+pub async fn serve(
+    chan: &mut ControlChannel,
+    spec: TestSpec,
+    state: &Arc<ServerState>,
+    client: SocketAddr,
+) -> Result<(), SessionError> {
     check_caps(&spec, state)?;
     let _slot = state.slots.clone().try_acquire_owned().map_err(|_| {
-        refuse(ErrorCode::OverLimit, format!("this peer is running its maximum of {} tests; try again shortly", state.config.max_tests))
+        refuse(
+            ErrorCode::OverLimit,
+            format!(
+                "this peer is running its maximum of {} tests; try again shortly",
+                state.config.max_tests
+            ),
+        )
     })?;
     let cookie = random_cookie();
     let test_id = cookie_to_hex(&random_cookie())[..12].to_string();
     let plan = spec.stream_plan();
     let (pending, incoming) = state.expect_streams(cookie, plan.len());
-    chan.send(&ServerMsg::Accepted { test_id: test_id.clone(), cookie: cookie_to_hex(&cookie), data_port: state.info.data_port })?;
+    chan.send(&ServerMsg::Accepted {
+        test_id: test_id.clone(),
+        cookie: cookie_to_hex(&cookie),
+        data_port: state.info.data_port,
+    })?;
     let setups = collect_streams(chan, incoming, &spec).await?;
     drop(pending);
     chan.send(&ServerMsg::Ready)?;
     match tokio::time::timeout(BEGIN_TIMEOUT, chan.recv::<ClientMsg>()).await {
         Ok(Ok(ClientMsg::Begin)) => {}
-        Ok(Ok(other)) => return Err(SessionError::Protocol(format!("expected begin, got {other:?}"))),
+        Ok(Ok(other)) => {
+            return Err(SessionError::Protocol(format!(
+                "expected begin, got {other:?}"
+            )));
+        }
         Ok(Err(e)) => return Err(e),
         Err(_) => return Err(SessionError::PeerLost("no begin after ready".into())),
     }
@@ -83,10 +111,18 @@ pub async fn serve(chan: &mut ControlChannel, spec: TestSpec, state: &Arc<Server
     let (tail, report, errors) = m.finish(outcome.is_err()).await;
     outcome?;
     if !errors.is_empty() {
-        tracing::warn!(test_id, errors = errors.join("; "), "data streams ended with errors");
+        tracing::warn!(
+            test_id,
+            errors = errors.join("; "),
+            "data streams ended with errors"
+        );
     }
     if let Some(report) = tail {
-        chan.send(&ServerMsg::Interval { test_id: test_id.clone(), role: PeerRole::Server, report })?;
+        chan.send(&ServerMsg::Interval {
+            test_id: test_id.clone(),
+            role: PeerRole::Server,
+            report,
+        })?;
     }
     let mut summary = report.clone();
     summary.intervals.clear();
@@ -130,7 +166,15 @@ async fn collect_streams(
         .into_iter()
         .map(|(id, socket)| {
             let client_sends = plan[&id];
-            StreamSetup { id, role: if client_sends { StreamRole::Receiver } else { StreamRole::Sender }, socket }
+            StreamSetup {
+                id,
+                role: if client_sends {
+                    StreamRole::Receiver
+                } else {
+                    StreamRole::Sender
+                },
+                socket,
+            }
         })
         .collect();
     setups.sort_by_key(|s| s.id);
@@ -142,8 +186,16 @@ fn apply_options(socket: &DataSocket, spec: &TestSpec) {
     let mut server_spec = spec.clone();
     server_spec.mss = None;
     let result = match socket {
-        DataSocket::Tcp(s) => sockopt::apply(SockRef::from(&**s), &server_spec, s.local_addr().is_ok_and(|a| a.is_ipv6())),
-        DataSocket::Udp(s) => sockopt::apply(SockRef::from(&**s), &server_spec, s.local_addr().is_ok_and(|a| a.is_ipv6())),
+        DataSocket::Tcp(s) => sockopt::apply(
+            SockRef::from(&**s),
+            &server_spec,
+            s.local_addr().is_ok_and(|a| a.is_ipv6()),
+        ),
+        DataSocket::Udp(s) => sockopt::apply(
+            SockRef::from(&**s),
+            &server_spec,
+            s.local_addr().is_ok_and(|a| a.is_ipv6()),
+        ),
     };
     if let Err(e) = result {
         tracing::warn!(error = %e, "could not apply a socket option on a data stream");

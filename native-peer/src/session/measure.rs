@@ -30,10 +30,15 @@ pub struct Measurement {
 
 impl Measurement {
     /// Starts the streams now.
-    pub fn start(role: PeerRole, spec: &TestSpec, setups: Vec<StreamSetup>) -> Result<Self, SessionError> {
+    pub fn start(
+        role: PeerRole,
+        spec: &TestSpec,
+        setups: Vec<StreamSetup>,
+    ) -> Result<Self, SessionError> {
         let cpu_start = CpuSnapshot::take();
         let epoch = Instant::now();
-        let engine = Engine::start(spec, setups, epoch).map_err(|e| SessionError::Internal(e.to_string()))?;
+        let engine = Engine::start(spec, setups, epoch)
+            .map_err(|e| SessionError::Internal(e.to_string()))?;
         let sampler = Sampler::new(&engine, spec.omit, spec.interval);
         Ok(Measurement {
             role,
@@ -63,7 +68,11 @@ impl Measurement {
             .iter()
             .map(|s| {
                 let (local, remote) = s.socket.addresses();
-                SocketInfo { id: s.id, local, remote }
+                SocketInfo {
+                    id: s.id,
+                    local,
+                    remote,
+                }
             })
             .collect()
     }
@@ -84,14 +93,19 @@ impl Measurement {
 
     /// Stops (or aborts) the streams, waits for them to drain, and reports: the last, short
     /// interval (if there was one), the report, and the errors that ended streams early.
-    pub async fn finish(mut self, abort: bool) -> (Option<IntervalReport>, SideReport, Vec<String>) {
+    pub async fn finish(
+        mut self,
+        abort: bool,
+    ) -> (Option<IntervalReport>, SideReport, Vec<String>) {
         if abort {
             self.engine.abort();
         } else {
             self.engine.stop();
         }
         let deadline = Instant::now() + JOIN_LIMIT;
-        while !(self.engine.senders_done() && self.engine.receivers_done()) && Instant::now() < deadline {
+        while !(self.engine.senders_done() && self.engine.receivers_done())
+            && Instant::now() < deadline
+        {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let end = Instant::now();
@@ -127,7 +141,9 @@ impl Measurement {
 }
 
 fn socket_facts(engine: &Engine) -> (Option<u32>, Option<u32>, Option<u32>, Option<String>) {
-    let Some(first) = engine.streams().first() else { return (None, None, None, None) };
+    let Some(first) = engine.streams().first() else {
+        return (None, None, None, None);
+    };
     match &first.socket {
         DataSocket::Tcp(s) => {
             let (snd, rcv) = sockopt::buffer_sizes(SockRef::from(&**s));

@@ -37,7 +37,9 @@ pub fn split_host_port(target: &str) -> Result<(String, u16), String> {
     }
     match target.rsplit_once(':') {
         Some((host, port)) if !host.contains(':') => Ok((host.to_string(), parse_port(port)?)),
-        Some(_) => Err(format!("'{target}': write IPv6 addresses with a port as [addr]:port")),
+        Some(_) => Err(format!(
+            "'{target}': write IPv6 addresses with a port as [addr]:port"
+        )),
         None => Ok((target.to_string(), DEFAULT_CONTROL_PORT)),
     }
 }
@@ -51,18 +53,20 @@ fn parse_port(p: &str) -> Result<u16, String> {
 
 /// Resolves `target` to one socket address of the wanted family.
 pub async fn resolve(target: &str, family: Option<Family>) -> Result<SocketAddr, SessionError> {
-    let unreachable = |reason: String| SessionError::Unreachable { target: target.to_string(), reason };
+    let unreachable = |reason: String| SessionError::Unreachable {
+        target: target.to_string(),
+        reason,
+    };
     let (host, port) = split_host_port(target).map_err(unreachable)?;
-    let addrs = tokio::net::lookup_host((host.as_str(), port))
+    let mut addrs = tokio::net::lookup_host((host.as_str(), port))
         .await
         .map_err(|e| unreachable(format!("cannot resolve '{host}': {e}")))?;
     addrs
-        .filter(|a| match family {
+        .find(|a| match family {
             Some(Family::V4) => a.is_ipv4(),
             Some(Family::V6) => a.is_ipv6(),
             None => true,
         })
-        .next()
         .ok_or_else(|| unreachable(format!("'{host}' has no address of the requested family")))
 }
 

@@ -5,8 +5,9 @@
 use serde_json::{Map, Value};
 
 use crate::report::{
-    CpuUsage, DirectionTotals, Flow, HostInfo, IntervalReport, IntervalSum, PeerRole, SideReport, SocketInfo,
-    StreamFinal, StreamInterval, StreamRole, TestResult, TestStatus, UdpRxFinal, UdpRxSample, bits_per_second,
+    CpuUsage, DirectionTotals, Flow, HostInfo, IntervalReport, IntervalSum, PeerRole, SideReport,
+    SocketInfo, StreamFinal, StreamInterval, StreamRole, TestResult, TestStatus, UdpRxFinal,
+    UdpRxSample, bits_per_second,
 };
 use crate::spec::{Direction, EndCondition, Protocol, TestSpec};
 use crate::units::{format_bits, format_bytes};
@@ -49,7 +50,10 @@ pub fn text_preamble(p: &Preamble<'_>) -> String {
         PeerRole::Server => {
             if let Some(first) = p.sockets.first() {
                 let (host, port) = split_addr(&first.remote);
-                lines.push(format!("Accepted connection from {host}, port {}", port_text(port)));
+                lines.push(format!(
+                    "Accepted connection from {host}, port {}",
+                    port_text(port)
+                ));
             }
         }
     }
@@ -77,7 +81,10 @@ pub fn text_interval_header(spec: &TestSpec, local: PeerRole) -> String {
         (Protocol::Udp, true) => "         Total Datagrams",
         (Protocol::Udp, false) => "         Jitter    Lost/Total Datagrams",
     };
-    format!("{} Interval           Transfer     Bitrate{tail}\n", id_header(spec))
+    format!(
+        "{} Interval           Transfer     Bitrate{tail}\n",
+        id_header(spec)
+    )
 }
 
 /// Lines for one interval: the sending streams, then a `[SUM]` line if there are several, then the
@@ -92,11 +99,22 @@ pub fn text_interval(spec: &TestSpec, local: PeerRole, report: &IntervalReport) 
         lines.push(SEPARATOR.to_string());
     }
     let label = if report.omitted { "(omitted)" } else { "" };
-    let (start, end, seconds) = (report.start.as_secs_f64(), report.end.as_secs_f64(), report.seconds());
+    let (start, end, seconds) = (
+        report.start.as_secs_f64(),
+        report.end.as_secs_f64(),
+        report.seconds(),
+    );
     for role in roles {
         let tag = role_tag(spec, local, role == StreamRole::Sender);
         for s in report.streams.iter().filter(|s| s.role == role) {
-            let lead = lead(&id_cell(s.id), tag, start, end, s.bytes, bits_per_second(s.bytes, seconds));
+            let lead = lead(
+                &id_cell(s.id),
+                tag,
+                start,
+                end,
+                s.bytes,
+                bits_per_second(s.bytes, seconds),
+            );
             lines.push(line(&lead, stream_tail(s), label));
         }
         if let Some(sum) = (count(role) > 1).then(|| report.sum(role)).flatten() {
@@ -130,17 +148,27 @@ pub fn text_summary(result: &TestResult) -> String {
 }
 
 fn summary_header(result: &TestResult) -> String {
-    let has_retr = result.flows().iter().any(|f| f.sent.is_some_and(|t| t.retransmits.is_some()));
+    let has_retr = result
+        .flows()
+        .iter()
+        .any(|f| f.sent.is_some_and(|t| t.retransmits.is_some()));
     let tail = match result.spec.protocol {
         Protocol::Tcp if has_retr => "         Retr",
         Protocol::Tcp => "",
         Protocol::Udp => "         Jitter    Lost/Total Datagrams",
     };
-    format!("{} Interval           Transfer     Bitrate{tail}", id_header(&result.spec))
+    format!(
+        "{} Interval           Transfer     Bitrate{tail}",
+        id_header(&result.spec)
+    )
 }
 
 fn summary_flow_lines(result: &TestResult, flow: &Flow<'_>, lines: &mut Vec<String>) {
-    let tag = role_tag(&result.spec, result.local.role, flow_is_local_tx(result.local.role, flow));
+    let tag = role_tag(
+        &result.spec,
+        result.local.role,
+        flow_is_local_tx(result.local.role, flow),
+    );
     let proto = result.spec.protocol;
     for (id, tx, rx) in &flow.streams {
         let cell = id_cell(*id);
@@ -149,7 +177,12 @@ fn summary_flow_lines(result: &TestResult, flow: &Flow<'_>, lines: &mut Vec<Stri
         }
         if let Some(s) = rx {
             lines.push(final_line(&cell, tag, proto, s, "receiver"));
-            lines.extend(out_of_order_line(&cell, tag, s.duration.as_secs_f64(), s.udp_rx));
+            lines.extend(out_of_order_line(
+                &cell,
+                tag,
+                s.duration.as_secs_f64(),
+                s.udp_rx,
+            ));
         }
     }
     if flow.streams.len() < 2 {
@@ -158,7 +191,11 @@ fn summary_flow_lines(result: &TestResult, flow: &Flow<'_>, lines: &mut Vec<Stri
     for (totals, label) in [(flow.sent, "sender"), (flow.received, "receiver")] {
         let Some(t) = totals else { continue };
         let lead = lead("SUM", tag, 0.0, t.seconds, t.bytes, t.bits_per_second);
-        lines.push(line(&lead, final_tail(proto, t.packets, t.retransmits, t.udp_rx), label));
+        lines.push(line(
+            &lead,
+            final_tail(proto, t.packets, t.retransmits, t.udp_rx),
+            label,
+        ));
         if label == "receiver" {
             lines.extend(out_of_order_line("SUM", tag, t.seconds, t.udp_rx));
         }
@@ -166,21 +203,52 @@ fn summary_flow_lines(result: &TestResult, flow: &Flow<'_>, lines: &mut Vec<Stri
 }
 
 fn final_line(cell: &str, tag: &str, proto: Protocol, s: &StreamFinal, label: &str) -> String {
-    let lead = lead(cell, tag, 0.0, s.duration.as_secs_f64(), s.bytes, s.bits_per_second());
-    line(&lead, final_tail(proto, s.packets, s.tcp.map(|t| t.retransmits), s.udp_rx), label)
+    let lead = lead(
+        cell,
+        tag,
+        0.0,
+        s.duration.as_secs_f64(),
+        s.bytes,
+        s.bits_per_second(),
+    );
+    line(
+        &lead,
+        final_tail(proto, s.packets, s.tcp.map(|t| t.retransmits), s.udp_rx),
+        label,
+    )
 }
 
-fn out_of_order_line(cell: &str, tag: &str, seconds: f64, rx: Option<UdpRxFinal>) -> Option<String> {
+fn out_of_order_line(
+    cell: &str,
+    tag: &str,
+    seconds: f64,
+    rx: Option<UdpRxFinal>,
+) -> Option<String> {
     let n = rx.map_or(0, |r| r.out_of_order);
-    (n > 0).then(|| format!("[{cell}]{tag} {:6.2}-{seconds:<6.2} sec  {n} datagrams received out-of-order", 0.0))
+    (n > 0).then(|| {
+        format!(
+            "[{cell}]{tag} {:6.2}-{seconds:<6.2} sec  {n} datagrams received out-of-order",
+            0.0
+        )
+    })
 }
 
 fn cpu_line(result: &TestResult) -> String {
     let sends = end_sends(&result.spec, result.local.role);
-    let (local_label, remote_label) = if sends { ("sender", "receiver") } else { ("receiver", "sender") };
-    let mut out = format!("CPU Utilization: local/{local_label} {}", cpu_text(&result.local.cpu));
+    let (local_label, remote_label) = if sends {
+        ("sender", "receiver")
+    } else {
+        ("receiver", "sender")
+    };
+    let mut out = format!(
+        "CPU Utilization: local/{local_label} {}",
+        cpu_text(&result.local.cpu)
+    );
     if let Some(remote) = &result.remote {
-        out.push_str(&format!(", remote/{remote_label} {}", cpu_text(&remote.cpu)));
+        out.push_str(&format!(
+            ", remote/{remote_label} {}",
+            cpu_text(&remote.cpu)
+        ));
     }
     out
 }
@@ -200,7 +268,12 @@ fn service_demand_line(result: &TestResult, flows: &[Flow<'_>]) -> Option<String
         .into_iter()
         .filter_map(|(name, v)| v.map(|v| format!("{name} {v:.3} us/KB")))
         .collect();
-    (!parts.is_empty()).then(|| format!("Service demand: {} (host CPU, netperf definition)", parts.join(", ")))
+    (!parts.is_empty()).then(|| {
+        format!(
+            "Service demand: {} (host CPU, netperf definition)",
+            parts.join(", ")
+        )
+    })
 }
 
 /// The columns after "Bitrate" on one line.
@@ -225,7 +298,10 @@ impl Tail {
             Tail::RetrCwnd(r, cwnd) => format!("  {r:>3}   {}       ", format_bytes(cwnd as f64)),
             Tail::Datagrams(n) => format!("  {n}  "),
             Tail::Loss(jitter, lost, total, pct) => {
-                format!("  {jitter:5.3} ms  {lost}/{total} ({}%)  ", two_significant(pct))
+                format!(
+                    "  {jitter:5.3} ms  {lost}/{total} ({}%)  ",
+                    two_significant(pct)
+                )
             }
         }
     }
@@ -254,7 +330,12 @@ fn sample_loss(u: &UdpRxSample) -> Tail {
 }
 
 /// Summary columns: UDP receivers show their loss, UDP senders zeros over the datagrams sent.
-fn final_tail(proto: Protocol, packets: Option<u64>, retr: Option<u64>, rx: Option<UdpRxFinal>) -> Tail {
+fn final_tail(
+    proto: Protocol,
+    packets: Option<u64>,
+    retr: Option<u64>,
+    rx: Option<UdpRxFinal>,
+) -> Tail {
     match (proto, rx, retr) {
         (_, Some(u), _) => Tail::Loss(u.jitter_ms, u.lost, u.expected(), u.lost_percent()),
         (Protocol::Udp, None, _) => Tail::Loss(0.0, 0, packets.unwrap_or(0), 0.0),
@@ -270,7 +351,9 @@ fn lead(cell: &str, tag: &str, start: f64, end: f64, bytes: u64, bps: f64) -> St
 }
 
 fn line(lead: &str, tail: Tail, label: &str) -> String {
-    format!("{lead}{}{label}", tail.text()).trim_end().to_string()
+    format!("{lead}{}{label}", tail.text())
+        .trim_end()
+        .to_string()
 }
 
 fn id_cell(id: u32) -> String {
@@ -278,7 +361,11 @@ fn id_cell(id: u32) -> String {
 }
 
 fn id_header(spec: &TestSpec) -> &'static str {
-    if spec.direction == Direction::Bidir { "[ ID][Role]" } else { "[ ID]" }
+    if spec.direction == Direction::Bidir {
+        "[ ID][Role]"
+    } else {
+        "[ ID]"
+    }
 }
 
 fn role_tag(spec: &TestSpec, local: PeerRole, sending: bool) -> &'static str {
@@ -304,7 +391,9 @@ fn two_significant(v: f64) -> String {
         return if v == 0.0 { "0".into() } else { v.to_string() };
     }
     let sci = format!("{v:.1e}");
-    let Some((mantissa, exp)) = sci.split_once('e') else { return sci };
+    let Some((mantissa, exp)) = sci.split_once('e') else {
+        return sci;
+    };
     let exp: i32 = exp.parse().unwrap_or(0);
     if !(-4..2).contains(&exp) {
         let sign = if exp < 0 { '-' } else { '+' };
@@ -315,7 +404,11 @@ fn two_significant(v: f64) -> String {
 }
 
 fn trim_zeros(s: &str) -> &str {
-    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { s }
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -337,7 +430,10 @@ fn flow_is_local_tx(local: PeerRole, flow: &Flow<'_>) -> bool {
 
 /// The flow iperf3 reports as `sum_sent`/`sum_received` and, in bidir, the one it reports as
 /// `*_bidir_reverse`: the local end's sending flow comes first.
-fn split_flows<'f, 'a>(result: &TestResult, flows: &'f [Flow<'a>]) -> (Option<&'f Flow<'a>>, Option<&'f Flow<'a>>) {
+fn split_flows<'f, 'a>(
+    result: &TestResult,
+    flows: &'f [Flow<'a>],
+) -> (Option<&'f Flow<'a>>, Option<&'f Flow<'a>>) {
     if result.spec.direction != Direction::Bidir {
         return (flows.first(), None);
     }
@@ -348,12 +444,19 @@ fn split_flows<'f, 'a>(result: &TestResult, flows: &'f [Flow<'a>]) -> (Option<&'
 /// Bytes the test moved, the basis of service demand for both ends (netperf uses one throughput
 /// for local and remote): each direction's received count, or its sent count without a receiver.
 fn bytes_moved(flows: &[Flow<'_>]) -> u64 {
-    flows.iter().filter_map(|f| f.received.or(f.sent)).map(|t| t.bytes).sum()
+    flows
+        .iter()
+        .filter_map(|f| f.received.or(f.sent))
+        .map(|t| t.bytes)
+        .sum()
 }
 
 fn service_demands(result: &TestResult, flows: &[Flow<'_>]) -> (Option<f64>, Option<f64>) {
     let bytes = bytes_moved(flows);
-    let remote = result.remote.as_ref().and_then(|r| r.cpu.service_demand_us_per_kb(bytes));
+    let remote = result
+        .remote
+        .as_ref()
+        .and_then(|r| r.cpu.service_demand_us_per_kb(bytes));
     (result.local.cpu.service_demand_us_per_kb(bytes), remote)
 }
 
@@ -390,7 +493,12 @@ fn put(m: &mut Obj, key: &str, value: impl Into<Value>) {
 pub fn json(result: &TestResult) -> Value {
     let mut top = Obj::new();
     put(&mut top, "start", Value::Object(result_start_json(result)));
-    let intervals = result.local.intervals.iter().map(|r| interval_json(&result.spec, r)).collect::<Vec<_>>();
+    let intervals = result
+        .local
+        .intervals
+        .iter()
+        .map(|r| interval_json(&result.spec, r))
+        .collect::<Vec<_>>();
     put(&mut top, "intervals", intervals);
     put(&mut top, "end", Value::Object(end_json(result)));
     put(&mut top, "perfpeer", perfpeer_json(result));
@@ -403,7 +511,10 @@ pub fn json(result: &TestResult) -> Value {
 /// The `--json-stream` start line, `{"event":"start","data":…}` as iperf3 3.17+ (without the
 /// `cookie` and socket buffer figures, which are known only from the final report).
 pub fn json_stream_start(p: &Preamble<'_>, started_unix_ms: u64, host: &HostInfo) -> String {
-    event_line("start", &Value::Object(start_json(p, started_unix_ms, host, None)))
+    event_line(
+        "start",
+        &Value::Object(start_json(p, started_unix_ms, host, None)),
+    )
 }
 
 /// The `--json-stream` line for one interval: `{"event":"interval","data":…}`, `data` shaped as
@@ -420,7 +531,10 @@ pub fn json_stream_end(result: &TestResult) -> String {
     put(&mut end, "perfpeer", perfpeer_json(result));
     let end_line = event_line("end", &Value::Object(end));
     match &result.status {
-        TestStatus::Partial { reason } => format!("{}\n{end_line}", event_line("error", &reason.as_str().into())),
+        TestStatus::Partial { reason } => format!(
+            "{}\n{end_line}",
+            event_line("error", &reason.as_str().into())
+        ),
         TestStatus::Complete => end_line,
     }
 }
@@ -438,12 +552,26 @@ fn result_start_json(result: &TestResult) -> Obj {
         spec: &result.spec,
         sockets: &result.local.sockets,
     };
-    start_json(&p, result.started_unix_ms, &result.local.host, Some((&result.id, &result.local)))
+    start_json(
+        &p,
+        result.started_unix_ms,
+        &result.local.host,
+        Some((&result.id, &result.local)),
+    )
 }
 
-fn start_json(p: &Preamble<'_>, started_unix_ms: u64, host: &HostInfo, side: Option<(&str, &SideReport)>) -> Obj {
+fn start_json(
+    p: &Preamble<'_>,
+    started_unix_ms: u64,
+    host: &HostInfo,
+    side: Option<(&str, &SideReport)>,
+) -> Obj {
     let mut m = Obj::new();
-    put(&mut m, "connected", p.sockets.iter().map(connected_json).collect::<Vec<_>>());
+    put(
+        &mut m,
+        "connected",
+        p.sockets.iter().map(connected_json).collect::<Vec<_>>(),
+    );
     put(&mut m, "version", format!("perfpeer {}", host.version));
     put(&mut m, "system_info", host.system.as_str());
     put(&mut m, "timestamp", timestamp_json(started_unix_ms));
@@ -465,7 +593,11 @@ fn start_json(p: &Preamble<'_>, started_unix_ms: u64, host: &HostInfo, side: Opt
             (None, None) => {}
         }
     }
-    put(&mut m, "target_bitrate", p.spec.per_stream_rate().map_or(0, |r| r.0));
+    put(
+        &mut m,
+        "target_bitrate",
+        p.spec.per_stream_rate().map_or(0, |r| r.0),
+    );
     put(&mut m, "fq_rate", 0);
     put(&mut m, "sock_bufsize", p.spec.window.unwrap_or(0));
     if let Some(b) = side.and_then(|(_, s)| s.sndbuf_actual) {
@@ -524,10 +656,22 @@ fn test_start_json(spec: &TestSpec) -> Value {
     put(&mut m, "duration", duration);
     put(&mut m, "bytes", bytes);
     put(&mut m, "blocks", 0);
-    put(&mut m, "reverse", u8::from(spec.direction == Direction::Reverse));
+    put(
+        &mut m,
+        "reverse",
+        u8::from(spec.direction == Direction::Reverse),
+    );
     put(&mut m, "tos", spec.tos.unwrap_or(0));
-    put(&mut m, "target_bitrate", spec.per_stream_rate().map_or(0, |r| r.0));
-    put(&mut m, "bidir", u8::from(spec.direction == Direction::Bidir));
+    put(
+        &mut m,
+        "target_bitrate",
+        spec.per_stream_rate().map_or(0, |r| r.0),
+    );
+    put(
+        &mut m,
+        "bidir",
+        u8::from(spec.direction == Direction::Bidir),
+    );
     put(&mut m, "fqrate", 0);
     put(&mut m, "interval", spec.interval.as_secs_f64());
     Value::Object(m)
@@ -535,18 +679,27 @@ fn test_start_json(spec: &TestSpec) -> Value {
 
 /// Whole seconds as an integer (as iperf3 prints `omit` and `duration`), else a float.
 fn secs_json(d: std::time::Duration) -> Value {
-    if d.subsec_nanos() == 0 { Value::from(d.as_secs()) } else { Value::from(d.as_secs_f64()) }
+    if d.subsec_nanos() == 0 {
+        Value::from(d.as_secs())
+    } else {
+        Value::from(d.as_secs_f64())
+    }
 }
 
 /// RFC 1123 date in GMT, e.g. "Wed, 02 Dec 2026 14:08:17 GMT".
 fn http_date(unix_secs: u64) -> String {
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     let (days, secs) = (unix_secs / 86_400, unix_secs % 86_400);
     let (year, month, day) = civil_from_days(days);
     let weekday = DAYS[((days + 4) % 7) as usize]; // 1970-01-01 was a Thursday
     let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-    format!("{weekday}, {day:02} {} {year} {h:02}:{m:02}:{s:02} GMT", MONTHS[month as usize - 1])
+    format!(
+        "{weekday}, {day:02} {} {year} {h:02}:{m:02}:{s:02} GMT",
+        MONTHS[month as usize - 1]
+    )
 }
 
 /// Proleptic Gregorian (year, month 1–12, day 1–31) of a day count since 1970-01-01. Years are
@@ -555,11 +708,16 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     const ERA_DAYS: u64 = 146_097;
     let shifted = days + 719_468; // days from 0000-03-01
     let (era, day_of_era) = (shifted / ERA_DAYS, shifted % ERA_DAYS);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_from_march = (5 * day_of_year + 2) / 153;
     let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 };
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    };
     let year = era * 400 + year_of_era + u64::from(month <= 2);
     (year, month, day)
 }
@@ -570,16 +728,29 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 /// ones at a pure receiver) and, in bidir, `sum_bidir_reverse` over the receiving ones.
 fn interval_json(spec: &TestSpec, report: &IntervalReport) -> Value {
     let mut m = Obj::new();
-    let streams = report.streams.iter().map(|s| stream_interval_json(report, s)).collect::<Vec<_>>();
+    let streams = report
+        .streams
+        .iter()
+        .map(|s| stream_interval_json(report, s))
+        .collect::<Vec<_>>();
     put(&mut m, "streams", streams);
     let has_sender = report.streams.iter().any(|s| s.role == StreamRole::Sender);
-    let main = if has_sender { StreamRole::Sender } else { StreamRole::Receiver };
+    let main = if has_sender {
+        StreamRole::Sender
+    } else {
+        StreamRole::Receiver
+    };
     if let Some(sum) = report.sum(main) {
         put(&mut m, "sum", interval_sum_json(report, &sum, main));
     }
-    let reverse = (spec.direction == Direction::Bidir && has_sender).then(|| report.sum(StreamRole::Receiver));
+    let reverse = (spec.direction == Direction::Bidir && has_sender)
+        .then(|| report.sum(StreamRole::Receiver));
     if let Some(sum) = reverse.flatten() {
-        put(&mut m, "sum_bidir_reverse", interval_sum_json(report, &sum, StreamRole::Receiver));
+        put(
+            &mut m,
+            "sum_bidir_reverse",
+            interval_sum_json(report, &sum, StreamRole::Receiver),
+        );
     }
     Value::Object(m)
 }
@@ -588,7 +759,14 @@ fn stream_interval_json(report: &IntervalReport, s: &StreamInterval) -> Value {
     let mut m = Obj::new();
     put(&mut m, "socket", s.id);
     let bps = bits_per_second(s.bytes, report.seconds());
-    put_span(&mut m, report.start.as_secs_f64(), report.end.as_secs_f64(), report.seconds(), s.bytes, bps);
+    put_span(
+        &mut m,
+        report.start.as_secs_f64(),
+        report.end.as_secs_f64(),
+        report.seconds(),
+        s.bytes,
+        bps,
+    );
     if let Some(t) = s.tcp {
         put(&mut m, "retransmits", t.retransmits);
         put(&mut m, "snd_cwnd", t.snd_cwnd);
@@ -610,7 +788,14 @@ fn stream_interval_json(report: &IntervalReport, s: &StreamInterval) -> Value {
 fn interval_sum_json(report: &IntervalReport, sum: &IntervalSum, role: StreamRole) -> Value {
     let mut m = Obj::new();
     let (start, end) = (report.start.as_secs_f64(), report.end.as_secs_f64());
-    put_span(&mut m, start, end, report.seconds(), sum.bytes, sum.bits_per_second);
+    put_span(
+        &mut m,
+        start,
+        end,
+        report.seconds(),
+        sum.bytes,
+        sum.bits_per_second,
+    );
     if let Some(r) = sum.retransmits {
         put(&mut m, "retransmits", r);
     }
@@ -649,7 +834,11 @@ fn end_json(result: &TestResult) -> Obj {
     let streams: Vec<Value> = main
         .into_iter()
         .chain(reverse)
-        .flat_map(|f| f.streams.iter().map(move |(_, tx, rx)| end_stream_json(result, f, *tx, *rx)))
+        .flat_map(|f| {
+            f.streams
+                .iter()
+                .map(move |(_, tx, rx)| end_stream_json(result, f, *tx, *rx))
+        })
         .collect();
     put(&mut m, "streams", streams);
     for (flow, suffix) in [(main, ""), (reverse, "_bidir_reverse")] {
@@ -660,8 +849,15 @@ fn end_json(result: &TestResult) -> Obj {
     put(&mut m, "cpu_utilization_percent", cpu_json(result));
     if let (Protocol::Tcp, Some(flow)) = (result.spec.protocol, main) {
         let (client, server) = result.sides();
-        let (tx, rx) = if flow.client_to_server { (client, server) } else { (server, client) };
-        for (key, side) in [("sender_tcp_congestion", tx), ("receiver_tcp_congestion", rx)] {
+        let (tx, rx) = if flow.client_to_server {
+            (client, server)
+        } else {
+            (server, client)
+        };
+        for (key, side) in [
+            ("sender_tcp_congestion", tx),
+            ("receiver_tcp_congestion", rx),
+        ] {
             if let Some(cc) = side.and_then(|s| s.congestion_used.as_deref()) {
                 put(&mut m, key, cc);
             }
@@ -672,7 +868,12 @@ fn end_json(result: &TestResult) -> Obj {
 
 /// TCP: `{sender, receiver}` (each present when that end reported). UDP: `{udp}` from the local
 /// end's view, with the receiver's jitter and loss.
-fn end_stream_json(result: &TestResult, flow: &Flow<'_>, tx: Option<&StreamFinal>, rx: Option<&StreamFinal>) -> Value {
+fn end_stream_json(
+    result: &TestResult,
+    flow: &Flow<'_>,
+    tx: Option<&StreamFinal>,
+    rx: Option<&StreamFinal>,
+) -> Value {
     let mut m = Obj::new();
     match result.spec.protocol {
         Protocol::Tcp => {
@@ -687,7 +888,11 @@ fn end_stream_json(result: &TestResult, flow: &Flow<'_>, tx: Option<&StreamFinal
             let view = if local_tx { tx.or(rx) } else { rx.or(tx) };
             if let Some(s) = view {
                 let rx_final = rx.and_then(|r| r.udp_rx);
-                put(&mut m, "udp", final_json(s, Some(rx_final.unwrap_or_default())));
+                put(
+                    &mut m,
+                    "udp",
+                    final_json(s, Some(rx_final.unwrap_or_default())),
+                );
             }
         }
     }
@@ -707,7 +912,11 @@ fn final_json(s: &StreamFinal, udp: Option<UdpRxFinal>) -> Value {
         put(&mut m, "mean_rtt", t.mean_rtt_us);
     }
     if let Some(u) = udp {
-        let packets = if u.expected() > 0 { u.expected() } else { s.packets.unwrap_or(0) };
+        let packets = if u.expected() > 0 {
+            u.expected()
+        } else {
+            s.packets.unwrap_or(0)
+        };
         put_loss(&mut m, u.jitter_ms, u.lost, packets, u.lost_percent());
         put(&mut m, "out_of_order", u.out_of_order);
     }
@@ -719,20 +928,41 @@ fn put_flow_sums(m: &mut Obj, result: &TestResult, flow: &Flow<'_>, suffix: &str
     let udp = result.spec.protocol == Protocol::Udp;
     if udp {
         let local_tx = flow_is_local_tx(result.local.role, flow);
-        let preferred = if local_tx { flow.sent.map(|t| (t, true)) } else { flow.received.map(|t| (t, false)) };
-        let view = preferred.or(flow.sent.map(|t| (t, true))).or(flow.received.map(|t| (t, false)));
+        let preferred = if local_tx {
+            flow.sent.map(|t| (t, true))
+        } else {
+            flow.received.map(|t| (t, false))
+        };
+        let view = preferred
+            .or(flow.sent.map(|t| (t, true)))
+            .or(flow.received.map(|t| (t, false)));
         if let Some((t, sender)) = view {
             let loss = flow.received.and_then(|r| r.udp_rx).unwrap_or_default();
-            put(m, &format!("sum{suffix}"), totals_json(&t, sender, Some(loss)));
+            put(
+                m,
+                &format!("sum{suffix}"),
+                totals_json(&t, sender, Some(loss)),
+            );
         }
     }
     if let Some(t) = flow.sent {
-        let loss = udp.then(|| UdpRxFinal { sender_packets: t.packets, ..Default::default() });
+        let loss = udp.then(|| UdpRxFinal {
+            sender_packets: t.packets,
+            ..Default::default()
+        });
         put(m, &format!("sum_sent{suffix}"), totals_json(&t, true, loss));
     }
     if let Some(t) = flow.received {
-        let loss = if udp { Some(t.udp_rx.unwrap_or_default()) } else { None };
-        put(m, &format!("sum_received{suffix}"), totals_json(&t, false, loss));
+        let loss = if udp {
+            Some(t.udp_rx.unwrap_or_default())
+        } else {
+            None
+        };
+        put(
+            m,
+            &format!("sum_received{suffix}"),
+            totals_json(&t, false, loss),
+        );
     }
 }
 
@@ -740,12 +970,23 @@ fn put_flow_sums(m: &mut Obj, result: &TestResult, flow: &Flow<'_>, suffix: &str
 /// passed as `sender_packets`).
 fn totals_json(t: &DirectionTotals, sender: bool, loss: Option<UdpRxFinal>) -> Value {
     let mut m = Obj::new();
-    put_span(&mut m, 0.0, t.seconds, t.seconds, t.bytes, t.bits_per_second);
+    put_span(
+        &mut m,
+        0.0,
+        t.seconds,
+        t.seconds,
+        t.bytes,
+        t.bits_per_second,
+    );
     if let (true, Some(r)) = (sender, t.retransmits) {
         put(&mut m, "retransmits", r);
     }
     if let Some(u) = loss {
-        let packets = if u.expected() > 0 { u.expected() } else { u.sender_packets.or(t.packets).unwrap_or(0) };
+        let packets = if u.expected() > 0 {
+            u.expected()
+        } else {
+            u.sender_packets.or(t.packets).unwrap_or(0)
+        };
         put_loss(&mut m, u.jitter_ms, u.lost, packets, u.lost_percent());
     }
     put(&mut m, "sender", sender);
@@ -780,9 +1021,17 @@ fn perfpeer_json(result: &TestResult) -> Value {
         }
     }
     let (sd_local, sd_remote) = service_demands(result, &flows);
-    put(&mut m, "service_demand_us_per_kb", local_remote_json(sd_local, sd_remote));
+    put(
+        &mut m,
+        "service_demand_us_per_kb",
+        local_remote_json(sd_local, sd_remote),
+    );
     let host_remote = result.remote.as_ref().map(|r| r.cpu.host_total_percent());
-    put(&mut m, "host_cpu_percent", local_remote_json(Some(result.local.cpu.host_total_percent()), host_remote));
+    put(
+        &mut m,
+        "host_cpu_percent",
+        local_remote_json(Some(result.local.cpu.host_total_percent()), host_remote),
+    );
     if result.spec.protocol == Protocol::Udp {
         let (main, reverse) = split_flows(result, &flows);
         let mut udp = Obj::new();
@@ -793,7 +1042,11 @@ fn perfpeer_json(result: &TestResult) -> Value {
         }
         put(&mut m, "udp", udp);
     }
-    put(&mut m, "spec", serde_json::to_value(&result.spec).unwrap_or(Value::Null));
+    put(
+        &mut m,
+        "spec",
+        serde_json::to_value(&result.spec).unwrap_or(Value::Null),
+    );
     Value::Object(m)
 }
 
@@ -837,8 +1090,16 @@ mod tests {
         };
         SideReport {
             role,
-            host: HostInfo { hostname: "h".into(), system: "Linux h 6.8.0 x86_64".into(), version: "0.1.0".into() },
-            sockets: vec![SocketInfo { id: 1, local: local.into(), remote: remote.into() }],
+            host: HostInfo {
+                hostname: "h".into(),
+                system: "Linux h 6.8.0 x86_64".into(),
+                version: "0.1.0".into(),
+            },
+            sockets: vec![SocketInfo {
+                id: 1,
+                local: local.into(),
+                remote: remote.into(),
+            }],
             sndbuf_actual: Some(16_384),
             rcvbuf_actual: Some(131_072),
             tcp_mss: Some(1448),
@@ -850,21 +1111,56 @@ mod tests {
     }
 
     fn fin(id: u32, role: StreamRole, bytes: u64, duration: f64) -> StreamFinal {
-        StreamFinal { id, role, bytes, duration: secs(duration), packets: None, tcp: None, udp_rx: None }
+        StreamFinal {
+            id,
+            role,
+            bytes,
+            duration: secs(duration),
+            packets: None,
+            tcp: None,
+            udp_rx: None,
+        }
     }
 
     fn tcp_tx(id: u32, bytes: u64, retransmits: u64) -> StreamFinal {
-        let tcp = TcpFinal { retransmits, max_snd_cwnd: 3_145_728, max_rtt_us: 400, min_rtt_us: 90, mean_rtt_us: 150 };
-        StreamFinal { tcp: Some(tcp), ..fin(id, StreamRole::Sender, bytes, 10.0) }
+        let tcp = TcpFinal {
+            retransmits,
+            max_snd_cwnd: 3_145_728,
+            max_rtt_us: 400,
+            min_rtt_us: 90,
+            mean_rtt_us: 150,
+        };
+        StreamFinal {
+            tcp: Some(tcp),
+            ..fin(id, StreamRole::Sender, bytes, 10.0)
+        }
     }
 
     fn tx_interval(id: u32, bytes: u64, retransmits: u64, snd_cwnd: u64) -> StreamInterval {
-        let tcp = TcpSample { retransmits, snd_cwnd, rtt_us: 120, rttvar_us: 30, pmtu: 1500 };
-        StreamInterval { id, role: StreamRole::Sender, bytes, packets: None, tcp: Some(tcp), udp_rx: None }
+        let tcp = TcpSample {
+            retransmits,
+            snd_cwnd,
+            rtt_us: 120,
+            rttvar_us: 30,
+            pmtu: 1500,
+        };
+        StreamInterval {
+            id,
+            role: StreamRole::Sender,
+            bytes,
+            packets: None,
+            tcp: Some(tcp),
+            udp_rx: None,
+        }
     }
 
     fn interval(start: f64, streams: Vec<StreamInterval>) -> IntervalReport {
-        IntervalReport { start: secs(start), end: secs(start + 1.0), omitted: false, streams }
+        IntervalReport {
+            start: secs(start),
+            end: secs(start + 1.0),
+            omitted: false,
+            streams,
+        }
     }
 
     fn result(spec: TestSpec, local: SideReport, remote: Option<SideReport>) -> TestResult {
@@ -881,8 +1177,15 @@ mod tests {
 
     /// Client sending TCP, one stream, 12.5 GB in 10 s.
     fn tcp_single() -> TestResult {
-        let mut local = side(PeerRole::Client, vec![tcp_tx(1, 12_500_000_000, 7)], cpu(0.32, 9.19, 10.0, 4));
-        local.intervals = vec![interval(0.0, vec![tx_interval(1, 1_250_000_000, 3, 1_572_864)])];
+        let mut local = side(
+            PeerRole::Client,
+            vec![tcp_tx(1, 12_500_000_000, 7)],
+            cpu(0.32, 9.19, 10.0, 4),
+        );
+        local.intervals = vec![interval(
+            0.0,
+            vec![tx_interval(1, 1_250_000_000, 3, 1_572_864)],
+        )];
         local.congestion_used = Some("cubic".into());
         let rx = fin(1, StreamRole::Receiver, 12_499_000_000, 10.04);
         let mut remote = side(PeerRole::Server, vec![rx], cpu(0.5, 7.5, 30.0, 2));
@@ -896,12 +1199,21 @@ mod tests {
         let tx = vec![tcp_tx(1, 5_000_000_000, 4), tcp_tx(2, 5_000_000_000, 5)];
         let mut local = side(PeerRole::Client, tx, cpu(0.1, 2.0, 10.0, 4));
         let streams = |base: u64| {
-            vec![tx_interval(1, 500_000_000, base, 1 << 20), tx_interval(2, 500_000_000, base + 1, 1 << 20)]
+            vec![
+                tx_interval(1, 500_000_000, base, 1 << 20),
+                tx_interval(2, 500_000_000, base + 1, 1 << 20),
+            ]
         };
         local.intervals = vec![interval(0.0, streams(0)), interval(1.0, streams(1))];
-        let rx =
-            vec![fin(1, StreamRole::Receiver, 5_000_000_000, 10.0), fin(2, StreamRole::Receiver, 5_000_000_000, 10.0)];
-        result(spec, local, Some(side(PeerRole::Server, rx, cpu(0.1, 1.0, 10.0, 4))))
+        let rx = vec![
+            fin(1, StreamRole::Receiver, 5_000_000_000, 10.0),
+            fin(2, StreamRole::Receiver, 5_000_000_000, 10.0),
+        ];
+        result(
+            spec,
+            local,
+            Some(side(PeerRole::Server, rx, cpu(0.1, 1.0, 10.0, 4))),
+        )
     }
 
     /// Server receiving UDP from the client: 900 datagrams sent, 20 lost, 2 late, 1 duplicate.
@@ -914,9 +1226,18 @@ mod tests {
             duplicates: 1,
             jitter_ms: 0.05,
         };
-        let rx = StreamFinal { udp_rx: Some(udp_rx), ..fin(1, StreamRole::Receiver, 1448 * 880, 10.0) };
+        let rx = StreamFinal {
+            udp_rx: Some(udp_rx),
+            ..fin(1, StreamRole::Receiver, 1448 * 880, 10.0)
+        };
         let mut local = side(PeerRole::Server, vec![rx], cpu(0.1, 0.2, 1.0, 2));
-        let sample = UdpRxSample { packets: 90, lost: 5, out_of_order: 0, duplicates: 0, jitter_ms: 0.123 };
+        let sample = UdpRxSample {
+            packets: 90,
+            lost: 5,
+            out_of_order: 0,
+            duplicates: 0,
+            jitter_ms: 0.123,
+        };
         let s = StreamInterval {
             id: 1,
             role: StreamRole::Receiver,
@@ -926,15 +1247,25 @@ mod tests {
             udp_rx: Some(sample),
         };
         local.intervals = vec![interval(0.0, vec![s])];
-        let tx = StreamFinal { packets: Some(900), ..fin(1, StreamRole::Sender, 1448 * 900, 10.0) };
-        result(TestSpec::new(Protocol::Udp), local, Some(side(PeerRole::Client, vec![tx], cpu(0.2, 0.3, 1.0, 2))))
+        let tx = StreamFinal {
+            packets: Some(900),
+            ..fin(1, StreamRole::Sender, 1448 * 900, 10.0)
+        };
+        result(
+            TestSpec::new(Protocol::Udp),
+            local,
+            Some(side(PeerRole::Client, vec![tx], cpu(0.2, 0.3, 1.0, 2))),
+        )
     }
 
     /// Client in bidir TCP: stream 1 client→server, stream 2 server→client.
     fn tcp_bidir() -> TestResult {
         let mut spec = TestSpec::new(Protocol::Tcp);
         spec.direction = Direction::Bidir;
-        let local_streams = vec![tcp_tx(1, 1_250_000_000, 2), fin(2, StreamRole::Receiver, 625_000_000, 10.0)];
+        let local_streams = vec![
+            tcp_tx(1, 1_250_000_000, 2),
+            fin(2, StreamRole::Receiver, 625_000_000, 10.0),
+        ];
         let mut local = side(PeerRole::Client, local_streams, cpu(0.5, 5.0, 10.0, 4));
         let rx = StreamInterval {
             id: 2,
@@ -944,9 +1275,23 @@ mod tests {
             tcp: None,
             udp_rx: None,
         };
-        local.intervals = vec![interval(0.0, vec![tx_interval(1, 125_000_000, 0, 262_144), rx])];
-        let remote_streams = vec![fin(1, StreamRole::Receiver, 1_250_000_000, 10.0), tcp_tx(2, 625_000_000, 1)];
-        result(spec, local, Some(side(PeerRole::Server, remote_streams, cpu(0.5, 5.0, 10.0, 4))))
+        local.intervals = vec![interval(
+            0.0,
+            vec![tx_interval(1, 125_000_000, 0, 262_144), rx],
+        )];
+        let remote_streams = vec![
+            fin(1, StreamRole::Receiver, 1_250_000_000, 10.0),
+            tcp_tx(2, 625_000_000, 1),
+        ];
+        result(
+            spec,
+            local,
+            Some(side(
+                PeerRole::Server,
+                remote_streams,
+                cpu(0.5, 5.0, 10.0, 4),
+            )),
+        )
     }
 
     fn lines(text: &str) -> Vec<&str> {
@@ -956,8 +1301,12 @@ mod tests {
     #[test]
     fn tcp_single_stream_text() {
         let r = tcp_single();
-        let p =
-            Preamble { role: PeerRole::Client, server_addr: &r.server_addr, spec: &r.spec, sockets: &r.local.sockets };
+        let p = Preamble {
+            role: PeerRole::Client,
+            server_addr: &r.server_addr,
+            spec: &r.spec,
+            sockets: &r.local.sockets,
+        };
         assert_eq!(
             text_preamble(&p),
             "Connecting to host 10.0.0.2, port 5201\n[  1] local 10.0.0.1 port 40000 connected to 10.0.0.2 port 5201\n"
@@ -995,12 +1344,25 @@ mod tests {
         assert_eq!(j["start"]["tcp_mss_default"], 1448);
         assert_eq!(j["start"]["connecting_to"]["port"], 5201);
         assert_eq!(j["start"]["connected"][0]["local_port"], 40000);
-        assert_eq!(j["start"]["timestamp"]["time"], "Wed, 02 Dec 2026 14:08:17 GMT");
+        assert_eq!(
+            j["start"]["timestamp"]["time"],
+            "Wed, 02 Dec 2026 14:08:17 GMT"
+        );
         assert_eq!(j["start"]["timestamp"]["timesecs"], 1_796_220_497u64);
         let s = &j["intervals"][0]["streams"][0];
-        assert_eq!((s["socket"].clone(), s["retransmits"].clone(), s["rtt"].clone()), (1.into(), 3.into(), 120.into()));
+        assert_eq!(
+            (
+                s["socket"].clone(),
+                s["retransmits"].clone(),
+                s["rtt"].clone()
+            ),
+            (1.into(), 3.into(), 120.into())
+        );
         assert_eq!(s["bits_per_second"], 1e10);
-        assert_eq!((s["omitted"].clone(), s["sender"].clone()), (false.into(), true.into()));
+        assert_eq!(
+            (s["omitted"].clone(), s["sender"].clone()),
+            (false.into(), true.into())
+        );
         assert!(s.get("snd_wnd").is_none());
         assert_eq!(j["intervals"][0]["sum"]["retransmits"], 3);
         let end = &j["end"];
@@ -1009,13 +1371,19 @@ mod tests {
         assert_eq!(end["streams"][0]["receiver"]["seconds"], 10.04);
         assert_eq!(end["sum_sent"]["bytes"], 12_500_000_000u64);
         assert_eq!(end["sum_sent"]["retransmits"], 7);
-        assert_eq!(end["sum_received"]["bits_per_second"], 12_499_000_000.0 * 8.0 / 10.04);
+        assert_eq!(
+            end["sum_received"]["bits_per_second"],
+            12_499_000_000.0 * 8.0 / 10.04
+        );
         assert!(end.get("sum").is_none() && end.get("sum_sent_bidir_reverse").is_none());
         let cpu = &end["cpu_utilization_percent"];
         assert!((cpu["host_total"].as_f64().unwrap() - 95.1).abs() < 1e-9);
         assert!((cpu["remote_system"].as_f64().unwrap() - 75.0).abs() < 1e-9);
         assert_eq!(
-            (end["sender_tcp_congestion"].clone(), end["receiver_tcp_congestion"].clone()),
+            (
+                end["sender_tcp_congestion"].clone(),
+                end["receiver_tcp_congestion"].clone()
+            ),
             ("cubic".into(), "bbr".into())
         );
         let pp = &j["perfpeer"];
@@ -1030,7 +1398,11 @@ mod tests {
     fn tcp_two_streams_have_sum_lines_and_separators() {
         let r = tcp_two_streams();
         assert_eq!(
-            lines(&text_interval(&r.spec, PeerRole::Client, &r.local.intervals[0])),
+            lines(&text_interval(
+                &r.spec,
+                PeerRole::Client,
+                &r.local.intervals[0]
+            )),
             [
                 "[  1]   0.00-1.00   sec   477 MBytes  4.00 Gbits/sec    0   1.00 MBytes",
                 "[  2]   0.00-1.00   sec   477 MBytes  4.00 Gbits/sec    1   1.00 MBytes",
@@ -1038,8 +1410,16 @@ mod tests {
             ]
         );
         let second = text_interval(&r.spec, PeerRole::Client, &r.local.intervals[1]);
-        assert!(second.starts_with("- - - - - - - - - - - - - - - - - - - - - - - - -\n[  1]   1.00-2.00"), "{second}");
-        assert!(second.ends_with("[SUM]   1.00-2.00   sec   954 MBytes  8.00 Gbits/sec    3\n"), "{second}");
+        assert!(
+            second.starts_with(
+                "- - - - - - - - - - - - - - - - - - - - - - - - -\n[  1]   1.00-2.00"
+            ),
+            "{second}"
+        );
+        assert!(
+            second.ends_with("[SUM]   1.00-2.00   sec   954 MBytes  8.00 Gbits/sec    3\n"),
+            "{second}"
+        );
         assert_eq!(
             lines(&text_summary(&r))[2..8],
             [
@@ -1064,8 +1444,12 @@ mod tests {
     #[test]
     fn udp_receiver_text() {
         let r = udp_receiver();
-        let p =
-            Preamble { role: PeerRole::Server, server_addr: &r.server_addr, spec: &r.spec, sockets: &r.local.sockets };
+        let p = Preamble {
+            role: PeerRole::Server,
+            server_addr: &r.server_addr,
+            spec: &r.spec,
+            sockets: &r.local.sockets,
+        };
         assert_eq!(
             text_preamble(&p),
             "Accepted connection from 10.0.0.1, port 40000\n[  1] local 10.0.0.2 port 5201 connected to 10.0.0.1 port 40000\n"
@@ -1075,7 +1459,10 @@ mod tests {
             "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams\n"
         );
         assert_eq!(
-            text_interval_header(&r.spec, PeerRole::Client).trim_end().rsplit("  ").next(),
+            text_interval_header(&r.spec, PeerRole::Client)
+                .trim_end()
+                .rsplit("  ")
+                .next(),
             Some("Total Datagrams")
         );
         assert_eq!(
@@ -1099,11 +1486,18 @@ mod tests {
         let j = json(&udp_receiver());
         assert_eq!(j["start"]["test_start"]["protocol"], "UDP");
         assert_eq!(j["start"]["test_start"]["target_bitrate"], 1_000_000);
-        assert!(j["start"].get("tcp_mss_default").is_none() && j["start"].get("connecting_to").is_none());
+        assert!(
+            j["start"].get("tcp_mss_default").is_none()
+                && j["start"].get("connecting_to").is_none()
+        );
         assert_eq!(j["start"]["accepted_connection"]["host"], "10.0.0.1");
         let s = &j["intervals"][0]["streams"][0];
         assert_eq!(
-            (s["lost_packets"].clone(), s["packets"].clone(), s["jitter_ms"].clone()),
+            (
+                s["lost_packets"].clone(),
+                s["packets"].clone(),
+                s["jitter_ms"].clone()
+            ),
             (5.into(), 90.into(), 0.123.into())
         );
         assert!((s["lost_percent"].as_f64().unwrap() - 100.0 * 5.0 / 90.0).abs() < 1e-9);
@@ -1116,13 +1510,20 @@ mod tests {
         assert!((end["sum"]["lost_percent"].as_f64().unwrap() - 100.0 * 20.0 / 900.0).abs() < 1e-9);
         assert_eq!(end["sum"]["bytes"], 1448 * 880);
         assert_eq!(
-            (end["sum_sent"]["packets"].clone(), end["sum_sent"]["lost_packets"].clone()),
+            (
+                end["sum_sent"]["packets"].clone(),
+                end["sum_sent"]["lost_packets"].clone()
+            ),
             (900.into(), 0.into())
         );
         assert_eq!(end["sum_received"]["lost_packets"], 20);
         let udp = &end["streams"][0]["udp"];
         assert_eq!(
-            (udp["out_of_order"].clone(), udp["socket"].clone(), udp["sender"].clone()),
+            (
+                udp["out_of_order"].clone(),
+                udp["socket"].clone(),
+                udp["sender"].clone()
+            ),
             (2.into(), 1.into(), false.into())
         );
         assert!(end.get("sender_tcp_congestion").is_none());
@@ -1137,7 +1538,11 @@ mod tests {
             "[ ID][Role] Interval           Transfer     Bitrate         Retr  Cwnd\n"
         );
         assert_eq!(
-            lines(&text_interval(&r.spec, PeerRole::Client, &r.local.intervals[0])),
+            lines(&text_interval(
+                &r.spec,
+                PeerRole::Client,
+                &r.local.intervals[0]
+            )),
             [
                 "[  1][TX-C]   0.00-1.00   sec   119 MBytes  1.00 Gbits/sec    0    256 KBytes",
                 "[  2][RX-C]   0.00-1.00   sec  59.6 MBytes   500 Mbits/sec",
@@ -1154,7 +1559,10 @@ mod tests {
             ]
         );
         let server_view = text_interval(&r.spec, PeerRole::Server, &r.local.intervals[0]);
-        assert!(server_view.starts_with("[  1][TX-S]") && server_view.contains("\n[  2][RX-S]"), "{server_view}");
+        assert!(
+            server_view.starts_with("[  1][TX-S]") && server_view.contains("\n[  2][RX-S]"),
+            "{server_view}"
+        );
         let j = json(&r);
         assert_eq!(j["start"]["test_start"]["bidir"], 1);
         assert_eq!(j["intervals"][0]["sum"]["bytes"], 125_000_000);
@@ -1162,7 +1570,10 @@ mod tests {
         assert_eq!(j["intervals"][0]["sum_bidir_reverse"]["sender"], false);
         assert_eq!(j["end"]["sum_sent"]["bytes"], 1_250_000_000);
         assert_eq!(j["end"]["sum_sent_bidir_reverse"]["bytes"], 625_000_000);
-        assert_eq!(j["end"]["sum_received_bidir_reverse"]["bits_per_second"], 5e8);
+        assert_eq!(
+            j["end"]["sum_received_bidir_reverse"]["bits_per_second"],
+            5e8
+        );
         assert_eq!(j["end"]["streams"][1]["sender"]["retransmits"], 1);
     }
 
@@ -1170,10 +1581,13 @@ mod tests {
     fn partial_result_says_why() {
         let mut r = tcp_single();
         r.remote = None;
-        r.status = TestStatus::Partial { reason: "the server vanished".into() };
+        r.status = TestStatus::Partial {
+            reason: "the server vanished".into(),
+        };
         r.local.intervals[0].omitted = true;
         assert!(
-            text_interval(&r.spec, PeerRole::Client, &r.local.intervals[0]).ends_with("1.50 MBytes       (omitted)\n")
+            text_interval(&r.spec, PeerRole::Client, &r.local.intervals[0])
+                .ends_with("1.50 MBytes       (omitted)\n")
         );
         assert_eq!(
             lines(&text_summary(&r))[2..],
@@ -1192,7 +1606,11 @@ mod tests {
         assert_eq!(j["perfpeer"]["partial_reason"], "the server vanished");
         assert!(j["end"].get("sum_received").is_none());
         assert!(j["end"]["streams"][0].get("receiver").is_none());
-        assert!(j["end"]["cpu_utilization_percent"].get("remote_total").is_none());
+        assert!(
+            j["end"]["cpu_utilization_percent"]
+                .get("remote_total")
+                .is_none()
+        );
         assert_eq!(j["intervals"][0]["streams"][0]["omitted"], true);
         let stream = json_stream_end(&r);
         let (err, end) = stream.split_once('\n').unwrap();
@@ -1203,14 +1621,19 @@ mod tests {
     #[test]
     fn json_stream_lines_match_the_json_object() {
         let r = tcp_single();
-        let p =
-            Preamble { role: PeerRole::Client, server_addr: &r.server_addr, spec: &r.spec, sockets: &r.local.sockets };
+        let p = Preamble {
+            role: PeerRole::Client,
+            server_addr: &r.server_addr,
+            spec: &r.spec,
+            sockets: &r.local.sockets,
+        };
         let start = json_stream_start(&p, r.started_unix_ms, &r.local.host);
         assert!(start.starts_with(r#"{"event":"start","data":{"#) && !start.contains('\n'));
         let start: Value = serde_json::from_str(&start).unwrap();
         assert_eq!(start["data"]["version"], "perfpeer 0.1.0");
         assert_eq!(start["data"]["test_start"], json(&r)["start"]["test_start"]);
-        let line: Value = serde_json::from_str(&json_stream_interval(&r.spec, &r.local.intervals[0])).unwrap();
+        let line: Value =
+            serde_json::from_str(&json_stream_interval(&r.spec, &r.local.intervals[0])).unwrap();
         assert_eq!(line["event"], "interval");
         assert_eq!(line["data"], json(&r)["intervals"][0]);
         let end: Value = serde_json::from_str(&json_stream_end(&r)).unwrap();
@@ -1223,8 +1646,13 @@ mod tests {
         assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
         assert_eq!(http_date(951_782_400), "Tue, 29 Feb 2000 00:00:00 GMT");
         assert_eq!(http_date(1_796_220_497), "Wed, 02 Dec 2026 14:08:17 GMT");
-        let g: Vec<String> = [0.0, 12.5, 100.0, 99.96, 0.5, 2.2222, 0.00001234, 5.0].map(two_significant).to_vec();
-        assert_eq!(g, ["0", "12", "1e+02", "1e+02", "0.5", "2.2", "1.2e-05", "5"]);
+        let g: Vec<String> = [0.0, 12.5, 100.0, 99.96, 0.5, 2.2222, 0.00001234, 5.0]
+            .map(two_significant)
+            .to_vec();
+        assert_eq!(
+            g,
+            ["0", "12", "1e+02", "1e+02", "0.5", "2.2", "1.2e-05", "5"]
+        );
         assert_eq!(split_addr("[::1]:5201"), ("::1", Some(5201)));
         assert_eq!(split_addr("::1"), ("::1", None));
         assert_eq!(split_addr("example.org"), ("example.org", None));
