@@ -27,6 +27,7 @@ use perfpeer_shared::spec::{EndCondition, TestSpec};
 use perfpeer_shared::units::BitRate;
 
 use self::udp_stats::UdpRxStats;
+use self::wire::DatagramFormat;
 
 /// A connected data socket, shared by its worker thread and the sampler (which reads TCP_INFO).
 #[derive(Debug, Clone)]
@@ -133,6 +134,17 @@ impl SideControl {
     }
 }
 
+/// How an engine's streams talk on the wire; perfpeer's own formats unless a compat driver
+/// (iperf3, iperf2, ttcp) says otherwise.
+#[derive(Debug, Clone, Default)]
+pub struct WireOptions {
+    /// Layout of UDP datagrams.
+    pub format: DatagramFormat,
+    /// First bytes of every payload buffer (e.g. iperf2's test header at offset 16); the
+    /// per-datagram header is written over its start.
+    pub payload_template: Option<Vec<u8>>,
+}
+
 /// What a worker thread needs.
 struct Worker {
     id: u32,
@@ -140,6 +152,20 @@ struct Worker {
     control: Arc<SideControl>,
     len: usize,
     rate: Option<BitRate>,
+    format: DatagramFormat,
+    template: Option<Arc<Vec<u8>>>,
+}
+
+impl Worker {
+    /// The stream's payload buffer, allocated once and reused for every write.
+    fn payload(&self) -> Vec<u8> {
+        let mut buf = payload(self.len.max(self.format.min_len()));
+        if let Some(t) = &self.template {
+            let n = t.len().min(buf.len());
+            buf[..n].copy_from_slice(&t[..n]);
+        }
+        buf
+    }
 }
 
 /// A running stream.
@@ -166,6 +192,17 @@ pub struct Engine {
 impl Engine {
     /// Spawns one worker thread per stream; measurement time counts from `epoch`.
     pub fn start(spec: &TestSpec, setups: Vec<StreamSetup>, epoch: Instant) -> io::Result<Engine> {
+        Engine::start_with(spec, setups, epoch, &WireOptions::default())
+    }
+
+    /// [`Engine::start`] with a stock tool's wire options.
+    pub fn start_with(
+        spec: &TestSpec,
+        setups: Vec<StreamSetup>,
+        epoch: Instant,
+        wire: &WireOptions,
+    ) -> io::Result<Engine> {
+        let template = wire.payload_template.clone().map(Arc::new);
         let budget = match spec.end {
             EndCondition::Bytes { bytes } => Some(AtomicU64::new(bytes)),
             EndCondition::Time { .. } => None,
@@ -189,6 +226,8 @@ impl Engine {
                 control: control.clone(),
                 len: spec.len as usize,
                 rate: spec.per_stream_rate(),
+                format: wire.format,
+                template: template.clone(),
             };
             let name = format!(
                 "pp-{}-{}",

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::pacing::{Pacer, tighten_timer_slack, wait_until};
-use super::{POLL, Worker, is_retry, payload};
+use super::{POLL, Worker, is_retry};
 
 /// How long a receiver waits for the sender's EOF after stop before giving up.
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
@@ -16,7 +16,7 @@ const MAX_READ: usize = 1 << 20;
 
 pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     sock.set_write_timeout(Some(POLL))?;
-    let buf = payload(w.len);
+    let buf = w.payload();
     let mut pacer = w.rate.map(|r| Pacer::new(r, Instant::now()));
     if pacer.is_some() {
         tighten_timer_slack();

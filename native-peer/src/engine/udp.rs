@@ -1,29 +1,41 @@
 //! UDP stream workers: a paced sender that stamps each datagram with a sequence number and its
-//! send time and ends with fin datagrams, and a receiver that feeds [`UdpRxStats`].
+//! send time (in the stream's [`DatagramFormat`]) and signals its end, and a receiver that feeds
+//! [`UdpRxStats`] until the sender's end (or a drain limit after stop).
 
 use std::io;
 use std::net::UdpSocket;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::pacing::{Pacer, tighten_timer_slack, wait_until};
 use super::udp_stats::UdpRxStats;
-use super::wire::{DataHeader, UdpControl};
-use super::{POLL, Worker, is_retry, payload};
+use super::wire::{Datagram, DatagramFormat, UdpControl};
+use super::{POLL, Worker, is_retry};
 
-/// Fin datagrams sent at the end (one may be lost; the receiver needs only one).
+/// End datagrams sent (one may be lost; the receiver needs only one).
 const FIN_COPIES: usize = 3;
-/// A draining receiver that hears nothing for this long assumes the fins were lost.
+/// ttcp sends up to four end sentinels after its data.
+const TTCP_END_SENTINELS: usize = 4;
+/// A draining receiver that hears nothing for this long assumes the end was lost.
 const DRAIN_IDLE: Duration = Duration::from_millis(300);
 /// A draining receiver gives up after this long even if datagrams keep coming.
 const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 
+fn wall_clock() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
 pub(super) fn send(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
     sock.set_write_timeout(Some(POLL))?;
-    let mut buf = payload(w.len);
+    let mut buf = w.payload();
     let mut pacer = w.rate.map(|r| Pacer::new(r, Instant::now()));
     if pacer.is_some() {
         tighten_timer_slack();
+    }
+    if w.format == DatagramFormat::Ttcp {
+        let _ = sock.send(&buf[..4]);
     }
     let epoch = w.control.epoch;
     let mut seq = 0u64;
@@ -37,11 +49,8 @@ pub(super) fn send(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
         {
             break;
         }
-        DataHeader {
-            seq: seq + 1,
-            sent: epoch.elapsed(),
-        }
-        .write(&mut buf);
+        w.format
+            .write_data(&mut buf, seq + 1, epoch.elapsed(), wall_clock());
         match sock.send(&buf) {
             Ok(n) => {
                 seq += 1;
@@ -62,16 +71,29 @@ pub(super) fn send(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
             p.on_sent(w.len as u64, Instant::now());
         }
     }
-    let fin = UdpControl::Fin {
-        stream_id: w.id,
-        packets: seq,
-    }
-    .encode();
-    for _ in 0..FIN_COPIES {
-        let _ = sock.send(&fin);
+    signal_end(sock, w, seq);
+    Ok(())
+}
+
+/// Tells the receiver we are done, the way the format does it. iperf3 ends on its control
+/// connection and iperf2's fin/report exchange is run by its driver, so both send nothing here.
+fn signal_end(sock: &UdpSocket, w: &Worker, packets: u64) {
+    let (datagram, copies) = match w.format {
+        DatagramFormat::Perfpeer => (
+            UdpControl::Fin {
+                stream_id: w.id,
+                packets,
+            }
+            .encode(),
+            FIN_COPIES,
+        ),
+        DatagramFormat::Ttcp => (vec![b' '; 4], TTCP_END_SENTINELS),
+        DatagramFormat::Iperf3 { .. } | DatagramFormat::Iperf2 { .. } => return,
+    };
+    for _ in 0..copies {
+        let _ = sock.send(&datagram);
         std::thread::sleep(Duration::from_millis(1));
     }
-    Ok(())
 }
 
 pub(super) fn receive(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
@@ -79,25 +101,33 @@ pub(super) fn receive(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
     let mut buf = vec![0u8; 65_536];
     let epoch = w.control.epoch;
     let mut bytes = 0u64;
+    let mut count = 0u64;
     let mut last_arrival = Instant::now();
     loop {
         match sock.recv(&mut buf) {
-            Ok(n) if UdpControl::is_control(&buf[..n]) => {
-                if let Ok(UdpControl::Fin { packets, .. }) = UdpControl::decode(&buf[..n]) {
-                    lock(&w.counters.udp_rx).on_fin(packets);
+            Ok(n) => match w.format.classify(&buf[..n]) {
+                Datagram::Data { seq, sent } => {
+                    last_arrival = Instant::now();
+                    count += 1;
+                    let arrived = epoch.elapsed();
+                    lock(&w.counters.udp_rx).on_datagram(
+                        seq.unwrap_or(count),
+                        sent.unwrap_or(arrived),
+                        arrived,
+                    );
+                    bytes += n as u64;
+                    w.counters.bytes.store(bytes, Ordering::Relaxed);
+                }
+                // A ttcp start sentinel (nothing received yet) is not the end.
+                Datagram::End { .. } if w.format == DatagramFormat::Ttcp && count == 0 => {}
+                Datagram::End { packets } => {
+                    if let Some(p) = packets {
+                        lock(&w.counters.udp_rx).on_fin(p);
+                    }
                     return Ok(());
                 }
-                // A repeated hello or a stray control datagram: not data.
-            }
-            Ok(n) => {
-                let Ok(header) = DataHeader::read(&buf[..n]) else {
-                    continue;
-                };
-                last_arrival = Instant::now();
-                lock(&w.counters.udp_rx).on_datagram(header.seq, header.sent, epoch.elapsed());
-                bytes += n as u64;
-                w.counters.bytes.store(bytes, Ordering::Relaxed);
-            }
+                Datagram::Other => {}
+            },
             Err(e) if is_retry(&e) || e.kind() == io::ErrorKind::ConnectionRefused => {}
             Err(e) => return Err(e),
         }

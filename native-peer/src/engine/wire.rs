@@ -276,6 +276,154 @@ mod tests {
     }
 }
 
+/// How data datagrams are laid out: perfpeer's own format, or a stock tool's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DatagramFormat {
+    /// [`DataHeader`]; the sender ends with [`UdpControl::Fin`].
+    #[default]
+    Perfpeer,
+    /// iperf3: seconds (u32 BE), microseconds (u32 BE), counter (u32 or u64 BE) from 1; the end
+    /// is signalled on the control connection only.
+    Iperf3 {
+        /// 64-bit counter (`udp_counters_64bit`).
+        counter64: bool,
+    },
+    /// iperf2: id low 32 bits, wall-clock seconds, microseconds, id high 32 bits (BE), the test
+    /// header at offset 16; a negative id is the sender's fin.
+    Iperf2 {
+        /// 64-bit ids (HEADER_SEQNO64B).
+        seq64: bool,
+    },
+    /// ttcp: no header at all; datagrams of at most 4 bytes start and end the stream.
+    Ttcp,
+}
+
+/// What a received datagram is, in a given [`DatagramFormat`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Datagram {
+    /// Data with its sequence number and send time (ttcp: no number, no time).
+    Data {
+        /// Sequence number (from 1), if the format has one.
+        seq: Option<u64>,
+        /// Send time on the sender's clock, if the format has one.
+        sent: Option<Duration>,
+    },
+    /// The sender is done; it may say how many datagrams it sent.
+    End {
+        /// Datagrams sent, if known.
+        packets: Option<u64>,
+    },
+    /// Not data (a repeated hello, a ttcp start sentinel, a runt).
+    Other,
+}
+
+fn split_time(t: Duration) -> (u32, u32) {
+    (t.as_secs() as u32, t.subsec_micros())
+}
+
+impl DatagramFormat {
+    /// Smallest datagram that can carry this format's header.
+    pub fn min_len(self) -> usize {
+        match self {
+            DatagramFormat::Perfpeer => DATA_HEADER_LEN,
+            DatagramFormat::Iperf3 { counter64: false } => 12,
+            DatagramFormat::Iperf3 { counter64: true } => 16,
+            DatagramFormat::Iperf2 { .. } => 16,
+            DatagramFormat::Ttcp => 5,
+        }
+    }
+
+    /// Writes the header of data datagram `seq` into `buf`. `mono` is the sender's monotonic
+    /// time, `wall` the time since the Unix epoch (iperf2 puts wall-clock time on the wire).
+    pub fn write_data(self, buf: &mut [u8], seq: u64, mono: Duration, wall: Duration) {
+        match self {
+            DatagramFormat::Perfpeer => DataHeader { seq, sent: mono }.write(buf),
+            DatagramFormat::Iperf3 { counter64 } => {
+                let (s, us) = split_time(mono);
+                buf[0..4].copy_from_slice(&s.to_be_bytes());
+                buf[4..8].copy_from_slice(&us.to_be_bytes());
+                if counter64 {
+                    buf[8..16].copy_from_slice(&seq.to_be_bytes());
+                } else {
+                    buf[8..12].copy_from_slice(&(seq as u32).to_be_bytes());
+                }
+            }
+            DatagramFormat::Iperf2 { .. } => {
+                let (s, us) = split_time(wall);
+                buf[0..4].copy_from_slice(&(seq as u32).to_be_bytes());
+                buf[4..8].copy_from_slice(&s.to_be_bytes());
+                buf[8..12].copy_from_slice(&us.to_be_bytes());
+                buf[12..16].copy_from_slice(&((seq >> 32) as u32).to_be_bytes());
+            }
+            DatagramFormat::Ttcp => {}
+        }
+    }
+
+    /// Reads a received datagram.
+    pub fn classify(self, buf: &[u8]) -> Datagram {
+        let time = |sec_at: usize| {
+            Some(Duration::new(
+                u64::from(u32_at(buf, sec_at)),
+                u32_at(buf, sec_at + 4).min(999_999) * 1000,
+            ))
+        };
+        match self {
+            DatagramFormat::Perfpeer if UdpControl::is_control(buf) => {
+                match UdpControl::decode(buf) {
+                    Ok(UdpControl::Fin { packets, .. }) => Datagram::End {
+                        packets: Some(packets),
+                    },
+                    _ => Datagram::Other,
+                }
+            }
+            DatagramFormat::Perfpeer => match DataHeader::read(buf) {
+                Ok(h) => Datagram::Data {
+                    seq: Some(h.seq),
+                    sent: Some(h.sent),
+                },
+                Err(_) => Datagram::Other,
+            },
+            _ if buf.len() < self.min_len() => match self {
+                DatagramFormat::Ttcp => Datagram::End { packets: None },
+                _ => Datagram::Other,
+            },
+            DatagramFormat::Iperf3 { counter64 } => {
+                let seq = if counter64 {
+                    u64_at(buf, 8)
+                } else {
+                    u64::from(u32_at(buf, 8))
+                };
+                Datagram::Data {
+                    seq: Some(seq),
+                    sent: time(0),
+                }
+            }
+            DatagramFormat::Iperf2 { seq64 } => {
+                let id = if seq64 {
+                    (i64::from(u32_at(buf, 12)) << 32) | i64::from(u32_at(buf, 0))
+                } else {
+                    i64::from(u32_at(buf, 0) as i32)
+                };
+                if id < 0 {
+                    // The fin carries −(last id + 1).
+                    Datagram::End {
+                        packets: Some(id.unsigned_abs().saturating_sub(1)),
+                    }
+                } else {
+                    Datagram::Data {
+                        seq: Some(id as u64),
+                        sent: time(4),
+                    }
+                }
+            }
+            DatagramFormat::Ttcp => Datagram::Data {
+                seq: None,
+                sent: None,
+            },
+        }
+    }
+}
+
 /// A cookie as 32 lowercase hex digits (its form in control messages).
 pub fn cookie_to_hex(cookie: &Cookie) -> String {
     cookie.iter().map(|b| format!("{b:02x}")).collect()
@@ -298,6 +446,99 @@ pub fn random_cookie() -> Cookie {
     let mut c = [0u8; 16];
     getrandom::fill(&mut c).expect("the OS random source is available");
     c
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::*;
+
+    #[test]
+    fn iperf3_datagram_bytes() {
+        let mut buf = [0u8; 16];
+        let f = DatagramFormat::Iperf3 { counter64: false };
+        f.write_data(&mut buf, 5, Duration::new(3, 250_000), Duration::ZERO);
+        assert_eq!(&buf[..12], b"\0\0\0\x03\0\0\x00\xfa\0\0\0\x05");
+        assert_eq!(
+            f.classify(&buf),
+            Datagram::Data {
+                seq: Some(5),
+                sent: Some(Duration::new(3, 250_000))
+            }
+        );
+        let f64 = DatagramFormat::Iperf3 { counter64: true };
+        f64.write_data(&mut buf, 1 << 33, Duration::ZERO, Duration::ZERO);
+        assert_eq!(&buf[8..16], b"\0\0\0\x02\0\0\0\0");
+        assert!(matches!(f64.classify(&buf), Datagram::Data { seq: Some(s), .. } if s == 1 << 33));
+        assert_eq!(f.classify(&buf[..8]), Datagram::Other);
+    }
+
+    #[test]
+    fn iperf2_datagram_bytes_and_fin() {
+        let mut buf = [0u8; 76];
+        let f = DatagramFormat::Iperf2 { seq64: true };
+        f.write_data(
+            &mut buf,
+            7,
+            Duration::ZERO,
+            Duration::new(1_700_000_000, 5_000),
+        );
+        assert_eq!(&buf[..4], b"\0\0\0\x07");
+        assert_eq!(&buf[4..8], &1_700_000_000u32.to_be_bytes());
+        assert_eq!(&buf[8..12], &5u32.to_be_bytes());
+        assert!(matches!(
+            f.classify(&buf),
+            Datagram::Data { seq: Some(7), .. }
+        ));
+        // The fin after datagram 7 carries id −8: both halves of the 64-bit two's complement.
+        let fin = (-8i64) as u64;
+        buf[..4].copy_from_slice(&(fin as u32).to_be_bytes());
+        buf[12..16].copy_from_slice(&((fin >> 32) as u32).to_be_bytes());
+        assert_eq!(f.classify(&buf), Datagram::End { packets: Some(7) });
+        // A 32-bit peer only looks at the low word.
+        assert_eq!(
+            DatagramFormat::Iperf2 { seq64: false }.classify(&buf),
+            Datagram::End { packets: Some(7) }
+        );
+    }
+
+    #[test]
+    fn ttcp_sentinels_and_data() {
+        let f = DatagramFormat::Ttcp;
+        assert_eq!(f.classify(b"abcd"), Datagram::End { packets: None });
+        assert_eq!(
+            f.classify(b"abcdefgh"),
+            Datagram::Data {
+                seq: None,
+                sent: None
+            }
+        );
+    }
+
+    #[test]
+    fn perfpeer_format_matches_its_codecs() {
+        let f = DatagramFormat::Perfpeer;
+        let mut buf = [0u8; 32];
+        f.write_data(&mut buf, 9, Duration::new(1, 2), Duration::ZERO);
+        assert_eq!(
+            f.classify(&buf),
+            Datagram::Data {
+                seq: Some(9),
+                sent: Some(Duration::new(1, 2))
+            }
+        );
+        let fin = UdpControl::Fin {
+            stream_id: 1,
+            packets: 9,
+        }
+        .encode();
+        assert_eq!(f.classify(&fin), Datagram::End { packets: Some(9) });
+        let hello = UdpControl::Hello {
+            stream_id: 1,
+            cookie: [0; 16],
+        }
+        .encode();
+        assert_eq!(f.classify(&hello), Datagram::Other);
+    }
 }
 
 #[cfg(test)]

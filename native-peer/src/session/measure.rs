@@ -9,7 +9,7 @@ use socket2::SockRef;
 
 use crate::engine::cpu::CpuSnapshot;
 use crate::engine::sampler::Sampler;
-use crate::engine::{DataSocket, Engine, StreamSetup, sockopt};
+use crate::engine::{DataSocket, Engine, StreamSetup, WireOptions, sockopt};
 use crate::hostinfo;
 
 use super::SessionError;
