@@ -7,12 +7,14 @@
 //! - [`control`]: the messages on the `/ws` WebSocket (browser↔peer and peer↔peer).
 //! - [`report`]: the one result model (intervals, per-stream finals, CPU) and the statistics
 //!   derived from it (sums, utilisation, service demand).
+//! - [`rr`]: request/response results (round-trip histogram and its summary).
 //! - [`format`]: renderings of a [`report::TestResult`] (iperf3 text and JSON).
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod control;
 pub mod format;
 pub mod report;
+pub mod rr;
 pub mod spec;
 pub mod units;
 

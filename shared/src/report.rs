@@ -240,6 +240,9 @@ pub struct StreamFinal {
     pub tcp: Option<TcpFinal>,
     /// UDP receiver figures.
     pub udp_rx: Option<UdpRxFinal>,
+    /// Request/response figures (`--rr`, at the end that sent the requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rr: Option<crate::rr::RrFinal>,
 }
 
 impl StreamFinal {

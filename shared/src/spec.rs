@@ -67,6 +67,17 @@ pub enum EndCondition {
     },
 }
 
+/// Request/response mode (`--rr`, like netperf's TCP_RR): the client writes a request of the
+/// spec's `len` bytes, the server answers with `response_len` bytes, one transaction at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestResponse {
+    /// Bytes per response.
+    pub response_len: u32,
+}
+
+/// Largest request or response in request/response mode.
+pub const MAX_RR_LEN: u32 = 65_536;
+
 /// Everything that defines one test. Field names are the browser's too.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestSpec {
@@ -99,6 +110,17 @@ pub struct TestSpec {
     pub no_delay: bool,
     /// IP TOS / IPv6 traffic class (`-S`).
     pub tos: Option<u8>,
+    /// Request/response mode instead of a bulk transfer (`--rr`; TCP, not bidir).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rr: Option<RequestResponse>,
+    /// Receivers discard data in the kernel instead of copying it to user space (MSG_TRUNC, like
+    /// iperf3's `--skip-rx-copy`); a UDP receiver still reads each datagram's header.
+    #[serde(default)]
+    pub skip_rx_copy: bool,
+    /// Pace TCP senders with the kernel's SO_MAX_PACING_RATE (TCP's own pacing, or the fq qdisc)
+    /// instead of perfpeer's clock (`--fq-pacing`, like iperf3's `--fq-rate`; needs `-b`).
+    #[serde(default)]
+    pub fq_pacing: bool,
 }
 
 /// Default TCP write size, as iperf3: 128 KiB.
@@ -139,6 +161,9 @@ impl TestSpec {
             congestion: None,
             no_delay: false,
             tos: None,
+            rr: None,
+            skip_rx_copy: false,
+            fq_pacing: false,
         }
     }
 
@@ -188,6 +213,33 @@ impl TestSpec {
                 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
         {
             return Err(SpecError::Congestion(cc.clone()));
+        }
+        if self.fq_pacing && (self.protocol != Protocol::Tcp || self.per_stream_rate().is_none()) {
+            return Err(SpecError::FqPacing);
+        }
+        if let Some(rr) = self.rr {
+            self.validate_rr(rr)?;
+        }
+        Ok(())
+    }
+
+    fn validate_rr(&self, rr: RequestResponse) -> Result<(), SpecError> {
+        if self.protocol != Protocol::Tcp {
+            return Err(SpecError::RrNeeds("TCP"));
+        }
+        if self.direction == Direction::Bidir {
+            return Err(SpecError::RrNeeds("one direction (not --bidir)"));
+        }
+        if self.bitrate.is_some_and(|r| r.0 > 0) || self.fq_pacing {
+            return Err(SpecError::RrNeeds("no rate limit"));
+        }
+        if !self.omit.is_zero() {
+            return Err(SpecError::RrNeeds("no omitted start"));
+        }
+        for len in [self.len, rr.response_len] {
+            if len == 0 || len > MAX_RR_LEN {
+                return Err(SpecError::RrLen(len));
+            }
         }
         Ok(())
     }
@@ -271,6 +323,15 @@ pub enum SpecError {
     /// Congestion control name is not a plausible kernel name.
     #[error("'{0}' is not a congestion control name")]
     Congestion(String),
+    /// `--fq-pacing` without TCP or without a rate.
+    #[error("--fq-pacing applies to TCP with a rate (-b)")]
+    FqPacing,
+    /// Request/response mode with an option it cannot honour.
+    #[error("request/response mode needs {0}")]
+    RrNeeds(&'static str),
+    /// Request or response size out of range.
+    #[error("request/response sizes must be 1..={MAX_RR_LEN} bytes, got {0}")]
+    RrLen(u32),
 }
 
 #[cfg(test)]
@@ -305,6 +366,37 @@ mod tests {
         let mut s = TestSpec::new(Protocol::Tcp);
         s.interval = Duration::from_millis(10);
         assert!(matches!(s.validate(), Err(SpecError::Interval(_))));
+    }
+
+    #[test]
+    fn request_response_and_pacing_options_are_checked() {
+        let mut s = TestSpec::new(Protocol::Tcp);
+        s.len = 1;
+        s.rr = Some(RequestResponse { response_len: 1 });
+        assert_eq!(s.validate(), Ok(()));
+        s.direction = Direction::Bidir;
+        assert!(matches!(s.validate(), Err(SpecError::RrNeeds(_))));
+        s.direction = Direction::Reverse;
+        s.rr = Some(RequestResponse { response_len: 0 });
+        assert_eq!(s.validate(), Err(SpecError::RrLen(0)));
+        s.rr = Some(RequestResponse { response_len: 1 });
+        s.omit = Duration::from_secs(1);
+        assert!(matches!(s.validate(), Err(SpecError::RrNeeds(_))));
+        let mut u = TestSpec::new(Protocol::Udp);
+        u.rr = Some(RequestResponse { response_len: 1 });
+        assert_eq!(u.validate(), Err(SpecError::RrNeeds("TCP")));
+        let mut f = TestSpec::new(Protocol::Tcp);
+        f.fq_pacing = true;
+        assert_eq!(f.validate(), Err(SpecError::FqPacing), "needs a rate");
+        f.bitrate = Some(BitRate(100_000_000));
+        assert_eq!(f.validate(), Ok(()));
+        // Older specs without the new fields still parse.
+        let old = serde_json::to_string(&TestSpec::new(Protocol::Tcp))
+            .unwrap()
+            .replace(r#","skip_rx_copy":false,"fq_pacing":false"#, "");
+        assert!(!old.contains("skip_rx_copy"), "{old}");
+        let back: TestSpec = serde_json::from_str(&old).unwrap();
+        assert_eq!(back, TestSpec::new(Protocol::Tcp));
     }
 
     #[test]

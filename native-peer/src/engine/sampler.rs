@@ -225,6 +225,7 @@ impl Sampler {
             packets: is_udp_sender.then(|| s.last.packets - s.base.packets),
             tcp,
             udp_rx,
+            rr: None,
         }
     }
 }

@@ -1119,6 +1119,7 @@ mod tests {
             packets: None,
             tcp: None,
             udp_rx: None,
+            rr: None,
         }
     }
 
