@@ -9,6 +9,7 @@
 //! - `hostinfo`: facts about this host.
 
 mod cli;
+mod compat;
 mod engine;
 mod hostinfo;
 mod server;

@@ -266,7 +266,8 @@ pub struct CpuUsage {
     pub host_user_percent: f64,
     /// Host-wide system (incl. irq and softirq) time, percent of all CPUs.
     pub host_system_percent: f64,
-    /// Number of CPUs on the host.
+    /// Number of CPUs on the host; 0 when host-wide figures were not measured (a stock tool
+    /// at the other end reports only its process figures).
     pub cpus: u32,
 }
 
@@ -290,6 +291,10 @@ impl CpuUsage {
     /// Process total in percent of one CPU (iperf3's `cpu_util_total`).
     pub fn process_total_percent(&self) -> f64 {
         self.of_one_cpu(self.process_user_s + self.process_system_s)
+    }
+    /// Whether host-wide figures were measured (see [`CpuUsage::cpus`]).
+    pub fn host_measured(&self) -> bool {
+        self.cpus > 0
     }
     /// Host busy time in percent of all CPUs (netperf's CPU utilisation).
     pub fn host_total_percent(&self) -> f64 {

@@ -198,6 +198,66 @@ pub fn json_of(out: &Output, args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
+/// A TCP port that was free a moment ago (and whose UDP twin was too), for stock tools that
+/// cannot pick their own.
+pub fn free_port() -> u16 {
+    loop {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = tcp.local_addr().expect("addr").port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// Whether `program` runs here; in CI (`CI` set) a missing one fails the test instead, since the
+/// setup script installs it.
+pub fn have(program: &str) -> bool {
+    let found = Command::new(program).arg("--version").output().is_ok();
+    if !found {
+        assert!(std::env::var_os("CI").is_none(), "{program} is missing: scripts/setup.sh installs it");
+        eprintln!("skipping: {program} is not installed");
+    }
+    found
+}
+
+/// A child process killed (and reaped) when dropped.
+pub struct Running(pub Child);
+
+impl Running {
+    /// Starts `program ARGS` with output captured to files in a temp dir; returns the handle.
+    pub fn spawn(program: &std::path::Path, args: &[&str]) -> Running {
+        let child = Command::new(program)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", program.display()));
+        Running(child)
+    }
+
+    /// Waits for the process (at most `limit`), returning its output; kills it on time-out.
+    pub fn wait(mut self, limit: Duration) -> Output {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let child = std::mem::replace(&mut self.0, Command::new("true").spawn().expect("true"));
+        child.wait_with_output().expect("wait")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Polls `check` every 100 ms until it is true or `limit` passes; returns whether it became true.
 pub fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;

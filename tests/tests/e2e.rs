@@ -6,5 +6,7 @@ mod control_ws;
 mod faults;
 /// Tests over loopback: every direction and protocol, agreement of both ends, JSON keys.
 mod loopback;
+/// Stock iperf3 against our iperf3 server and our client against stock iperf3.
+mod interop_iperf3;
 /// Two hosts in network namespaces on a shaped 20 Mbit/s link.
 mod shaped_link;

@@ -1,6 +1,7 @@
 //! The command line: `perfpeer serve` and `perfpeer test`. Each subcommand's flags live in its
 //! own module and are validated into typed settings before anything runs.
 
+mod iperf3;
 mod output;
 mod serve;
 mod test;
@@ -23,6 +24,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Run a test from this machine against a perfpeer peer.
     Test(test::TestArgs),
+    /// Speak iperf3's protocol: serve stock iperf3 clients (-s) or test against a stock server (-c).
+    Iperf3(iperf3::Iperf3Args),
 }
 
 /// Runs the chosen subcommand on a fresh tokio runtime.
@@ -35,6 +38,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => runtime.block_on(serve::run(args)),
         Command::Test(args) => runtime.block_on(test::run(args)),
+        Command::Iperf3(args) => runtime.block_on(iperf3::run(args)),
     }
 }
 

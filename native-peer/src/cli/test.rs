@@ -7,14 +7,14 @@ use std::time::Duration;
 
 use anyhow::bail;
 use clap::Args;
-use perfpeer_shared::report::TestStatus;
-use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
+use perfpeer_shared::report::{TestResult, TestStatus};
+use perfpeer_shared::spec::{Direction, EndCondition, Protocol, RequestResponse, TestSpec};
 use perfpeer_shared::units::{BitRate, parse_rate, parse_size};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::output::{Printer, Style};
-use crate::session::client::{ClientOptions, run_test};
+use crate::session::client::{ClientOptions, TestEvent, run_test};
 use crate::session::target::Family;
 
 /// Flags of `perfpeer test` (iperf3's letters where iperf3 has the option).
@@ -22,6 +22,13 @@ use crate::session::target::Family;
 pub struct TestArgs {
     /// The peer: host, host:port or [v6addr]:port (its control port, default 5210).
     peer: String,
+    #[command(flatten)]
+    flags: TestFlags,
+}
+
+/// Test flags shared by `perfpeer test` and `perfpeer iperf3 -c`.
+#[derive(Debug, Args)]
+pub struct TestFlags {
     /// UDP instead of TCP.
     #[arg(short = 'u', long)]
     udp: bool,
@@ -49,8 +56,8 @@ pub struct TestArgs {
     /// Both directions at once.
     #[arg(long)]
     bidir: bool,
-    /// Target rate for the whole test per direction (K/M/G = 1000-based; 0 = unlimited;
-    /// UDP default 1M).
+    /// Target rate (K/M/G = 1000-based; 0 = unlimited; UDP default 1M): for the whole test per
+    /// direction with `perfpeer test`, per stream with `perfpeer iperf3` (as iperf3 has it).
     #[arg(short = 'b', long, value_parser = parse_rate_arg)]
     bitrate: Option<BitRate>,
     /// Socket buffer size (SO_SNDBUF/SO_RCVBUF).
@@ -104,6 +111,20 @@ pub struct TestArgs {
     /// Output one JSON object per line as things happen (iperf3 3.17's --json-stream).
     #[arg(long)]
     json_stream: bool,
+    /// Request/response mode (like netperf TCP_RR): one request of -l bytes (default 1), one
+    /// response, one transaction at a time; reports transactions/s and round-trip percentiles.
+    #[arg(long)]
+    rr: bool,
+    /// Response size in request/response mode (default: the request size).
+    #[arg(long, value_name = "N", requires = "rr", value_parser = parse_size_arg)]
+    response_len: Option<u64>,
+    /// Receivers let the kernel discard the data instead of copying it out (MSG_TRUNC), like
+    /// iperf3's --skip-rx-copy.
+    #[arg(long)]
+    skip_rx_copy: bool,
+    /// Pace TCP with the kernel's SO_MAX_PACING_RATE instead of perfpeer's clock (needs -b).
+    #[arg(long)]
+    fq_pacing: bool,
     /// Seconds to wait for the peer to answer.
     #[arg(long, value_name = "SECS", default_value_t = 5.0)]
     connect_timeout: f64,
@@ -133,9 +154,9 @@ fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
         .map_err(|_| anyhow::anyhow!("{name} must be a non-negative number of seconds, got {v}"))
 }
 
-impl TestArgs {
-    /// Builds and validates the spec.
-    fn spec(&self) -> anyhow::Result<TestSpec> {
+impl TestFlags {
+    /// Builds and validates the spec; `rate_per_stream` reads `-b` as iperf3 does.
+    pub fn spec(&self, rate_per_stream: bool) -> anyhow::Result<TestSpec> {
         let protocol = if self.udp {
             Protocol::Udp
         } else {
@@ -161,20 +182,43 @@ impl TestArgs {
             spec.len = u32::try_from(len).unwrap_or(u32::MAX);
         }
         if let Some(rate) = self.bitrate {
-            spec.bitrate = (rate.0 > 0).then_some(rate);
+            let scale = if rate_per_stream { u64::from(self.parallel.max(1)) } else { 1 };
+            spec.bitrate = (rate.0 > 0).then_some(BitRate(rate.0.saturating_mul(scale)));
         }
         spec.window = self.window.map(|w| u32::try_from(w).unwrap_or(u32::MAX));
         spec.mss = self.mss;
         spec.congestion = self.congestion.clone();
         spec.no_delay = self.no_delay;
         spec.tos = self.tos;
+        spec.skip_rx_copy = self.skip_rx_copy;
+        spec.fq_pacing = self.fq_pacing;
+        if self.rr {
+            if self.len.is_none() {
+                spec.len = 1;
+            }
+            let response_len = self.response_len.map_or(spec.len, |n| {
+                u32::try_from(n).unwrap_or(u32::MAX)
+            });
+            spec.rr = Some(RequestResponse { response_len });
+        }
         if let Err(e) = spec.validate() {
             bail!("{e}");
         }
         Ok(spec)
     }
 
-    fn options(&self) -> anyhow::Result<ClientOptions> {
+    /// `-B`, if given.
+    pub fn bind_addr(&self) -> Option<IpAddr> {
+        self.bind
+    }
+
+    /// Whether `-4` was given.
+    pub fn ipv4_only(&self) -> bool {
+        self.ipv4
+    }
+
+    /// Connection options.
+    pub fn options(&self) -> anyhow::Result<ClientOptions> {
         let family = match (self.ipv4, self.ipv6) {
             (true, _) => Some(Family::V4),
             (_, true) => Some(Family::V6),
@@ -191,21 +235,34 @@ impl TestArgs {
             bind: self.bind,
         })
     }
+
+    /// Output style chosen by `-J` / `--json-stream`.
+    pub fn style(&self) -> Style {
+        if self.json {
+            Style::Json
+        } else if self.json_stream {
+            Style::JsonStream
+        } else {
+            Style::Text
+        }
+    }
 }
 
 /// Runs the test and prints it; exit 0 only for a complete test.
 pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
-    let spec = args.spec()?;
-    let opts = args.options()?;
-    let style = if args.json {
-        Style::Json
-    } else if args.json_stream {
-        Style::JsonStream
-    } else {
-        Style::Text
-    };
-    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let spec = args.flags.spec(false)?;
+    let opts = args.flags.options()?;
+    let style = args.flags.style();
+    let (events_tx, events) = mpsc::unbounded_channel();
+    let cancel = cancel_on_ctrl_c();
+    let mut printer = Printer::new(style, &spec);
+    let outcome = print_while(&mut printer, events, run_test(&args.peer, &spec, &opts, events_tx, cancel)).await?;
+    finish(&mut printer, outcome.map_err(anyhow::Error::new), &args.peer)
+}
+
+/// A token cancelled by Ctrl-C (the test then ends with a partial result).
+pub fn cancel_on_ctrl_c() -> CancellationToken {
     let cancel = CancellationToken::new();
     let ctrl_c = cancel.clone();
     tokio::spawn(async move {
@@ -213,8 +270,15 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
             ctrl_c.cancel();
         }
     });
-    let mut printer = Printer::new(style, &spec);
-    let test = run_test(&args.peer, &spec, &opts, events_tx, cancel);
+    cancel
+}
+
+/// Prints live events while `test` runs; returns its outcome.
+pub async fn print_while<T>(
+    printer: &mut Printer<'_>,
+    mut events: mpsc::UnboundedReceiver<TestEvent>,
+    test: impl std::future::Future<Output = T>,
+) -> anyhow::Result<T> {
     tokio::pin!(test);
     let outcome = loop {
         tokio::select! {
@@ -225,6 +289,11 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     while let Ok(ev) = events.try_recv() {
         printer.event(&ev)?;
     }
+    Ok(outcome)
+}
+
+/// Prints the result (or the error in JSON styles) and picks the exit code.
+pub fn finish(printer: &mut Printer<'_>, outcome: anyhow::Result<TestResult>, peer: &str) -> anyhow::Result<ExitCode> {
     match outcome {
         Ok(result) => {
             printer.result(&result)?;
@@ -235,7 +304,7 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         }
         Err(e) => {
             printer.error(&e.to_string())?;
-            Err(anyhow::Error::new(e).context(format!("test against {} failed", args.peer)))
+            Err(e.context(format!("test against {peer} failed")))
         }
     }
 }
@@ -257,7 +326,8 @@ mod tests {
         Wrap::try_parse_from(full)
             .map_err(|e| anyhow::anyhow!("{e}"))?
             .args
-            .spec()
+            .flags
+            .spec(false)
     }
 
     #[test]
@@ -282,6 +352,26 @@ mod tests {
         assert_eq!((s.tos, s.direction), (Some(16), Direction::Bidir));
         let s = spec_of(&["pc", "-u", "-b", "0"]).unwrap();
         assert_eq!(s.bitrate, None, "-b 0 is unlimited");
+    }
+
+    #[test]
+    fn request_response_and_data_plane_flags() {
+        let s = spec_of(&["pc", "--rr", "-t", "2"]).unwrap();
+        assert_eq!(s.len, 1, "--rr defaults to 1-byte requests");
+        assert_eq!(s.rr, Some(RequestResponse { response_len: 1 }));
+        let s = spec_of(&["pc", "--rr", "-l", "100", "--response-len", "2K"]).unwrap();
+        assert_eq!((s.len, s.rr.map(|r| r.response_len)), (100, Some(2048)));
+        let s = spec_of(&["pc", "--skip-rx-copy", "--fq-pacing", "-b", "1G"]).unwrap();
+        assert!(s.skip_rx_copy && s.fq_pacing);
+        for (argv, needle) in [
+            (vec!["pc", "--rr", "-u"], "request/response mode needs TCP"),
+            (vec!["pc", "--rr", "--bidir"], "needs one direction"),
+            (vec!["pc", "--response-len", "5"], "--rr"),
+            (vec!["pc", "--fq-pacing"], "--fq-pacing"),
+        ] {
+            let err = spec_of(&argv).unwrap_err().to_string();
+            assert!(err.contains(needle), "{argv:?}: {err}");
+        }
     }
 
     #[test]

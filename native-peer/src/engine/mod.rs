@@ -80,7 +80,11 @@ pub struct StreamCounters {
 
 impl StreamCounters {
     fn mark_finished(&self, epoch: Instant) {
-        let ns = epoch.elapsed().as_nanos() as u64 + 1;
+        self.mark_finished_at(epoch, Instant::now());
+    }
+
+    fn mark_finished_at(&self, epoch: Instant, at: Instant) {
+        let ns = at.saturating_duration_since(epoch).as_nanos() as u64 + 1;
         let _ = self
             .finished_ns
             .compare_exchange(0, ns, Ordering::Release, Ordering::Relaxed);
@@ -126,6 +130,11 @@ impl SideControl {
 
     fn aborted(&self) -> bool {
         self.abort.load(Ordering::Relaxed)
+    }
+
+    /// When `stop` (or `abort`) was called.
+    fn stopped_instant(&self) -> Option<Instant> {
+        *self.stopped_at.lock().ok()?
     }
 
     /// Time since `stop`, if it was called.
@@ -303,6 +312,11 @@ impl Engine {
         self.all_finished(StreamRole::Receiver)
     }
 
+    /// Bytes moved so far by the streams with `role`.
+    pub fn bytes(&self, role: StreamRole) -> u64 {
+        self.streams.iter().filter(|s| s.role == role).map(|s| s.counters.bytes.load(Ordering::Relaxed)).sum()
+    }
+
     /// Whether this end sends on any stream.
     pub fn has_senders(&self) -> bool {
         self.streams.iter().any(|s| s.role == StreamRole::Sender)
@@ -353,7 +367,12 @@ fn run_worker(socket: DataSocket, role: StreamRole, w: Worker) {
             *slot = Some(e.to_string());
         }
     }
-    w.counters.mark_finished(w.control.epoch);
+    // An aborted stream ended when the abort came, not when its thread noticed.
+    let end = match (w.control.aborted(), w.control.stopped_instant()) {
+        (true, Some(at)) => at,
+        _ => Instant::now(),
+    };
+    w.counters.mark_finished_at(w.control.epoch, end);
 }
 
 /// A payload buffer of `len` bytes of pseudo-random filler (so compression on the path gains

@@ -35,9 +35,19 @@ impl Measurement {
         spec: &TestSpec,
         setups: Vec<StreamSetup>,
     ) -> Result<Self, SessionError> {
+        Measurement::start_with(role, spec, setups, &WireOptions::default())
+    }
+
+    /// Starts the streams now, speaking a stock tool's wire format.
+    pub fn start_with(
+        role: PeerRole,
+        spec: &TestSpec,
+        setups: Vec<StreamSetup>,
+        wire: &WireOptions,
+    ) -> Result<Self, SessionError> {
         let cpu_start = CpuSnapshot::take();
         let epoch = Instant::now();
-        let engine = Engine::start(spec, setups, epoch)
+        let engine = Engine::start_with(spec, setups, epoch, wire)
             .map_err(|e| SessionError::Internal(e.to_string()))?;
         let sampler = Sampler::new(&engine, spec.omit, spec.interval);
         Ok(Measurement {
@@ -54,6 +64,11 @@ impl Measurement {
     /// The engine (to check whether senders or receivers are done).
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// Stops the senders now (they close their direction); receivers go on until `finish`.
+    pub fn stop_senders(&self) {
+        self.engine.stop();
     }
 
     /// When measurement began.

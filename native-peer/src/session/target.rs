@@ -53,21 +53,24 @@ fn parse_port(p: &str) -> Result<u16, String> {
 
 /// Resolves `target` to one socket address of the wanted family.
 pub async fn resolve(target: &str, family: Option<Family>) -> Result<SocketAddr, SessionError> {
-    let unreachable = |reason: String| SessionError::Unreachable {
-        target: target.to_string(),
-        reason,
-    };
+    let unreachable = |reason: String| SessionError::Unreachable { target: target.to_string(), reason };
     let (host, port) = split_host_port(target).map_err(unreachable)?;
-    let mut addrs = tokio::net::lookup_host((host.as_str(), port))
+    resolve_host(&host, port, family).await.map_err(unreachable)
+}
+
+/// Resolves `host` (a name or an address) with `port` to one address of the wanted family.
+pub async fn resolve_host(host: &str, port: u16, family: Option<Family>) -> Result<SocketAddr, String> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let mut addrs = tokio::net::lookup_host((host, port))
         .await
-        .map_err(|e| unreachable(format!("cannot resolve '{host}': {e}")))?;
+        .map_err(|e| format!("cannot resolve '{host}': {e}"))?;
     addrs
         .find(|a| match family {
             Some(Family::V4) => a.is_ipv4(),
             Some(Family::V6) => a.is_ipv6(),
             None => true,
         })
-        .ok_or_else(|| unreachable(format!("'{host}' has no address of the requested family")))
+        .ok_or_else(|| format!("'{host}' has no address of the requested family"))
 }
 
 #[cfg(test)]

@@ -1026,7 +1026,11 @@ fn perfpeer_json(result: &TestResult) -> Value {
         "service_demand_us_per_kb",
         local_remote_json(sd_local, sd_remote),
     );
-    let host_remote = result.remote.as_ref().map(|r| r.cpu.host_total_percent());
+    let host_remote = result
+        .remote
+        .as_ref()
+        .filter(|r| r.cpu.host_measured())
+        .map(|r| r.cpu.host_total_percent());
     put(
         &mut m,
         "host_cpu_percent",

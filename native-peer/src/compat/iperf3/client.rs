@@ -1,0 +1,233 @@
+//! `perfpeer iperf3 -c HOST`: a client for stock iperf3 servers. It follows the server's state
+//! bytes, opens the data streams the way iperf3 does (cookie first on TCP, "9876" on UDP),
+//! measures with perfpeer's engine, ends the test (the client always does) and swaps results.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use perfpeer_shared::report::{PeerRole, StreamRole, TestResult, TestStatus};
+use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
+use socket2::{Domain, SockAddr, SockRef, Socket, Type};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::codec::{Cookie, MAX_RESULTS_LEN, Results, State, UDP_CONNECT, params_json, stream_id};
+use super::control::{Control, Iperf3Error};
+use crate::engine::wire::DatagramFormat;
+use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
+use crate::session::client::{ClientOptions, TestEvent};
+use crate::session::measure::Measurement;
+
+/// Time for a stock server to read what its kernel has acknowledged.
+const SETTLE: Duration = Duration::from_millis(20);
+/// Longest wait for our TCP send queues to empty before TEST_END.
+const DELIVERY_WAIT: Duration = Duration::from_millis(500);
+
+/// Waits until every sending TCP socket's queue (sent but unacknowledged, or not yet sent) is
+/// empty, or `limit` passes.
+async fn wait_until_delivered(m: &Measurement, limit: Duration) {
+    use std::os::fd::AsRawFd;
+    let queued = |fd: i32| {
+        let mut n: libc::c_int = 0;
+        // SAFETY: TIOCOUTQ writes one int through the pointer we pass.
+        let rc = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
+        if rc == 0 { n } else { 0 }
+    };
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        let pending: i64 = m
+            .engine()
+            .streams()
+            .iter()
+            .filter(|s| s.role == StreamRole::Sender)
+            .filter_map(|s| match &s.socket {
+                DataSocket::Tcp(t) => Some(i64::from(queued(t.as_raw_fd()))),
+                DataSocket::Udp(_) => None,
+            })
+            .sum();
+        if pending == 0 {
+            // Acknowledged means in the server's kernel; give its read loop a moment to take it.
+            tokio::time::sleep(SETTLE).await;
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Tries of the UDP stream announcement, one per second, before giving up.
+const UDP_CONNECT_TRIES: usize = 10;
+
+/// Runs `spec` against the stock iperf3 server at `server`.
+pub async fn run(
+    server: SocketAddr,
+    spec: &TestSpec,
+    counter64: bool,
+    opts: &ClientOptions,
+    events: mpsc::UnboundedSender<TestEvent>,
+    cancel: CancellationToken,
+) -> Result<TestResult, Iperf3Error> {
+    let tcp = tokio::time::timeout(opts.connect_timeout, tokio::net::TcpStream::connect(server))
+        .await
+        .map_err(|_| Iperf3Error::Timeout("connect"))??;
+    let mut control = Control::new(tcp);
+    let cookie = Cookie::generate();
+    control.write(cookie.as_bytes()).await?;
+    expect(&mut control, State::ParamExchange).await?;
+    control.write_json(&params_json(spec, counter64)).await?;
+    expect(&mut control, State::CreateStreams).await?;
+    let (spec_c, opts_c) = (spec.clone(), opts.clone());
+    let setups = tokio::task::spawn_blocking(move || open_streams(&spec_c, server, cookie, &opts_c))
+        .await
+        .map_err(|e| Iperf3Error::Aborted(e.to_string()))??;
+    expect(&mut control, State::TestStart).await?;
+    expect(&mut control, State::TestRunning).await?;
+    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let wire = WireOptions { format: DatagramFormat::Iperf3 { counter64 }, payload_template: None };
+    let mut m = Measurement::start_with(PeerRole::Client, spec, setups, &wire).map_err(|e| Iperf3Error::Aborted(e.to_string()))?;
+    let _ = events.send(TestEvent::Started { test_id: cookie.as_str().to_string(), server_addr: server.to_string(), sockets: m.sockets() });
+    let outcome = until_end(&mut control, &mut m, spec, &events, &cancel).await;
+    if outcome.is_ok() {
+        // A stock server stops reading at TEST_END: let what we sent reach it first, so both
+        // ends count the same bytes.
+        m.stop_senders();
+        wait_until_delivered(&m, DELIVERY_WAIT).await;
+        control.write_state(State::TestEnd).await?;
+    } else {
+        let _ = control.write_state(State::ClientTerminate).await;
+    }
+    let (tail, local, _errors) = m.finish(true).await;
+    if let Some(report) = tail {
+        let _ = events.send(TestEvent::Interval { role: PeerRole::Client, report });
+    }
+    let base = TestResult {
+        id: cookie.as_str().to_string(),
+        spec: spec.clone(),
+        started_unix_ms,
+        server_addr: server.to_string(),
+        local,
+        remote: None,
+        status: TestStatus::Complete,
+    };
+    if let Err(e) = outcome {
+        return Ok(TestResult { status: TestStatus::Partial { reason: e.to_string() }, ..base });
+    }
+    match exchange_results(&mut control, &base).await {
+        Ok(remote) => Ok(TestResult { remote: Some(remote), ..base }),
+        Err(e) => Ok(TestResult { status: TestStatus::Partial { reason: e.to_string() }, ..base }),
+    }
+}
+
+async fn expect(control: &mut Control, want: State) -> Result<(), Iperf3Error> {
+    match control.read_state().await? {
+        s if s == want => Ok(()),
+        State::AccessDenied => Err(Iperf3Error::Busy),
+        State::ServerError => Err(control.read_server_error().await),
+        State::ServerTerminate => Err(Iperf3Error::Aborted("the server was interrupted".into())),
+        other => Err(Iperf3Error::Aborted(format!("expected {want:?} from the server, got {other:?}"))),
+    }
+}
+
+async fn exchange_results(control: &mut Control, base: &TestResult) -> Result<perfpeer_shared::report::SideReport, Iperf3Error> {
+    expect(control, State::ExchangeResults).await?;
+    let ours = Results::from_report(&base.local, base.spec.protocol);
+    control.write_json(&serde_json::to_value(&ours).expect("results serialize")).await?;
+    let theirs = Results::parse(&control.read_json(MAX_RESULTS_LEN).await?)?;
+    expect(control, State::DisplayResults).await?;
+    control.write_state(State::IperfDone).await?;
+    Ok(theirs.into_report(&base.local, PeerRole::Server, base.spec.protocol))
+}
+
+async fn until_end(
+    control: &mut Control,
+    m: &mut Measurement,
+    spec: &TestSpec,
+    events: &mpsc::UnboundedSender<TestEvent>,
+    cancel: &CancellationToken,
+) -> Result<(), Iperf3Error> {
+    let deadline = spec.total_time().map(|t| tokio::time::Instant::from_std(m.epoch() + t));
+    let mut poll = tokio::time::interval(Duration::from_millis(10));
+    loop {
+        tokio::select! {
+            report = m.next_interval() => {
+                let _ = events.send(TestEvent::Interval { role: PeerRole::Client, report });
+            }
+            state = control.next_state() => return Err(match state? {
+                State::ServerTerminate => Iperf3Error::Aborted("the server was interrupted".into()),
+                State::ServerError => control.read_server_error().await,
+                other => Iperf3Error::Aborted(format!("unexpected {other:?} from the server during the test")),
+            }),
+            _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => return Ok(()),
+            _ = poll.tick() => if bytes_done(spec, m) { return Ok(()) },
+            _ = cancel.cancelled() => return Err(Iperf3Error::Aborted("cancelled".into())),
+        }
+    }
+}
+
+/// Byte-count tests: the client ends once its senders spent the budget or, when it only
+/// receives, once it has received that many bytes.
+fn bytes_done(spec: &TestSpec, m: &Measurement) -> bool {
+    let EndCondition::Bytes { bytes } = spec.end else { return false };
+    let e = m.engine();
+    if e.has_senders() { e.senders_done() } else { e.bytes(StreamRole::Receiver) >= bytes }
+}
+
+fn open_streams(spec: &TestSpec, server: SocketAddr, cookie: Cookie, opts: &ClientOptions) -> Result<Vec<StreamSetup>, Iperf3Error> {
+    spec.stream_plan()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (_, client_sends))| {
+            let role = if client_sends { StreamRole::Sender } else { StreamRole::Receiver };
+            let socket = match spec.protocol {
+                Protocol::Tcp => DataSocket::Tcp(Arc::new(tcp_stream(spec, server, cookie, opts)?)),
+                Protocol::Udp => DataSocket::Udp(Arc::new(udp_stream(spec, server, opts)?)),
+            };
+            Ok(StreamSetup { id: stream_id(i), role, socket })
+        })
+        .collect()
+}
+
+fn new_socket(server: SocketAddr, ty: Type, spec: &TestSpec, opts: &ClientOptions) -> Result<Socket, Iperf3Error> {
+    let socket = Socket::new(Domain::for_address(server), ty, None)?;
+    if let Some(ip) = opts.bind {
+        socket.bind(&SockAddr::from(SocketAddr::new(ip, 0)))?;
+    }
+    sockopt::apply(SockRef::from(&socket), spec, server.is_ipv6())?;
+    Ok(socket)
+}
+
+fn tcp_stream(spec: &TestSpec, server: SocketAddr, cookie: Cookie, opts: &ClientOptions) -> Result<std::net::TcpStream, Iperf3Error> {
+    use std::io::Write;
+    let socket = new_socket(server, Type::STREAM, spec, opts)?;
+    socket.connect_timeout(&SockAddr::from(server), opts.connect_timeout)?;
+    let mut stream: std::net::TcpStream = socket.into();
+    stream.write_all(cookie.as_bytes())?;
+    Ok(stream)
+}
+
+fn udp_stream(spec: &TestSpec, server: SocketAddr, opts: &ClientOptions) -> Result<std::net::UdpSocket, Iperf3Error> {
+    let socket = new_socket(server, Type::DGRAM, spec, opts)?;
+    if spec.window.is_none() {
+        let _ = socket.set_recv_buffer_size(4 << 20);
+        let _ = socket.set_send_buffer_size(4 << 20);
+    }
+    socket.connect(&SockAddr::from(server))?;
+    let udp: std::net::UdpSocket = socket.into();
+    udp.set_read_timeout(Some(Duration::from_secs(1)))?;
+    let mut buf = vec![0u8; 65_536];
+    for _ in 0..UDP_CONNECT_TRIES {
+        udp.send(&UDP_CONNECT)?;
+        let sent_at = Instant::now();
+        // Any 4-byte reply is the answer ("6789", or the legacy bytes); in reverse mode early
+        // data datagrams may come first and are skipped.
+        while sent_at.elapsed() < Duration::from_secs(1) {
+            match udp.recv(&mut buf) {
+                Ok(4) => return Ok(udp),
+                Ok(_) => continue,
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Err(Iperf3Error::Timeout("UDP stream reply"))
+}

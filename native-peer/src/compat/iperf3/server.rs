@@ -1,0 +1,347 @@
+//! `perfpeer iperf3 -s`: an iperf3 server for stock clients (3.12 onwards) that, unlike
+//! iperf3's own, serves several tests at once. Control and data share one port: a new TCP
+//! connection whose cookie belongs to a test waiting for streams is a data stream, any other is
+//! a new test. UDP streams announce themselves with a 4-byte datagram and are matched to the
+//! waiting UDP test from the same client address.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use perfpeer_shared::report::{IntervalReport, PeerRole, SocketInfo, StreamRole, TestResult, TestStatus};
+use perfpeer_shared::spec::{Protocol, TestSpec};
+use socket2::{Domain, SockAddr, SockRef, Socket, Type};
+use tokio::net::{TcpStream, UdpSocket};
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use super::codec::{CodecError, Cookie, MAX_PARAMS_LEN, MAX_RESULTS_LEN, Params, Results, State, UDP_REPLY, stream_id};
+use super::control::{Control, Iperf3Error, STEP_TIMEOUT};
+use crate::engine::wire::DatagramFormat;
+use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
+use crate::session::measure::Measurement;
+
+/// Limits of the server.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Tests at once; one more is answered ACCESS_DENIED, as a busy iperf3 does.
+    pub max_tests: u32,
+    /// Longest test accepted.
+    pub max_duration: Duration,
+    /// Serve one test, then stop (`-1`).
+    pub one_off: bool,
+}
+
+/// What the server reports to its printer.
+#[derive(Debug)]
+pub enum ServerEvent {
+    /// A test's streams are up.
+    Started {
+        /// The client's control address.
+        client: SocketAddr,
+        /// The test.
+        spec: TestSpec,
+        /// Data sockets.
+        sockets: Vec<SocketInfo>,
+    },
+    /// An interval of a running test.
+    Interval {
+        /// The client's control address.
+        client: SocketAddr,
+        /// The test.
+        spec: TestSpec,
+        /// The interval.
+        report: IntervalReport,
+    },
+    /// A test finished (or ended early).
+    Finished(Box<TestResult>),
+    /// A connection was refused or a test failed before it began.
+    Failed {
+        /// The client's control address.
+        client: SocketAddr,
+        /// Why.
+        error: String,
+    },
+}
+
+/// A test waiting for its data streams.
+struct Pending {
+    cookie: Cookie,
+    client_ip: IpAddr,
+    udp: bool,
+    tx: mpsc::Sender<DataSocket>,
+}
+
+struct Shared {
+    config: ServerConfig,
+    slots: Arc<Semaphore>,
+    pending: Mutex<Vec<Pending>>,
+    events: mpsc::UnboundedSender<ServerEvent>,
+    shutdown: CancellationToken,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Binds `addr` for TCP and UDP (the same port) and serves until `shutdown`.
+pub async fn run(
+    addr: SocketAddr,
+    config: ServerConfig,
+    events: mpsc::UnboundedSender<ServerEvent>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let (tcp, udp) = crate::server::data_listener::bind(addr)?;
+    let shared = Arc::new(Shared {
+        slots: Arc::new(Semaphore::new(config.max_tests as usize)),
+        config,
+        pending: Mutex::new(Vec::new()),
+        events,
+        shutdown,
+    });
+    let local = udp.local_addr()?;
+    tokio::spawn(udp_connects(udp, local, shared.clone()));
+    loop {
+        let (stream, from) = tokio::select! {
+            _ = shared.shutdown.cancelled() => return Ok(()),
+            a = tcp.accept() => match a {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move { on_connection(stream, from, shared).await });
+    }
+}
+
+async fn on_connection(stream: TcpStream, from: SocketAddr, shared: Arc<Shared>) {
+    let mut control = Control::new(stream);
+    let cookie = match control.read_cookie().await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::debug!(%from, error = %e, "connection without a valid cookie");
+            return;
+        }
+    };
+    let waiting = lock(&shared.pending).iter().find(|p| p.cookie == cookie && !p.udp).map(|p| p.tx.clone());
+    if let Some(tx) = waiting {
+        match control_into_std(control) {
+            Ok(s) => drop(tx.try_send(DataSocket::Tcp(Arc::new(s)))),
+            Err(e) => tracing::warn!(%from, error = %e, "cannot take over a data stream"),
+        }
+        return;
+    }
+    let Ok(slot) = shared.slots.clone().try_acquire_owned() else {
+        let _ = control.write_state(State::AccessDenied).await;
+        let _ = shared.events.send(ServerEvent::Failed { client: from, error: "refused: busy (--max-tests reached)".into() });
+        return;
+    };
+    let result = serve_test(&mut control, cookie, from, &shared).await;
+    drop(slot);
+    match result {
+        Ok(r) => drop(shared.events.send(ServerEvent::Finished(Box::new(r)))),
+        Err(e) => drop(shared.events.send(ServerEvent::Failed { client: from, error: e.to_string() })),
+    }
+    if shared.config.one_off {
+        shared.shutdown.cancel();
+    }
+}
+
+fn control_into_std(control: Control) -> std::io::Result<std::net::TcpStream> {
+    let s = control.into_inner().into_std()?;
+    s.set_nonblocking(false)?;
+    Ok(s)
+}
+
+/// Removes a pending test when dropped.
+struct PendingGuard<'a> {
+    shared: &'a Shared,
+    cookie: Cookie,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.shared.pending).retain(|p| p.cookie != self.cookie);
+    }
+}
+
+async fn serve_test(control: &mut Control, cookie: Cookie, client: SocketAddr, shared: &Shared) -> Result<TestResult, Iperf3Error> {
+    control.write_state(State::ParamExchange).await?;
+    let params = control.read_json(MAX_PARAMS_LEN).await?;
+    let requested = match Params::parse(&params).and_then(Params::into_requested) {
+        Ok(r) => r,
+        Err(e) => {
+            // iperf3's own answer to bad parameters: SERVER_ERROR with its "bad parameters" code.
+            let mut msg = vec![State::ServerError.byte()];
+            msg.extend_from_slice(&IE_PARAMS.to_be_bytes());
+            msg.extend_from_slice(&0i32.to_be_bytes());
+            let _ = control.write(&msg).await;
+            return Err(e.into());
+        }
+    };
+    let spec = requested.spec;
+    if spec.total_time().unwrap_or_default() > shared.config.max_duration {
+        let _ = control.write_state(State::AccessDenied).await;
+        return Err(Iperf3Error::Aborted(format!("refused: longer than --max-duration {} s", shared.config.max_duration.as_secs())));
+    }
+    let count = usize::from(spec.total_streams());
+    let (tx, mut rx) = mpsc::channel(count);
+    let udp = spec.protocol == Protocol::Udp;
+    lock(&shared.pending).push(Pending { cookie, client_ip: client.ip(), udp, tx });
+    let guard = PendingGuard { shared, cookie };
+    control.write_state(State::CreateStreams).await?;
+    let mut sockets = Vec::with_capacity(count);
+    let deadline = tokio::time::Instant::now() + STEP_TIMEOUT;
+    while sockets.len() < count {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(s)) => sockets.push(s),
+            _ => return Err(Iperf3Error::Timeout("data streams")),
+        }
+    }
+    drop(guard);
+    let setups = assign_roles(&spec, sockets);
+    control.write_state(State::TestStart).await?;
+    control.write_state(State::TestRunning).await?;
+    let wire = WireOptions { format: DatagramFormat::Iperf3 { counter64: requested.counter64 }, payload_template: None };
+    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let mut m = Measurement::start_with(PeerRole::Server, &spec, setups, &wire).map_err(|e| Iperf3Error::Aborted(e.to_string()))?;
+    let _ = shared.events.send(ServerEvent::Started { client, spec: spec.clone(), sockets: m.sockets() });
+    let outcome = run_until_test_end(control, &mut m, &spec, client, shared).await;
+    let (tail, local, _errors) = m.finish(true).await;
+    if let Some(report) = tail {
+        let _ = shared.events.send(ServerEvent::Interval { client, spec: spec.clone(), report });
+    }
+    if let Err(e) = outcome {
+        return Ok(partial(cookie, spec, started_unix_ms, client, local, e.to_string()));
+    }
+    control.write_state(State::ExchangeResults).await?;
+    let theirs = Results::parse(&control.read_json(MAX_RESULTS_LEN).await?)?;
+    let ours = Results::from_report(&local, spec.protocol);
+    control.write_json(&serde_json::to_value(&ours).expect("results serialize")).await?;
+    control.write_state(State::DisplayResults).await?;
+    // The client answers IPERF_DONE and closes; either way the test is over.
+    let _ = control.read_state().await;
+    let remote = theirs.into_report(&local, PeerRole::Client, spec.protocol);
+    Ok(TestResult {
+        id: cookie.as_str().to_string(),
+        spec,
+        started_unix_ms,
+        server_addr: control.stream().local_addr().map(|a| a.to_string()).unwrap_or_default(),
+        local,
+        remote: Some(remote),
+        status: TestStatus::Complete,
+    })
+}
+
+/// iperf3's i_errno IERECVPARAMS ("unable to receive parameters from client"), which stock
+/// clients print when we refuse their parameters.
+const IE_PARAMS: i32 = 114;
+
+fn partial(cookie: Cookie, spec: TestSpec, started_unix_ms: u64, client: SocketAddr, local: perfpeer_shared::report::SideReport, reason: String) -> TestResult {
+    TestResult {
+        id: cookie.as_str().to_string(),
+        spec,
+        started_unix_ms,
+        server_addr: client.to_string(),
+        local,
+        remote: None,
+        status: TestStatus::Partial { reason },
+    }
+}
+
+/// The server's role per stream: the client's senders are created first.
+fn assign_roles(spec: &TestSpec, sockets: Vec<DataSocket>) -> Vec<StreamSetup> {
+    let plan = spec.stream_plan();
+    sockets
+        .into_iter()
+        .zip(plan)
+        .enumerate()
+        .map(|(i, (socket, (_, client_sends)))| {
+            apply_options(&socket, spec);
+            let role = if client_sends { StreamRole::Receiver } else { StreamRole::Sender };
+            StreamSetup { id: stream_id(i), role, socket }
+        })
+        .collect()
+}
+
+fn apply_options(socket: &DataSocket, spec: &TestSpec) {
+    let mut server_spec = spec.clone();
+    server_spec.mss = None;
+    let r = match socket {
+        DataSocket::Tcp(s) => sockopt::apply(SockRef::from(&**s), &server_spec, s.local_addr().is_ok_and(|a| a.is_ipv6())),
+        DataSocket::Udp(s) => sockopt::apply(SockRef::from(&**s), &server_spec, s.local_addr().is_ok_and(|a| a.is_ipv6())),
+    };
+    if let Err(e) = r {
+        tracing::warn!(error = %e, "socket option not applied");
+    }
+}
+
+async fn run_until_test_end(
+    control: &mut Control,
+    m: &mut Measurement,
+    spec: &TestSpec,
+    client: SocketAddr,
+    shared: &Shared,
+) -> Result<(), Iperf3Error> {
+    // iperf3's own safety margin: the client ends the test; we give up well after it should have.
+    let limit = spec.total_time().unwrap_or(shared.config.max_duration) + Duration::from_secs(40);
+    let deadline = tokio::time::Instant::from_std(Instant::now() + limit);
+    loop {
+        tokio::select! {
+            report = m.next_interval() => {
+                let _ = shared.events.send(ServerEvent::Interval { client, spec: spec.clone(), report });
+            }
+            state = control.next_state() => match state? {
+                State::TestEnd => return Ok(()),
+                State::ClientTerminate => return Err(Iperf3Error::Aborted("the client was interrupted".into())),
+                other => return Err(Iperf3Error::Codec(CodecError::BadState(other.byte() as i8))),
+            },
+            _ = tokio::time::sleep_until(deadline) => return Err(Iperf3Error::Timeout("test end")),
+            _ = shared.shutdown.cancelled() => {
+                let _ = control.write_state(State::ServerTerminate).await;
+                return Err(Iperf3Error::Aborted("the server is shutting down".into()));
+            }
+        }
+    }
+}
+
+/// Answers UDP stream announcements: each gets its own socket on the port, connected to the
+/// client, and the "6789" reply from it.
+async fn udp_connects(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>) {
+    let mut buf = [0u8; 2048];
+    loop {
+        let (n, from) = tokio::select! {
+            _ = shared.shutdown.cancelled() => return,
+            r = socket.recv_from(&mut buf) => match r { Ok(x) => x, Err(_) => continue },
+        };
+        if n != 4 {
+            continue; // stray data from an earlier test
+        }
+        let tx = lock(&shared.pending).iter().find(|p| p.udp && p.client_ip == from.ip()).map(|p| p.tx.clone());
+        let Some(tx) = tx else { continue };
+        match connected_socket(local, from) {
+            Ok(s) => {
+                let _ = s.send(&UDP_REPLY);
+                let _ = tx.try_send(DataSocket::Udp(Arc::new(s)));
+            }
+            Err(e) => tracing::warn!(%from, error = %e, "cannot create a UDP stream socket"),
+        }
+    }
+}
+
+fn connected_socket(local: SocketAddr, peer: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    let socket = Socket::new(Domain::for_address(local), Type::DGRAM, None)?;
+    if local.is_ipv6() {
+        socket.set_only_v6(false)?;
+    }
+    socket.set_reuse_address(true)?;
+    let _ = socket.set_recv_buffer_size(4 << 20);
+    let _ = socket.set_send_buffer_size(4 << 20);
+    socket.bind(&SockAddr::from(local))?;
+    socket.connect(&SockAddr::from(peer))?;
+    Ok(socket.into())
+}
