@@ -3,7 +3,9 @@
 //! The same endpoint serves two kinds of client:
 //! - another peer running a test against this one (`hello`, `open`, `begin`, `stop`, `final`):
 //!   this peer is then the far end, like `iperf3 -s`; open to anyone within the caps;
-//! - a browser or script driving this peer (`run`, `cancel`, `list_tests`): needs the token.
+//! - a browser or script driving this peer (`run`, `cancel`, `list_tests`, `attach`): needs the
+//!   token. A browser that reconnects after a network blip sends `attach{test_id}` to pick up
+//!   the test it started (replayed `started` and `interval`s, then live ones and `result`).
 //!
 //! A session as the far end (client = the peer that starts the test):
 //! ```text
@@ -63,6 +65,14 @@ pub enum ClientMsg {
     Cancel,
     /// (Token) List the tests running on this peer.
     ListTests,
+    /// (Token) Follow a test started with `run`, e.g. again after a network blip: the peer
+    /// replays that test's `started` and `interval` messages so far, then sends the live ones
+    /// and its `result` (or `error`). A `run` test whose browser went away keeps running for a
+    /// grace period, and its result is kept for a while after it ends.
+    Attach {
+        /// The id from the test's `started` message.
+        test_id: String,
+    },
 }
 
 /// Messages from a peer to its client.
@@ -198,6 +208,8 @@ pub enum ErrorCode {
     DataPlane,
     /// The peer itself failed.
     Internal,
+    /// `attach` to a test this peer does not know (never run here, or ended too long ago).
+    UnknownTest,
 }
 
 impl ClientMsg {

@@ -217,3 +217,131 @@ async fn cancel_ends_a_running_test_early() {
         result.status
     );
 }
+
+#[tokio::test]
+async fn a_run_survives_its_browser_and_can_be_attached_again() {
+    let dut = Peer::start(&[]);
+    let pc = Peer::start(&[]);
+    let mut ws = connect(&dut).await;
+    assert!(hello(&mut ws, Some(TOKEN)).await);
+    let mut spec = short_spec(Protocol::Tcp);
+    spec.end = EndCondition::Time {
+        duration: Duration::from_secs(4),
+    };
+    send(
+        &mut ws,
+        &ClientMsg::Run {
+            target: pc.control.clone(),
+            spec,
+        },
+    )
+    .await;
+    let test_id = loop {
+        if let ServerMsg::Started { test_id, .. } = recv(&mut ws).await {
+            break test_id;
+        }
+    };
+    loop {
+        if let ServerMsg::Interval { .. } = recv(&mut ws).await {
+            break;
+        }
+    }
+    // A network blip: the browser's connection vanishes without a close handshake.
+    drop(ws);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut ws = connect(&dut).await;
+    // Attaching needs the token like run does.
+    assert!(!hello(&mut ws, None).await);
+    send(
+        &mut ws,
+        &ClientMsg::Attach {
+            test_id: test_id.clone(),
+        },
+    )
+    .await;
+    assert!(matches!(
+        recv(&mut ws).await,
+        ServerMsg::Error {
+            code: ErrorCode::Unauthorized,
+            ..
+        }
+    ));
+    let mut ws = connect(&dut).await;
+    assert!(hello(&mut ws, Some(TOKEN)).await);
+    send(&mut ws, &ClientMsg::ListTests).await;
+    match recv(&mut ws).await {
+        ServerMsg::Tests { tests } => {
+            assert!(tests.iter().any(|t| t.test_id == test_id), "{tests:?}")
+        }
+        other => panic!("expected tests, got {other:?}"),
+    }
+    send(
+        &mut ws,
+        &ClientMsg::Attach {
+            test_id: test_id.clone(),
+        },
+    )
+    .await;
+    // The replay starts with `started`, then every interval so far, then the live ones.
+    match recv(&mut ws).await {
+        ServerMsg::Started { test_id: id, .. } => assert_eq!(id, test_id),
+        other => panic!("expected the replayed started, got {other:?}"),
+    }
+    let mut client_intervals = Vec::new();
+    let result = loop {
+        match recv(&mut ws).await {
+            ServerMsg::Interval {
+                test_id: id,
+                role,
+                report,
+            } => {
+                assert_eq!(id, test_id);
+                if role == PeerRole::Client {
+                    client_intervals.push(report);
+                }
+            }
+            ServerMsg::Result { result } => break result,
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    assert_eq!(result.id, test_id);
+    assert_eq!(
+        result.status,
+        TestStatus::Complete,
+        "the blip did not stop the test"
+    );
+    assert_eq!(
+        client_intervals, result.local.intervals,
+        "replayed and live intervals are each sent once, in order"
+    );
+    // The finished run can still be attached to for its result.
+    let mut ws = connect(&dut).await;
+    assert!(hello(&mut ws, Some(TOKEN)).await);
+    send(
+        &mut ws,
+        &ClientMsg::Attach {
+            test_id: test_id.clone(),
+        },
+    )
+    .await;
+    let replayed = loop {
+        if let ServerMsg::Result { result } = recv(&mut ws).await {
+            break result;
+        }
+    };
+    assert_eq!(replayed, result);
+    send(
+        &mut ws,
+        &ClientMsg::Attach {
+            test_id: "no-such-test".into(),
+        },
+    )
+    .await;
+    assert!(matches!(
+        recv(&mut ws).await,
+        ServerMsg::Error {
+            code: ErrorCode::UnknownTest,
+            ..
+        }
+    ));
+}

@@ -1,5 +1,5 @@
-//! warp routes, one function each: `/ws` (control), `/api/info` (what this peer is), `/`
-//! (the page). State reaches handlers through `with_state`.
+//! warp routes, one function each: `/ws` (control), `/api/info` (what this peer is), `/` and
+//! `/assets/…` (the embedded web UI). State reaches handlers through `with_state`.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -8,8 +8,8 @@ use std::sync::Arc;
 use perfpeer_shared::control::MAX_CONTROL_MESSAGE;
 use warp::Filter;
 
-use super::handlers;
 use super::state::ServerState;
+use super::{assets, handlers};
 
 /// Every route of the control port.
 pub fn routes(
@@ -18,6 +18,7 @@ pub fn routes(
     ws(state.clone())
         .or(info(state))
         .or(index())
+        .or(static_files())
         .recover(handle_rejection)
 }
 
@@ -56,16 +57,28 @@ pub fn info(
         .map(|s: Arc<ServerState>| warp::reply::json(&s.info))
 }
 
-/// `GET /`: a minimal page until the web front-end lands; it says what the peer is.
+/// `GET /`: the web UI's page (embedded; see [`super::assets`]).
 pub fn index() -> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejection> + Clone {
-    warp::path::end().and(warp::get()).map(|| {
-        warp::reply::html(concat!(
-            "<!doctype html><meta charset=utf-8><meta name=viewport content='width=device-width'>",
-            "<title>perfpeer</title><h1>perfpeer</h1>",
-            "<p>This peer is running. Its control endpoint is <code>/ws</code>; <a href='/api/info'>/api/info</a> ",
-            "describes it. Run a test from another machine with <code>perfpeer test &lt;this host&gt;</code>.</p>"
-        ))
-    })
+    warp::path::end()
+        .and(warp::get())
+        .and(warp::header::optional::<String>("accept-encoding"))
+        .map(|enc: Option<String>| assets::response(assets::index(), enc.as_deref()))
+}
+
+/// `GET /assets/<version>/<file>`: the UI's scripts, wasm and styles, cached for a year (the
+/// version in the path changes with their content).
+pub fn static_files() -> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejection> + Clone
+{
+    warp::path("assets")
+        .and(warp::get())
+        .and(warp::path::tail())
+        .and(warp::header::optional::<String>("accept-encoding"))
+        .and_then(|tail: warp::path::Tail, enc: Option<String>| async move {
+            match assets::find(&format!("assets/{}", tail.as_str())) {
+                Some(asset) => Ok(assets::response(asset, enc.as_deref())),
+                None => Err(warp::reject::not_found()),
+            }
+        })
 }
 
 async fn handle_rejection(err: warp::Rejection) -> Result<impl warp::Reply, Infallible> {
@@ -111,5 +124,56 @@ mod tests {
         assert!(!String::from_utf8_lossy(res.body()).contains("secret-token"));
         let res = warp::test::request().path("/nope").reply(&api).await;
         assert_eq!(res.status(), 404);
+        let res = warp::test::request()
+            .path("/assets/nope/x.js")
+            .reply(&api)
+            .await;
+        assert_eq!(res.status(), 404);
+    }
+
+    #[tokio::test]
+    async fn the_page_and_its_assets_are_served_compressed_and_cached() {
+        let api = routes(state());
+        let res = warp::test::request()
+            .path("/")
+            .header("accept-encoding", "gzip, br")
+            .reply(&api)
+            .await;
+        assert_eq!(res.status(), 200);
+        assert_eq!(res.headers()["content-type"], "text/html; charset=utf-8");
+        assert_eq!(res.headers()["cache-control"], "no-cache");
+        let page = assets::index();
+        let expected = page.gzip.unwrap_or(page.body);
+        assert_eq!(res.body().as_ref(), expected);
+        let html = String::from_utf8_lossy(page.body);
+        if assets::UI_BUILT {
+            assert!(html.contains("/perfpeer_web.js"), "{html}");
+        } else {
+            assert!(
+                html.contains("run <code>scripts/build-web.sh</code>"),
+                "{html}"
+            );
+        }
+        for asset in assets::ASSETS
+            .iter()
+            .filter(|a| a.path.starts_with("assets/"))
+        {
+            let res = warp::test::request()
+                .path(&format!("/{}", asset.path))
+                .reply(&api)
+                .await;
+            assert_eq!(res.status(), 200, "{}", asset.path);
+            assert_eq!(res.body().as_ref(), asset.body, "{}", asset.path);
+            assert!(
+                res.headers()["cache-control"]
+                    .to_str()
+                    .unwrap()
+                    .contains("max-age=31536000")
+            );
+            assert_eq!(
+                res.headers()["content-type"],
+                assets::content_type(asset.path)
+            );
+        }
     }
 }

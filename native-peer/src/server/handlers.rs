@@ -1,6 +1,7 @@
 //! What a `/ws` connection can do: say hello, then either be the far end of a test (open to
-//! anyone within the caps) or, with the token, run a test from this peer to another, cancel it,
-//! or list running tests. Malformed frames get an error reply; the connection stays up.
+//! anyone within the caps) or, with the token, run a test from this peer to another, follow it
+//! again after a reconnect (`attach`), cancel it, or list running tests. Malformed frames get an
+//! error reply; the connection stays up.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -8,16 +9,13 @@ use std::time::Duration;
 
 use perfpeer_shared::PROTOCOL_VERSION;
 use perfpeer_shared::control::{ClientMsg, ErrorCode, ServerMsg};
-use perfpeer_shared::report::PeerRole;
 use perfpeer_shared::spec::TestSpec;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 use warp::ws::{Message, WebSocket};
 
+use super::runs::{self, RunLog};
 use super::state::ServerState;
 use crate::session::SessionError;
 use crate::session::channel::{ControlChannel, Frame, WsMessage};
-use crate::session::client::{self, ClientOptions, TestEvent};
 use crate::session::far_end;
 
 /// Time a new connection has to say hello.
@@ -26,6 +24,10 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 const LINGER: Duration = Duration::from_secs(2);
 /// Malformed frames tolerated on one connection before it is closed.
 const MAX_BAD_FRAMES: u32 = 16;
+/// Messages of a run's log sent at once when replaying it (the outgoing queue holds 256).
+const REPLAY_CHUNK: usize = 64;
+/// Pause between replay chunks, for the writer to drain the queue.
+const REPLAY_PAUSE: Duration = Duration::from_millis(20);
 
 impl WsMessage for Message {
     fn text(s: String) -> Self {
@@ -94,19 +96,23 @@ pub async fn on_socket(ws: WebSocket, state: Arc<ServerState>, remote: SocketAdd
                 break;
             }
             ClientMsg::Run { target, spec } if authorized => {
-                run_from_here(&mut chan, &state, target, spec).await
+                start_run(&mut chan, &state, target, spec).await
+            }
+            ClientMsg::Attach { test_id } if authorized => {
+                attach(&mut chan, &state, &test_id).await
             }
             ClientMsg::ListTests if authorized => chan.send(&ServerMsg::Tests {
                 tests: state.running_tests(),
             }),
-            ClientMsg::Run { .. } | ClientMsg::ListTests | ClientMsg::Cancel => {
-                Err(SessionError::Refused {
-                    code: ErrorCode::Unauthorized,
-                    message:
-                        "this needs the peer's access token (see the URL the peer printed at start)"
-                            .into(),
-                })
-            }
+            ClientMsg::Run { .. }
+            | ClientMsg::ListTests
+            | ClientMsg::Cancel
+            | ClientMsg::Attach { .. } => Err(SessionError::Refused {
+                code: ErrorCode::Unauthorized,
+                message:
+                    "this needs the peer's access token (see the URL the peer printed at start)"
+                        .into(),
+            }),
             other => Err(SessionError::Protocol(format!(
                 "{} is not expected now",
                 message_name(&other)
@@ -171,8 +177,9 @@ fn reply_error(chan: &ControlChannel, e: &SessionError) {
     let _ = chan.send(&ServerMsg::error(e.code(), e.to_string()));
 }
 
-/// Runs a test from this peer to `target`, streaming its events to the browser on `chan`.
-async fn run_from_here(
+/// Starts a test from this peer to `target` and follows it on `chan`. The test belongs to the
+/// peer, not to this connection: if the browser drops, it runs on (see [`runs`]).
+async fn start_run(
     chan: &mut ControlChannel,
     state: &Arc<ServerState>,
     target: String,
@@ -182,7 +189,7 @@ async fn run_from_here(
         code: ErrorCode::InvalidSpec,
         message: e.to_string(),
     })?;
-    let _slot = state
+    let slot = state
         .slots
         .clone()
         .try_acquire_owned()
@@ -193,49 +200,61 @@ async fn run_from_here(
                 state.config.max_tests
             ),
         })?;
-    let (events_tx, mut events) = mpsc::unbounded_channel();
-    let cancel = CancellationToken::new();
-    let test = {
-        let (target, spec, cancel) = (target.clone(), spec.clone(), cancel.clone());
-        tokio::spawn(async move {
-            client::run_test(&target, &spec, &ClientOptions::default(), events_tx, cancel).await
-        })
-    };
-    let mut _running = None;
-    let mut test_id = String::new();
-    let mut events_open = true;
-    let mut test = std::pin::pin!(test);
+    let log = runs::start(state, slot, target, spec);
+    follow(chan, state, &log).await
+}
+
+/// `attach`: follows a run started earlier (typically by this browser before a network blip).
+async fn attach(
+    chan: &mut ControlChannel,
+    state: &Arc<ServerState>,
+    test_id: &str,
+) -> Result<(), SessionError> {
+    match state.runs.get(test_id) {
+        Some(log) => follow(chan, state, &log).await,
+        None => Err(SessionError::Refused {
+            code: ErrorCode::UnknownTest,
+            message: format!(
+                "no test {test_id} on this peer: it ended more than {} s ago, was never run here, \
+                 or the peer restarted",
+                runs::KEEP_FINISHED.as_secs()
+            ),
+        }),
+    }
+}
+
+/// Sends the run's messages from the first on (a replay for a late follower), then the live ones,
+/// until its `result` or `error`; meanwhile answers `cancel` and `list_tests`. Returns an error
+/// only when this connection fails; the run itself goes on.
+async fn follow(
+    chan: &mut ControlChannel,
+    state: &Arc<ServerState>,
+    log: &Arc<RunLog>,
+) -> Result<(), SessionError> {
+    let _following = log.follow();
+    let mut len = log.subscribe();
+    let mut next = 0;
     loop {
+        let (batch, done) = log.read(next, REPLAY_CHUNK);
+        next += batch.len();
+        for msg in &batch {
+            chan.send(msg)?;
+        }
+        if done {
+            return Ok(());
+        }
+        // More than one chunk behind: give the writer time to drain before the next chunk.
+        let behind = next < *len.borrow_and_update();
         tokio::select! {
-            joined = &mut test => {
-                // Events sent just before the end are still queued: forward them first.
-                while let Ok(TestEvent::Interval { role, report }) = events.try_recv() {
-                    chan.send(&ServerMsg::Interval { test_id: test_id.clone(), role, report })?;
-                }
-                let result = joined.map_err(|e| SessionError::Internal(e.to_string()))??;
-                return chan.send(&ServerMsg::Result { result });
-            }
-            ev = events.recv(), if events_open => match ev {
-                Some(TestEvent::Started { test_id: id, .. }) => {
-                    _running = Some(state.track(&id, PeerRole::Client, target.clone(), &spec));
-                    test_id = id.clone();
-                    chan.send(&ServerMsg::Started { test_id: id, target: target.clone(), spec: spec.clone() })?;
-                }
-                Some(TestEvent::Interval { role, report }) => {
-                    chan.send(&ServerMsg::Interval { test_id: test_id.clone(), role, report })?;
-                }
-                None => events_open = false,
-            },
+            _ = tokio::time::sleep(REPLAY_PAUSE), if behind => {}
+            _ = len.changed(), if !behind => {}
             msg = chan.recv::<ClientMsg>() => match msg {
-                Ok(ClientMsg::Cancel) => cancel.cancel(),
+                Ok(ClientMsg::Cancel) => log.cancel(),
                 Ok(ClientMsg::ListTests) => chan.send(&ServerMsg::Tests { tests: state.running_tests() })?,
                 Ok(other) => reply_error(chan, &SessionError::Protocol(format!("{} is not expected during a test", message_name(&other)))),
                 Err(SessionError::BadMessage(e)) => reply_error(chan, &SessionError::BadMessage(e)),
-                Err(e) => {
-                    // The browser went away: stop the test, it has no one to report to.
-                    cancel.cancel();
-                    return Err(e);
-                }
+                // The browser went away; the run goes on for a grace period, for it to attach.
+                Err(e) => return Err(e),
             },
         }
     }

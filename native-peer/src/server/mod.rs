@@ -1,9 +1,11 @@
 //! The serving peer: one control port for HTTP and `/ws` (warp), one data port for TCP and UDP
 //! data streams. Shutdown is one cancellation token: warp drains, listeners stop, tests abort.
 
+pub mod assets;
 pub mod data_listener;
 pub mod filters;
 pub mod handlers;
+pub mod runs;
 pub mod state;
 pub mod token;
 

@@ -47,6 +47,8 @@ pub struct ServerState {
     pub slots: Arc<Semaphore>,
     /// Cancelled on shutdown.
     pub shutdown: CancellationToken,
+    /// Tests started from a browser with `run`, attachable by test id.
+    pub runs: super::runs::Runs,
     pending: Mutex<HashMap<Cookie, mpsc::Sender<IncomingStream>>>,
     running: Mutex<HashMap<String, (RunningTest, Instant)>>,
 }
@@ -59,6 +61,7 @@ impl ServerState {
             config,
             info,
             shutdown,
+            runs: super::runs::Runs::default(),
             pending: Mutex::new(HashMap::new()),
             running: Mutex::new(HashMap::new()),
         })
