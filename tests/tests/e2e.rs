@@ -1,12 +1,14 @@
 //! perfpeer's end-to-end tests: one binary, real `perfpeer` processes, real sockets.
 
+/// The web UI in headless Chromium at phone size: TCP and UDP tests, errors, screenshots.
+mod browser;
 /// The `/ws` control endpoint driven like a browser: token, `run`, live reports.
 mod control_ws;
 /// Bad input and failures: unreachable peers, garbage, oversized frames, dying peers, caps.
 mod faults;
-/// Tests over loopback: every direction and protocol, agreement of both ends, JSON keys.
-mod loopback;
 /// Stock iperf3 against our iperf3 server and our client against stock iperf3.
 mod interop_iperf3;
+/// Tests over loopback: every direction and protocol, agreement of both ends, JSON keys.
+mod loopback;
 /// Two hosts in network namespaces on a shaped 20 Mbit/s link.
 mod shaped_link;

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Builds the browser front-end (crate perfpeer-web) to wasm32 and assembles web/dist/, which the
+# perfpeer binary embeds at build time (native-peer/build.rs):
+#   web/dist/index.html                       (no-cache; refers to the versioned directory)
+#   web/dist/assets/<hash>/{perfpeer_web.js, perfpeer_web_bg.wasm, style.css} (+ .gz of each)
+# Compiler: rustup's wasm32 target when installed, else Debian's rustc-web building std from
+# source (-Zbuild-std; scripts/setup.sh installs it). wasm-bindgen-cli is installed at exactly
+# the version of the wasm-bindgen crate in Cargo.lock. Leaves web/dist untouched when nothing
+# changed, so the native build is not redone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+target=wasm32-unknown-unknown
+out=target/web
+# Small rather than fast: the page moves a few messages a second.
+export CARGO_PROFILE_RELEASE_OPT_LEVEL=z
+export CARGO_PROFILE_RELEASE_LTO=true
+export CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1
+export CARGO_PROFILE_RELEASE_PANIC=abort
+# Keep the target_features section wasm-bindgen reads; it drops debug info itself.
+export CARGO_PROFILE_RELEASE_STRIP=debuginfo
+
+if rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+    echo "build-web: rustup's $target target" >&2
+    CARGO_TARGET_DIR=$out cargo build --release --locked --target "$target" -p perfpeer-web
+elif [ -x /usr/bin/rustc ] && [ -x /usr/bin/cargo ] && [ -d /usr/lib/rustlib/src/rust/library ]; then
+    echo "build-web: Debian rustc-web with -Zbuild-std (first build takes minutes)" >&2
+    # Debian's rustc has no rust-lld of its own: link with lld-22's wasm-ld.
+    if ! command -v rust-lld >/dev/null 2>&1 && [ -x /usr/bin/wasm-ld-22 ]; then
+        export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=/usr/bin/wasm-ld-22
+    fi
+    RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$out \
+        /usr/bin/cargo build --release --locked --target "$target" \
+        -Zbuild-std=std,panic_abort -p perfpeer-web
+else
+    echo "build-web: no wasm32 compiler. Run scripts/setup.sh (installs Debian's rustc-web," \
+        "cargo-web, rust-web-src, lld-22) or 'rustup target add $target'." >&2
+    exit 1
+fi
+
+# wasm-bindgen-cli must match the crate exactly.
+want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/"/, "", $3); print $3; exit }' Cargo.lock)
+[ -n "$want" ] || { echo "build-web: wasm-bindgen not found in Cargo.lock" >&2; exit 1; }
+bindgen=$(command -v wasm-bindgen || true)
+[ -n "$bindgen" ] || bindgen="${CARGO_HOME:-$HOME/.cargo}/bin/wasm-bindgen"
+if [ ! -x "$bindgen" ] || [ "$("$bindgen" --version | awk '{print $2}')" != "$want" ]; then
+    echo "build-web: installing wasm-bindgen-cli $want" >&2
+    # Not --locked: one of its locked dependencies is not served by the registry mirror here.
+    cargo install -q wasm-bindgen-cli --version "$want" --force
+    bindgen="${CARGO_HOME:-$HOME/.cargo}/bin/wasm-bindgen"
+fi
+
+stage=$out/bindgen
+rm -rf "$stage"
+"$bindgen" --target web --no-typescript --remove-name-section --remove-producers-section \
+    --out-dir "$stage" \
+    "$out/$target/release/perfpeer_web.wasm"
+cp web/static/style.css "$stage/"
+
+hash=$(cat "$stage/perfpeer_web.js" "$stage/perfpeer_web_bg.wasm" "$stage/style.css" \
+    | sha256sum | cut -c1-12)
+if [ -f "web/dist/assets/$hash/perfpeer_web_bg.wasm" ] && [ -f web/dist/index.html ] \
+    && grep -q "assets/$hash/" web/dist/index.html \
+    && cmp -s <(sed "s|ASSET_DIR|assets/$hash|g" web/static/index.html) web/dist/index.html; then
+    echo "build-web: web/dist is up to date (assets/$hash)" >&2
+    exit 0
+fi
+
+new=web/dist.new
+rm -rf "$new"
+mkdir -p "$new/assets/$hash"
+cp "$stage/perfpeer_web.js" "$stage/perfpeer_web_bg.wasm" "$stage/style.css" "$new/assets/$hash/"
+sed "s|ASSET_DIR|assets/$hash|g" web/static/index.html > "$new/index.html"
+for f in "$new/index.html" "$new/assets/$hash"/*; do
+    gzip -9 -n -k "$f"
+done
+rm -rf web/dist
+mv "$new" web/dist
+
+size() { stat -c %s "$1"; }
+a="web/dist/assets/$hash"
+gz=$(($(size "$a/perfpeer_web_bg.wasm.gz") + $(size "$a/perfpeer_web.js.gz")))
+raw=$(($(size "$a/perfpeer_web_bg.wasm") + $(size "$a/perfpeer_web.js")))
+echo "build-web: web/dist/assets/$hash: wasm + JS $((raw / 1024)) KiB, gzip $((gz / 1024)) KiB" >&2

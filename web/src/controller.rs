@@ -1,0 +1,250 @@
+//! Wires the page together (wasm32 only): every event becomes a [`Msg`] for [`Model::update`],
+//! the returned [`Cmd`]s are carried out here (WebSocket, timers, localStorage), then the
+//! [`View`] redraws. Messages that arrive while one is being handled wait in a queue, so a
+//! re-entrant event never finds the model borrowed.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::{Rc, Weak};
+
+use perfpeer_shared::control::ServerMsg;
+use wasm_bindgen::JsCast;
+use web_sys::{Event, EventTarget, MessageEvent, WebSocket};
+
+use crate::dom::{self, Listener, Timeout};
+use crate::form;
+use crate::present;
+use crate::store::{Cmd, Model, Msg, Screen, Tab};
+use crate::view::{self, View};
+
+const TOKEN_KEY: &str = "perfpeer-token";
+
+/// The running page.
+pub struct App {
+    model: Model,
+    view: View,
+    socket: Option<Socket>,
+    reconnect: Option<Timeout>,
+    ui: Vec<Listener>,
+}
+
+struct Socket {
+    ws: WebSocket,
+    _listeners: Vec<Listener>,
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        // Listeners go first (field order), so this close is not reported as a drop.
+        let _ = self.ws.close();
+    }
+}
+
+/// The app and its queue of messages not yet handled.
+pub struct Shared {
+    app: RefCell<App>,
+    queue: RefCell<VecDeque<Msg>>,
+}
+
+/// Starts the page: wires the controls, reads the token, connects.
+pub fn start() -> Rc<Shared> {
+    let shared = Rc::new(Shared {
+        app: RefCell::new(App {
+            model: Model::default(),
+            view: View::default(),
+            socket: None,
+            reconnect: None,
+            ui: Vec::new(),
+        }),
+        queue: RefCell::new(VecDeque::new()),
+    });
+    let ui = wire_controls(&shared);
+    if let Ok(mut app) = shared.app.try_borrow_mut() {
+        app.ui = ui;
+    }
+    view::sync_form();
+    let fragment = dom::window()
+        .location()
+        .hash()
+        .ok()
+        .and_then(|h| present::token_from_fragment(&h));
+    let stored = storage().and_then(|s| s.get_item(TOKEN_KEY).ok().flatten());
+    dispatch(&shared, Msg::Boot { fragment, stored });
+    shared
+}
+
+/// Handles `msg` now, or after the message being handled.
+pub fn dispatch(shared: &Rc<Shared>, msg: Msg) {
+    shared.queue.borrow_mut().push_back(msg);
+    let Ok(mut app) = shared.app.try_borrow_mut() else {
+        return; // the handler that holds the borrow drains the queue
+    };
+    loop {
+        let next = shared.queue.borrow_mut().pop_front();
+        let Some(msg) = next else { break };
+        let cmds = app.model.update(msg);
+        for cmd in cmds {
+            app.run(cmd, shared);
+        }
+    }
+    let App { model, view, .. } = &mut *app;
+    view.render(model);
+}
+
+impl App {
+    fn run(&mut self, cmd: Cmd, shared: &Rc<Shared>) {
+        match cmd {
+            Cmd::Connect => {
+                self.reconnect = None;
+                self.socket = None;
+                self.socket = open_socket(Rc::downgrade(shared));
+                if self.socket.is_none() {
+                    // Creating the socket failed outright: treat it as a drop and retry.
+                    shared.queue.borrow_mut().push_back(Msg::SocketClosed);
+                }
+            }
+            Cmd::ReconnectIn(ms) => {
+                let weak = Rc::downgrade(shared);
+                self.reconnect = Timeout::new(ms, move || send(&weak, Msg::ReconnectDue));
+            }
+            Cmd::Send(msg) => {
+                if let Some(s) = &self.socket {
+                    // A failed send is followed by the socket's close event.
+                    let _ = s.ws.send_with_str(&msg.to_json());
+                }
+            }
+            Cmd::SaveToken(t) => {
+                if let Some(s) = storage() {
+                    let _ = s.set_item(TOKEN_KEY, &t);
+                }
+            }
+        }
+    }
+}
+
+fn send(weak: &Weak<Shared>, msg: Msg) {
+    if let Some(shared) = weak.upgrade() {
+        dispatch(&shared, msg);
+    }
+}
+
+fn storage() -> Option<web_sys::Storage> {
+    dom::window().local_storage().ok().flatten()
+}
+
+/// `ws://` or `wss://` and this page's host, path `/ws`.
+fn socket_url() -> String {
+    let loc = dom::window().location();
+    let scheme = match loc.protocol().as_deref() {
+        Ok("https:") => "wss",
+        _ => "ws",
+    };
+    format!("{scheme}://{}/ws", loc.host().unwrap_or_default())
+}
+
+fn open_socket(weak: Weak<Shared>) -> Option<Socket> {
+    let ws = WebSocket::new(&socket_url()).ok()?;
+    let target: &EventTarget = ws.as_ref();
+    let on = |event, f: fn(&Event) -> Option<Msg>| {
+        let weak = weak.clone();
+        Listener::new(target, event, move |e| {
+            if let Some(msg) = f(&e) {
+                send(&weak, msg);
+            }
+        })
+    };
+    let listeners = vec![
+        on("open", |_| Some(Msg::SocketOpen)),
+        on("close", |_| Some(Msg::SocketClosed)),
+        on("message", |e| {
+            let text = e.dyn_ref::<MessageEvent>()?.data().as_string()?;
+            Some(match ServerMsg::parse(&text) {
+                Ok(m) => Msg::Server(m),
+                Err(err) => Msg::BadFrame(err.to_string()),
+            })
+        }),
+    ];
+    Some(Socket {
+        ws,
+        _listeners: listeners,
+    })
+}
+
+/// Listens on the page's own controls; the guards live as long as the app.
+fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
+    let mut out = Vec::new();
+    let mut on = |id: &str, event: &'static str, make: Box<dyn Fn() -> Option<Msg>>| {
+        let weak = Rc::downgrade(shared);
+        out.push(Listener::new(
+            dom::el(id).as_ref(),
+            event,
+            move |e: Event| {
+                if event == "submit" {
+                    e.prevent_default();
+                }
+                if let Some(msg) = make() {
+                    send(&weak, msg);
+                }
+            },
+        ));
+    };
+    for (id, screen) in [
+        ("nav-connect", Screen::Connect),
+        ("nav-peer", Screen::Peer),
+        ("nav-new", Screen::NewTest),
+        ("nav-run", Screen::Running),
+        ("nav-result", Screen::Result),
+    ] {
+        on(id, "click", Box::new(move || Some(Msg::Show(screen))));
+    }
+    on(
+        "token-form",
+        "submit",
+        Box::new(|| Some(Msg::SubmitToken(dom::value("token-input")))),
+    );
+    on(
+        "test-form",
+        "submit",
+        Box::new(|| Some(Msg::Start(view::read_form()))),
+    );
+    on("cancel", "click", Box::new(|| Some(Msg::Cancel)));
+    on("refresh-tests", "click", Box::new(|| Some(Msg::Refresh)));
+    on(
+        "tab-iperf3",
+        "click",
+        Box::new(|| Some(Msg::SelectTab(Tab::Iperf3))),
+    );
+    on(
+        "tab-json",
+        "click",
+        Box::new(|| Some(Msg::SelectTab(Tab::Json))),
+    );
+    on("dismiss", "click", Box::new(|| Some(Msg::Dismiss)));
+    for id in ["f-protocol", "f-end"] {
+        on(
+            id,
+            "change",
+            Box::new(|| {
+                view::sync_form();
+                None
+            }),
+        );
+    }
+    for preset in form::presets() {
+        let id = format!("preset-{}", preset.id);
+        on(
+            &id,
+            "click",
+            Box::new(move || {
+                view::fill_form(&preset.input);
+                None
+            }),
+        );
+    }
+    // Back online after a blip: reconnect now rather than at the next backoff step.
+    let weak = Rc::downgrade(shared);
+    out.push(Listener::new(dom::window().as_ref(), "online", move |_| {
+        send(&weak, Msg::ReconnectDue)
+    }));
+    out
+}

@@ -1,0 +1,321 @@
+//! The "new test" form as plain values: what the user typed, turned into a `run` request
+//! (target + [`TestSpec`]) with the same units and validation as the CLI, and the presets that
+//! mirror the classic recipes. DOM-free: the view reads and writes [`FormInput`] fields.
+
+use std::time::Duration;
+
+use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
+use perfpeer_shared::units::{parse_rate, parse_size};
+
+/// The form's fields exactly as typed (strings, so nothing is lost before validation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormInput {
+    /// `host`, `host:port` or `[v6]:port` of the other peer.
+    pub target: String,
+    /// `"tcp"` or `"udp"`.
+    pub protocol: String,
+    /// `"tx"` (this peer sends), `"rx"` (this peer receives) or `"both"`.
+    pub direction: String,
+    /// `"time"` or `"bytes"`.
+    pub end: String,
+    /// Seconds for a timed test.
+    pub seconds: String,
+    /// Bytes per sending direction for a byte-count test (K/M/G = ×1024, like `-n`).
+    pub bytes: String,
+    /// Streams per direction.
+    pub streams: String,
+    /// Bytes per write or datagram (K/M = ×1024, like `-l`); empty = the protocol's default.
+    pub len: String,
+    /// UDP rate (K/M/G = ×1000, like `-b`); empty = 1M.
+    pub bitrate: String,
+}
+
+impl Default for FormInput {
+    fn default() -> Self {
+        FormInput {
+            target: String::new(),
+            protocol: "tcp".into(),
+            direction: "tx".into(),
+            end: "time".into(),
+            seconds: "10".into(),
+            bytes: String::new(),
+            streams: "1".into(),
+            len: String::new(),
+            bitrate: String::new(),
+        }
+    }
+}
+
+/// A named set of form values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preset {
+    /// Short id (button value).
+    pub id: &'static str,
+    /// What the button says.
+    pub label: &'static str,
+    /// Fields it sets (the target is kept).
+    pub input: FormInput,
+}
+
+/// The classic recipes: ttcp's 128 000 × 1 KB, iperf's 10 s, netperf's TCP_STREAM.
+pub fn presets() -> Vec<Preset> {
+    let base = FormInput::default();
+    vec![
+        Preset {
+            id: "ttcp",
+            label: "ttcp TX 128 000 × 1 KB",
+            input: FormInput {
+                end: "bytes".into(),
+                bytes: (128_000u64 * 1024).to_string(),
+                len: "1024".into(),
+                ..base.clone()
+            },
+        },
+        Preset {
+            id: "iperf",
+            label: "iperf 10 s",
+            input: base.clone(),
+        },
+        Preset {
+            id: "netperf",
+            label: "netperf TCP_STREAM with CPU",
+            input: base,
+        },
+    ]
+}
+
+/// A form value that cannot become a test, with what to type instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormError {
+    /// Id of the offending field.
+    pub field: &'static str,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+fn err(field: &'static str, message: impl Into<String>) -> FormError {
+    FormError {
+        field,
+        message: message.into(),
+    }
+}
+
+/// Checks the target's shape (the peer resolves it): `host`, `host:port`, `[v6]` or `[v6]:port`.
+pub fn check_target(target: &str) -> Result<String, FormError> {
+    let t = target.trim();
+    let bad = |why: &str| {
+        err(
+            "target",
+            format!("{why}: type the other peer's address, like 192.168.1.20 or pc.lan:5210"),
+        )
+    };
+    if t.is_empty() {
+        return Err(bad("no target peer"));
+    }
+    if t.len() > 255 || t.chars().any(|c| c.is_whitespace() || c == '/') {
+        return Err(bad("that is not a host name or address"));
+    }
+    let port = if let Some(rest) = t.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((_, "")) => None,
+            Some((_, p)) => Some(p.strip_prefix(':').ok_or_else(|| bad("bad port"))?),
+            None => return Err(bad("missing ']'")),
+        }
+    } else if t.matches(':').count() == 1 {
+        t.rsplit_once(':').map(|(_, p)| p)
+    } else {
+        None // a bare IPv6 address or a plain host
+    };
+    if let Some(p) = port
+        && !matches!(p.parse::<u16>(), Ok(1..))
+    {
+        return Err(bad("the port must be a number from 1 to 65535"));
+    }
+    Ok(t.to_string())
+}
+
+fn positive_number(field: &'static str, text: &str, what: &str) -> Result<f64, FormError> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(err(field, format!("{what} must be a number above 0"))),
+    }
+}
+
+/// The `run` request the form describes, validated as the peer will validate it.
+pub fn to_request(input: &FormInput) -> Result<(String, TestSpec), FormError> {
+    let target = check_target(&input.target)?;
+    let protocol = match input.protocol.as_str() {
+        "udp" => Protocol::Udp,
+        _ => Protocol::Tcp,
+    };
+    let mut spec = TestSpec::new(protocol);
+    spec.direction = match input.direction.as_str() {
+        "rx" => Direction::Reverse,
+        "both" => Direction::Bidir,
+        _ => Direction::Normal,
+    };
+    spec.end = if input.end == "bytes" {
+        let bytes = parse_size(&input.bytes).map_err(|e| err("bytes", e.to_string()))?;
+        EndCondition::Bytes { bytes }
+    } else {
+        let secs = positive_number("seconds", &input.seconds, "Duration")?;
+        let duration = Duration::try_from_secs_f64(secs)
+            .map_err(|_| err("seconds", "Duration is too long"))?;
+        EndCondition::Time { duration }
+    };
+    let streams = positive_number("streams", &input.streams, "Streams")?;
+    if streams.fract() != 0.0 || streams > f64::from(u16::MAX) {
+        return Err(err(
+            "streams",
+            "Streams must be a whole number from 1 to 128",
+        ));
+    }
+    spec.streams = streams as u16;
+    if !input.len.trim().is_empty() {
+        let len = parse_size(&input.len).map_err(|e| err("len", e.to_string()))?;
+        spec.len = u32::try_from(len).map_err(|_| err("len", "Length is too large"))?;
+    }
+    if protocol == Protocol::Udp && !input.bitrate.trim().is_empty() {
+        spec.bitrate = Some(parse_rate(&input.bitrate).map_err(|e| err("bitrate", e.to_string()))?);
+    }
+    spec.validate().map_err(|e| {
+        let field = match e {
+            perfpeer_shared::spec::SpecError::Streams(_) => "streams",
+            perfpeer_shared::spec::SpecError::UdpLen(_)
+            | perfpeer_shared::spec::SpecError::TcpLen(_) => "len",
+            perfpeer_shared::spec::SpecError::ZeroBytes => "bytes",
+            _ => "seconds",
+        };
+        err(field, e.to_string())
+    })?;
+    Ok((target, spec))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perfpeer_shared::units::BitRate;
+
+    fn input(target: &str) -> FormInput {
+        FormInput {
+            target: target.into(),
+            ..FormInput::default()
+        }
+    }
+
+    #[test]
+    fn defaults_are_iperf3s() {
+        let (target, spec) = to_request(&input("pc.lan")).unwrap();
+        assert_eq!(target, "pc.lan");
+        assert_eq!(spec, TestSpec::new(Protocol::Tcp));
+    }
+
+    #[test]
+    fn directions_map_to_the_spec() {
+        for (dir, want) in [
+            ("tx", Direction::Normal),
+            ("rx", Direction::Reverse),
+            ("both", Direction::Bidir),
+        ] {
+            let f = FormInput {
+                direction: dir.into(),
+                ..input("h")
+            };
+            assert_eq!(to_request(&f).unwrap().1.direction, want);
+        }
+    }
+
+    #[test]
+    fn ttcp_preset_is_128000_writes_of_1_kib() {
+        let ttcp = presets().into_iter().find(|p| p.id == "ttcp").unwrap();
+        let f = FormInput {
+            target: "h".into(),
+            ..ttcp.input
+        };
+        let (_, spec) = to_request(&f).unwrap();
+        assert_eq!(spec.protocol, Protocol::Tcp);
+        assert_eq!(
+            spec.end,
+            EndCondition::Bytes {
+                bytes: 128_000 * 1024
+            }
+        );
+        assert_eq!(spec.len, 1024);
+        assert_eq!(spec.direction, Direction::Normal);
+    }
+
+    #[test]
+    fn udp_takes_a_rate_and_a_datagram_size() {
+        let f = FormInput {
+            protocol: "udp".into(),
+            bitrate: "15M".into(),
+            len: "1400".into(),
+            streams: "2".into(),
+            ..input("[fe80::1]:5210")
+        };
+        let (target, spec) = to_request(&f).unwrap();
+        assert_eq!(target, "[fe80::1]:5210");
+        assert_eq!(spec.bitrate, Some(BitRate(15_000_000)));
+        assert_eq!((spec.len, spec.streams), (1400, 2));
+    }
+
+    #[test]
+    fn bad_values_name_their_field() {
+        let cases = [
+            (input(""), "target"),
+            (input("pc:99999"), "target"),
+            (input("a b"), "target"),
+            (input("[::1"), "target"),
+            (
+                FormInput {
+                    seconds: "-1".into(),
+                    ..input("h")
+                },
+                "seconds",
+            ),
+            (
+                FormInput {
+                    streams: "1.5".into(),
+                    ..input("h")
+                },
+                "streams",
+            ),
+            (
+                FormInput {
+                    streams: "500".into(),
+                    ..input("h")
+                },
+                "streams",
+            ),
+            (
+                FormInput {
+                    protocol: "udp".into(),
+                    len: "8".into(),
+                    ..input("h")
+                },
+                "len",
+            ),
+            (
+                FormInput {
+                    end: "bytes".into(),
+                    bytes: "lots".into(),
+                    ..input("h")
+                },
+                "bytes",
+            ),
+        ];
+        for (f, field) in cases {
+            let e = to_request(&f).unwrap_err();
+            assert_eq!(e.field, field, "{f:?}: {e:?}");
+            assert!(!e.message.is_empty());
+        }
+    }
+
+    #[test]
+    fn bare_ipv6_and_ports_are_accepted() {
+        assert_eq!(check_target(" ::1 ").unwrap(), "::1");
+        assert_eq!(check_target("[::1]").unwrap(), "[::1]");
+        assert_eq!(check_target("10.0.0.2:5210").unwrap(), "10.0.0.2:5210");
+        assert!(check_target("h:0").is_err());
+    }
+}

@@ -1,0 +1,393 @@
+//! Words and figures the screens show, computed from the shared result model and printed with the
+//! shared unit formatters (iperf3's layout), so the page reads like the CLI. DOM-free: returns
+//! strings and small structs; no statistic is computed here that `perfpeer_shared::report` has.
+
+use perfpeer_shared::control::ErrorCode;
+use perfpeer_shared::format::iperf3::{self, Preamble};
+use perfpeer_shared::report::{PeerRole, TestResult, TestStatus};
+use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
+use perfpeer_shared::units::{format_bits, format_bytes};
+
+/// A rate as iperf3 prints it: `941 Mbits/sec`.
+pub fn rate(bits_per_second: f64) -> String {
+    format!("{}/sec", format_bits(bits_per_second).trim())
+}
+
+/// A byte count as iperf3 prints it: `1.10 GBytes`.
+pub fn bytes(n: u64) -> String {
+    format_bytes(n as f64).trim().to_string()
+}
+
+/// Escapes text for HTML element content and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The access token in a URL fragment such as `#token=abc` (other `&`-separated keys ignored).
+pub fn token_from_fragment(hash: &str) -> Option<String> {
+    hash.trim_start_matches('#')
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("token="))
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && t.len() <= 256)
+        .map(str::to_string)
+}
+
+/// A one-line description of a spec: `TCP TX, 10 s, 1 stream, 128 KBytes writes`.
+pub fn describe_spec(spec: &TestSpec) -> String {
+    let dir = match spec.direction {
+        Direction::Normal => "TX (this peer sends)",
+        Direction::Reverse => "RX (this peer receives)",
+        Direction::Bidir => "TX+RX (both send)",
+    };
+    let end = match spec.end {
+        EndCondition::Time { duration } => format!("{} s", duration.as_secs_f64()),
+        EndCondition::Bytes { bytes: n } => bytes(n),
+    };
+    let streams = match spec.streams {
+        1 => "1 stream".to_string(),
+        n => format!("{n} streams"),
+    };
+    let mut text = format!(
+        "{} {dir}, {end}, {streams}, length {}",
+        spec.protocol.upper_name(),
+        bytes(u64::from(spec.len))
+    );
+    if spec.protocol == Protocol::Udp
+        && let Some(r) = spec.bitrate
+    {
+        text.push_str(&format!(", {}", rate(r.0 as f64)));
+    }
+    text
+}
+
+/// One line of the result's summary card. `key` is stable (`flow0-received`, …) for tests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRow {
+    /// Stable identifier.
+    pub key: String,
+    /// What it is.
+    pub label: String,
+    /// The figure as shown.
+    pub value: String,
+}
+
+fn row(key: impl Into<String>, label: impl Into<String>, value: impl Into<String>) -> SummaryRow {
+    SummaryRow {
+        key: key.into(),
+        label: label.into(),
+        value: value.into(),
+    }
+}
+
+/// The summary card: status, then per direction the sender's and receiver's rates, bytes and
+/// retransmits or loss/jitter, then CPU and service demand at each end.
+pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
+    let mut rows = vec![match &result.status {
+        TestStatus::Complete => row("status", "Status", "complete"),
+        TestStatus::Partial { reason } => row("status", "Status", format!("partial: {reason}")),
+    }];
+    for (i, flow) in result.flows().iter().enumerate() {
+        let dir = if flow.client_to_server { "TX" } else { "RX" };
+        if let Some(sent) = flow.sent {
+            rows.push(row(
+                format!("flow{i}-sent"),
+                format!("{dir} sender"),
+                rate(sent.bits_per_second),
+            ));
+            if let Some(r) = sent.retransmits {
+                rows.push(row(
+                    format!("flow{i}-retr"),
+                    format!("{dir} retransmits"),
+                    r.to_string(),
+                ));
+            }
+        }
+        if let Some(received) = flow.received {
+            rows.push(row(
+                format!("flow{i}-received"),
+                format!("{dir} receiver"),
+                rate(received.bits_per_second),
+            ));
+            rows.push(row(
+                format!("flow{i}-bytes"),
+                format!("{dir} received"),
+                bytes(received.bytes),
+            ));
+            if let Some(u) = received.udp_rx {
+                rows.push(row(
+                    format!("flow{i}-loss"),
+                    format!("{dir} lost"),
+                    format!("{}/{} ({:.2}%)", u.lost, u.expected(), u.lost_percent()),
+                ));
+                rows.push(row(
+                    format!("flow{i}-jitter"),
+                    format!("{dir} jitter"),
+                    format!("{:.3} ms", u.jitter_ms),
+                ));
+            }
+        }
+    }
+    let moved: u64 = result
+        .flows()
+        .iter()
+        .filter_map(|f| f.received.or(f.sent))
+        .map(|t| t.bytes)
+        .sum();
+    let (client, server) = result.sides();
+    for (side, name) in [(client, "this peer"), (server, "other peer")] {
+        let Some(side) = side else { continue };
+        let key = if side.role == PeerRole::Client {
+            "client"
+        } else {
+            "server"
+        };
+        let cpu = side.cpu;
+        rows.push(row(
+            format!("cpu-{key}"),
+            format!("CPU {name}"),
+            format!(
+                "{:.1}% host ({} CPUs), process {:.1}% of one CPU",
+                cpu.host_total_percent(),
+                cpu.cpus,
+                cpu.process_total_percent()
+            ),
+        ));
+        if let Some(sd) = cpu.service_demand_us_per_kb(moved) {
+            rows.push(row(
+                format!("sd-{key}"),
+                format!("Service demand {name}"),
+                format!("{sd:.3} µs/KB"),
+            ));
+        }
+    }
+    rows
+}
+
+/// The result exactly as `perfpeer test` prints it: preamble, interval header, this end's
+/// intervals, summary (all through `perfpeer_shared::format::iperf3`).
+pub fn iperf3_text(result: &TestResult) -> String {
+    let p = Preamble {
+        role: result.local.role,
+        server_addr: &result.server_addr,
+        spec: &result.spec,
+        sockets: &result.local.sockets,
+    };
+    let mut out = String::new();
+    for part in [
+        iperf3::text_preamble(&p),
+        iperf3::text_interval_header(&result.spec, result.local.role),
+    ] {
+        push_line(&mut out, &part);
+    }
+    for report in &result.local.intervals {
+        push_line(
+            &mut out,
+            &iperf3::text_interval(&result.spec, result.local.role, report),
+        );
+    }
+    push_line(&mut out, &iperf3::text_summary(result));
+    out
+}
+
+/// Appends `text` and a newline if it lacks one (the CLI's printer does the same).
+fn push_line(out: &mut String, text: &str) {
+    out.push_str(text);
+    if !text.ends_with('\n') {
+        out.push('\n');
+    }
+}
+
+/// The `-J` JSON of a result, pretty-printed, for download.
+pub fn json_text(result: &TestResult) -> String {
+    serde_json::to_string_pretty(&iperf3::json(result)).unwrap_or_default()
+}
+
+/// An error in plain words: what happened and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// What happened.
+    pub title: String,
+    /// The peer's own words.
+    pub detail: String,
+    /// What to do.
+    pub hint: String,
+}
+
+/// Plain words for an `error` message from the peer.
+pub fn explain(code: ErrorCode, message: &str, target: Option<&str>) -> Notice {
+    let target = target.unwrap_or("the other peer");
+    let (title, hint) = match code {
+        ErrorCode::Unreachable => (
+            format!("Could not reach {target}"),
+            "Check the address and port, that perfpeer serve runs there, and that no firewall blocks ports 5210 and 5211.".to_string(),
+        ),
+        ErrorCode::Unauthorized => (
+            "This peer did not accept the token".into(),
+            "Open the URL the peer printed at start (it ends in #token=…) or type the token it printed.".into(),
+        ),
+        ErrorCode::OverLimit => (
+            "The peer refused the test: over its limits".into(),
+            "Wait for running tests to finish, or ask for a shorter or slower test.".into(),
+        ),
+        ErrorCode::InvalidSpec => (
+            "The test settings were refused".into(),
+            "Change the settings and start again.".into(),
+        ),
+        ErrorCode::PeerLost => (
+            "The other peer went away during the test".into(),
+            "Check that it is still running and reachable, then run the test again.".into(),
+        ),
+        ErrorCode::DataPlane => (
+            "A data stream failed".into(),
+            "Check that the data port (5211 by default) is reachable between the peers.".into(),
+        ),
+        ErrorCode::VersionMismatch => (
+            "This page and the peer speak different protocol versions".into(),
+            "Reload the page; if that does not help, use the same perfpeer version on both peers.".into(),
+        ),
+        ErrorCode::UnknownTest => (
+            "The test ended while the connection was down".into(),
+            "Its result was not kept; run it again.".into(),
+        ),
+        _ => (
+            "The peer reported a problem".into(),
+            "Try again; if it persists, look at the peer's log.".into(),
+        ),
+    };
+    Notice {
+        title,
+        detail: message.to_string(),
+        hint,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A 2-s TCP TX test, both ends' reports, built from JSON like the page receives it.
+    pub(crate) fn tcp_result() -> TestResult {
+        let side = |role: &str, stream_role: &str, tcp: bool| {
+            serde_json::json!({
+                "role": role,
+                "host": { "hostname": role, "system": "Linux", "version": "0.1.0" },
+                "sockets": [{ "id": 1, "local": "127.0.0.1:40000", "remote": "127.0.0.1:5211" }],
+                "sndbuf_actual": null, "rcvbuf_actual": null, "tcp_mss": null,
+                "congestion_used": null,
+                "intervals": [
+                    { "start": 0.0, "end": 1.0, "omitted": false, "streams": [
+                        { "id": 1, "role": stream_role, "bytes": 125_000_000u64, "packets": null,
+                          "tcp": if tcp { serde_json::json!({ "retransmits": 3, "snd_cwnd": 1, "rtt_us": 1, "rttvar_us": 1, "pmtu": 1500 }) } else { serde_json::Value::Null },
+                          "udp_rx": null } ] },
+                    { "start": 1.0, "end": 2.0, "omitted": false, "streams": [
+                        { "id": 1, "role": stream_role, "bytes": 250_000_000u64, "packets": null,
+                          "tcp": if tcp { serde_json::json!({ "retransmits": 4, "snd_cwnd": 1, "rtt_us": 1, "rttvar_us": 1, "pmtu": 1500 }) } else { serde_json::Value::Null },
+                          "udp_rx": null } ] }
+                ],
+                "streams": [{ "id": 1, "role": stream_role, "bytes": 375_000_000u64, "duration": 2.0,
+                              "packets": null,
+                              "tcp": if tcp { serde_json::json!({ "retransmits": 7, "max_snd_cwnd": 1, "max_rtt_us": 1, "min_rtt_us": 1, "mean_rtt_us": 1 }) } else { serde_json::Value::Null },
+                              "udp_rx": null }],
+                "cpu": { "elapsed": 2.0, "process_user_s": 0.1, "process_system_s": 0.3,
+                         "host_user_percent": 5.0, "host_system_percent": 20.0, "cpus": 2 }
+            })
+        };
+        serde_json::from_value(serde_json::json!({
+            "id": "t1",
+            "spec": TestSpec::new(Protocol::Tcp),
+            "started_unix_ms": 0,
+            "server_addr": "127.0.0.1:5210",
+            "local": side("client", "sender", true),
+            "remote": side("server", "receiver", false),
+            "status": "complete"
+        }))
+        .expect("fixture parses")
+    }
+
+    #[test]
+    fn units_read_like_iperf3() {
+        assert_eq!(rate(941_000_000.0), "941 Mbits/sec");
+        assert_eq!(rate(1.5e9), "1.50 Gbits/sec");
+        assert_eq!(bytes(375_000_000), "358 MBytes");
+    }
+
+    #[test]
+    fn the_token_comes_from_the_fragment() {
+        assert_eq!(token_from_fragment("#token=abc123"), Some("abc123".into()));
+        assert_eq!(token_from_fragment("#x=1&token=t"), Some("t".into()));
+        assert_eq!(token_from_fragment("#token="), None);
+        assert_eq!(token_from_fragment(""), None);
+    }
+
+    #[test]
+    fn markup_is_escaped() {
+        assert_eq!(
+            escape("<a href='x'>&\"</a>"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn the_summary_card_shows_the_models_figures() {
+        let r = tcp_result();
+        let rows = summary(&r);
+        let value = |key: &str| {
+            rows.iter()
+                .find(|row| row.key == key)
+                .map(|row| row.value.clone())
+        };
+        assert_eq!(value("status").as_deref(), Some("complete"));
+        assert_eq!(value("flow0-sent").as_deref(), Some("1.50 Gbits/sec"));
+        assert_eq!(value("flow0-received").as_deref(), Some("1.50 Gbits/sec"));
+        assert_eq!(value("flow0-retr").as_deref(), Some("7"));
+        assert_eq!(value("flow0-bytes").as_deref(), Some("358 MBytes"));
+        assert!(
+            value("cpu-client")
+                .unwrap()
+                .starts_with("25.0% host (2 CPUs)")
+        );
+        assert!(value("sd-server").is_some());
+        assert!(value("flow0-loss").is_none(), "no UDP figures for TCP");
+    }
+
+    #[test]
+    fn the_iperf3_tab_is_the_clis_text() {
+        let r = tcp_result();
+        let text = iperf3_text(&r);
+        assert!(
+            text.starts_with("Connecting to host 127.0.0.1, port 5210\n"),
+            "{text}"
+        );
+        assert!(text.contains(&iperf3::text_summary(&r)));
+        assert!(text.matches("sec").count() >= 4);
+        let json: serde_json::Value = serde_json::from_str(&json_text(&r)).unwrap();
+        assert_eq!(json, iperf3::json(&r));
+    }
+
+    #[test]
+    fn errors_say_what_to_do() {
+        let n = explain(ErrorCode::Unreachable, "refused", Some("pc:5210"));
+        assert_eq!(n.title, "Could not reach pc:5210");
+        assert_eq!(n.detail, "refused");
+        assert!(n.hint.contains("firewall"));
+        for code in [
+            ErrorCode::OverLimit,
+            ErrorCode::PeerLost,
+            ErrorCode::Internal,
+        ] {
+            assert!(!explain(code, "x", None).hint.is_empty());
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! The page's state and its one transition function: [`Model::update`] takes a [`Msg`] (from the
+//! user, the WebSocket or a timer) and returns the [`Cmd`]s for the controller to carry out
+//! (send a message, (re)connect, remember the token). DOM-free and clock-free, so the connect,
+//! run, reconnect-and-attach flows are unit-tested on the host.
+
+use perfpeer_shared::PROTOCOL_VERSION;
+use perfpeer_shared::control::{ClientMsg, ErrorCode, PeerInfo, RunningTest, ServerMsg};
+use perfpeer_shared::report::{IntervalReport, PeerRole, TestResult};
+use perfpeer_shared::spec::TestSpec;
+
+use crate::form::{self, FormError, FormInput};
+use crate::present::{Notice, explain};
+
+/// Which screen is in front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screen {
+    /// Token entry and connection state.
+    Connect,
+    /// What this peer is and runs.
+    Peer,
+    /// The new-test form.
+    NewTest,
+    /// A test in progress.
+    Running,
+    /// The last result.
+    Result,
+}
+
+/// Result tabs. Only renderers that exist in `perfpeer_shared::format` get a tab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    /// `perfpeer_shared::format::iperf3` text.
+    Iperf3,
+    /// The `-J` JSON.
+    Json,
+}
+
+/// The WebSocket to this peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// Opening.
+    Connecting,
+    /// Open and greeted.
+    Open,
+    /// Dropped; a reconnect is scheduled (attempt number, from 1).
+    Lost {
+        /// Reconnect attempts since the drop.
+        attempt: u32,
+    },
+}
+
+/// A test started from this page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunState {
+    /// The other peer.
+    pub target: String,
+    /// What runs.
+    pub spec: TestSpec,
+    /// Known once `started` arrived; needed to `attach` after a reconnect.
+    pub test_id: Option<String>,
+    /// The client's (this peer's) intervals.
+    pub client: Vec<IntervalReport>,
+    /// The far end's intervals.
+    pub server: Vec<IntervalReport>,
+    /// Cancel was asked for.
+    pub cancelling: bool,
+}
+
+/// Everything the view draws.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Model {
+    /// Connection state.
+    pub link: Link,
+    /// The token in use.
+    pub token: Option<String>,
+    /// Whether the peer accepted it.
+    pub authorized: bool,
+    /// The peer said the token is wrong.
+    pub token_rejected: bool,
+    /// From `welcome`.
+    pub peer: Option<PeerInfo>,
+    /// From `tests`.
+    pub tests: Vec<RunningTest>,
+    /// Front screen.
+    pub screen: Screen,
+    /// The test in progress.
+    pub run: Option<RunState>,
+    /// The last finished test.
+    pub result: Option<TestResult>,
+    /// Selected result tab.
+    pub tab: Tab,
+    /// An error to show, in plain words.
+    pub notice: Option<Notice>,
+    /// A form field that needs fixing.
+    pub form_error: Option<FormError>,
+}
+
+/// Something that happened.
+// A message lives for one update; boxing the large variants would only add noise.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Msg {
+    /// Page loaded: the token from the URL fragment and the remembered one.
+    Boot {
+        /// From `#token=…`.
+        fragment: Option<String>,
+        /// From localStorage.
+        stored: Option<String>,
+    },
+    /// The WebSocket opened.
+    SocketOpen,
+    /// The WebSocket closed or failed.
+    SocketClosed,
+    /// The reconnect delay passed, or the browser came back online.
+    ReconnectDue,
+    /// A message from the peer.
+    Server(ServerMsg),
+    /// A frame that is not a server message.
+    BadFrame(String),
+    /// The user typed a token.
+    SubmitToken(String),
+    /// The user picked a screen.
+    Show(Screen),
+    /// The user picked a result tab.
+    SelectTab(Tab),
+    /// The user started a test.
+    Start(FormInput),
+    /// The user cancelled the running test.
+    Cancel,
+    /// Refresh the list of running tests.
+    Refresh,
+    /// Close the error box.
+    Dismiss,
+}
+
+/// Something for the controller to do.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cmd {
+    /// (Re)open the WebSocket now (closing any open one).
+    Connect,
+    /// Open it again after this many milliseconds.
+    ReconnectIn(u32),
+    /// Send a message.
+    Send(ClientMsg),
+    /// Remember the token in localStorage.
+    SaveToken(String),
+}
+
+/// Delay before reconnect attempt `attempt` (1-based): 0.5 s, 1 s, 2 s, then every 3 s.
+pub fn backoff_ms(attempt: u32) -> u32 {
+    match attempt {
+        0 | 1 => 500,
+        2 => 1000,
+        3 => 2000,
+        _ => 3000,
+    }
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Model {
+            link: Link::Connecting,
+            token: None,
+            authorized: false,
+            token_rejected: false,
+            peer: None,
+            tests: Vec::new(),
+            screen: Screen::Connect,
+            run: None,
+            result: None,
+            tab: Tab::Iperf3,
+            notice: None,
+            form_error: None,
+        }
+    }
+}
+
+impl Model {
+    /// Applies `msg`; returns what the controller must do.
+    pub fn update(&mut self, msg: Msg) -> Vec<Cmd> {
+        match msg {
+            Msg::Boot { fragment, stored } => {
+                let mut cmds = Vec::new();
+                if let Some(t) = &fragment {
+                    cmds.push(Cmd::SaveToken(t.clone()));
+                }
+                self.token = fragment.or(stored);
+                cmds.push(Cmd::Connect);
+                cmds
+            }
+            Msg::SocketOpen => vec![Cmd::Send(ClientMsg::Hello {
+                protocol_version: PROTOCOL_VERSION,
+                token: self.token.clone(),
+            })],
+            Msg::SocketClosed => {
+                let attempt = match self.link {
+                    Link::Lost { attempt } => attempt + 1,
+                    _ => 1,
+                };
+                self.link = Link::Lost { attempt };
+                vec![Cmd::ReconnectIn(backoff_ms(attempt))]
+            }
+            Msg::ReconnectDue => match self.link {
+                Link::Lost { .. } => vec![Cmd::Connect],
+                _ => Vec::new(),
+            },
+            Msg::Server(m) => self.on_server(m),
+            Msg::BadFrame(e) => {
+                self.notice = Some(explain(ErrorCode::BadMessage, &e, None));
+                Vec::new()
+            }
+            Msg::SubmitToken(t) => {
+                let t = t.trim().to_string();
+                if t.is_empty() {
+                    return Vec::new();
+                }
+                self.token = Some(t.clone());
+                self.token_rejected = false;
+                self.link = Link::Connecting;
+                // `hello` is the first message only: a new token needs a new connection.
+                vec![Cmd::SaveToken(t), Cmd::Connect]
+            }
+            Msg::Show(screen) => {
+                self.screen = screen;
+                self.form_error = None;
+                if screen == Screen::Peer && self.can_send() {
+                    return vec![Cmd::Send(ClientMsg::ListTests)];
+                }
+                Vec::new()
+            }
+            Msg::SelectTab(tab) => {
+                self.tab = tab;
+                Vec::new()
+            }
+            Msg::Start(input) => self.start(&input),
+            Msg::Cancel => match &mut self.run {
+                Some(run) if self.link == Link::Open => {
+                    run.cancelling = true;
+                    vec![Cmd::Send(ClientMsg::Cancel)]
+                }
+                _ => Vec::new(),
+            },
+            Msg::Refresh if self.can_send() => vec![Cmd::Send(ClientMsg::ListTests)],
+            Msg::Refresh => Vec::new(),
+            Msg::Dismiss => {
+                self.notice = None;
+                Vec::new()
+            }
+        }
+    }
+
+    fn can_send(&self) -> bool {
+        self.link == Link::Open && self.authorized
+    }
+
+    fn start(&mut self, input: &FormInput) -> Vec<Cmd> {
+        match form::to_request(input) {
+            Err(e) => {
+                self.form_error = Some(e);
+                Vec::new()
+            }
+            Ok(_) if self.run.is_some() => {
+                self.screen = Screen::Running;
+                Vec::new()
+            }
+            Ok(_) if !self.can_send() => {
+                self.notice = Some(Notice {
+                    title: "Not connected to the peer with its token".into(),
+                    detail: String::new(),
+                    hint: "Wait for the connection to come back, or enter the token on the Connect screen.".into(),
+                });
+                Vec::new()
+            }
+            Ok((target, spec)) => {
+                self.form_error = None;
+                self.notice = None;
+                self.run = Some(RunState {
+                    target: target.clone(),
+                    spec: spec.clone(),
+                    test_id: None,
+                    client: Vec::new(),
+                    server: Vec::new(),
+                    cancelling: false,
+                });
+                self.screen = Screen::Running;
+                vec![Cmd::Send(ClientMsg::Run { target, spec })]
+            }
+        }
+    }
+
+    fn on_server(&mut self, msg: ServerMsg) -> Vec<Cmd> {
+        match msg {
+            ServerMsg::Welcome {
+                peer, authorized, ..
+            } => self.on_welcome(peer, authorized),
+            ServerMsg::Started {
+                test_id,
+                target,
+                spec,
+            } => {
+                // Also the first message of an `attach` replay: start the interval lists afresh.
+                let cancelling = self.run.as_ref().is_some_and(|r| r.cancelling);
+                self.run = Some(RunState {
+                    target,
+                    spec,
+                    test_id: Some(test_id),
+                    client: Vec::new(),
+                    server: Vec::new(),
+                    cancelling,
+                });
+                Vec::new()
+            }
+            ServerMsg::Interval {
+                test_id,
+                role,
+                report,
+            } => {
+                if let Some(run) = &mut self.run
+                    && run.test_id.as_deref().is_none_or(|id| id == test_id)
+                {
+                    match role {
+                        PeerRole::Client => run.client.push(report),
+                        PeerRole::Server => run.server.push(report),
+                    }
+                }
+                Vec::new()
+            }
+            ServerMsg::Result { result } => {
+                self.run = None;
+                self.result = Some(result);
+                self.tab = Tab::Iperf3;
+                self.screen = Screen::Result;
+                if self.can_send() {
+                    vec![Cmd::Send(ClientMsg::ListTests)]
+                } else {
+                    Vec::new()
+                }
+            }
+            ServerMsg::Tests { tests } => {
+                self.tests = tests;
+                Vec::new()
+            }
+            ServerMsg::Error { code, message } => self.on_error(code, &message),
+            // Far-end messages are not for a browser.
+            _ => Vec::new(),
+        }
+    }
+
+    fn on_welcome(&mut self, peer: PeerInfo, authorized: bool) -> Vec<Cmd> {
+        self.peer = Some(peer);
+        self.link = Link::Open;
+        self.authorized = authorized;
+        self.token_rejected = self.token.is_some() && !authorized;
+        if !authorized {
+            self.screen = Screen::Connect;
+            return Vec::new();
+        }
+        let mut cmds = vec![Cmd::Send(ClientMsg::ListTests)];
+        match &self.run {
+            Some(RunState {
+                test_id: Some(id), ..
+            }) => cmds.push(Cmd::Send(ClientMsg::Attach {
+                test_id: id.clone(),
+            })),
+            Some(run) => {
+                // Dropped before `started`: the test may run on, but it cannot be identified.
+                self.notice = Some(Notice {
+                    title: "The connection dropped while the test was starting".into(),
+                    detail: format!("test to {}", run.target),
+                    hint:
+                        "It may still be running: see This peer's running tests, or start it again."
+                            .into(),
+                });
+                self.run = None;
+                self.screen = Screen::NewTest;
+            }
+            None if self.screen == Screen::Connect => self.screen = Screen::Peer,
+            None => {}
+        }
+        cmds
+    }
+
+    fn on_error(&mut self, code: ErrorCode, message: &str) -> Vec<Cmd> {
+        if code == ErrorCode::Unauthorized {
+            self.token_rejected = self.token.is_some();
+            self.authorized = false;
+            self.screen = Screen::Connect;
+            return Vec::new();
+        }
+        let target = self.run.as_ref().map(|r| r.target.clone());
+        let ends_run = !matches!(code, ErrorCode::BadMessage | ErrorCode::UnexpectedMessage);
+        if ends_run && self.run.take().is_some() {
+            self.screen = Screen::NewTest;
+        }
+        self.notice = Some(explain(code, message, target.as_deref()));
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests;
