@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what perfpeer's build and tests need on Debian 12 beyond rustup/cargo: iproute2 (ip,
-# tc) for the network-namespace tests, and the stock tools used for interop and benchmarks.
+# tc) for the network-namespace tests, the stock tools used for interop and benchmarks, the wasm
+# toolchain for the web UI and headless Chromium for its browser test.
 # Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
 set -euo pipefail
 
@@ -10,6 +11,17 @@ command -v tc >/dev/null 2>&1 || need+=(iproute2)
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 command -v iperf >/dev/null 2>&1 || need+=(iperf)
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+# The web UI (scripts/build-web.sh): rustup's wasm32 target if installed, else Debian's
+# rustc-web building std from source, linked by lld-22's wasm-ld.
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+    [ -x /usr/bin/rustc ] || need+=(rustc-web)
+    [ -x /usr/bin/cargo ] || need+=(cargo-web)
+    [ -d /usr/lib/rustlib/src/rust/library ] || need+=(rust-web-src)
+    [ -x /usr/bin/wasm-ld-22 ] || need+=(lld-22)
+fi
+# The browser test: Debian's headless Chromium and its WebDriver.
+[ -x /usr/bin/chromium ] || need+=(chromium)
+[ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
 
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit tests, codec tests, and the end-to-end tests that start
-# real perfpeer peers on loopback and in network namespaces (those need root, as CI has).
+# real perfpeer peers on loopback and in network namespaces (those need root, as CI has), and the
+# web UI in headless Chromium (so the UI is built first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+./scripts/build-web.sh
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked "$@"

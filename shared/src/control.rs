@@ -316,6 +316,20 @@ mod tests {
     }
 
     #[test]
+    fn attach_names_its_test() {
+        let attach = ClientMsg::parse(r#"{"type":"attach","test_id":"9f42f6824ab0"}"#);
+        assert_eq!(
+            attach,
+            Ok(ClientMsg::Attach {
+                test_id: "9f42f6824ab0".into()
+            })
+        );
+        assert!(ClientMsg::parse(r#"{"type":"attach"}"#).is_err());
+        let e = ServerMsg::error(ErrorCode::UnknownTest, "no test x");
+        assert!(e.to_json().contains(r#""code":"unknown_test""#));
+    }
+
+    #[test]
     fn errors_carry_a_code() {
         let e = ServerMsg::error(ErrorCode::OverLimit, "too many tests");
         assert_eq!(
