@@ -305,11 +305,19 @@ impl CpuUsage {
         if bytes == 0 || self.cpus == 0 {
             return None;
         }
-        let busy_us = self.host_total_percent() / 100.0
-            * f64::from(self.cpus)
-            * self.elapsed.as_secs_f64()
-            * 1e6;
-        Some(busy_us / (bytes as f64 / 1024.0))
+        Some(self.host_busy_us() / (bytes as f64 / 1024.0))
+    }
+    /// netperf's service demand for request/response tests (`us/Tr`): µs of host CPU time (all
+    /// CPUs) per completed transaction.
+    pub fn service_demand_us_per_transaction(&self, transactions: u64) -> Option<f64> {
+        if transactions == 0 || self.cpus == 0 {
+            return None;
+        }
+        Some(self.host_busy_us() / transactions as f64)
+    }
+    /// Host CPU time used over the period, summed over all CPUs, in µs.
+    fn host_busy_us(&self) -> f64 {
+        self.host_total_percent() / 100.0 * f64::from(self.cpus) * self.elapsed.as_secs_f64() * 1e6
     }
 }
 

@@ -2,3 +2,4 @@
 //! expect to read them. Formatters only lay out numbers the report module derived.
 
 pub mod iperf3;
+pub mod netperf;
