@@ -2,6 +2,7 @@
 //! own module and are validated into typed settings before anything runs.
 
 mod iperf3;
+mod netperf;
 mod output;
 mod serve;
 mod test;
@@ -26,6 +27,8 @@ enum Command {
     Test(test::TestArgs),
     /// Speak iperf3's protocol: serve stock iperf3 clients (-s) or test against a stock server (-c).
     Iperf3(iperf3::Iperf3Args),
+    /// netperf's flags and tables (TCP_STREAM, TCP_MAERTS, TCP_RR, UDP_STREAM) against a perfpeer peer.
+    Netperf(netperf::NetperfArgs),
 }
 
 /// Runs the chosen subcommand on a fresh tokio runtime.
@@ -39,6 +42,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => runtime.block_on(serve::run(args)),
         Command::Test(args) => runtime.block_on(test::run(args)),
         Command::Iperf3(args) => runtime.block_on(iperf3::run(args)),
+        Command::Netperf(args) => runtime.block_on(netperf::run(args)),
     }
 }
 
