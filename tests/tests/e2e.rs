@@ -10,5 +10,7 @@ mod faults;
 mod interop_iperf3;
 /// Tests over loopback: every direction and protocol, agreement of both ends, JSON keys.
 mod loopback;
+/// `perfpeer netperf` against a perfpeer peer: netperf's tables, figures that agree with `-J`.
+mod netperf_cli;
 /// Two hosts in network namespaces on a shaped 20 Mbit/s link.
 mod shaped_link;

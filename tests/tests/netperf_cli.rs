@@ -1,0 +1,188 @@
+//! `perfpeer netperf` against a live `perfpeer serve` on loopback: netperf's table layout, and
+//! figures that are positive and agree with `perfpeer test -J` runs of the same kind.
+
+use std::process::{Command, Output};
+
+use perfpeer_tests::{Peer, f64_at, perfpeer_bin, perfpeer_json};
+
+fn netperf(args: &[&str]) -> Output {
+    Command::new(perfpeer_bin())
+        .arg("netperf")
+        .args(args)
+        .output()
+        .expect("run perfpeer netperf")
+}
+
+/// Stdout of a run that must have succeeded.
+fn stdout_of(out: &Output, args: &[&str]) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "perfpeer netperf {args:?} failed: {}\nstdout: {stdout}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The whitespace-separated numbers of a data line.
+fn numbers(line: &str) -> Vec<f64> {
+    line.split_whitespace()
+        .map(|f| {
+            f.parse()
+                .unwrap_or_else(|_| panic!("'{f}' in {line:?} is not a number"))
+        })
+        .collect()
+}
+
+/// `a` and `b` are within a factor of `k` of each other (separate runs on a busy 2-core VM).
+fn within(a: f64, b: f64, k: f64) -> bool {
+    a > 0.0 && b > 0.0 && a / b < k && b / a < k
+}
+
+#[test]
+fn tcp_stream_with_cpu_prints_netperfs_table() {
+    let peer = Peer::start(&[]);
+    let args = [
+        "-H",
+        &peer.control,
+        "-t",
+        "TCP_STREAM",
+        "-l",
+        "2",
+        "-c",
+        "-C",
+        "--",
+        "-m",
+        "16K",
+    ];
+    let text = stdout_of(&netperf(&args), &args);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 7, "{text}");
+    assert!(
+        lines[0].starts_with("MIGRATED TCP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 127.0.0.1 (127.0.0.1) port 0 AF_INET"),
+        "{text}"
+    );
+    assert_eq!(
+        lines[1..6].join("\n"),
+        "Recv   Send    Send                          Utilization       Service Demand\n\
+         Socket Socket  Message  Elapsed              Send     Recv     Send    Recv\n\
+         Size   Size    Size     Time     Throughput  local    remote   local   remote\n\
+         bytes  bytes   bytes    secs.    10^6bits/s  % S      % S      us/KB   us/KB\n"
+    );
+    let f = numbers(lines[6]);
+    assert_eq!(f.len(), 9, "{text}");
+    let [rsr, lss, msg, elapsed, mbits, lcpu, rcpu, lsd, rsd] = f[..] else {
+        unreachable!()
+    };
+    assert!(rsr > 0.0 && lss > 0.0, "socket sizes: {text}");
+    assert_eq!(msg, 16384.0);
+    assert!((1.9..2.5).contains(&elapsed), "{text}");
+    for v in [mbits, lcpu, rcpu, lsd, rsd] {
+        assert!(v > 0.0, "{text}");
+    }
+    assert!(lcpu <= 100.0 && rcpu <= 100.0, "{text}");
+    // Service demand is netperf's CPU% × 10^4 / (KB/s) × CPUs, and KB/s = Mbit/s × 10^6 / 8 / 1024,
+    // so SD × Mbit/s / CPU% = 81.92 × CPUs (the CPU window runs a little past the data's).
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let k = lsd * mbits / lcpu / (81.92 * cpus);
+    assert!(
+        (0.95..1.15).contains(&k),
+        "local SD {lsd} off by {k}: {text}"
+    );
+    // Same kind of test through perfpeer test -J.
+    let v = perfpeer_json(&[&peer.control, "-t", "2", "-l", "16K"]);
+    let json_mbits = f64_at(&v, "/end/sum_received/bits_per_second") / 1e6;
+    assert!(
+        within(mbits, json_mbits, 4.0),
+        "netperf {mbits} vs -J {json_mbits} Mbit/s"
+    );
+    let json_cpu = f64_at(&v, "/perfpeer/host_cpu_percent/local");
+    assert!(
+        within(lcpu, json_cpu, 4.0),
+        "netperf {lcpu} vs -J {json_cpu} % CPU"
+    );
+}
+
+#[test]
+fn tcp_rr_prints_transactions_per_second() {
+    let peer = Peer::start(&[]);
+    let args = [
+        "-H",
+        &peer.control,
+        "-t",
+        "TCP_RR",
+        "-l",
+        "2",
+        "--",
+        "-r",
+        "32,64",
+    ];
+    let text = stdout_of(&netperf(&args), &args);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 8, "{text}");
+    assert!(
+        lines[0].starts_with(
+            "MIGRATED TCP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 127.0.0.1"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        lines[1..6].join("\n"),
+        "Local /Remote\n\
+         Socket Size   Request  Resp.   Elapsed  Trans.\n\
+         Send   Recv   Size     Size    Time     Rate         \n\
+         bytes  Bytes  bytes    bytes   secs.    per sec   \n"
+    );
+    let f = numbers(lines[6]);
+    assert_eq!(f.len(), 6, "{text}");
+    assert_eq!(
+        (f[2], f[3]),
+        (32.0, 64.0),
+        "request and response sizes: {text}"
+    );
+    assert!((1.9..2.5).contains(&f[4]), "{text}");
+    let tps = f[5];
+    assert!(tps > 100.0, "{text}");
+    let remote = numbers(lines[7]);
+    assert!(
+        remote.len() == 2 && remote.iter().all(|&s| s > 0.0),
+        "{text}"
+    );
+    let v = perfpeer_json(&[
+        &peer.control,
+        "--rr",
+        "-l",
+        "32",
+        "--response-len",
+        "64",
+        "-t",
+        "2",
+    ]);
+    let json_tps = f64_at(&v, "/perfpeer/rr/transactions_per_second");
+    assert!(
+        within(tps, json_tps, 4.0),
+        "netperf {tps} vs -J {json_tps} trans/s"
+    );
+}
+
+#[test]
+fn udp_rr_and_bad_flags_are_refused_before_connecting() {
+    for (args, needle) in [
+        (
+            vec!["-H", "127.0.0.1:1", "-t", "UDP_RR"],
+            "UDP_RR is not supported yet",
+        ),
+        (vec!["-H", "127.0.0.1:1", "-l", "-100"], "negative -l"),
+        (
+            vec!["-H", "127.0.0.1:1", "--", "-s", "64K", "-S", "1M"],
+            "one socket buffer size",
+        ),
+    ] {
+        let out = netperf(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
