@@ -14,13 +14,14 @@ mod engine;
 mod hostinfo;
 mod server;
 mod session;
+mod targets;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = cli::Cli::parse_from(cli::argv_with_role());
     match cli::run(args) {
         Ok(code) => code,
         Err(err) => {

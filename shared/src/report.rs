@@ -292,6 +292,11 @@ impl CpuUsage {
     pub fn process_total_percent(&self) -> f64 {
         self.of_one_cpu(self.process_user_s + self.process_system_s)
     }
+    /// Whether any CPU figures were measured: a stock tool that reports none (iperf2, ttcp)
+    /// leaves the far end's usage at zero elapsed time.
+    pub fn measured(&self) -> bool {
+        !self.elapsed.is_zero()
+    }
     /// Whether host-wide figures were measured (see [`CpuUsage::cpus`]).
     pub fn host_measured(&self) -> bool {
         self.cpus > 0

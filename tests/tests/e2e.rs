@@ -6,6 +6,8 @@ mod browser;
 mod control_ws;
 /// Bad input and failures: unreachable peers, garbage, oversized frames, dying peers, caps.
 mod faults;
+/// Stock iperf 2 and ttcp peers, the stock-tool targets of `perfpeer test`, argv[0] roles.
+mod interop_iperf2_ttcp;
 /// Stock iperf3 against our iperf3 server and our client against stock iperf3.
 mod interop_iperf3;
 /// Tests over loopback: every direction and protocol, agreement of both ends, JSON keys.

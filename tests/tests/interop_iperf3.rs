@@ -14,7 +14,11 @@ fn our_server(extra: &[&str]) -> (Running, u16) {
     let mut args = vec!["iperf3", "-s", "-p", &p];
     args.extend_from_slice(extra);
     let server = Running::spawn(&perfpeer_bin(), &args);
-    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect(("127.0.0.1", port)).is_ok()));
+    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect((
+        "127.0.0.1",
+        port
+    ))
+    .is_ok()));
     (server, port)
 }
 
@@ -45,7 +49,10 @@ fn our_client(port: u16, args: &[&str]) -> serde_json::Value {
 }
 
 fn close(a: u64, b: u64, tolerance: u64, what: &str) {
-    assert!(a.abs_diff(b) <= tolerance, "{what}: {a} vs {b} differ by more than {tolerance}");
+    assert!(
+        a.abs_diff(b) <= tolerance,
+        "{what}: {a} vs {b} differ by more than {tolerance}"
+    );
 }
 
 #[test]
@@ -55,20 +62,45 @@ fn stock_client_against_our_server() {
     }
     let (_server, port) = our_server(&[]);
     let v = stock_client(port, &["-t", "2"]);
-    close(u64_at(&v, "/end/sum_sent/bytes"), u64_at(&v, "/end/sum_received/bytes"), BLOCK, "TCP");
+    close(
+        u64_at(&v, "/end/sum_sent/bytes"),
+        u64_at(&v, "/end/sum_received/bytes"),
+        BLOCK,
+        "TCP",
+    );
     let v = stock_client(port, &["-t", "2", "-P", "2"]);
-    close(u64_at(&v, "/end/sum_sent/bytes"), u64_at(&v, "/end/sum_received/bytes"), 2 * BLOCK, "TCP -P 2");
+    close(
+        u64_at(&v, "/end/sum_sent/bytes"),
+        u64_at(&v, "/end/sum_received/bytes"),
+        2 * BLOCK,
+        "TCP -P 2",
+    );
     let v = stock_client(port, &["-u", "-b", "10M", "-t", "2"]);
     let sent = u64_at(&v, "/end/sum_sent/bytes");
     assert!(sent > 2_000_000, "{sent}");
-    close(sent, u64_at(&v, "/end/sum_received/bytes"), 16 * 1460, "UDP");
+    close(
+        sent,
+        u64_at(&v, "/end/sum_received/bytes"),
+        16 * 1460,
+        "UDP",
+    );
     assert_eq!(u64_at(&v, "/end/sum/lost_packets"), 0);
     // -R: the stock client stops reading at TEST_END, so what was in flight is sent, not read:
     // at most the socket buffers' worth.
     let v = stock_client(port, &["-t", "2", "-R"]);
-    close(u64_at(&v, "/end/sum_sent/bytes"), u64_at(&v, "/end/sum_received/bytes"), 16 << 20, "TCP -R");
+    close(
+        u64_at(&v, "/end/sum_sent/bytes"),
+        u64_at(&v, "/end/sum_received/bytes"),
+        16 << 20,
+        "TCP -R",
+    );
     let v = stock_client(port, &["-t", "2", "--bidir"]);
-    close(u64_at(&v, "/end/sum_sent/bytes"), u64_at(&v, "/end/sum_received/bytes"), BLOCK, "bidir forward");
+    close(
+        u64_at(&v, "/end/sum_sent/bytes"),
+        u64_at(&v, "/end/sum_received/bytes"),
+        BLOCK,
+        "bidir forward",
+    );
     assert!(u64_at(&v, "/end/sum_received_bidir_reverse/bytes") > 0);
 }
 
@@ -90,7 +122,13 @@ fn our_client_against_stock_server() {
     if !have("iperf3") {
         return;
     }
-    for args in [&["-t", "2"][..], &["-t", "2", "-R"], &["-t", "2", "--bidir"], &["-t", "2", "-P", "2"], &["-u", "-b", "10M", "-t", "2"]] {
+    for args in [
+        &["-t", "2"][..],
+        &["-t", "2", "-R"],
+        &["-t", "2", "--bidir"],
+        &["-t", "2", "-P", "2"],
+        &["-u", "-b", "10M", "-t", "2"],
+    ] {
         let (server, port) = stock_server();
         let v = our_client(port, args);
         assert_eq!(v["perfpeer"]["status"], "complete", "{args:?}: {v}");
@@ -108,7 +146,11 @@ fn our_client_against_stock_server() {
         };
         close(sent, received, tolerance, &format!("{args:?}"));
         let out = server.wait(Duration::from_secs(10));
-        assert!(out.status.success(), "stock iperf3 -s -1 after {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "stock iperf3 -s -1 after {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
@@ -119,11 +161,22 @@ fn our_client_reports_a_busy_stock_server() {
     }
     let (_server, port) = stock_server();
     let p = port.to_string();
-    let _busy = Running::spawn(Path::new("iperf3"), &["-c", "127.0.0.1", "-p", &p, "-t", "8"]);
+    let _busy = Running::spawn(
+        Path::new("iperf3"),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "8"],
+    );
     std::thread::sleep(Duration::from_millis(800));
-    let out = Running::spawn(&perfpeer_bin(), &["iperf3", "-c", "127.0.0.1", "-p", &p, "-t", "1"]).wait(Duration::from_secs(15));
+    let out = Running::spawn(
+        &perfpeer_bin(),
+        &["iperf3", "-c", "127.0.0.1", "-p", &p, "-t", "1"],
+    )
+    .wait(Duration::from_secs(15));
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("busy"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("busy"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn send_and_read(port: u16, bytes: &[u8]) -> Vec<u8> {
@@ -154,10 +207,20 @@ fn bad_input_from_iperf3_clients_is_refused_and_the_server_keeps_serving() {
         m
     };
     // Not JSON, wrong types, impossible values: PARAM_EXCHANGE, then SERVER_ERROR.
-    for body in [&b"not json at all"[..], br#"{"tcp":"yes","time":10}"#, br#"{"udp":true,"len":2}"#, br#"{"tcp":true,"parallel":-3}"#] {
+    for body in [
+        &b"not json at all"[..],
+        br#"{"tcp":"yes","time":10}"#,
+        br#"{"udp":true,"len":2}"#,
+        br#"{"tcp":true,"parallel":-3}"#,
+    ] {
         let reply = send_and_read(port, &params(body));
         assert_eq!(reply.first(), Some(&9), "{}", String::from_utf8_lossy(body));
-        assert_eq!(reply.get(1), Some(&0xfe), "{}: {reply:?}", String::from_utf8_lossy(body));
+        assert_eq!(
+            reply.get(1),
+            Some(&0xfe),
+            "{}: {reply:?}",
+            String::from_utf8_lossy(body)
+        );
     }
     // A 100 MB length prefix: refused without reading it.
     let mut huge = cookie.to_vec();
@@ -168,7 +231,8 @@ fn bad_input_from_iperf3_clients_is_refused_and_the_server_keeps_serving() {
     for len in [1, 3, 4, 1500] {
         u.send_to(&vec![0x42; len], ("127.0.0.1", port)).unwrap();
     }
-    u.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    u.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
     assert!(u.recv(&mut [0u8; 16]).is_err(), "UDP garbage was answered");
     // Still serving.
     let v = stock_client(port, &["-t", "1"]);

@@ -1,11 +1,13 @@
 //! The command line: `perfpeer serve` and `perfpeer test`. Each subcommand's flags live in its
 //! own module and are validated into typed settings before anything runs.
 
+mod iperf;
 mod iperf3;
 mod netperf;
 mod output;
 mod serve;
 mod test;
+mod ttcp;
 
 use std::process::ExitCode;
 
@@ -13,7 +15,7 @@ use clap::{Parser, Subcommand};
 
 /// Network throughput peers: run `perfpeer serve` on one machine and `perfpeer test HOST` on another.
 #[derive(Debug, Parser)]
-#[command(name = "perfpeer", version, about, propagate_version = true)]
+#[command(name = "perfpeer", version, about)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -29,6 +31,30 @@ enum Command {
     Iperf3(iperf3::Iperf3Args),
     /// netperf's flags and tables (TCP_STREAM, TCP_MAERTS, TCP_RR, UDP_STREAM) against a perfpeer peer.
     Netperf(netperf::NetperfArgs),
+    /// Speak iperf 2.1's protocol: serve stock iperf clients (-s) or test against a stock server (-c).
+    Iperf(iperf::IperfArgs),
+    /// Classic ttcp: -t HOST transmits, -r receives (-s for a generated pattern).
+    Ttcp(ttcp::TtcpArgs),
+}
+
+/// The command line, with the subcommand implied by the program's name: invoked as `ttcp`,
+/// `iperf` or `iperf3` (a symlink to perfpeer), the binary plays that tool, so existing scripts
+/// run unchanged.
+pub fn argv_with_role() -> Vec<std::ffi::OsString> {
+    with_role(std::env::args_os().collect())
+}
+
+fn with_role(mut argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let name = argv
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .and_then(|n| n.to_str())
+        .unwrap_or("perfpeer")
+        .to_string();
+    if matches!(name.as_str(), "ttcp" | "iperf" | "iperf3") {
+        argv.insert(1, name.into());
+    }
+    argv
 }
 
 /// Runs the chosen subcommand on a fresh tokio runtime.
@@ -43,6 +69,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Test(args) => runtime.block_on(test::run(args)),
         Command::Iperf3(args) => runtime.block_on(iperf3::run(args)),
         Command::Netperf(args) => runtime.block_on(netperf::run(args)),
+        Command::Ttcp(args) => runtime.block_on(ttcp::run(args)),
+        Command::Iperf(args) => runtime.block_on(iperf::run(args)),
     }
 }
 
@@ -56,4 +84,23 @@ fn init_logging(default_level: &str) {
         .with_writer(std::io::stderr)
         .with_ansi(ansi)
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn program_name_picks_the_role() {
+        let argv = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        assert_eq!(super::with_role(argv(&["/usr/local/bin/iperf3", "-s"])), argv(&["/usr/local/bin/iperf3", "iperf3", "-s"]));
+        assert_eq!(super::with_role(argv(&["ttcp", "-r", "-s"])), argv(&["ttcp", "ttcp", "-r", "-s"]));
+        assert_eq!(super::with_role(argv(&["perfpeer", "serve"])), argv(&["perfpeer", "serve"]));
+    }
+
+    #[test]
+    fn every_subcommand_has_consistent_flags() {
+        // Catches duplicate short flags and other clap definition errors before a user does.
+        super::Cli::command().debug_assert();
+    }
 }

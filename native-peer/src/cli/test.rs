@@ -14,13 +14,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::output::{Printer, Style};
-use crate::session::client::{ClientOptions, TestEvent, run_test};
+use crate::session::client::{ClientOptions, TestEvent};
 use crate::session::target::Family;
 
 /// Flags of `perfpeer test` (iperf3's letters where iperf3 has the option).
 #[derive(Debug, Args)]
 pub struct TestArgs {
-    /// The peer: host, host:port or [v6addr]:port (its control port, default 5210).
+    /// The peer: host, host:port or [v6addr]:port (its control port, default 5210); or a stock
+    /// server: iperf3://host[:port], iperf://host[:port], ttcp://host[:port].
     peer: String,
     #[command(flatten)]
     flags: TestFlags,
@@ -84,15 +85,9 @@ pub struct TestFlags {
         allow_negative_numbers = true
     )]
     omit: f64,
-    /// Seconds between interval reports.
-    #[arg(
-        short = 'i',
-        long,
-        value_name = "SECS",
-        default_value_t = 1.0,
-        allow_negative_numbers = true
-    )]
-    interval: f64,
+    /// Seconds between interval reports (default 1).
+    #[arg(short = 'i', long, value_name = "SECS", allow_negative_numbers = true)]
+    interval: Option<f64>,
     /// IPv4 only.
     #[arg(short = '4', long = "version4", conflicts_with = "ipv6")]
     ipv4: bool,
@@ -176,7 +171,7 @@ impl TestFlags {
             (None, None) => spec.end,
         };
         spec.omit = seconds("-O", self.omit)?;
-        spec.interval = seconds("-i", self.interval)?;
+        spec.interval = seconds("-i", self.interval.unwrap_or(1.0))?;
         spec.streams = self.parallel;
         if let Some(len) = self.len {
             spec.len = u32::try_from(len).unwrap_or(u32::MAX);
@@ -205,6 +200,11 @@ impl TestFlags {
             bail!("{e}");
         }
         Ok(spec)
+    }
+
+    /// Whether `-i` was given (iperf2 prints intervals only then).
+    pub fn interval_given(&self) -> bool {
+        self.interval.is_some()
     }
 
     /// `-B`, if given.
@@ -257,7 +257,7 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     let (events_tx, events) = mpsc::unbounded_channel();
     let cancel = cancel_on_ctrl_c();
     let mut printer = Printer::new(style, &spec);
-    let outcome = print_while(&mut printer, events, run_test(&args.peer, &spec, &opts, events_tx, cancel)).await?;
+    let outcome = print_while(&mut printer, events, crate::targets::run(&args.peer, &spec, &opts, events_tx, cancel)).await?;
     finish(&mut printer, outcome.map_err(anyhow::Error::new), &args.peer)
 }
 

@@ -2,4 +2,6 @@
 //! sans-I/O `codec` (bytes in, typed values out, tested with byte vectors) and drivers that run
 //! its protocol over sockets with perfpeer's engine moving the data.
 
+pub mod iperf2;
 pub mod iperf3;
+pub mod ttcp;

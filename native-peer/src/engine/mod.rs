@@ -45,8 +45,10 @@ impl DataSocket {
             DataSocket::Tcp(s) => (s.local_addr(), s.peer_addr()),
             DataSocket::Udp(s) => (s.local_addr(), s.peer_addr()),
         };
+        // IPv4 peers of a dual-stack socket show as plain IPv4, not ::ffff:a.b.c.d.
         let show = |a: io::Result<std::net::SocketAddr>| {
-            a.map(|a| a.to_string()).unwrap_or_else(|_| "?".into())
+            a.map(|a| std::net::SocketAddr::new(a.ip().to_canonical(), a.port()).to_string())
+                .unwrap_or_else(|_| "?".into())
         };
         (show(l), show(p))
     }
@@ -152,6 +154,9 @@ pub struct WireOptions {
     /// First bytes of every payload buffer (e.g. iperf2's test header at offset 16); the
     /// per-datagram header is written over its start.
     pub payload_template: Option<Vec<u8>>,
+    /// A datagram that arrived on a listening socket before the stream's own socket existed
+    /// (iperf2's first datagram); the UDP receiver counts it before anything else.
+    pub first_datagram: Option<Vec<u8>>,
 }
 
 /// What a worker thread needs.
@@ -163,6 +168,7 @@ struct Worker {
     rate: Option<BitRate>,
     format: DatagramFormat,
     template: Option<Arc<Vec<u8>>>,
+    first_datagram: Option<Vec<u8>>,
 }
 
 impl Worker {
@@ -237,6 +243,7 @@ impl Engine {
                 rate: spec.per_stream_rate(),
                 format: wire.format,
                 template: template.clone(),
+                first_datagram: (setup.role == StreamRole::Receiver).then(|| wire.first_datagram.clone()).flatten(),
             };
             let name = format!(
                 "pp-{}-{}",

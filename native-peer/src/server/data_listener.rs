@@ -141,7 +141,7 @@ pub async fn run_udp(socket: UdpSocket, state: Arc<ServerState>) {
         if !state.is_pending(&cookie) {
             continue;
         }
-        match stream_socket(local, from) {
+        match connected_udp_socket(local, from) {
             Ok(udp) => {
                 let ack = UdpControl::HelloAck { stream_id, cookie }.encode();
                 let _ = udp.send(&ack);
@@ -158,7 +158,9 @@ pub async fn run_udp(socket: UdpSocket, state: Arc<ServerState>) {
     }
 }
 
-fn stream_socket(local: SocketAddr, peer: SocketAddr) -> io::Result<std::net::UdpSocket> {
+/// A UDP socket bound to the listening address `local` (beside the listener, which needs
+/// SO_REUSEADDR too) and connected to `peer`, so the kernel hands it that peer's datagrams.
+pub fn connected_udp_socket(local: SocketAddr, peer: SocketAddr) -> io::Result<std::net::UdpSocket> {
     let socket = Socket::new(Domain::for_address(local), Type::DGRAM, None)?;
     dual_stack(&socket, local)?;
     socket.set_reuse_address(true)?;

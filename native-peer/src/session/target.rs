@@ -17,8 +17,13 @@ pub enum Family {
     V6,
 }
 
-/// Splits `target` into host and port.
+/// Splits `target` into host and port (default: the perfpeer control port).
 pub fn split_host_port(target: &str) -> Result<(String, u16), String> {
+    split_host_port_or(target, DEFAULT_CONTROL_PORT)
+}
+
+/// Splits `target` into host and port, with `default_port` when it names none.
+pub fn split_host_port_or(target: &str, default_port: u16) -> Result<(String, u16), String> {
     let target = target.trim();
     if target.is_empty() {
         return Err("empty peer address".into());
@@ -27,20 +32,20 @@ pub fn split_host_port(target: &str) -> Result<(String, u16), String> {
         let (host, after) = rest.split_once(']').ok_or("missing ']' in IPv6 address")?;
         let port = match after.strip_prefix(':') {
             Some(p) => parse_port(p)?,
-            None if after.is_empty() => DEFAULT_CONTROL_PORT,
+            None if after.is_empty() => default_port,
             None => return Err(format!("unexpected '{after}' after ']'")),
         };
         return Ok((host.to_string(), port));
     }
     if target.parse::<IpAddr>().is_ok() {
-        return Ok((target.to_string(), DEFAULT_CONTROL_PORT));
+        return Ok((target.to_string(), default_port));
     }
     match target.rsplit_once(':') {
         Some((host, port)) if !host.contains(':') => Ok((host.to_string(), parse_port(port)?)),
         Some(_) => Err(format!(
             "'{target}': write IPv6 addresses with a port as [addr]:port"
         )),
-        None => Ok((target.to_string(), DEFAULT_CONTROL_PORT)),
+        None => Ok((target.to_string(), default_port)),
     }
 }
 

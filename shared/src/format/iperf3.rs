@@ -244,7 +244,7 @@ fn cpu_line(result: &TestResult) -> String {
         "CPU Utilization: local/{local_label} {}",
         cpu_text(&result.local.cpu)
     );
-    if let Some(remote) = &result.remote {
+    if let Some(remote) = result.remote.as_ref().filter(|r| r.cpu.measured()) {
         out.push_str(&format!(
             ", remote/{remote_label} {}",
             cpu_text(&remote.cpu)
@@ -999,7 +999,7 @@ fn cpu_json(result: &TestResult) -> Value {
     put(&mut m, "host_total", local.process_total_percent());
     put(&mut m, "host_user", local.process_user_percent());
     put(&mut m, "host_system", local.process_system_percent());
-    if let Some(remote) = &result.remote {
+    if let Some(remote) = result.remote.as_ref().filter(|r| r.cpu.measured()) {
         put(&mut m, "remote_total", remote.cpu.process_total_percent());
         put(&mut m, "remote_user", remote.cpu.process_user_percent());
         put(&mut m, "remote_system", remote.cpu.process_system_percent());

@@ -83,7 +83,7 @@ pub async fn run(
     expect(&mut control, State::TestStart).await?;
     expect(&mut control, State::TestRunning).await?;
     let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-    let wire = WireOptions { format: DatagramFormat::Iperf3 { counter64 }, payload_template: None };
+    let wire = WireOptions { format: DatagramFormat::Iperf3 { counter64 }, payload_template: None, first_datagram: None };
     let mut m = Measurement::start_with(PeerRole::Client, spec, setups, &wire).map_err(|e| Iperf3Error::Aborted(e.to_string()))?;
     let _ = events.send(TestEvent::Started { test_id: cookie.as_str().to_string(), server_addr: server.to_string(), sockets: m.sockets() });
     let outcome = until_end(&mut control, &mut m, spec, &events, &cancel).await;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use perfpeer_shared::report::{IntervalReport, PeerRole, SocketInfo, StreamRole, TestResult, TestStatus};
 use perfpeer_shared::spec::{Protocol, TestSpec};
-use socket2::{Domain, SockAddr, SockRef, Socket, Type};
+use socket2::SockRef;
 use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -119,6 +119,7 @@ pub async fn run(
 }
 
 async fn on_connection(stream: TcpStream, from: SocketAddr, shared: Arc<Shared>) {
+    let from = SocketAddr::new(from.ip().to_canonical(), from.port());
     let mut control = Control::new(stream);
     let cookie = match control.read_cookie().await {
         Ok(c) => c,
@@ -206,7 +207,7 @@ async fn serve_test(control: &mut Control, cookie: Cookie, client: SocketAddr, s
     let setups = assign_roles(&spec, sockets);
     control.write_state(State::TestStart).await?;
     control.write_state(State::TestRunning).await?;
-    let wire = WireOptions { format: DatagramFormat::Iperf3 { counter64: requested.counter64 }, payload_template: None };
+    let wire = WireOptions { format: DatagramFormat::Iperf3 { counter64: requested.counter64 }, payload_template: None, first_datagram: None };
     let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
     let mut m = Measurement::start_with(PeerRole::Server, &spec, setups, &wire).map_err(|e| Iperf3Error::Aborted(e.to_string()))?;
     let _ = shared.events.send(ServerEvent::Started { client, spec: spec.clone(), sockets: m.sockets() });
@@ -321,9 +322,9 @@ async fn udp_connects(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>)
         if n != 4 {
             continue; // stray data from an earlier test
         }
-        let tx = lock(&shared.pending).iter().find(|p| p.udp && p.client_ip == from.ip()).map(|p| p.tx.clone());
+        let tx = lock(&shared.pending).iter().find(|p| p.udp && p.client_ip == from.ip().to_canonical()).map(|p| p.tx.clone());
         let Some(tx) = tx else { continue };
-        match connected_socket(local, from) {
+        match crate::server::data_listener::connected_udp_socket(local, from) {
             Ok(s) => {
                 let _ = s.send(&UDP_REPLY);
                 let _ = tx.try_send(DataSocket::Udp(Arc::new(s)));
@@ -331,17 +332,4 @@ async fn udp_connects(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>)
             Err(e) => tracing::warn!(%from, error = %e, "cannot create a UDP stream socket"),
         }
     }
-}
-
-fn connected_socket(local: SocketAddr, peer: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
-    let socket = Socket::new(Domain::for_address(local), Type::DGRAM, None)?;
-    if local.is_ipv6() {
-        socket.set_only_v6(false)?;
-    }
-    socket.set_reuse_address(true)?;
-    let _ = socket.set_recv_buffer_size(4 << 20);
-    let _ = socket.set_send_buffer_size(4 << 20);
-    socket.bind(&SockAddr::from(local))?;
-    socket.connect(&SockAddr::from(peer))?;
-    Ok(socket.into())
 }

@@ -1,0 +1,141 @@
+//! `perfpeer iperf -s | -c HOST`: iperf 2.1 on the wire (port 5001) and in the output
+//! (`[ ID] Interval  Transfer  Bandwidth`). The server takes TCP and UDP on one port and any
+//! number of clients; legacy dual tests (`-d`, `-r`) are refused with a reason, never answered
+//! with a surprise connection back.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use perfpeer_shared::format::iperf2 as fmt;
+use perfpeer_shared::report::{PeerRole, TestStatus};
+use perfpeer_shared::spec::Protocol;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::test::{TestFlags, cancel_on_ctrl_c};
+use crate::compat::iperf2::codec::DEFAULT_PORT;
+use crate::compat::iperf2::{client, server};
+use crate::session::client::TestEvent;
+use crate::session::target::{Family, resolve_host};
+
+/// Flags of `perfpeer iperf` (iperf 2's letters; `-b` is per stream, as in iperf 2).
+#[derive(Debug, Args)]
+pub struct IperfArgs {
+    /// Run as a server (TCP and UDP).
+    #[arg(short = 's', long, conflicts_with = "client")]
+    server: bool,
+    /// Run as a client of the iperf 2 server at HOST.
+    #[arg(short = 'c', long, value_name = "HOST")]
+    client: Option<String>,
+    /// Port.
+    #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// IPv6.
+    #[arg(short = 'V', long = "ipv6_domain")]
+    ipv6_domain: bool,
+    /// Enhanced output (accepted; perfpeer's rows always carry what it measured).
+    #[arg(short = 'e', long)]
+    enhanced: bool,
+    /// Legacy dual test: refused (it needs a connection back to the client).
+    #[arg(short = 'd', long = "dualtest")]
+    dualtest: bool,
+    /// Legacy tradeoff test: refused, as -d.
+    #[arg(short = 'r', long = "tradeoff")]
+    tradeoff: bool,
+    /// Server: longest test accepted, seconds.
+    #[arg(long, default_value_t = 3600)]
+    max_duration: u64,
+    #[command(flatten)]
+    flags: TestFlags,
+}
+
+/// Runs the server or the client.
+pub async fn run(args: IperfArgs) -> anyhow::Result<ExitCode> {
+    super::init_logging("warn");
+    if args.dualtest || args.tradeoff {
+        bail!("-d and -r (dual/tradeoff tests) are not supported: they need the server to connect back to the client; run -R and a normal test instead");
+    }
+    match (&args.client, args.server) {
+        (Some(host), false) => run_client(host.clone(), &args).await,
+        (None, true) => run_server(&args).await,
+        _ => bail!("give -s (server) or -c HOST (client)"),
+    }
+}
+
+async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> {
+    let spec = args.flags.spec(true)?;
+    let mut opts = args.flags.options()?;
+    if args.ipv6_domain {
+        opts.family = Some(Family::V6);
+    }
+    let server = resolve_host(&host, args.port, opts.family).await.map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
+    print!("{}", fmt::client_banner(&host, args.port, spec.protocol, spec.window));
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let test = client::run(server, &spec, &opts, tx, cancel_on_ctrl_c());
+    tokio::pin!(test);
+    let udp_rx = spec.protocol == Protocol::Udp && spec.direction != perfpeer_shared::spec::Direction::Normal;
+    let print = |ev: &TestEvent| match ev {
+        TestEvent::Started { sockets, .. } => {
+            for s in sockets {
+                print!("{}", fmt::connected_line(s.id, &s.local, &s.remote));
+            }
+            print!("{}", fmt::header(udp_rx));
+        }
+        TestEvent::Interval { role: PeerRole::Client, report } if args.flags.interval_given() => print!("{}", fmt::interval_rows(report)),
+        TestEvent::Interval { .. } => {}
+    };
+    let outcome = loop {
+        tokio::select! {
+            r = &mut test => break r,
+            Some(ev) = events.recv() => print(&ev),
+        }
+    };
+    while let Ok(ev) = events.try_recv() {
+        print(&ev);
+    }
+    let result = outcome.with_context(|| format!("test against {host} failed"))?;
+    print!("{}", fmt::final_rows(&result));
+    Ok(match result.status {
+        TestStatus::Complete => ExitCode::SUCCESS,
+        TestStatus::Partial { reason } => {
+            eprintln!("perfpeer: the test ended early: {reason}");
+            ExitCode::from(1)
+        }
+    })
+}
+
+async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
+    let ip = match args.flags.bind_addr() {
+        Some(ip) => ip,
+        None if args.ipv6_domain => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        None if args.flags.ipv4_only() => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        None => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+    };
+    let config = server::ServerConfig { max_duration: Duration::from_secs(args.max_duration) };
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            stop.cancel();
+        }
+    });
+    print!("{}", fmt::server_banner(args.port, args.flags.spec(true).ok().and_then(|s| s.window)));
+    let serve = server::run(SocketAddr::new(ip, args.port), config, tx, shutdown);
+    tokio::pin!(serve);
+    loop {
+        tokio::select! {
+            r = &mut serve => {
+                r.with_context(|| format!("cannot serve on port {}", args.port))?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            Some(ev) = events.recv() => match ev {
+                server::ServerEvent::Finished(result) => print!("{}", fmt::text(&result)),
+                server::ServerEvent::Refused { from, reason } => println!("[ ID] {from}: {reason}"),
+            },
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! iperf2's header, ack and server report as pure encode/decode functions, tested with the
+//! bytes Debian's iperf 2.1.8 sends.
+
+use std::time::Duration;
+
+/// iperf2's default port (TCP and UDP).
+pub const DEFAULT_PORT: u16 = 5001;
+/// Length of the TCP test header a 2.1 client sends.
+pub const TCP_HEADER_LEN: usize = 60;
+/// Offset of the test header inside each UDP datagram.
+pub const UDP_HEADER_AT: usize = 16;
+/// Length of the server's header ack.
+pub const ACK_LEN: usize = 28;
+/// Length of the UDP server report datagram.
+pub const REPORT_LEN: usize = 128;
+
+/// Header flag bits (first word).
+pub mod flags {
+    /// Legacy dual (-d) / tradeoff (-r) test: the server would connect back.
+    pub const VERSION1: u32 = 0x8000_0000;
+    /// Extended header present.
+    pub const EXTEND: u32 = 0x4000_0000;
+    /// UDP: 64-bit sequence numbers.
+    pub const SEQNO64B: u32 = 0x0800_0000;
+    /// 2.0.14+ reverse/full-duplex/peer-detect.
+    pub const VERSION2: u32 = 0x0400_0000;
+    /// The client wants the ack (`-X`).
+    pub const V2PEERDETECT: u32 = 0x0200_0000;
+    /// Bounce-back test (a different header).
+    pub const BOUNCEBACK: u32 = 0x0080_0000;
+    /// Bits 1..8 carry the header length.
+    pub const LEN_BIT: u32 = 0x0001_0000;
+    /// Mask of the length field.
+    pub const LEN_MASK: u32 = 0x0000_01FE;
+}
+
+/// Upper-flag bits (u16 at offset 32 of the header).
+pub mod upper {
+    /// The server sends (`-R`).
+    pub const REVERSE: u16 = 0x0400;
+    /// Both send (`--full-duplex`).
+    pub const FULLDUPLEX: u16 = 0x0800;
+}
+
+/// Version words of the iperf2 we claim to be: 2.1.8 final.
+const VERSION_U: u32 = 0x0002_0001;
+const VERSION_L: u32 = 0x0008_0003;
+
+/// Something an iperf2 peer sent that we cannot use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodecError {
+    /// Too short.
+    #[error("truncated iperf2 {what}: {got} of {need} bytes")]
+    Truncated {
+        /// Which message.
+        what: &'static str,
+        /// Bytes present.
+        got: usize,
+        /// Bytes needed.
+        need: usize,
+    },
+    /// A header length outside 24..=256.
+    #[error("iperf2 header length {0} is out of range")]
+    BadLength(usize),
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn i32_at(b: &[u8], at: usize) -> i32 {
+    u32_at(b, at) as i32
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes(b[at..at + 2].try_into().expect("2 bytes"))
+}
+
+/// How long a test runs, as the header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Amount {
+    /// For this long (the wire has 10 ms units).
+    Time(Duration),
+    /// This many bytes.
+    Bytes(u64),
+}
+
+/// The test header (the fields perfpeer uses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// Flag word.
+    pub flags: u32,
+    /// `-P`.
+    pub threads: i32,
+    /// Server port.
+    pub port: i32,
+    /// `-l` if given, else 0.
+    pub buflen: i32,
+    /// Test length.
+    pub amount: Amount,
+    /// Upper flags.
+    pub upper: u16,
+    /// `-b` in bit/s, if set.
+    pub rate: Option<u64>,
+    /// TOS.
+    pub tos: u8,
+}
+
+impl Header {
+    /// A 2.1-style header for a test of `amount` (`udp` sets the UDP flags).
+    pub fn new(amount: Amount, threads: u16, port: u16, udp: bool) -> Header {
+        let base = if udp { flags::SEQNO64B | flags::EXTEND | flags::LEN_BIT | (76 << 1) } else { flags::EXTEND | flags::LEN_BIT | ((TCP_HEADER_LEN as u32) << 1) };
+        Header { flags: base, threads: i32::from(threads), port: i32::from(port), buflen: 0, amount, upper: 0, rate: None, tos: 0 }
+    }
+
+    /// Asks the server to send (`-R`): a version-2 header with the REVERSE flag.
+    pub fn reverse(mut self) -> Header {
+        self.flags |= flags::VERSION2;
+        self.upper |= upper::REVERSE;
+        self
+    }
+
+    /// The 60 header bytes.
+    pub fn encode(&self) -> [u8; TCP_HEADER_LEN] {
+        let mut b = [0u8; TCP_HEADER_LEN];
+        let amount = match self.amount {
+            Amount::Time(d) => -((d.as_millis() / 10).min(i32::MAX as u128) as i32),
+            Amount::Bytes(n) => (n & 0x7FFF_FFFF) as i32,
+        };
+        b[0..4].copy_from_slice(&self.flags.to_be_bytes());
+        b[4..8].copy_from_slice(&self.threads.to_be_bytes());
+        b[8..12].copy_from_slice(&self.port.to_be_bytes());
+        b[12..16].copy_from_slice(&self.buflen.to_be_bytes());
+        b[20..24].copy_from_slice(&amount.to_be_bytes());
+        b[32..34].copy_from_slice(&self.upper.to_be_bytes());
+        b[36..40].copy_from_slice(&VERSION_U.to_be_bytes());
+        b[40..44].copy_from_slice(&VERSION_L.to_be_bytes());
+        b[46..48].copy_from_slice(&u16::from(self.tos).to_be_bytes());
+        if let Some(rate) = self.rate {
+            b[48..52].copy_from_slice(&(rate as u32).to_be_bytes());
+            b[52..56].copy_from_slice(&(((rate >> 32) as u32) << 8).to_be_bytes());
+        }
+        b
+    }
+
+    /// How long the whole header is, from its first word; `None` for a plain data stream
+    /// (no header: `-C` clients, ttcp).
+    pub fn length_from_flags(word: u32) -> Result<Option<usize>, CodecError> {
+        if word & (flags::VERSION1 | flags::VERSION2 | flags::EXTEND) == 0 {
+            return Ok(None);
+        }
+        let len = if word & flags::LEN_BIT != 0 {
+            ((word & flags::LEN_MASK) >> 1) as usize
+        } else {
+            let v1 = if word & (flags::VERSION1 | flags::EXTEND) != 0 { 24 } else { 0 };
+            let v2 = if word & (flags::VERSION2 | flags::EXTEND) != 0 { 36 } else { 0 };
+            v1 + v2
+        };
+        if !(24..=256).contains(&len) {
+            return Err(CodecError::BadLength(len));
+        }
+        Ok(Some(len))
+    }
+
+    /// Reads a header from its bytes (at least 24; the extended fields when present).
+    pub fn decode(b: &[u8]) -> Result<Header, CodecError> {
+        if b.len() < 24 {
+            return Err(CodecError::Truncated { what: "header", got: b.len(), need: 24 });
+        }
+        let raw_amount = i32_at(b, 20);
+        let amount = if raw_amount < 0 {
+            Amount::Time(Duration::from_millis(u64::from(raw_amount.unsigned_abs()) * 10))
+        } else {
+            Amount::Bytes(raw_amount as u64)
+        };
+        let extended = b.len() >= TCP_HEADER_LEN;
+        let rate = (extended && u32_at(b, 48) != 0).then(|| u64::from(u32_at(b, 48)) | (u64::from(u32_at(b, 52) >> 8) << 32));
+        Ok(Header {
+            flags: u32_at(b, 0),
+            threads: i32_at(b, 4),
+            port: i32_at(b, 8),
+            buflen: i32_at(b, 12),
+            amount,
+            upper: if extended { u16_at(b, 32) } else { 0 },
+            rate,
+            tos: if extended { b[47] } else { 0 },
+        })
+    }
+
+    /// A legacy dual/tradeoff test (the server would connect back to the client).
+    pub fn wants_connect_back(&self) -> bool {
+        self.flags & flags::VERSION1 != 0 && self.flags & flags::VERSION2 == 0
+    }
+
+    /// The server sends on this stream.
+    pub fn is_reverse(&self) -> bool {
+        self.flags & flags::VERSION2 != 0 && self.upper & upper::REVERSE != 0
+    }
+
+    /// Both send on this stream.
+    pub fn is_full_duplex(&self) -> bool {
+        self.flags & flags::VERSION2 != 0 && self.upper & upper::FULLDUPLEX != 0
+    }
+
+    /// Whether a 2.1 server acks this header.
+    pub fn wants_ack(&self) -> bool {
+        (self.flags & flags::EXTEND != 0 && self.flags & flags::VERSION2 == 0) || self.flags & flags::V2PEERDETECT != 0
+    }
+}
+
+/// The 28-byte ack a server sends after a header.
+pub fn ack() -> [u8; ACK_LEN] {
+    let mut b = [0u8; ACK_LEN];
+    b[0..4].copy_from_slice(&2u32.to_be_bytes());
+    b[4..8].copy_from_slice(&(ACK_LEN as u32).to_be_bytes());
+    b[12..16].copy_from_slice(&VERSION_U.to_be_bytes());
+    b[16..20].copy_from_slice(&VERSION_L.to_be_bytes());
+    b
+}
+
+/// The UDP server report ("AckFIN").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServerReport {
+    /// Bytes received.
+    pub bytes: u64,
+    /// Test duration at the server.
+    pub duration: Duration,
+    /// Lost datagrams.
+    pub lost: u64,
+    /// Out-of-order datagrams.
+    pub out_of_order: u64,
+    /// Datagrams expected (highest sequence number).
+    pub datagrams: u64,
+    /// Jitter.
+    pub jitter: Duration,
+}
+
+impl ServerReport {
+    /// The 128 report bytes.
+    pub fn encode(&self) -> [u8; REPORT_LEN] {
+        let mut b = [0u8; REPORT_LEN];
+        let put = |b: &mut [u8; REPORT_LEN], at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+        put(&mut b, 16, flags::VERSION1 | flags::SEQNO64B);
+        put(&mut b, 20, (self.bytes >> 32) as u32);
+        put(&mut b, 24, self.bytes as u32);
+        put(&mut b, 28, self.duration.as_secs() as u32);
+        put(&mut b, 32, self.duration.subsec_micros());
+        put(&mut b, 36, self.lost as u32);
+        put(&mut b, 40, self.out_of_order as u32);
+        put(&mut b, 44, self.datagrams as u32);
+        put(&mut b, 48, self.jitter.as_secs() as u32);
+        put(&mut b, 52, self.jitter.subsec_micros());
+        put(&mut b, 116, (self.lost >> 32) as u32);
+        put(&mut b, 120, (self.out_of_order >> 32) as u32);
+        put(&mut b, 124, (self.datagrams >> 32) as u32);
+        b
+    }
+
+    /// Reads a report datagram.
+    pub fn decode(b: &[u8]) -> Result<ServerReport, CodecError> {
+        if b.len() < 56 {
+            return Err(CodecError::Truncated { what: "server report", got: b.len(), need: 56 });
+        }
+        let wide = u32_at(b, 16) & flags::SEQNO64B != 0 && b.len() >= REPORT_LEN;
+        let pair = |lo_at: usize, hi_at: usize| u64::from(u32_at(b, lo_at)) | if wide { u64::from(u32_at(b, hi_at)) << 32 } else { 0 };
+        let time = |at: usize| Duration::new(u64::from(u32_at(b, at)), u32_at(b, at + 4).min(999_999) * 1000);
+        Ok(ServerReport {
+            bytes: (u64::from(u32_at(b, 20)) << 32) | u64::from(u32_at(b, 24)),
+            duration: time(28),
+            lost: pair(36, 116),
+            out_of_order: pair(40, 120),
+            datagrams: pair(44, 124),
+            jitter: time(48),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first 60 bytes Debian's iperf 2.1.8 sent for `iperf -c 127.0.0.1 -p 25001 -t 1 -l 1000`.
+    const STOCK_TCP: &str = "4001007800000001000061a9000003e800000000ffffff9c00000000000000000000000000020001000800030000000000000000000000000000000000";
+    /// … and with `-R` (port 25002).
+    const STOCK_TCP_REVERSE: &str = "4401007800000001000061aa0000000000000000ffffff9c000000000000000004000000000200010008000300000000000000000000000000000000";
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap()).collect()
+    }
+
+    #[test]
+    fn stock_tcp_header_decodes() {
+        let b = hex(STOCK_TCP);
+        let word = u32_at(&b, 0);
+        assert_eq!(Header::length_from_flags(word), Ok(Some(60)));
+        let h = Header::decode(&b[..60]).unwrap();
+        assert_eq!((h.threads, h.port, h.buflen), (1, 25001, 1000));
+        assert_eq!(h.amount, Amount::Time(Duration::from_secs(1)));
+        assert!(h.wants_ack() && !h.is_reverse() && !h.wants_connect_back());
+        let r = Header::decode(&hex(STOCK_TCP_REVERSE)).unwrap();
+        assert!(r.is_reverse() && !r.wants_ack());
+    }
+
+    #[test]
+    fn our_header_matches_stock_bytes() {
+        let mut h = Header::new(Amount::Time(Duration::from_secs(1)), 1, 25001, false);
+        h.buflen = 1000;
+        assert_eq!(h.encode().to_vec(), hex(STOCK_TCP)[..60].to_vec());
+        let r = Header::new(Amount::Time(Duration::from_secs(1)), 1, 25002, false).reverse();
+        assert_eq!(r.encode().to_vec(), hex(STOCK_TCP_REVERSE));
+    }
+
+    #[test]
+    fn plain_streams_and_bad_lengths() {
+        assert_eq!(Header::length_from_flags(0x3031_3233), Ok(None), "ASCII data is no header");
+        assert_eq!(Header::length_from_flags(flags::EXTEND | flags::LEN_BIT | (4 << 1)), Err(CodecError::BadLength(4)));
+        assert_eq!(Header::length_from_flags(flags::VERSION1), Ok(Some(24)));
+        assert!(Header::decode(&[0u8; 10]).is_err());
+        let dual = Header::decode(&{
+            let mut b = [0u8; 24];
+            b[0] = 0x80;
+            b
+        })
+        .unwrap();
+        assert!(dual.wants_connect_back());
+    }
+
+    #[test]
+    fn rate_and_bytes_amount() {
+        let mut h = Header::new(Amount::Bytes(1_000_000), 2, 5001, true);
+        h.rate = Some(5_000_000_000);
+        let back = Header::decode(&h.encode()).unwrap();
+        assert_eq!(back.amount, Amount::Bytes(1_000_000));
+        assert_eq!(back.rate, Some(5_000_000_000));
+        assert_eq!(h.flags, 0x4801_0098, "UDP flags as 2.1.8 sends them");
+    }
+
+    #[test]
+    fn report_round_trip_and_ack() {
+        let r = ServerReport {
+            bytes: 660_030,
+            duration: Duration::new(1, 2_900_000),
+            lost: 3,
+            out_of_order: 1,
+            datagrams: 449,
+            jitter: Duration::from_micros(6),
+        };
+        let b = r.encode();
+        assert_eq!(&b[16..20], &[0x88, 0, 0, 0]);
+        assert_eq!(ServerReport::decode(&b), Ok(r));
+        assert!(ServerReport::decode(&b[..40]).is_err());
+        assert_eq!(&ack()[..8], &[0, 0, 0, 2, 0, 0, 0, 28]);
+    }
+}

@@ -1,0 +1,164 @@
+//! ttcp on the wire: a plain TCP byte stream, or UDP datagrams between 4-byte sentinels. The
+//! transmitter connects and sends `nbuf` buffers of `buflen` bytes; the receiver accepts one
+//! connection (or the first datagram) and counts until the end. In sink/source mode (`-s`)
+//! perfpeer's engine moves the bytes; otherwise stdin is copied to the network, or the network
+//! to stdout, as classic ttcp does.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use perfpeer_shared::format::ttcp::TtcpFigures;
+use perfpeer_shared::report::{PeerRole, StreamRole, TestResult, TestStatus};
+use perfpeer_shared::spec::{Protocol, TestSpec};
+use socket2::{Domain, SockAddr, SockRef, Socket, Type};
+
+use crate::engine::cpu::CpuSnapshot;
+use crate::engine::wire::DatagramFormat;
+use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
+use crate::session::SessionError;
+use crate::session::measure::Measurement;
+
+/// Default port of SGI ttcp 1.12 (the original BRL ttcp used 2000).
+pub const DEFAULT_PORT: u16 = 5001;
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+fn new_socket(addr: SocketAddr, ty: Type, spec: &TestSpec) -> io::Result<Socket> {
+    let socket = Socket::new(Domain::for_address(addr), ty, None)?;
+    sockopt::apply(SockRef::from(&socket), spec, addr.is_ipv6())?;
+    Ok(socket)
+}
+
+/// Opens the transmitter's socket to `server` (blocking).
+pub fn connect(spec: &TestSpec, server: SocketAddr, timeout: Duration) -> io::Result<DataSocket> {
+    match spec.protocol {
+        Protocol::Tcp => {
+            let socket = new_socket(server, Type::STREAM, spec)?;
+            socket.connect_timeout(&SockAddr::from(server), timeout)?;
+            Ok(DataSocket::Tcp(Arc::new(socket.into())))
+        }
+        Protocol::Udp => {
+            let socket = new_socket(server, Type::DGRAM, spec)?;
+            socket.connect(&SockAddr::from(server))?;
+            Ok(DataSocket::Udp(Arc::new(socket.into())))
+        }
+    }
+}
+
+/// Waits for the transmitter (blocking): accepts one TCP connection, or waits for the first
+/// datagram on the bound UDP socket (left queued for the receiver to count).
+pub fn accept(spec: &TestSpec, listen: SocketAddr) -> io::Result<DataSocket> {
+    match spec.protocol {
+        Protocol::Tcp => {
+            let socket = new_socket(listen, Type::STREAM, spec)?;
+            socket.set_reuse_address(true)?;
+            socket.bind(&SockAddr::from(listen))?;
+            socket.listen(1)?;
+            let listener: TcpListener = socket.into();
+            let (stream, _) = listener.accept()?;
+            Ok(DataSocket::Tcp(Arc::new(stream)))
+        }
+        Protocol::Udp => {
+            let socket = new_socket(listen, Type::DGRAM, spec)?;
+            socket.set_reuse_address(true)?;
+            socket.bind(&SockAddr::from(listen))?;
+            let udp: UdpSocket = socket.into();
+            let mut probe = [0u8; 1];
+            let (_, from) = udp.peek_from(&mut probe)?;
+            udp.connect(from)?;
+            Ok(DataSocket::Udp(Arc::new(udp)))
+        }
+    }
+}
+
+/// Runs one sink/source transfer on `socket` with the engine; `role` says which end we are.
+pub async fn run_engine(spec: &TestSpec, socket: DataSocket, role: StreamRole, peer: String) -> Result<TestResult, SessionError> {
+    let started_unix_ms = now_ms();
+    let peer_role = if role == StreamRole::Sender { PeerRole::Client } else { PeerRole::Server };
+    let setup = StreamSetup { id: 1, role, socket };
+    let wire = WireOptions { format: DatagramFormat::Ttcp, payload_template: None, first_datagram: None };
+    let m = Measurement::start_with(peer_role, spec, vec![setup], &wire)?;
+    while !(m.engine().senders_done() && m.engine().receivers_done()) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (_, local, errors) = m.finish(false).await;
+    let status = if errors.is_empty() { TestStatus::Complete } else { TestStatus::Partial { reason: errors.join("; ") } };
+    Ok(TestResult { id: String::new(), spec: spec.clone(), started_unix_ms, server_addr: peer, local, remote: None, status })
+}
+
+/// Without `-s`: copies stdin to the socket (transmit) or the socket to stdout (receive), in
+/// `buflen` pieces, and returns the figures. Blocking.
+pub fn run_copy(socket: DataSocket, role: StreamRole, buflen: usize) -> io::Result<TtcpFigures> {
+    let cpu = CpuSnapshot::take();
+    let start = Instant::now();
+    let mut buf = vec![0u8; buflen.max(5)];
+    let mut bytes = 0u64;
+    match (&socket, role) {
+        (DataSocket::Tcp(s), StreamRole::Sender) => {
+            let mut out = &**s;
+            let mut input = io::stdin().lock();
+            loop {
+                let n = input.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                out.write_all(&buf[..n])?;
+                bytes += n as u64;
+            }
+            s.shutdown(std::net::Shutdown::Write)?;
+        }
+        (DataSocket::Tcp(s), StreamRole::Receiver) => {
+            let mut input = &**s;
+            let mut out = io::stdout().lock();
+            loop {
+                let n = input.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                out.write_all(&buf[..n])?;
+                bytes += n as u64;
+            }
+            out.flush()?;
+        }
+        (DataSocket::Udp(s), StreamRole::Sender) => {
+            let mut input = io::stdin().lock();
+            s.send(b"    ")?;
+            loop {
+                let n = input.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                // Datagrams of 4 bytes or fewer are sentinels: pad short reads.
+                let len = n.max(5);
+                s.send(&buf[..len])?;
+                bytes += len as u64;
+            }
+            for _ in 0..4 {
+                s.send(b"    ")?;
+            }
+        }
+        (DataSocket::Udp(s), StreamRole::Receiver) => {
+            let mut out = io::stdout().lock();
+            let mut seen_data = false;
+            loop {
+                let n = s.recv(&mut buf)?;
+                if n <= 4 {
+                    if seen_data {
+                        break;
+                    }
+                    continue;
+                }
+                seen_data = true;
+                out.write_all(&buf[..n])?;
+                bytes += n as u64;
+            }
+            out.flush()?;
+        }
+    }
+    let usage = CpuSnapshot::take().usage_since(&cpu);
+    Ok(TtcpFigures { bytes, real_s: start.elapsed().as_secs_f64(), cpu_s: usage.process_user_s + usage.process_system_s })
+}

@@ -1,0 +1,192 @@
+use std::io::Read;
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::path::Path;
+use std::time::Duration;
+
+use perfpeer_tests::{Running, free_port, have, json_of, perfpeer_bin, u64_at, wait_for};
+
+fn perfpeer(args: &[&str]) -> std::process::Output {
+    Running::spawn(&perfpeer_bin(), args).wait(Duration::from_secs(30))
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// Bytes from iperf2's CSV report line (`-y C`): the 8th field.
+fn csv_bytes(line: &str) -> u64 {
+    line.split(',').nth(7).and_then(|b| b.trim().parse().ok()).unwrap_or_else(|| panic!("not an iperf2 CSV line: {line}"))
+}
+
+#[test]
+fn stock_iperf2_client_against_our_server() {
+    if !have("iperf") {
+        return;
+    }
+    let port = free_port();
+    let p = port.to_string();
+    let _server = Running::spawn(&perfpeer_bin(), &["iperf", "-s", "-p", &p]);
+    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect(("127.0.0.1", port)).is_ok()));
+    for extra in [&[][..], &["-P", "2"], &["-R"]] {
+        let mut args = vec!["-c", "127.0.0.1", "-p", &p, "-t", "2", "-y", "C"];
+        args.extend_from_slice(extra);
+        let out = Running::spawn(Path::new("iperf"), &args).wait(Duration::from_secs(20));
+        assert!(out.status.success(), "{extra:?}: {}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let total: u64 = stdout.lines().last().map(csv_bytes).unwrap_or(0);
+        assert!(total > 1_000_000, "{extra:?}: {stdout}");
+    }
+    // UDP: the stock client prints the report our server sent back.
+    let out = Running::spawn(Path::new("iperf"), &["-c", "127.0.0.1", "-p", &p, "-u", "-b", "5M", "-t", "2"]).wait(Duration::from_secs(20));
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("Server Report:"), "no server report: {t}");
+    assert!(t.lines().any(|l| l.contains(" ms 0/") && l.contains("(0%)")), "no loss line: {t}");
+    assert!(!t.contains("WARNING: did not receive ack"), "{t}");
+    // A legacy dual test is refused, not answered with a connection back.
+    let out = Running::spawn(Path::new("iperf"), &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-d", "-L", &free_port().to_string()]).wait(Duration::from_secs(20));
+    let t = text(&out);
+    assert_eq!(t.matches("connected with").count(), 1, "only the client's own connection: {t}");
+    assert!(t.contains("expected reverse connect did not occur"), "{t}");
+}
+
+#[test]
+fn our_iperf2_client_against_stock_server() {
+    if !have("iperf") {
+        return;
+    }
+    for udp in [false, true] {
+        let port = free_port();
+        let p = port.to_string();
+        let mut sargs = vec!["-s", "-p", &p, "-y", "C"];
+        if udp {
+            sargs.push("-u");
+        }
+        let server = Running::spawn(Path::new("iperf"), &sargs);
+        std::thread::sleep(Duration::from_millis(400));
+        let target = format!("iperf://127.0.0.1:{port}");
+        let mut args = vec!["test", target.as_str(), "-t", "2", "-J"];
+        if udp {
+            args.extend_from_slice(&["-u", "-b", "5M"]);
+        }
+        let v = json_of(&perfpeer(&args), &args);
+        let sent = u64_at(&v, "/end/sum_sent/bytes");
+        std::thread::sleep(Duration::from_millis(300));
+        let out = server.wait(Duration::from_millis(100));
+        let stock = String::from_utf8_lossy(&out.stdout).lines().find(|l| l.contains(',')).map(csv_bytes).expect("the stock server reported the test");
+        let tolerance = if udp { 2 * 1470 } else { 128 * 1024 };
+        assert!(sent.abs_diff(stock) <= tolerance, "udp={udp}: we sent {sent}, the stock server counted {stock}");
+        if udp {
+            // The server's report made it back into our result.
+            assert_eq!(u64_at(&v, "/end/sum_received/bytes"), stock, "{v}");
+        }
+    }
+}
+
+#[test]
+fn iperf3_and_ttcp_targets_in_perfpeer_test() {
+    if !have("iperf3") {
+        return;
+    }
+    let port = free_port();
+    let _server = Running::spawn(Path::new("iperf3"), &["-s", "-p", &port.to_string()]);
+    std::thread::sleep(Duration::from_millis(400));
+    let target = format!("iperf3://127.0.0.1:{port}");
+    let v = json_of(&perfpeer(&["test", &target, "-t", "1", "-J"]), &["iperf3 target"]);
+    assert!(u64_at(&v, "/end/sum_received/bytes") > 0);
+    // A stock iperf3 reports process CPU, not host-wide CPU: that figure is absent, not zero.
+    assert!(v.pointer("/end/cpu_utilization_percent/remote_total").is_some());
+    assert!(v.pointer("/perfpeer/host_cpu_percent/remote").is_none_or(serde_json::Value::is_null), "{}", v["perfpeer"]);
+
+    // ttcp:// against a plain socket standing in for classic ttcp -r: it counts to EOF.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let tport = listener.local_addr().unwrap().port();
+    let counter = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = vec![0u8; 65536];
+        let mut total = 0u64;
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+        total
+    });
+    let target = format!("ttcp://127.0.0.1:{tport}");
+    let v = json_of(&perfpeer(&["test", &target, "-n", "1000K", "-l", "1K", "-J"]), &["ttcp target"]);
+    assert_eq!(counter.join().unwrap(), 1000 * 1024);
+    assert_eq!(u64_at(&v, "/end/sum_sent/bytes"), 1000 * 1024);
+    assert!(v["end"].get("sum_received").is_none(), "a ttcp receiver reports nothing back: {}", v["end"]);
+}
+
+#[test]
+fn ttcp_transmit_into_receive_tcp_and_udp() {
+    for udp in [false, true] {
+        let port = free_port().to_string();
+        let mut rargs = vec!["ttcp", "-r", "-s", "-p", &port];
+        let mut targs = vec!["ttcp", "-t", "-s", "-n1000", "-l1024", "-p", &port, "127.0.0.1"];
+        if udp {
+            rargs.push("-u");
+            targs.push("-u");
+        }
+        let receiver = Running::spawn(&perfpeer_bin(), &rargs);
+        std::thread::sleep(Duration::from_millis(300));
+        let t = perfpeer(&targs);
+        let r = receiver.wait(Duration::from_secs(10));
+        let (tt, rt) = (text(&t), text(&r));
+        assert!(t.status.success(), "{tt}");
+        let proto = if udp { "udp" } else { "tcp" };
+        let lines: Vec<&str> = tt.lines().collect();
+        assert_eq!(lines[0], format!("ttcp-t: buflen=1024, nbuf=1000, align=16384/0, port={port}  {proto}  -> 127.0.0.1"));
+        assert_eq!(lines[1], "ttcp-t: 1024000 bytes processed");
+        assert!(lines[2].starts_with("ttcp-t: ") && lines[2].contains(" CPU sec  = ") && lines[2].ends_with(" Kbits/cpu sec"), "{}", lines[2]);
+        assert!(lines[3].contains(" real sec = ") && lines[3].ends_with(" Kbits/sec"), "{}", lines[3]);
+        let got: u64 = rt.lines().find_map(|l| l.strip_prefix("ttcp-r: ")?.strip_suffix(" bytes processed")?.parse().ok()).unwrap_or_else(|| panic!("{rt}"));
+        if udp {
+            // ttcp's UDP is unpaced: loss on loopback is possible, more bytes than sent is not.
+            assert!(got > 0 && got <= 1_024_000 && got % 1024 == 0, "{got}");
+        } else {
+            assert_eq!(got, 1_024_000);
+        }
+    }
+}
+
+#[test]
+fn ttcp_udp_uses_four_byte_sentinels() {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let port = socket.local_addr().unwrap().port().to_string();
+    let sender = Running::spawn(&perfpeer_bin(), &["ttcp", "-t", "-s", "-u", "-n20", "-l500", "-p", &port, "127.0.0.1"]);
+    let mut sizes = Vec::new();
+    let mut buf = [0u8; 2048];
+    while let Ok(n) = socket.recv(&mut buf) {
+        sizes.push(n);
+        if sizes.len() >= 25 {
+            break;
+        }
+    }
+    drop(sender);
+    assert_eq!(sizes.first(), Some(&4), "a start sentinel first: {sizes:?}");
+    assert_eq!(sizes.iter().filter(|&&n| n == 500).count(), 20, "{sizes:?}");
+    assert!(sizes.iter().skip(21).all(|&n| n == 4) && sizes.len() >= 22, "end sentinels: {sizes:?}");
+}
+
+#[test]
+fn invoked_as_iperf3_it_is_iperf3() {
+    if !have("iperf3") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("perfpeer-argv0-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("iperf3");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(perfpeer_bin(), &link).unwrap();
+    let port = free_port();
+    let p = port.to_string();
+    let _server = Running::spawn(&link, &["-s", "-p", &p]);
+    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect(("127.0.0.1", port)).is_ok()));
+    let out = Running::spawn(Path::new("iperf3"), &["-c", "127.0.0.1", "-p", &p, "-t", "1"]).wait(Duration::from_secs(15));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{}", text(&out));
+}
