@@ -345,3 +345,27 @@ async fn a_run_survives_its_browser_and_can_be_attached_again() {
         }
     ));
 }
+
+#[tokio::test]
+async fn run_can_target_a_stock_iperf3_server() {
+    if !perfpeer_tests::have("iperf3") {
+        return;
+    }
+    let dut = Peer::start(&[]);
+    let port = perfpeer_tests::free_port();
+    let _stock = perfpeer_tests::Running::spawn(std::path::Path::new("iperf3"), &["-s", "-p", &port.to_string()]);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let mut ws = connect(&dut).await;
+    assert!(hello(&mut ws, Some(TOKEN)).await);
+    send(&mut ws, &ClientMsg::Run { target: format!("iperf3://127.0.0.1:{port}"), spec: short_spec(Protocol::Tcp) }).await;
+    let result = loop {
+        match recv(&mut ws).await {
+            ServerMsg::Result { result } => break result,
+            ServerMsg::Error { message, .. } => panic!("{message}"),
+            _ => {}
+        }
+    };
+    assert_eq!(result.status, TestStatus::Complete);
+    let received = result.flows()[0].received.expect("the stock server's results").bytes;
+    assert!(received > 0);
+}

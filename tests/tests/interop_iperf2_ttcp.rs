@@ -190,3 +190,34 @@ fn invoked_as_iperf3_it_is_iperf3() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "{}", text(&out));
 }
+
+#[test]
+fn bad_input_to_our_iperf2_server_is_dropped_and_it_keeps_serving() {
+    if !have("iperf") {
+        return;
+    }
+    use std::io::Write;
+    let port = free_port();
+    let p = port.to_string();
+    let _server = Running::spawn(&perfpeer_bin(), &["iperf", "-s", "-p", &p]);
+    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect(("127.0.0.1", port)).is_ok()));
+    // A header whose length field says 2 bytes, a header cut short, and one announcing a
+    // legacy dual test with nothing after it.
+    for bytes in [&[0x40u8, 0x01, 0x00, 0x04][..], &[0x40, 0x01, 0x00, 0x78, 0, 0, 0, 1], &[0x80, 0, 0, 0]] {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let _ = s.write_all(bytes);
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        s.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+        assert!(rest.is_empty(), "{bytes:?} was answered with {rest:?}");
+    }
+    // UDP garbage: runts, a header with a bad length, a stray fin.
+    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+    for d in [vec![1u8; 3], vec![0x7f; 40], { let mut f = vec![0xff; 4]; f.extend_from_slice(&[0; 100]); f }] {
+        u.send_to(&d, ("127.0.0.1", port)).unwrap();
+    }
+    let out = Running::spawn(Path::new("iperf"), &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-y", "C"]).wait(Duration::from_secs(15));
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).lines().last().map(csv_bytes).unwrap_or(0) > 0);
+}

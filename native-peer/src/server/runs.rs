@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::state::ServerState;
-use crate::session::client::{self, ClientOptions, TestEvent};
+use crate::session::client::{ClientOptions, TestEvent};
 
 /// How long a run goes on with no browser following it.
 pub const DETACHED_GRACE: Duration = Duration::from_secs(30);
@@ -137,7 +137,7 @@ async fn drive(
     let test = {
         let (target, spec, cancel) = (target.clone(), spec.clone(), log.cancel.clone());
         tokio::spawn(async move {
-            client::run_test(&target, &spec, &ClientOptions::default(), events_tx, cancel).await
+            crate::targets::run(&target, &spec, &ClientOptions::default(), events_tx, cancel).await
         })
     };
     let mut test = std::pin::pin!(test);

@@ -24,6 +24,8 @@ use crate::session::measure::Measurement;
 const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// Report repeats while the client keeps sending fins, as iperf2 does.
 const REPORT_REPEATS: usize = 9;
+/// A UDP flow with no datagram for this long is over.
+const UDP_IDLE: Duration = Duration::from_secs(10);
 /// Quiet time after which the client is taken to have the report.
 const REPORT_QUIET: Duration = Duration::from_millis(250);
 
@@ -154,10 +156,14 @@ async fn tcp_stream(mut stream: TcpStream, from: SocketAddr, shared: &Shared) ->
     Ok(())
 }
 
-/// Waits until the stream is over: EOF for a receiver; time or bytes for a (reverse) sender.
+/// Waits until the stream is over: EOF (or the fin) for a receiver; time or bytes for a
+/// (reverse) sender. A UDP receiver that hears nothing for [`UDP_IDLE`] gives up: a stray
+/// datagram must not hold a flow open.
 async fn run_stream(m: &Measurement, role: StreamRole, spec: &TestSpec, limit: Duration, shared: &Shared) -> Result<(), String> {
     let epoch = m.epoch();
     let send_until = spec.total_time().map(|t| epoch + t);
+    let udp = spec.protocol == Protocol::Udp;
+    let (mut last_bytes, mut last_change) = (0u64, std::time::Instant::now());
     loop {
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(10)) => {}
@@ -170,6 +176,12 @@ async fn run_stream(m: &Measurement, role: StreamRole, spec: &TestSpec, limit: D
         };
         if done {
             return Ok(());
+        }
+        let bytes = e.bytes(StreamRole::Receiver);
+        if bytes != last_bytes {
+            (last_bytes, last_change) = (bytes, std::time::Instant::now());
+        } else if udp && role == StreamRole::Receiver && last_change.elapsed() > UDP_IDLE {
+            return Err(format!("no datagram for {} s", UDP_IDLE.as_secs()));
         }
         if epoch.elapsed() > limit {
             return Err("the client never finished".into());

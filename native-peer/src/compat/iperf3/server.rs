@@ -46,8 +46,6 @@ pub enum ServerEvent {
     },
     /// An interval of a running test.
     Interval {
-        /// The client's control address.
-        client: SocketAddr,
         /// The test.
         spec: TestSpec,
         /// The interval.
@@ -211,10 +209,10 @@ async fn serve_test(control: &mut Control, cookie: Cookie, client: SocketAddr, s
     let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
     let mut m = Measurement::start_with(PeerRole::Server, &spec, setups, &wire).map_err(|e| Iperf3Error::Aborted(e.to_string()))?;
     let _ = shared.events.send(ServerEvent::Started { client, spec: spec.clone(), sockets: m.sockets() });
-    let outcome = run_until_test_end(control, &mut m, &spec, client, shared).await;
+    let outcome = run_until_test_end(control, &mut m, &spec, shared).await;
     let (tail, local, _errors) = m.finish(true).await;
     if let Some(report) = tail {
-        let _ = shared.events.send(ServerEvent::Interval { client, spec: spec.clone(), report });
+        let _ = shared.events.send(ServerEvent::Interval { spec: spec.clone(), report });
     }
     if let Err(e) = outcome {
         return Ok(partial(cookie, spec, started_unix_ms, client, local, e.to_string()));
@@ -285,7 +283,6 @@ async fn run_until_test_end(
     control: &mut Control,
     m: &mut Measurement,
     spec: &TestSpec,
-    client: SocketAddr,
     shared: &Shared,
 ) -> Result<(), Iperf3Error> {
     // iperf3's own safety margin: the client ends the test; we give up well after it should have.
@@ -294,7 +291,7 @@ async fn run_until_test_end(
     loop {
         tokio::select! {
             report = m.next_interval() => {
-                let _ = shared.events.send(ServerEvent::Interval { client, spec: spec.clone(), report });
+                let _ = shared.events.send(ServerEvent::Interval { spec: spec.clone(), report });
             }
             state = control.next_state() => match state? {
                 State::TestEnd => return Ok(()),
