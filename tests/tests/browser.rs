@@ -11,7 +11,7 @@ use std::time::Duration;
 use fantoccini::{Client, ClientBuilder, Locator};
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use perfpeer_shared::control::{ClientMsg, ServerMsg};
-use perfpeer_shared::format::iperf3;
+use perfpeer_shared::format::{iperf2, iperf3, ttcp};
 use perfpeer_shared::report::TestResult;
 use perfpeer_shared::units::{format_bits, format_bytes};
 use perfpeer_tests::{Peer, TOKEN, wait_for};
@@ -357,6 +357,44 @@ async fn run_from_form(c: &Client, dut: &Peer, pc: &Peer, udp: bool) -> (TestRes
     // The iperf3 tab prints what the CLI prints.
     let shown = text(c, "text-iperf3").await;
     assert!(shown.contains(&iperf3::text_summary(&result)), "{shown}");
+    // So do the iperf2, ttcp and netperf tabs, through the shared renderers.
+    assert_eq!(text(c, "text-iperf2").await, iperf2::text(&result));
+    assert_eq!(text(c, "text-ttcp").await, ttcp::text(&result));
+    c.find(Locator::Id("tab-netperf"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_shown(c, "text-netperf", Duration::from_secs(2)).await;
+    let netperf = text(c, "text-netperf").await;
+    let expected = if udp {
+        "MIGRATED UDP STREAM TEST"
+    } else {
+        "MIGRATED TCP STREAM TEST"
+    };
+    assert!(netperf.starts_with(expected), "{netperf}");
+    c.execute(
+        "document.getElementById('tab-iperf3').scrollIntoView();",
+        vec![],
+    )
+    .await
+    .unwrap();
+    save_screenshot(
+        c,
+        if udp {
+            "browser-udp-netperf"
+        } else {
+            "browser-tcp-netperf"
+        },
+    )
+    .await;
+    c.find(Locator::Id("tab-iperf3"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     (result, json)
 }
 

@@ -209,16 +209,13 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
     );
     on("cancel", "click", Box::new(|| Some(Msg::Cancel)));
     on("refresh-tests", "click", Box::new(|| Some(Msg::Refresh)));
-    on(
-        "tab-iperf3",
-        "click",
-        Box::new(|| Some(Msg::SelectTab(Tab::Iperf3))),
-    );
-    on(
-        "tab-json",
-        "click",
-        Box::new(|| Some(Msg::SelectTab(Tab::Json))),
-    );
+    for tab in Tab::ALL {
+        on(
+            &format!("tab-{}", tab.id()),
+            "click",
+            Box::new(move || Some(Msg::SelectTab(tab))),
+        );
+    }
     on("dismiss", "click", Box::new(|| Some(Msg::Dismiss)));
     for id in ["f-protocol", "f-end"] {
         on(

@@ -4,9 +4,12 @@
 
 use perfpeer_shared::control::ErrorCode;
 use perfpeer_shared::format::iperf3::{self, Preamble};
+use perfpeer_shared::format::{iperf2, netperf, ttcp};
 use perfpeer_shared::report::{PeerRole, TestResult, TestStatus};
 use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
 use perfpeer_shared::units::{format_bits, format_bytes};
+
+use crate::store::Tab;
 
 /// A rate as iperf3 prints it: `941 Mbits/sec`.
 pub fn rate(bits_per_second: f64) -> String {
@@ -209,6 +212,37 @@ fn push_line(out: &mut String, text: &str) {
     }
 }
 
+/// The host part of `host:port` / `[v6]:port` (netperf's banner names the host).
+fn host_of(addr: &str) -> &str {
+    if let Some(rest) = addr.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    match addr.rsplit_once(':') {
+        Some((host, _)) if !host.contains(':') => host,
+        _ => addr,
+    }
+}
+
+/// The result in the layout of `tab` (netperf: with both ends' CPU columns, as `-c -C`; a test
+/// netperf has no equivalent for says why).
+pub fn tab_text(tab: Tab, result: &TestResult) -> String {
+    match tab {
+        Tab::Iperf3 => iperf3_text(result),
+        Tab::Iperf2 => iperf2::text(result),
+        Tab::Ttcp => ttcp::text(result),
+        Tab::Netperf => {
+            let opts = netperf::Options {
+                host: host_of(&result.server_addr),
+                local_cpu: true,
+                remote_cpu: true,
+                headers: true,
+            };
+            netperf::render(result, &opts).unwrap_or_else(|e| format!("{e}\n"))
+        }
+        Tab::Json => json_text(result),
+    }
+}
+
 /// The `-J` JSON of a result, pretty-printed, for download.
 pub fn json_text(result: &TestResult) -> String {
     serde_json::to_string_pretty(&iperf3::json(result)).unwrap_or_default()
@@ -374,6 +408,26 @@ pub(crate) mod tests {
         assert!(text.matches("sec").count() >= 4);
         let json: serde_json::Value = serde_json::from_str(&json_text(&r)).unwrap();
         assert_eq!(json, iperf3::json(&r));
+    }
+
+    #[test]
+    fn every_tab_is_the_shared_renderers_text() {
+        let r = tcp_result();
+        assert_eq!(tab_text(Tab::Iperf2, &r), iperf2::text(&r));
+        assert_eq!(tab_text(Tab::Ttcp, &r), ttcp::text(&r));
+        let netperf = tab_text(Tab::Netperf, &r);
+        assert!(netperf.starts_with("MIGRATED TCP STREAM TEST"), "{netperf}");
+        assert!(
+            netperf.contains(" to 127.0.0.1 (127.0.0.1) port 0 AF_INET"),
+            "{netperf}"
+        );
+        assert_eq!(tab_text(Tab::Iperf3, &r), iperf3_text(&r));
+        let mut bidir = r.clone();
+        bidir.spec.direction = perfpeer_shared::spec::Direction::Bidir;
+        assert!(tab_text(Tab::Netperf, &bidir).contains("no netperf equivalent"));
+        assert_eq!(host_of("[::1]:5210"), "::1");
+        assert_eq!(host_of("pc.lan:5210"), "pc.lan");
+        assert_eq!(host_of("fe80::1"), "fe80::1");
     }
 
     #[test]

@@ -26,13 +26,35 @@ pub enum Screen {
     Result,
 }
 
-/// Result tabs. Only renderers that exist in `perfpeer_shared::format` get a tab.
+/// Result tabs, one per renderer in `perfpeer_shared::format`, plus the `-J` JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tab {
-    /// `perfpeer_shared::format::iperf3` text.
+    /// `format::iperf3` text, as `perfpeer test` prints it.
     Iperf3,
+    /// `format::iperf2` text.
+    Iperf2,
+    /// `format::ttcp` text.
+    Ttcp,
+    /// `format::netperf` tables.
+    Netperf,
     /// The `-J` JSON.
     Json,
+}
+
+impl Tab {
+    /// Every tab, in the order shown.
+    pub const ALL: [Tab; 5] = [Tab::Iperf3, Tab::Iperf2, Tab::Ttcp, Tab::Netperf, Tab::Json];
+
+    /// Id suffix in the markup (`tab-…` button, `text-…` block).
+    pub fn id(self) -> &'static str {
+        match self {
+            Tab::Iperf3 => "iperf3",
+            Tab::Iperf2 => "iperf2",
+            Tab::Ttcp => "ttcp",
+            Tab::Netperf => "netperf",
+            Tab::Json => "json",
+        }
+    }
 }
 
 /// The WebSocket to this peer.

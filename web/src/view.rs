@@ -60,10 +60,10 @@ impl View {
 
     fn render_result(&mut self, model: &Model) {
         let Some(result) = &model.result else { return };
-        toggle_class("tab-iperf3", "active", model.tab == Tab::Iperf3);
-        toggle_class("tab-json", "active", model.tab == Tab::Json);
-        show("text-iperf3", model.tab == Tab::Iperf3);
-        show("text-json", model.tab == Tab::Json);
+        for tab in Tab::ALL {
+            toggle_class(&format!("tab-{}", tab.id()), "active", model.tab == tab);
+            show(&format!("text-{}", tab.id()), model.tab == tab);
+        }
         if self.shown_result.as_deref() == Some(result.id.as_str()) {
             return;
         }
@@ -92,10 +92,13 @@ impl View {
         let x_max = result.spec.total_time().map(|d| d.as_secs_f64());
         el("result-chart")
             .set_inner_html(&chart::svg(&chart::series(&result.local.intervals), x_max));
-        set_text("text-iperf3", &present::iperf3_text(result));
-        let json = present::json_text(result);
-        set_text("text-json", &json);
-        self.set_download(&json, &result.id);
+        for tab in Tab::ALL {
+            set_text(
+                &format!("text-{}", tab.id()),
+                &present::tab_text(tab, result),
+            );
+        }
+        self.set_download(&present::json_text(result), &result.id);
     }
 
     fn set_download(&mut self, json: &str, id: &str) {
