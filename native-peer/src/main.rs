@@ -7,9 +7,11 @@
 //! - `session/`: peer↔peer sessions over the control channel.
 //! - `server/`: `perfpeer serve`: warp routes, `/ws` handlers, the data listener, shared state.
 //! - `hostinfo`: facts about this host.
+//! - `dccp`: DCCP sockets behind a platform seam, and whether this kernel has DCCP.
 
 mod cli;
 mod compat;
+mod dccp;
 mod engine;
 mod hostinfo;
 mod server;

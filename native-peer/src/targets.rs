@@ -68,6 +68,12 @@ pub async fn run(
         return client::run_test(target.split_once("://").map_or(target, |(_, r)| r), spec, opts, events, cancel).await;
     }
     spec.validate().map_err(|e| SessionError::Refused { code: ErrorCode::InvalidSpec, message: e.to_string() })?;
+    if spec.protocol == perfpeer_shared::spec::Protocol::Dccp {
+        return Err(SessionError::Refused {
+            code: ErrorCode::InvalidSpec,
+            message: "stock iperf3, iperf and ttcp do not speak DCCP: test DCCP against a perfpeer peer".into(),
+        });
+    }
     let server = resolve_host(&host, port, opts.family).await.map_err(|reason| SessionError::Unreachable { target: target.to_string(), reason })?;
     match kind {
         Kind::Iperf3 => iperf3::client::run(server, spec, false, opts, events, cancel).await.map_err(|e| iperf3_error(target, e)),
@@ -93,7 +99,7 @@ async fn run_ttcp(server: std::net::SocketAddr, spec: &TestSpec, timeout: Durati
     let _ = events.send(TestEvent::Started {
         test_id: String::new(),
         server_addr: server.to_string(),
-        sockets: vec![perfpeer_shared::report::SocketInfo { id: 1, local, remote }],
+        sockets: vec![perfpeer_shared::report::SocketInfo { id: 1, local, remote, dccp: None }],
     });
     ttcp::run_engine(spec, socket, StreamRole::Sender, server.to_string()).await
 }

@@ -166,6 +166,9 @@ pub struct PeerInfo {
     pub max_duration_s: u64,
     /// Highest bitrate accepted per direction, bit/s (0 = no cap).
     pub max_bitrate: u64,
+    /// Whether this peer can run DCCP tests, with which CCIDs, or why not.
+    #[serde(default)]
+    pub dccp: crate::dccp::DccpSupport,
 }
 
 /// A test running on a peer.

@@ -4,6 +4,8 @@
 //! # Layout
 //! - [`units`]: parsing and printing rates and sizes (K/M/G, 1000- or 1024-based as iperf3 does).
 //! - [`spec`]: [`spec::TestSpec`], what to run, validated once.
+//! - [`dccp`]: DCCP options, a peer's DCCP support and the kernel's DCCP figures.
+//! - [`sweep`]: packet-size sweeps (one short test per size) as one table.
 //! - [`control`]: the messages on the `/ws` WebSocket (browser↔peer and peer↔peer).
 //! - [`report`]: the one result model (intervals, per-stream finals, CPU) and the statistics
 //!   derived from it (sums, utilisation, service demand).
@@ -12,10 +14,12 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod control;
+pub mod dccp;
 pub mod format;
 pub mod report;
 pub mod rr;
 pub mod spec;
+pub mod sweep;
 pub mod units;
 
 /// Version of perfpeer's own control protocol; peers refuse a different major version.

@@ -56,6 +56,10 @@ pub struct UdpRxSample {
     pub duplicates: u64,
     /// RFC 3550 interarrival jitter at the end of the interval, in ms.
     pub jitter_ms: f64,
+    /// Longest time between two arrivals that ended in the interval, in ms (what a listener
+    /// of a constant-bitrate stream hears as a dropout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_gap_ms: Option<f64>,
 }
 
 impl UdpRxSample {
@@ -163,11 +167,21 @@ fn merge_udp(samples: impl Iterator<Item = UdpRxSample>) -> Option<UdpRxSample> 
         sum.out_of_order += s.out_of_order;
         sum.duplicates += s.duplicates;
         sum.jitter_ms += s.jitter_ms;
+        sum.max_gap_ms = max_opt(sum.max_gap_ms, s.max_gap_ms);
     }
     (count > 0).then(|| UdpRxSample {
         jitter_ms: sum.jitter_ms / count as f64,
         ..sum
     })
+}
+
+/// The larger of two optional figures.
+fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
 }
 
 /// bit/s for `bytes` moved in `seconds` (0 for an empty period).
@@ -209,6 +223,9 @@ pub struct UdpRxFinal {
     pub duplicates: u64,
     /// RFC 3550 jitter at the end of the test, in ms.
     pub jitter_ms: f64,
+    /// Longest time between two arrivals over the test, in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_gap_ms: Option<f64>,
 }
 
 impl UdpRxFinal {
@@ -346,6 +363,9 @@ pub struct SocketInfo {
     pub local: String,
     /// Remote address (`ip:port`).
     pub remote: String,
+    /// What the kernel says about a DCCP stream (CCIDs, maximum packet size, TFRC state).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dccp: Option<crate::dccp::DccpStreamInfo>,
 }
 
 /// Everything one end measured.
@@ -371,6 +391,25 @@ pub struct SideReport {
     pub streams: Vec<StreamFinal>,
     /// CPU over the measured period.
     pub cpu: CpuUsage,
+}
+
+impl SideReport {
+    /// A report of `role` with nothing measured yet (or nothing the other end could tell): no
+    /// sockets, streams, intervals or CPU figures.
+    pub fn empty(role: PeerRole, host: HostInfo) -> SideReport {
+        SideReport {
+            role,
+            host,
+            sockets: Vec::new(),
+            sndbuf_actual: None,
+            rcvbuf_actual: None,
+            tcp_mss: None,
+            congestion_used: None,
+            intervals: Vec::new(),
+            streams: Vec::new(),
+            cpu: CpuUsage::default(),
+        }
+    }
 }
 
 /// How a test ended.
@@ -459,6 +498,7 @@ fn totals(streams: &[&StreamFinal]) -> Option<DirectionTotals> {
             out_of_order: rx.iter().map(|r| r.out_of_order).sum(),
             duplicates: rx.iter().map(|r| r.duplicates).sum(),
             jitter_ms: rx.iter().map(|r| r.jitter_ms).sum::<f64>() / rx.len() as f64,
+            max_gap_ms: rx.iter().fold(None, |m, r| max_opt(m, r.max_gap_ms)),
         })
     };
     Some(DirectionTotals {

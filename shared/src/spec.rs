@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::dccp::{DccpSpec, KNOWN_CCIDS};
 use crate::units::{BitRate, serde_secs};
 
 /// Transport under test.
@@ -15,6 +16,9 @@ pub enum Protocol {
     Tcp,
     /// UDP datagrams carrying sequence numbers and send timestamps.
     Udp,
+    /// DCCP (RFC 4340): connection-oriented, congestion-controlled datagrams, with the same
+    /// datagram header and statistics as UDP; options in [`TestSpec::dccp`].
+    Dccp,
 }
 
 impl Protocol {
@@ -23,7 +27,13 @@ impl Protocol {
         match self {
             Protocol::Tcp => "TCP",
             Protocol::Udp => "UDP",
+            Protocol::Dccp => "DCCP",
         }
+    }
+
+    /// Whether data travels as datagrams with our sequence header (UDP, DCCP).
+    pub fn is_datagram(self) -> bool {
+        matches!(self, Protocol::Udp | Protocol::Dccp)
     }
 }
 
@@ -121,6 +131,9 @@ pub struct TestSpec {
     /// instead of perfpeer's clock (`--fq-pacing`, like iperf3's `--fq-rate`; needs `-b`).
     #[serde(default)]
     pub fq_pacing: bool,
+    /// DCCP service code and CCID (DCCP only; `None` = the defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dccp: Option<DccpSpec>,
 }
 
 /// Default TCP write size, as iperf3: 128 KiB.
@@ -133,6 +146,8 @@ pub const DEFAULT_UDP_RATE: BitRate = BitRate(1_000_000);
 pub const MIN_UDP_LEN: u32 = 16;
 /// Largest UDP payload over IPv4.
 pub const MAX_UDP_LEN: u32 = 65_507;
+/// Default DCCP packet payload: under the maximum packet size of a 1500-byte MTU path.
+pub const DEFAULT_DCCP_LEN: u32 = 1400;
 /// Largest TCP write size accepted.
 pub const MAX_TCP_LEN: u32 = 16 * 1024 * 1024;
 /// Most streams per direction.
@@ -144,6 +159,8 @@ impl TestSpec {
         let (len, bitrate) = match protocol {
             Protocol::Tcp => (DEFAULT_TCP_LEN, None),
             Protocol::Udp => (DEFAULT_UDP_LEN, Some(DEFAULT_UDP_RATE)),
+            // DCCP is congestion-controlled: unlimited unless asked, like TCP.
+            Protocol::Dccp => (DEFAULT_DCCP_LEN, None),
         };
         TestSpec {
             protocol,
@@ -164,6 +181,7 @@ impl TestSpec {
             rr: None,
             skip_rx_copy: false,
             fq_pacing: false,
+            dccp: None,
         }
     }
 
@@ -178,6 +196,9 @@ impl TestSpec {
             }
             Protocol::Tcp if self.len == 0 || self.len > MAX_TCP_LEN => {
                 return Err(SpecError::TcpLen(self.len));
+            }
+            Protocol::Dccp if !(MIN_UDP_LEN..=MAX_UDP_LEN).contains(&self.len) => {
+                return Err(SpecError::DccpLen(self.len));
             }
             _ => {}
         }
@@ -204,8 +225,16 @@ impl TestSpec {
         {
             return Err(SpecError::Mss(m));
         }
-        if self.protocol == Protocol::Udp && (self.mss.is_some() || self.congestion.is_some()) {
+        if self.protocol.is_datagram() && (self.mss.is_some() || self.congestion.is_some()) {
             return Err(SpecError::TcpOnly);
+        }
+        if let Some(d) = self.dccp {
+            if self.protocol != Protocol::Dccp {
+                return Err(SpecError::DccpOnly);
+            }
+            if d.ccid.is_some_and(|c| !KNOWN_CCIDS.contains(&c)) {
+                return Err(SpecError::Ccid(d.ccid.unwrap_or_default()));
+            }
         }
         if let Some(cc) = &self.congestion
             && (cc.is_empty()
@@ -329,6 +358,15 @@ pub enum SpecError {
     /// Request/response mode with an option it cannot honour.
     #[error("request/response mode needs {0}")]
     RrNeeds(&'static str),
+    /// DCCP packet size out of range.
+    #[error("DCCP length must be {MIN_UDP_LEN}..={MAX_UDP_LEN} bytes (and at most the path's maximum packet size), got {0}")]
+    DccpLen(u32),
+    /// DCCP options on a test that is not DCCP.
+    #[error("--dccp-service and --ccid apply to DCCP (--dccp) only")]
+    DccpOnly,
+    /// A CCID that is not 2, 3 or 4.
+    #[error("CCID must be 2, 3 or 4, got {0}")]
+    Ccid(u8),
     /// Request or response size out of range.
     #[error("request/response sizes must be 1..={MAX_RR_LEN} bytes, got {0}")]
     RrLen(u32),
@@ -397,6 +435,24 @@ mod tests {
         assert!(!old.contains("skip_rx_copy"), "{old}");
         let back: TestSpec = serde_json::from_str(&old).unwrap();
         assert_eq!(back, TestSpec::new(Protocol::Tcp));
+    }
+
+    #[test]
+    fn dccp_specs_are_checked() {
+        let mut d = TestSpec::new(Protocol::Dccp);
+        assert_eq!((d.validate(), d.len, d.bitrate), (Ok(()), 1400, None));
+        d.dccp = Some(DccpSpec { service: 7, ccid: Some(3) });
+        assert_eq!(d.validate(), Ok(()));
+        d.dccp = Some(DccpSpec { service: 7, ccid: Some(5) });
+        assert_eq!(d.validate(), Err(SpecError::Ccid(5)));
+        d.dccp = None;
+        d.len = 8;
+        assert_eq!(d.validate(), Err(SpecError::DccpLen(8)));
+        let mut u = TestSpec::new(Protocol::Udp);
+        u.dccp = Some(DccpSpec::default());
+        assert_eq!(u.validate(), Err(SpecError::DccpOnly));
+        let json = serde_json::to_string(&TestSpec::new(Protocol::Dccp)).unwrap();
+        assert!(json.contains(r#""protocol":"dccp""#) && !json.contains("service"), "{json}");
     }
 
     #[test]

@@ -149,7 +149,8 @@ fn live_extra(spec: &TestSpec, client: &[IntervalReport], server: &[IntervalRepo
                     None => "retransmits n/a".into(),
                 }
             }
-            Protocol::Udp => {
+            // DCCP carries the same sequence numbers as UDP: loss and jitter.
+            Protocol::Udp | Protocol::Dccp => {
                 let rx: Vec<_> = rx_side
                     .iter()
                     .filter_map(|r| r.sum(StreamRole::Receiver).and_then(|s| s.udp_rx))
@@ -215,6 +216,7 @@ mod tests {
             out_of_order: 0,
             duplicates: 0,
             jitter_ms: 0.25,
+            max_gap_ms: None,
         };
         let server = [at(StreamRole::Receiver, 380, Some(rx))];
         let l = live(&spec, &client, &server);

@@ -3,6 +3,7 @@
 
 mod iperf;
 mod iperf3;
+mod modes;
 mod netperf;
 mod output;
 mod serve;

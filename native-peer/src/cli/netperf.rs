@@ -186,7 +186,7 @@ fn default_send_size(protocol: Protocol, window: Option<u32>) -> u32 {
     use socket2::{Domain, Socket, Type};
     let ty = match protocol {
         Protocol::Tcp => Type::STREAM,
-        Protocol::Udp => Type::DGRAM,
+        Protocol::Udp | Protocol::Dccp => Type::DGRAM,
     };
     let probed = Socket::new(Domain::IPV4, ty, None).and_then(|s| {
         if let Some(w) = window {

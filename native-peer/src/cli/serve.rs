@@ -44,6 +44,10 @@ pub struct ServeArgs {
     /// Where the token (and later, results) are kept.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// DCCP service codes the data port accepts besides the default PERF (a number, 0x hex, or
+    /// up to 4 ASCII letters; repeatable).
+    #[arg(long, value_name = "CODE", value_parser = perfpeer_shared::dccp::parse_service)]
+    dccp_service: Vec<u32>,
 }
 
 fn parse_rate_arg(s: &str) -> Result<BitRate, String> {
@@ -74,6 +78,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
         max_tests: args.max_tests,
         max_duration_s: args.max_duration,
         max_bitrate: args.max_bitrate.map_or(0, |b| b.0),
+        dccp: crate::dccp::support(),
     };
     let config = ServeConfig {
         max_tests: args.max_tests,
@@ -83,6 +88,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     };
     let shutdown = CancellationToken::new();
     let state = ServerState::new(config, info, shutdown.clone());
+    let mut dccp_services = vec![perfpeer_shared::dccp::DEFAULT_SERVICE];
+    dccp_services.extend(args.dccp_service.iter().filter(|c| !dccp_services.contains(c)).copied().collect::<Vec<_>>());
+    server::dccp_listener::spawn(data, dccp_services, state.clone());
     announce(control, data, token.as_deref());
     tokio::spawn(wait_for_signal(shutdown));
     server::run(bound, state).await;

@@ -25,6 +25,23 @@ pub struct TestArgs {
     peer: String,
     #[command(flatten)]
     flags: TestFlags,
+    #[command(flatten)]
+    modes: super::modes::ModeFlags,
+}
+
+/// Which of the common flags were given (modes pick their own defaults for the others).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Given {
+    /// `-u`.
+    pub udp: bool,
+    /// `-l`.
+    pub len: bool,
+    /// `-b`.
+    pub bitrate: bool,
+    /// `-t`.
+    pub time: bool,
+    /// `-n`.
+    pub bytes: bool,
 }
 
 /// Test flags shared by `perfpeer test` and `perfpeer iperf3 -c`.
@@ -202,6 +219,17 @@ impl TestFlags {
         Ok(spec)
     }
 
+    /// Which flags were given.
+    pub fn given(&self) -> Given {
+        Given {
+            udp: self.udp,
+            len: self.len.is_some(),
+            bitrate: self.bitrate.is_some(),
+            time: self.time.is_some(),
+            bytes: self.bytes.is_some(),
+        }
+    }
+
     /// Whether `-i` was given (iperf2 prints intervals only then).
     pub fn interval_given(&self) -> bool {
         self.interval.is_some()
@@ -251,14 +279,26 @@ impl TestFlags {
 /// Runs the test and prints it; exit 0 only for a complete test.
 pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
-    let spec = args.flags.spec(false)?;
+    let spec = args.modes.apply(args.flags.spec(false)?, args.flags.given())?;
     let opts = args.flags.options()?;
     let style = args.flags.style();
+    if let Some(sizes) = args.modes.sweep_sizes()? {
+        return super::modes::run_sweep(&args.peer, &spec, sizes, &opts, style).await;
+    }
+    if args.modes.is_cbr() && style == Style::Text {
+        return super::modes::run_cbr(&args.peer, &spec, &opts).await;
+    }
     let (events_tx, events) = mpsc::unbounded_channel();
     let cancel = cancel_on_ctrl_c();
     let mut printer = Printer::new(style, &spec);
     let outcome = print_while(&mut printer, events, crate::targets::run(&args.peer, &spec, &opts, events_tx, cancel)).await?;
-    finish(&mut printer, outcome.map_err(anyhow::Error::new), &args.peer)
+    let dccp_lines = match (&outcome, style) {
+        (Ok(result), Style::Text) => perfpeer_shared::format::dccp::text(result),
+        _ => String::new(),
+    };
+    let code = finish(&mut printer, outcome.map_err(anyhow::Error::new), &args.peer)?;
+    print!("{dccp_lines}");
+    Ok(code)
 }
 
 /// A token cancelled by Ctrl-C (the test then ends with a partial result).
@@ -370,6 +410,41 @@ mod tests {
             (vec!["pc", "--fq-pacing"], "--fq-pacing"),
         ] {
             let err = spec_of(&argv).unwrap_err().to_string();
+            assert!(err.contains(needle), "{argv:?}: {err}");
+        }
+    }
+
+    fn spec_with_modes(argv: &[&str]) -> anyhow::Result<TestSpec> {
+        let mut full = vec!["perfpeer"];
+        full.extend_from_slice(argv);
+        let w = Wrap::try_parse_from(full).map_err(|e| anyhow::anyhow!("{e}"))?;
+        w.args.modes.apply(w.args.flags.spec(false)?, w.args.flags.given())
+    }
+
+    #[test]
+    fn dccp_sweep_and_cbr_flags() {
+        let s = spec_with_modes(&["pc", "--dccp", "--ccid", "3", "-b", "10M", "-R"]).unwrap();
+        assert_eq!((s.protocol, s.len, s.bitrate), (Protocol::Dccp, 1400, Some(BitRate(10_000_000))));
+        assert_eq!(s.dccp.map(|d| (d.ccid, d.service)), Some((Some(3), perfpeer_shared::dccp::DEFAULT_SERVICE)));
+        let s = spec_with_modes(&["pc", "--dccp", "--dccp-service", "42"]).unwrap();
+        assert_eq!((s.bitrate, s.dccp.map(|d| d.service)), (None, Some(42)), "DCCP is unlimited by default");
+        let s = spec_with_modes(&["pc", "--cbr", "48k", "--len", "160"]).unwrap();
+        assert_eq!((s.protocol, s.bitrate, s.len), (Protocol::Udp, Some(BitRate(48_000)), 160));
+        assert_eq!(s.total_time(), Some(Duration::from_secs(3600)));
+        let s = spec_with_modes(&["pc", "--cbr", "mp3", "--dccp", "-t", "30"]).unwrap();
+        assert_eq!((s.protocol, s.len, s.total_time()), (Protocol::Dccp, 160, Some(Duration::from_secs(30))));
+        let s = spec_with_modes(&["pc", "--sweep-len", "16,...,64"]).unwrap();
+        assert_eq!((s.protocol, s.total_time()), (Protocol::Udp, Some(Duration::from_secs(2))));
+        for (argv, needle) in [
+            (vec!["pc", "--ccid", "3"], "--dccp"),
+            (vec!["pc", "--dccp", "-u"], "cannot be used with"),
+            (vec!["pc", "--dccp", "--ccid", "5"], "CCID must be 2, 3 or 4"),
+            (vec!["pc", "--cbr", "48k"], "--len"),
+            (vec!["pc", "--cbr", "48k", "-b", "1M", "--len", "160"], "cannot be used with"),
+            (vec!["pc", "--dccp", "--dccp-service", "TOOLONG"], "service code"),
+            (vec!["pc", "--dccp", "-C", "reno"], "TCP only"),
+        ] {
+            let err = format!("{:#}", spec_with_modes(&argv).unwrap_err());
             assert!(err.contains(needle), "{argv:?}: {err}");
         }
     }

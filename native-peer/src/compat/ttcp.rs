@@ -41,7 +41,7 @@ pub fn connect(spec: &TestSpec, server: SocketAddr, timeout: Duration) -> io::Re
             socket.connect_timeout(&SockAddr::from(server), timeout)?;
             Ok(DataSocket::Tcp(Arc::new(socket.into())))
         }
-        Protocol::Udp => {
+        Protocol::Udp | Protocol::Dccp => {
             let socket = new_socket(server, Type::DGRAM, spec)?;
             socket.connect(&SockAddr::from(server))?;
             Ok(DataSocket::Udp(Arc::new(socket.into())))
@@ -62,7 +62,7 @@ pub fn accept(spec: &TestSpec, listen: SocketAddr) -> io::Result<DataSocket> {
             let (stream, _) = listener.accept()?;
             Ok(DataSocket::Tcp(Arc::new(stream)))
         }
-        Protocol::Udp => {
+        Protocol::Udp | Protocol::Dccp => {
             let socket = new_socket(listen, Type::DGRAM, spec)?;
             socket.set_reuse_address(true)?;
             socket.bind(&SockAddr::from(listen))?;
@@ -90,6 +90,20 @@ pub async fn run_engine(spec: &TestSpec, socket: DataSocket, role: StreamRole, p
     Ok(TestResult { id: String::new(), spec: spec.clone(), started_unix_ms, server_addr: peer, local, remote: None, status })
 }
 
+/// Copies `input` to `output` until EOF in reads of at most `buf`'s size (ttcp's buffers);
+/// returns the bytes copied.
+fn copy_in_pieces(input: &mut impl Read, output: &mut impl Write, buf: &mut [u8]) -> io::Result<u64> {
+    let mut total = 0u64;
+    loop {
+        let n = input.read(buf)?;
+        if n == 0 {
+            return Ok(total);
+        }
+        output.write_all(&buf[..n])?;
+        total += n as u64;
+    }
+}
+
 /// Without `-s`: copies stdin to the socket (transmit) or the socket to stdout (receive), in
 /// `buflen` pieces, and returns the figures. Blocking.
 pub fn run_copy(socket: DataSocket, role: StreamRole, buflen: usize) -> io::Result<TtcpFigures> {
@@ -99,29 +113,12 @@ pub fn run_copy(socket: DataSocket, role: StreamRole, buflen: usize) -> io::Resu
     let mut bytes = 0u64;
     match (&socket, role) {
         (DataSocket::Tcp(s), StreamRole::Sender) => {
-            let mut out = &**s;
-            let mut input = io::stdin().lock();
-            loop {
-                let n = input.read(&mut buf)?;
-                if n == 0 {
-                    break;
-                }
-                out.write_all(&buf[..n])?;
-                bytes += n as u64;
-            }
+            bytes = copy_in_pieces(&mut io::stdin().lock(), &mut &**s, &mut buf)?;
             s.shutdown(std::net::Shutdown::Write)?;
         }
         (DataSocket::Tcp(s), StreamRole::Receiver) => {
-            let mut input = &**s;
             let mut out = io::stdout().lock();
-            loop {
-                let n = input.read(&mut buf)?;
-                if n == 0 {
-                    break;
-                }
-                out.write_all(&buf[..n])?;
-                bytes += n as u64;
-            }
+            bytes = copy_in_pieces(&mut &**s, &mut out, &mut buf)?;
             out.flush()?;
         }
         (DataSocket::Udp(s), StreamRole::Sender) => {
@@ -157,6 +154,9 @@ pub fn run_copy(socket: DataSocket, role: StreamRole, buflen: usize) -> io::Resu
                 bytes += n as u64;
             }
             out.flush()?;
+        }
+        (DataSocket::Dccp(_), _) => {
+            return Err(io::Error::new(io::ErrorKind::Unsupported, "ttcp does not speak DCCP"));
         }
     }
     let usage = CpuSnapshot::take().usage_since(&cpu);

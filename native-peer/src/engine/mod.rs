@@ -7,6 +7,7 @@
 //! `stop`; [`Engine::abort`] ends everything at once.
 
 pub mod cpu;
+pub mod datagram;
 pub mod pacing;
 pub mod sampler;
 pub mod sockopt;
@@ -36,6 +37,8 @@ pub enum DataSocket {
     Tcp(Arc<TcpStream>),
     /// A connected UDP socket.
     Udp(Arc<UdpSocket>),
+    /// A connected DCCP socket (datagrams like UDP, in a congestion-controlled connection).
+    Dccp(Arc<crate::dccp::DccpSocket>),
 }
 
 impl DataSocket {
@@ -44,6 +47,7 @@ impl DataSocket {
         let (l, p) = match self {
             DataSocket::Tcp(s) => (s.local_addr(), s.peer_addr()),
             DataSocket::Udp(s) => (s.local_addr(), s.peer_addr()),
+            DataSocket::Dccp(s) => (s.local_addr(), s.peer_addr()),
         };
         // IPv4 peers of a dual-stack socket show as plain IPv4, not ::ffff:a.b.c.d.
         let show = |a: io::Result<std::net::SocketAddr>| {
@@ -51,6 +55,11 @@ impl DataSocket {
                 .unwrap_or_else(|_| "?".into())
         };
         (show(l), show(p))
+    }
+
+    /// Whether it carries datagrams with our sequence header (UDP, DCCP).
+    pub fn is_datagram(&self) -> bool {
+        matches!(self, DataSocket::Udp(_) | DataSocket::Dccp(_))
     }
 }
 
@@ -365,8 +374,10 @@ fn run_worker(socket: DataSocket, role: StreamRole, w: Worker) {
     let result = match (&socket, role) {
         (DataSocket::Tcp(s), StreamRole::Sender) => tcp::send(s, &w),
         (DataSocket::Tcp(s), StreamRole::Receiver) => tcp::receive(s, &w),
-        (DataSocket::Udp(s), StreamRole::Sender) => udp::send(s, &w),
-        (DataSocket::Udp(s), StreamRole::Receiver) => udp::receive(s, &w),
+        (DataSocket::Udp(s), StreamRole::Sender) => udp::send(&**s, &w),
+        (DataSocket::Udp(s), StreamRole::Receiver) => udp::receive(&**s, &w),
+        (DataSocket::Dccp(s), StreamRole::Sender) => udp::send(&**s, &w),
+        (DataSocket::Dccp(s), StreamRole::Receiver) => udp::receive(&**s, &w),
     };
     if let Err(e) = result {
         tracing::debug!(stream = w.id, error = %e, "stream ended with an error");

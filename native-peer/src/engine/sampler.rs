@@ -63,7 +63,7 @@ struct Sampled {
 
 impl Sampled {
     fn is_udp_receiver(&self) -> bool {
-        self.role == StreamRole::Receiver && matches!(self.socket, DataSocket::Udp(_))
+        self.role == StreamRole::Receiver && self.socket.is_datagram()
     }
 
     fn tcp_sender_info(&self) -> Option<TcpInfo> {
@@ -142,7 +142,7 @@ impl Sampler {
                 id: s.id,
                 role: s.role,
                 bytes: snap.bytes - s.last.bytes,
-                packets: (s.role == StreamRole::Sender && matches!(s.socket, DataSocket::Udp(_)))
+                packets: (s.role == StreamRole::Sender && s.socket.is_datagram())
                     .then(|| snap.packets - s.last.packets),
                 tcp: info.map(|i| TcpSample {
                     retransmits: snap.retrans.saturating_sub(s.last.retrans),
@@ -206,7 +206,7 @@ impl Sampler {
             let stats = s.counters.udp_rx.lock().unwrap_or_else(|p| p.into_inner());
             stats.final_since(&s.base.udp.unwrap_or_default())
         });
-        let is_udp_sender = s.role == StreamRole::Sender && matches!(s.socket, DataSocket::Udp(_));
+        let is_udp_sender = s.role == StreamRole::Sender && s.socket.is_datagram();
         let tcp = (s.role == StreamRole::Sender
             && matches!(s.socket, DataSocket::Tcp(_))
             && s.tcp.rtt_samples > 0)

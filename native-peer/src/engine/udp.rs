@@ -1,12 +1,13 @@
 //! UDP stream workers: a paced sender that stamps each datagram with a sequence number and its
 //! send time (in the stream's [`DatagramFormat`]) and signals its end, and a receiver that feeds
-//! [`UdpRxStats`] until the sender's end (or a drain limit after stop).
+//! [`UdpRxStats`] until the sender's end (or a drain limit after stop). DCCP streams run the
+//! same workers over any [`Datagrams`] socket.
 
 use std::io;
-use std::net::UdpSocket;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::datagram::Datagrams;
 use super::pacing::{Pacer, tighten_timer_slack, wait_until};
 use super::udp_stats::UdpRxStats;
 use super::wire::{Datagram, DatagramFormat, UdpControl};
@@ -27,7 +28,7 @@ fn wall_clock() -> Duration {
         .unwrap_or_default()
 }
 
-pub(super) fn send(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
+pub(super) fn send(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
     sock.set_write_timeout(Some(POLL))?;
     let mut buf = w.payload();
     let mut pacer = w.rate.map(|r| Pacer::new(r, Instant::now()));
@@ -77,7 +78,7 @@ pub(super) fn send(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
 
 /// Tells the receiver we are done, the way the format does it. iperf3 ends on its control
 /// connection and iperf2's fin/report exchange is run by its driver, so both send nothing here.
-fn signal_end(sock: &UdpSocket, w: &Worker, packets: u64) {
+fn signal_end(sock: &impl Datagrams, w: &Worker, packets: u64) {
     let (datagram, copies) = match w.format {
         DatagramFormat::Perfpeer => (
             UdpControl::Fin {
@@ -96,7 +97,7 @@ fn signal_end(sock: &UdpSocket, w: &Worker, packets: u64) {
     }
 }
 
-pub(super) fn receive(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
+pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
     sock.set_read_timeout(Some(Duration::from_millis(50)))?;
     let mut buf = vec![0u8; 65_536];
     let epoch = w.control.epoch;

@@ -1,6 +1,8 @@
 //! UDP receiver statistics from sequence numbers and send timestamps: loss, out-of-order,
-//! duplicates and RFC 3550 interarrival jitter. Pure arithmetic, fed by the receive loop.
+//! duplicates, RFC 3550 interarrival jitter and the longest gap between arrivals (O(1) per
+//! datagram). Pure arithmetic, fed by the receive loop.
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use perfpeer_shared::report::{UdpRxFinal, UdpRxSample};
@@ -21,6 +23,11 @@ pub struct UdpRxStats {
     last_transit_ns: Option<i128>,
     seen: [u64; WORDS],
     sender_packets: Option<u64>,
+    last_arrival: Option<Duration>,
+    /// Longest gap between two arrivals over the whole stream.
+    max_gap: Duration,
+    /// Longest gap since the last [`UdpRxStats::snapshot`] (which starts a new window).
+    window_gap: Cell<Option<Duration>>,
 }
 
 impl Default for UdpRxStats {
@@ -35,6 +42,9 @@ impl Default for UdpRxStats {
             last_transit_ns: None,
             seen: [0; WORDS],
             sender_packets: None,
+            last_arrival: None,
+            max_gap: Duration::ZERO,
+            window_gap: Cell::new(None),
         }
     }
 }
@@ -54,6 +64,8 @@ pub struct UdpRxSnapshot {
     pub duplicates: u64,
     /// Current jitter, seconds.
     pub jitter_s: f64,
+    /// Longest gap between arrivals since the previous snapshot (`None`: no gap ended in it).
+    pub window_gap: Option<Duration>,
 }
 
 impl UdpRxStats {
@@ -76,6 +88,7 @@ impl UdpRxStats {
     /// Accounts one data datagram: its sequence number, its send time on the sender's clock and
     /// its arrival time on ours (both only used as differences).
     pub fn on_datagram(&mut self, seq: u64, sent: Duration, arrived: Duration) {
+        self.on_arrival(arrived);
         if seq > self.highest {
             if seq > self.highest + 1 {
                 self.lost += seq - self.highest - 1;
@@ -101,6 +114,17 @@ impl UdpRxStats {
         self.update_jitter(sent, arrived);
     }
 
+    /// Tracks the gap since the previous arrival (whatever the datagram turns out to be).
+    fn on_arrival(&mut self, arrived: Duration) {
+        if let Some(last) = self.last_arrival {
+            let gap = arrived.saturating_sub(last);
+            self.max_gap = self.max_gap.max(gap);
+            let window = self.window_gap.get().map_or(gap, |g| g.max(gap));
+            self.window_gap.set(Some(window));
+        }
+        self.last_arrival = Some(arrived);
+    }
+
     /// RFC 3550 §6.4.1: J += (|D| − J) / 16, D the change in transit time.
     fn update_jitter(&mut self, sent: Duration, arrived: Duration) {
         // Transit times in integer nanoseconds: the clocks' offset cancels exactly.
@@ -117,7 +141,7 @@ impl UdpRxStats {
         self.sender_packets = Some(packets);
     }
 
-    /// Cumulative counters now.
+    /// Cumulative counters now; also starts a new window for the longest gap.
     pub fn snapshot(&self) -> UdpRxSnapshot {
         UdpRxSnapshot {
             highest: self.highest,
@@ -126,6 +150,7 @@ impl UdpRxStats {
             out_of_order: self.out_of_order,
             duplicates: self.duplicates,
             jitter_s: self.jitter_s,
+            window_gap: self.window_gap.take(),
         }
     }
 
@@ -144,8 +169,13 @@ impl UdpRxStats {
             out_of_order: self.out_of_order - base.out_of_order,
             duplicates: self.duplicates - base.duplicates,
             jitter_ms: self.jitter_s * 1000.0,
+            max_gap_ms: (self.received > 1).then(|| ms_of(self.max_gap)),
         }
     }
+}
+
+fn ms_of(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
 impl UdpRxSnapshot {
@@ -157,6 +187,7 @@ impl UdpRxSnapshot {
             out_of_order: self.out_of_order - earlier.out_of_order,
             duplicates: self.duplicates - earlier.duplicates,
             jitter_ms: self.jitter_s * 1000.0,
+            max_gap_ms: self.window_gap.map(ms_of),
         }
     }
 }
@@ -240,6 +271,24 @@ mod tests {
         assert_eq!((f.received, f.lost), (3, 1));
         let iv = s.snapshot().interval_since(&base);
         assert_eq!((iv.packets, iv.lost), (4, 1));
+    }
+
+    #[test]
+    fn longest_gap_per_window_and_overall() {
+        let mut s = UdpRxStats::default();
+        for (seq, at) in [(1, 0), (2, 20), (3, 40), (4, 95)] {
+            s.on_datagram(seq, ms(at), ms(at));
+        }
+        let first = s.snapshot();
+        assert_eq!(first.window_gap, Some(ms(55)));
+        s.on_datagram(5, ms(100), ms(100));
+        let second = s.snapshot();
+        assert_eq!(second.window_gap, Some(ms(5)), "a new window after each snapshot");
+        assert_eq!(s.snapshot().window_gap, None, "no arrival, no gap");
+        let iv = second.interval_since(&first);
+        assert_eq!(iv.max_gap_ms, Some(5.0));
+        let f = s.final_since(&UdpRxSnapshot::default());
+        assert_eq!(f.max_gap_ms, Some(55.0));
     }
 
     #[test]

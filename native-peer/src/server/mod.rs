@@ -3,6 +3,7 @@
 
 pub mod assets;
 pub mod data_listener;
+pub mod dccp_listener;
 pub mod filters;
 pub mod handlers;
 pub mod runs;

@@ -153,6 +153,22 @@ pub async fn hello(chan: &mut ControlChannel, token: Option<String>) -> Result<b
     }
 }
 
+/// Refuses a DCCP test this machine cannot run, naming the cause in one line.
+fn check_local_dccp(spec: &TestSpec, ipv6: bool) -> Result<(), SessionError> {
+    let support = crate::dccp::support();
+    let ccid = spec.dccp.and_then(|d| d.ccid);
+    let why = support
+        .refusal(ipv6)
+        .or_else(|| ccid.and_then(|c| support.ccid_refusal(c)));
+    match why {
+        Some(message) => Err(SessionError::Refused {
+            code: ErrorCode::InvalidSpec,
+            message,
+        }),
+        None => Ok(()),
+    }
+}
+
 fn refusal_or_protocol(msg: ServerMsg) -> SessionError {
     match msg {
         ServerMsg::Error { code, message } => SessionError::Refused { code, message },
@@ -174,6 +190,9 @@ pub async fn run_test(
         message: e.to_string(),
     })?;
     let server = resolve(target, opts.family).await?;
+    if spec.protocol == perfpeer_shared::spec::Protocol::Dccp {
+        check_local_dccp(spec, server.is_ipv6())?;
+    }
     let mut chan = connect(server, target, opts.connect_timeout).await?;
     hello(&mut chan, opts.token.clone()).await?;
     chan.send(&ClientMsg::Open { spec: spec.clone() })?;

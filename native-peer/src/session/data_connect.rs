@@ -1,5 +1,6 @@
 //! The client's side of data-stream setup (blocking; run it off the async runtime): connect each
-//! TCP stream and present the cookie, or bind each UDP stream with a hello until it is acked.
+//! TCP stream and present the cookie, bind each UDP stream with a hello until it is acked, or
+//! connect each DCCP stream (service code, CCID) and send the hello as its first packet.
 
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
@@ -10,6 +11,7 @@ use perfpeer_shared::report::StreamRole;
 use perfpeer_shared::spec::{Protocol, TestSpec};
 use socket2::{Domain, SockAddr, SockRef, Socket, Type};
 
+use crate::dccp::DccpSocket;
 use crate::engine::wire::{Cookie, StreamHello, UdpControl};
 use crate::engine::{DataSocket, StreamSetup, sockopt};
 
@@ -46,6 +48,14 @@ pub fn open_streams(
                 Protocol::Udp => {
                     DataSocket::Udp(Arc::new(connect_udp(spec, server, bind, id, cookie)?))
                 }
+                Protocol::Dccp => DataSocket::Dccp(Arc::new(connect_dccp(
+                    spec,
+                    server,
+                    bind,
+                    id,
+                    cookie,
+                    connect_timeout,
+                )?)),
             };
             Ok(StreamSetup { id, role, socket })
         })
@@ -84,6 +94,38 @@ fn connect_tcp(
         .encode(),
     )?;
     Ok(stream)
+}
+
+fn connect_dccp(
+    spec: &TestSpec,
+    server: SocketAddr,
+    bind: Option<IpAddr>,
+    id: u32,
+    cookie: Cookie,
+    connect_timeout: Duration,
+) -> io::Result<DccpSocket> {
+    let opts = spec.dccp.unwrap_or_default();
+    let socket = DccpSocket::connect(server, bind, opts.service, opts.ccid, connect_timeout)?;
+    sockopt::apply(socket.sock_ref(), spec, server.is_ipv6())?;
+    if let Some(mps) = socket.cur_mps()
+        && spec.len > mps
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "-l {} is over this path's DCCP maximum packet size of {mps} bytes (DCCP_SOCKOPT_GET_CUR_MPS): use -l {mps} or less",
+                spec.len
+            ),
+        ));
+    }
+    socket.set_write_timeout(Some(connect_timeout))?;
+    let hello = StreamHello {
+        stream_id: id,
+        cookie,
+    }
+    .encode();
+    socket.send(&hello)?;
+    Ok(socket)
 }
 
 fn connect_udp(

@@ -40,6 +40,11 @@ fn refuse(code: ErrorCode, message: impl Into<String>) -> SessionError {
 pub fn check_caps(spec: &TestSpec, state: &ServerState) -> Result<(), SessionError> {
     spec.validate()
         .map_err(|e| refuse(ErrorCode::InvalidSpec, e.to_string()))?;
+    if spec.protocol == perfpeer_shared::spec::Protocol::Dccp
+        && let Some(why) = crate::server::dccp_listener::refusal(spec)
+    {
+        return Err(refuse(ErrorCode::InvalidSpec, why));
+    }
     let cfg = &state.config;
     if spec.total_time().is_some_and(|t| t > cfg.max_duration) {
         return Err(refuse(
@@ -193,6 +198,11 @@ fn apply_options(socket: &DataSocket, spec: &TestSpec) {
         ),
         DataSocket::Udp(s) => sockopt::apply(
             SockRef::from(&**s),
+            &server_spec,
+            s.local_addr().is_ok_and(|a| a.is_ipv6()),
+        ),
+        DataSocket::Dccp(s) => sockopt::apply(
+            s.sock_ref(),
             &server_spec,
             s.local_addr().is_ok_and(|a| a.is_ipv6()),
         ),

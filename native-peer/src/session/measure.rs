@@ -87,6 +87,10 @@ impl Measurement {
                     id: s.id,
                     local,
                     remote,
+                    dccp: match &s.socket {
+                        DataSocket::Dccp(d) => Some(d.info()),
+                        _ => None,
+                    },
                 }
             })
             .collect()
@@ -167,6 +171,10 @@ fn socket_facts(engine: &Engine) -> (Option<u32>, Option<u32>, Option<u32>, Opti
         }
         DataSocket::Udp(s) => {
             let (snd, rcv) = sockopt::buffer_sizes(SockRef::from(&**s));
+            (snd, rcv, None, None)
+        }
+        DataSocket::Dccp(s) => {
+            let (snd, rcv) = sockopt::buffer_sizes(s.sock_ref());
             (snd, rcv, None, None)
         }
     }

@@ -29,6 +29,7 @@ fn proto_name(p: Protocol) -> &'static str {
     match p {
         Protocol::Tcp => "TCP",
         Protocol::Udp => "UDP",
+        Protocol::Dccp => "DCCP",
     }
 }
 

@@ -78,8 +78,8 @@ pub fn text_interval_header(spec: &TestSpec, local: PeerRole) -> String {
     let tail = match (spec.protocol, end_sends(spec, local)) {
         (Protocol::Tcp, true) => "         Retr  Cwnd",
         (Protocol::Tcp, false) => "",
-        (Protocol::Udp, true) => "         Total Datagrams",
-        (Protocol::Udp, false) => "         Jitter    Lost/Total Datagrams",
+        (Protocol::Udp | Protocol::Dccp, true) => "         Total Datagrams",
+        (Protocol::Udp | Protocol::Dccp, false) => "         Jitter    Lost/Total Datagrams",
     };
     format!(
         "{} Interval           Transfer     Bitrate{tail}\n",
@@ -155,7 +155,7 @@ fn summary_header(result: &TestResult) -> String {
     let tail = match result.spec.protocol {
         Protocol::Tcp if has_retr => "         Retr",
         Protocol::Tcp => "",
-        Protocol::Udp => "         Jitter    Lost/Total Datagrams",
+        Protocol::Udp | Protocol::Dccp => "         Jitter    Lost/Total Datagrams",
     };
     format!(
         "{} Interval           Transfer     Bitrate{tail}",
@@ -338,7 +338,7 @@ fn final_tail(
 ) -> Tail {
     match (proto, rx, retr) {
         (_, Some(u), _) => Tail::Loss(u.jitter_ms, u.lost, u.expected(), u.lost_percent()),
-        (Protocol::Udp, None, _) => Tail::Loss(0.0, 0, packets.unwrap_or(0), 0.0),
+        (Protocol::Udp | Protocol::Dccp, None, _) => Tail::Loss(0.0, 0, packets.unwrap_or(0), 0.0),
         (Protocol::Tcp, None, Some(r)) => Tail::Retr(r),
         (Protocol::Tcp, None, None) => Tail::Plain,
     }
@@ -883,7 +883,7 @@ fn end_stream_json(
                 }
             }
         }
-        Protocol::Udp => {
+        Protocol::Udp | Protocol::Dccp => {
             let local_tx = flow_is_local_tx(result.local.role, flow);
             let view = if local_tx { tx.or(rx) } else { rx.or(tx) };
             if let Some(s) = view {
@@ -925,7 +925,7 @@ fn final_json(s: &StreamFinal, udp: Option<UdpRxFinal>) -> Value {
 }
 
 fn put_flow_sums(m: &mut Obj, result: &TestResult, flow: &Flow<'_>, suffix: &str) {
-    let udp = result.spec.protocol == Protocol::Udp;
+    let udp = result.spec.protocol.is_datagram();
     if udp {
         let local_tx = flow_is_local_tx(result.local.role, flow);
         let preferred = if local_tx {
@@ -1036,7 +1036,7 @@ fn perfpeer_json(result: &TestResult) -> Value {
         "host_cpu_percent",
         local_remote_json(Some(result.local.cpu.host_total_percent()), host_remote),
     );
-    if result.spec.protocol == Protocol::Udp {
+    if result.spec.protocol.is_datagram() {
         let (main, reverse) = split_flows(result, &flows);
         let mut udp = Obj::new();
         for (flow, key) in [(main, "duplicates"), (reverse, "duplicates_bidir_reverse")] {
@@ -1044,7 +1044,13 @@ fn perfpeer_json(result: &TestResult) -> Value {
                 put(&mut udp, key, rx.duplicates);
             }
         }
+        if let Some(gap) = main.and_then(|f| f.received).and_then(|t| t.udp_rx?.max_gap_ms) {
+            put(&mut udp, "max_gap_ms", gap);
+        }
         put(&mut m, "udp", udp);
+    }
+    if result.spec.protocol == Protocol::Dccp {
+        put(&mut m, "dccp", super::dccp::json(result));
     }
     put(
         &mut m,
@@ -1103,6 +1109,7 @@ mod tests {
                 id: 1,
                 local: local.into(),
                 remote: remote.into(),
+                dccp: None,
             }],
             sndbuf_actual: Some(16_384),
             rcvbuf_actual: Some(131_072),
@@ -1230,6 +1237,7 @@ mod tests {
             out_of_order: 2,
             duplicates: 1,
             jitter_ms: 0.05,
+            max_gap_ms: None,
         };
         let rx = StreamFinal {
             udp_rx: Some(udp_rx),
@@ -1242,6 +1250,7 @@ mod tests {
             out_of_order: 0,
             duplicates: 0,
             jitter_ms: 0.123,
+            max_gap_ms: None,
         };
         let s = StreamInterval {
             id: 1,

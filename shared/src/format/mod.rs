@@ -1,8 +1,11 @@
 //! Renderings of a [`crate::report::TestResult`]: the same values printed as each tool's users
 //! expect to read them. Formatters only lay out numbers the report module derived.
 
+pub mod cbr;
 pub mod cfmt;
+pub mod dccp;
 pub mod iperf2;
 pub mod iperf3;
 pub mod netperf;
+pub mod sweep;
 pub mod ttcp;

@@ -52,6 +52,7 @@ impl NetperfTest {
                 Err(NetperfError::NoEquivalent("reversed request/response"))
             }
             (Protocol::Udp, ..) => Err(NetperfError::NoEquivalent("UDP received from the far end")),
+            (Protocol::Dccp, ..) => Err(NetperfError::NoEquivalent("DCCP")),
         }
     }
 

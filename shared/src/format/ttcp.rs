@@ -40,6 +40,7 @@ pub fn setup_line(role: TtcpRole, buflen: u32, nbuf: u64, port: u16, protocol: P
     let proto = match protocol {
         Protocol::Tcp => "tcp",
         Protocol::Udp => "udp",
+        Protocol::Dccp => "dccp",
     };
     let to = host.map(|h| format!("  -> {h}")).unwrap_or_default();
     format!("{}: buflen={buflen}, nbuf={nbuf}, align=16384/0, port={port}  {proto}{to}\n", role.prefix())

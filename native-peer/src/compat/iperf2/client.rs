@@ -8,7 +8,7 @@ use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use perfpeer_shared::report::{CpuUsage, PeerRole, SideReport, StreamFinal, StreamRole, TestResult, TestStatus, UdpRxFinal};
+use perfpeer_shared::report::{PeerRole, SideReport, StreamFinal, StreamRole, TestResult, TestStatus, UdpRxFinal};
 use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
 use socket2::{Domain, SockAddr, SockRef, Socket, Type};
 use tokio::sync::mpsc;
@@ -86,6 +86,7 @@ pub async fn run(
         (Ok(()), true) => TestStatus::Complete,
     };
     let remote = match spec.protocol {
+        Protocol::Dccp => None,
         Protocol::Tcp => {
             // iperf2 counts its header as data.
             if spec.direction == Direction::Normal {
@@ -153,7 +154,7 @@ fn open_streams(spec: &TestSpec, server: SocketAddr, opts: &ClientOptions) -> Re
                     stream.write_all(&header(spec, server.port()).encode()).map_err(data_err)?;
                     DataSocket::Tcp(Arc::new(stream))
                 }
-                Protocol::Udp => {
+                Protocol::Udp | Protocol::Dccp => {
                     socket.connect(&SockAddr::from(server)).map_err(data_err)?;
                     DataSocket::Udp(Arc::new(socket.into()))
                 }
@@ -226,21 +227,11 @@ fn remote_report(reports: &[(u32, ServerReport)]) -> SideReport {
                 out_of_order: r.out_of_order,
                 duplicates: 0,
                 jitter_ms: r.jitter.as_secs_f64() * 1000.0,
+                max_gap_ms: None,
             }),
             rr: None,
         })
         .collect();
-    SideReport {
-        role: PeerRole::Server,
-        host: Default::default(),
-        sockets: Vec::new(),
-        sndbuf_actual: None,
-        rcvbuf_actual: None,
-        tcp_mss: None,
-        congestion_used: None,
-        intervals: Vec::new(),
-        streams,
-        // iperf2 reports no CPU figures: zero elapsed time marks them as not measured.
-        cpu: CpuUsage::default(),
-    }
+    // iperf2 reports no CPU figures: the empty report's zero elapsed time marks them as not measured.
+    SideReport { streams, ..SideReport::empty(PeerRole::Server, Default::default()) }
 }

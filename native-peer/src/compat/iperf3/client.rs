@@ -43,7 +43,7 @@ async fn wait_until_delivered(m: &Measurement, limit: Duration) {
             .filter(|s| s.role == StreamRole::Sender)
             .filter_map(|s| match &s.socket {
                 DataSocket::Tcp(t) => Some(i64::from(queued(t.as_raw_fd()))),
-                DataSocket::Udp(_) => None,
+                DataSocket::Udp(_) | DataSocket::Dccp(_) => None,
             })
             .sum();
         if pending == 0 {
@@ -180,7 +180,7 @@ fn open_streams(spec: &TestSpec, server: SocketAddr, cookie: Cookie, opts: &Clie
             let role = if client_sends { StreamRole::Sender } else { StreamRole::Receiver };
             let socket = match spec.protocol {
                 Protocol::Tcp => DataSocket::Tcp(Arc::new(tcp_stream(spec, server, cookie, opts)?)),
-                Protocol::Udp => DataSocket::Udp(Arc::new(udp_stream(spec, server, opts)?)),
+                Protocol::Udp | Protocol::Dccp => DataSocket::Udp(Arc::new(udp_stream(spec, server, opts)?)),
             };
             Ok(StreamSetup { id: stream_id(i), role, socket })
         })

@@ -396,7 +396,7 @@ impl Results {
         let sender_has_retransmits = match (sends, protocol) {
             (false, _) => -1,
             (true, Protocol::Tcp) => i64::from(report.streams.iter().any(|s| s.tcp.is_some())),
-            (true, Protocol::Udp) => 0,
+            (true, Protocol::Udp | Protocol::Dccp) => 0,
         };
         let streams = report.streams.iter().map(stream_result).collect();
         Results {
@@ -427,14 +427,7 @@ impl Results {
             .collect();
         let cpu_seconds = |pct: f64| pct / 100.0 * elapsed.as_secs_f64();
         SideReport {
-            role: remote_role,
-            host: Default::default(),
-            sockets: Vec::new(),
-            sndbuf_actual: None,
-            rcvbuf_actual: None,
-            tcp_mss: None,
             congestion_used: self.congestion_used,
-            intervals: Vec::new(),
             streams,
             cpu: CpuUsage {
                 elapsed,
@@ -444,6 +437,7 @@ impl Results {
                 host_system_percent: 0.0,
                 cpus: 0,
             },
+            ..SideReport::empty(remote_role, Default::default())
         }
     }
 }
@@ -487,6 +481,7 @@ fn stream_final(s: &StreamResult, role: StreamRole, has_retransmits: i64, udp: b
                 out_of_order: 0,
                 duplicates: 0,
                 jitter_ms: s.jitter * 1000.0,
+                max_gap_ms: None,
             }
         }),
         rr: None,

@@ -273,6 +273,7 @@ fn apply_options(socket: &DataSocket, spec: &TestSpec) {
     let r = match socket {
         DataSocket::Tcp(s) => sockopt::apply(SockRef::from(&**s), &server_spec, s.local_addr().is_ok_and(|a| a.is_ipv6())),
         DataSocket::Udp(s) => sockopt::apply(SockRef::from(&**s), &server_spec, s.local_addr().is_ok_and(|a| a.is_ipv6())),
+        DataSocket::Dccp(s) => sockopt::apply(s.sock_ref(), &server_spec, s.local_addr().is_ok_and(|a| a.is_ipv6())),
     };
     if let Err(e) = r {
         tracing::warn!(error = %e, "socket option not applied");

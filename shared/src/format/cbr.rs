@@ -1,0 +1,145 @@
+//! Constant-bitrate streams (`--cbr 48k --len 160`) as text: a live line per interval of the
+//! receiving end (achieved rate, packet rate, loss, jitter, longest gap) and a summary. Presets
+//! name the classic audio streams. Only lays out figures the report model derived.
+
+use crate::report::{IntervalReport, StreamRole, TestResult};
+use crate::units::format_bits;
+
+/// A named constant-bitrate stream: rate in bit/s and payload bytes per packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CbrPreset {
+    /// Name for `--cbr NAME`.
+    pub name: &'static str,
+    /// bit/s.
+    pub bits_per_second: u64,
+    /// Bytes per packet.
+    pub len: u32,
+    /// What it models.
+    pub about: &'static str,
+}
+
+/// The presets `--cbr` knows.
+pub const PRESETS: [CbrPreset; 2] = [
+    CbrPreset {
+        name: "mp3",
+        bits_per_second: 48_000,
+        len: 160,
+        about: "an MP3 audio stream: 48 kbit/s in 160-byte packets (37.5 packets/s)",
+    },
+    CbrPreset {
+        name: "g711",
+        bits_per_second: 64_000,
+        len: 160,
+        about: "G.711 voice: 64 kbit/s in 160-byte packets every 20 ms",
+    },
+];
+
+/// The preset called `name` (case-insensitive).
+pub fn preset(name: &str) -> Option<CbrPreset> {
+    PRESETS
+        .iter()
+        .copied()
+        .find(|p| p.name.eq_ignore_ascii_case(name))
+}
+
+/// Column header of the live lines.
+pub fn header() -> &'static str {
+    "   Interval        Rate             Packets/s  Lost/Total     Jitter     Longest gap"
+}
+
+/// The live line of one interval at the receiving end (`None` if it has no receiving stream).
+pub fn interval_line(report: &IntervalReport) -> Option<String> {
+    let sum = report.sum(StreamRole::Receiver)?;
+    let rx = sum.udp_rx?;
+    let secs = report.seconds();
+    let received = rx.packets.saturating_sub(rx.lost);
+    let pps = if secs > 0.0 {
+        received as f64 / secs
+    } else {
+        0.0
+    };
+    Some(format!(
+        "{:7.2}-{:<7.2} {:>12}/s  {:>9.1}  {}/{} ({:.1}%)  {:.3} ms  {}",
+        report.start.as_secs_f64(),
+        report.end.as_secs_f64(),
+        format_bits(sum.bits_per_second),
+        pps,
+        rx.lost,
+        rx.packets,
+        rx.lost_percent(),
+        rx.jitter_ms,
+        gap_text(rx.max_gap_ms)
+    ))
+}
+
+fn gap_text(gap: Option<f64>) -> String {
+    gap.map_or("-".into(), |g| format!("{g:.1} ms"))
+}
+
+/// The summary of a finished stream: per data flow, the receiver's totals.
+pub fn summary(result: &TestResult) -> String {
+    let mut out = Vec::new();
+    for flow in result.flows() {
+        let Some(rx) = flow.received else { continue };
+        let u = rx.udp_rx.unwrap_or_default();
+        let pps = if rx.seconds > 0.0 {
+            u.received as f64 / rx.seconds
+        } else {
+            0.0
+        };
+        out.push(format!(
+            "Constant bitrate {}: {:.1} s, {}/s achieved, {:.1} packets/s, lost {}/{} ({:.2}%), jitter {:.3} ms, longest gap {}",
+            if flow.client_to_server { "client -> server" } else { "server -> client" },
+            rx.seconds,
+            format_bits(rx.bits_per_second),
+            pps,
+            u.lost,
+            u.expected(),
+            u.lost_percent(),
+            u.jitter_ms,
+            gap_text(u.max_gap_ms)
+        ));
+    }
+    out.join("\n") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{StreamInterval, UdpRxSample};
+    use std::time::Duration;
+
+    #[test]
+    fn presets_and_a_live_line() {
+        let mp3 = preset("MP3").unwrap();
+        assert_eq!((mp3.bits_per_second, mp3.len), (48_000, 160));
+        assert!(preset("flac").is_none());
+        let report = IntervalReport {
+            start: Duration::from_secs(1),
+            end: Duration::from_secs(2),
+            omitted: false,
+            streams: vec![StreamInterval {
+                id: 1,
+                role: StreamRole::Receiver,
+                bytes: 37 * 160,
+                packets: None,
+                tcp: None,
+                udp_rx: Some(UdpRxSample {
+                    packets: 38,
+                    lost: 1,
+                    out_of_order: 0,
+                    duplicates: 0,
+                    jitter_ms: 0.25,
+                    max_gap_ms: Some(53.4),
+                }),
+            }],
+        };
+        let line = interval_line(&report).unwrap();
+        assert!(line.starts_with("   1.00-2.00   "), "{line}");
+        assert!(line.contains("47.4 Kbits/s"), "{line}");
+        assert!(
+            line.contains("37.0  1/38 (2.6%)  0.250 ms  53.4 ms"),
+            "{line}"
+        );
+    }
+}
