@@ -4,6 +4,8 @@
 mod browser;
 /// The `/ws` control endpoint driven like a browser: token, `run`, live reports.
 mod control_ws;
+/// DCCP on a kernel without it: the one-line cause at the CLI, in the peer info and a refusal.
+mod dccp_host;
 /// Bad input and failures: unreachable peers, garbage, oversized frames, dying peers, caps.
 mod faults;
 /// Stock iperf 2 and ttcp peers, the stock-tool targets of `perfpeer test`, argv[0] roles.
