@@ -16,6 +16,7 @@ mod engine;
 mod hostinfo;
 mod server;
 mod session;
+mod store;
 mod targets;
 
 use std::process::ExitCode;

@@ -116,6 +116,9 @@ pub enum ServerMsg {
     Final {
         /// The report.
         report: SideReport,
+        /// Where this peer keeps the test (`/r/<id>` on its control port), if it stores results.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result_id: Option<String>,
     },
     /// (`run`) The test has started.
     Started {
@@ -125,6 +128,14 @@ pub enum ServerMsg {
         target: String,
         /// The spec.
         spec: TestSpec,
+    },
+    /// (`run`) The test is kept in this peer's history; its page is `/r/<result_id>`. Sent just
+    /// before `result`.
+    Stored {
+        /// Test id.
+        test_id: String,
+        /// Result id: the share link's secret.
+        result_id: String,
     },
     /// (`run`) The finished test, as this peer renders it.
     Result {

@@ -64,16 +64,12 @@ impl Peer {
 
     /// Starts a peer through `prefix` (e.g. `ip netns exec NS`), listening on `listen`.
     pub fn start_with(prefix: Vec<String>, listen: &str, data_port: &str, extra: &[&str]) -> Peer {
-        let dir = temp_dir("peer");
+        Peer::start_in(temp_dir("peer"), prefix, listen, data_port, extra)
+    }
+
+    fn start_in(dir: PathBuf, prefix: Vec<String>, listen: &str, data_port: &str, extra: &[&str]) -> Peer {
         let bin = perfpeer_bin();
-        let mut cmd = match prefix.split_first() {
-            Some((first, rest)) => {
-                let mut c = Command::new(first);
-                c.args(rest).arg(&bin);
-                c
-            }
-            None => Command::new(&bin),
-        };
+        let mut cmd = command_through(&prefix, &bin);
         cmd.args([
             "serve",
             "--listen",
@@ -87,7 +83,7 @@ impl Peer {
         if !extra.contains(&"--open") && !extra.contains(&"--token") {
             cmd.args(["--token", TOKEN]);
         }
-        let log = std::fs::File::create(dir.join("serve.log")).expect("log file");
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("serve.log")).expect("log file");
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(log)
@@ -119,6 +115,14 @@ impl Peer {
     /// The peer's log so far.
     pub fn log(&self) -> String {
         read(&self.dir.join("serve.log"))
+    }
+
+    /// Starts the peer again with the same data directory (its ports are new); for tests of
+    /// what survives a restart.
+    pub fn restart(mut self) -> Peer {
+        self.kill();
+        let dir = std::mem::replace(&mut self.dir, PathBuf::new());
+        Peer::start_in(dir, Vec::new(), "127.0.0.1:0", "0", &[])
     }
 
     /// Kills the peer at once (SIGKILL).
@@ -161,18 +165,24 @@ pub fn perfpeer_test(args: &[&str]) -> Output {
     perfpeer_test_with(Vec::new(), args)
 }
 
+/// `bin`, run through `prefix` (e.g. `ip netns exec NS`) when there is one.
+fn command_through(prefix: &[String], bin: &std::path::Path) -> Command {
+    match prefix.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    }
+}
+
 /// Runs `perfpeer test ARGS` through `prefix`.
 pub fn perfpeer_test_with(prefix: Vec<String>, args: &[&str]) -> Output {
     let bin = perfpeer_bin();
-    let mut cmd = match prefix.split_first() {
-        Some((first, rest)) => {
-            let mut c = Command::new(first);
-            c.args(rest).arg(&bin);
-            c
-        }
-        None => Command::new(&bin),
-    };
-    cmd.arg("test")
+    let mut cmd = command_through(&prefix, &bin);
+    cmd.env("XDG_DATA_HOME", data_home())
+        .arg("test")
         .args(args)
         .output()
         .expect("run perfpeer test")
@@ -196,6 +206,27 @@ pub fn json_of(out: &Output, args: &[&str]) -> serde_json::Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+static DATA_HOME: OnceLock<PathBuf> = OnceLock::new();
+
+/// Where the perfpeer processes of this test run keep their history (not the user's own);
+/// removed when the test process exits.
+pub fn data_home() -> PathBuf {
+    DATA_HOME
+        .get_or_init(|| {
+            extern "C" fn remove_data_home() {
+                if let Some(dir) = DATA_HOME.get() {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+            }
+            // SAFETY: registers a plain function to run at process exit; it only removes a directory.
+            unsafe {
+                libc::atexit(remove_data_home);
+            }
+            temp_dir("xdg")
+        })
+        .clone()
 }
 
 /// A TCP port that was free a moment ago (and whose UDP twin was too), for stock tools that
@@ -228,6 +259,7 @@ impl Running {
     /// Starts `program ARGS` with output captured to files in a temp dir; returns the handle.
     pub fn spawn(program: &std::path::Path, args: &[&str]) -> Running {
         let child = Command::new(program)
+            .env("XDG_DATA_HOME", data_home())
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -18,6 +18,8 @@ use perfpeer_tests::{Peer, TOKEN, wait_for};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
+mod history;
+
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// A common phone's CSS viewport.
@@ -505,6 +507,55 @@ async fn an_unreachable_target_and_a_wrong_token_are_said_plainly() {
                 .contains("did not accept the token")
         );
         assert!(text(&c, "screen-connect").await.contains("Access token"));
+    })
+    .await;
+}
+
+/// A stored result's page (`/r/<id>`, no token) and the same result exported as a file, opened
+/// from disk after the peer is gone: both show the numbers the peer stored.
+#[tokio::test]
+async fn a_result_page_and_its_exported_file_show_the_stored_numbers() {
+    let mut peer = Peer::start(&[]);
+    let out = perfpeer_tests::perfpeer_test(&[&peer.control, "-t", "2"]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let url = stdout.lines().find_map(|l| l.strip_prefix("Result page: ")).unwrap_or_else(|| panic!("no link: {stdout}")).to_string();
+    let id = url.rsplit('/').next().unwrap().to_string();
+    // The stored result, as the peer serves it to tools.
+    let json = {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&peer.control).unwrap();
+        write!(s, "GET /r/{id}.json HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).unwrap();
+        body.split_once("\r\n\r\n").unwrap().1.to_string()
+    };
+    let stored: TestResult = serde_json::from_str(&json).unwrap();
+    let received = stored.flows()[0].received.expect("the far end's receive figures");
+    let expected = format!("{}, {}/s", format_bytes(received.bytes as f64).trim(), format_bits(received.bits_per_second).trim());
+    let file = peer.dir.join("result.html");
+    let export = perfpeer_tests::Running::spawn(
+        &perfpeer_tests::perfpeer_bin(),
+        &["results", "--data-dir", peer.dir.to_str().unwrap(), "export", &id, "--html", file.to_str().unwrap()],
+    )
+    .wait(Duration::from_secs(20));
+    assert!(export.status.success(), "{export:?}");
+    let copy = std::env::temp_dir().join(format!("perfpeer-export-{}-{id}.html", std::process::id()));
+    std::fs::copy(&file, &copy).unwrap();
+    with_browser(|c| async move {
+        c.goto(&url).await.expect("open the result page");
+        let page = c.execute("return document.body.innerText;", vec![]).await.unwrap();
+        let page = page.as_str().unwrap_or_default().to_string();
+        assert!(page.contains(&expected), "the page shows {expected}: {page}");
+        assert!(c.find(Locator::Css("svg.chart polyline")).await.is_ok(), "a chart");
+        save_screenshot(&c, "result-page").await;
+        // No peer now: the file must stand alone.
+        peer.kill();
+        c.goto(&format!("file://{}", copy.display())).await.expect("open the exported file");
+        let offline = c.execute("return document.body.innerText;", vec![]).await.unwrap();
+        assert!(offline.as_str().unwrap_or_default().contains(&expected), "the file shows {expected}");
+        assert!(c.find(Locator::Css("svg.chart polyline")).await.is_ok(), "a chart, offline");
+        save_screenshot(&c, "result-file").await;
+        let _ = std::fs::remove_file(&copy);
     })
     .await;
 }

@@ -166,6 +166,7 @@ async fn run_drives_a_test_to_another_peer_with_live_reports() {
                     role: PeerRole::Server,
                     ..
                 } => intervals.1 += 1,
+                ServerMsg::Stored { .. } => {}
                 ServerMsg::Result { result } => break result,
                 other => panic!("unexpected {other:?}"),
             }
@@ -299,6 +300,11 @@ async fn a_run_survives_its_browser_and_can_be_attached_again() {
                 if role == PeerRole::Client {
                     client_intervals.push(report);
                 }
+            }
+            // The peer keeps the result (and says where) before announcing it.
+            ServerMsg::Stored { test_id: id, result_id } => {
+                assert_eq!(id, test_id);
+                assert_eq!(result_id.len(), 32);
             }
             ServerMsg::Result { result } => break result,
             other => panic!("unexpected {other:?}"),

@@ -1,5 +1,5 @@
 //! Wires the page together (wasm32 only): every event becomes a [`Msg`] for [`Model::update`],
-//! the returned [`Cmd`]s are carried out here (WebSocket, timers, localStorage), then the
+//! the returned [`Cmd`]s are carried out here (WebSocket, fetch, timers, localStorage), then the
 //! [`View`] redraws. Messages that arrive while one is being handled wait in a queue, so a
 //! re-entrant event never finds the model borrowed.
 
@@ -8,11 +8,16 @@ use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
 
 use perfpeer_shared::control::ServerMsg;
-use wasm_bindgen::JsCast;
-use web_sys::{Event, EventTarget, MessageEvent, WebSocket};
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::{
+    Element, Event, EventTarget, Headers, HtmlDocument, HtmlInputElement, MessageEvent,
+    RequestInit, Response, WebSocket,
+};
 
 use crate::dom::{self, Listener, Timeout};
 use crate::form;
+use crate::history::Request;
 use crate::present;
 use crate::store::{Cmd, Model, Msg, Screen, Tab};
 use crate::view::{self, View};
@@ -118,6 +123,9 @@ impl App {
                     let _ = s.set_item(TOKEN_KEY, &t);
                 }
             }
+            Cmd::Fetch(request) => {
+                fetch(Rc::downgrade(shared), request, self.model.token.as_deref())
+            }
         }
     }
 }
@@ -126,6 +134,97 @@ fn send(weak: &Weak<Shared>, msg: Msg) {
     if let Some(shared) = weak.upgrade() {
         dispatch(&shared, msg);
     }
+}
+
+/// Asks this peer's result API with the token; the answer comes back as [`Msg::Reply`].
+fn fetch(weak: Weak<Shared>, request: Request, token: Option<&str>) {
+    let init = RequestInit::new();
+    init.set_method(request.method());
+    if let Ok(headers) = Headers::new() {
+        if let Some(t) = token {
+            let _ = headers.set("authorization", &format!("Bearer {t}"));
+        }
+        if request.body().is_some() {
+            let _ = headers.set("content-type", "application/json");
+        }
+        init.set_headers(&headers);
+    }
+    if let Some(body) = request.body() {
+        init.set_body(&JsValue::from_str(&body));
+    }
+    let path = request.path();
+    let on_response = Closure::once_into_js(move |value: JsValue| {
+        let Ok(response) = value.clone().dyn_into::<Response>() else {
+            return reply(&weak, request, 0, &value);
+        };
+        let status = response.status();
+        match response.text() {
+            Ok(text) => {
+                let on_text = Closure::once_into_js(move |body: JsValue| {
+                    reply(&weak, request, status, &body);
+                });
+                settle(&text, &on_text);
+            }
+            Err(e) => reply(&weak, request, 0, &e),
+        }
+    });
+    settle(
+        &dom::window().fetch_with_str_and_init(&path, &init),
+        &on_response,
+    );
+}
+
+/// `promise.then(f, f)`: `f` (from `Closure::once_into_js`) runs exactly once, fulfilled or
+/// rejected, and is freed then, so nothing is kept or leaked per request.
+fn settle(promise: &js_sys::Promise, f: &JsValue) {
+    let then = js_sys::Reflect::get(promise, &JsValue::from_str("then"))
+        .ok()
+        .and_then(|t| t.dyn_into::<js_sys::Function>().ok());
+    if let Some(then) = then {
+        let _ = then.call2(promise, f, f);
+    }
+}
+
+fn reply(weak: &Weak<Shared>, request: Request, status: u16, body: &JsValue) {
+    let body = body.as_string().unwrap_or_else(|| {
+        js_sys::JSON::stringify(body)
+            .map(String::from)
+            .unwrap_or_default()
+    });
+    send(
+        weak,
+        Msg::Reply {
+            request,
+            status,
+            body,
+        },
+    );
+}
+
+/// Selects the share link and copies it (`execCommand`, which also works on plain http where
+/// the async clipboard API does not exist).
+fn copy_share_link() {
+    let input = dom::by_id::<HtmlInputElement>("share-url");
+    input.select();
+    let copied = dom::document()
+        .dyn_into::<HtmlDocument>()
+        .ok()
+        .and_then(|d| d.exec_command("copy").ok())
+        .unwrap_or(false);
+    dom::set_text(
+        "share-copy",
+        if copied { "Copied" } else { "Select and copy" },
+    );
+}
+
+/// A tap in the history list: a tick box, or a row to open.
+fn history_click(e: &Event) -> Option<Msg> {
+    let target = e.target()?.dyn_into::<Element>().ok()?;
+    if let Some(pick) = target.closest("[data-pick]").ok().flatten() {
+        return Some(Msg::Pick(pick.get_attribute("data-pick")?));
+    }
+    let row = target.closest("[data-open]").ok().flatten()?;
+    Some(Msg::Open(row.get_attribute("data-open")?))
 }
 
 fn storage() -> Option<web_sys::Storage> {
@@ -194,6 +293,9 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
         ("nav-new", Screen::NewTest),
         ("nav-run", Screen::Running),
         ("nav-result", Screen::Result),
+        ("nav-history", Screen::History),
+        ("open-history", Screen::History),
+        ("refresh-history", Screen::History),
     ] {
         on(id, "click", Box::new(move || Some(Msg::Show(screen))));
     }
@@ -217,6 +319,28 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
         );
     }
     on("dismiss", "click", Box::new(|| Some(Msg::Dismiss)));
+    on("compare", "click", Box::new(|| Some(Msg::Compare)));
+    on("share-toggle", "click", Box::new(|| Some(Msg::ToggleLink)));
+    on("share-delete", "click", Box::new(|| Some(Msg::Delete)));
+    on(
+        "share-copy",
+        "click",
+        Box::new(|| {
+            copy_share_link();
+            None
+        }),
+    );
+    for (id, event) in [
+        ("h-peer", "input"),
+        ("h-protocol", "change"),
+        ("h-direction", "change"),
+    ] {
+        on(
+            id,
+            event,
+            Box::new(|| Some(Msg::SetFilter(view::read_filter()))),
+        );
+    }
     for id in ["f-protocol", "f-end"] {
         on(
             id,
@@ -238,6 +362,16 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
             }),
         );
     }
+    let weak = Rc::downgrade(shared);
+    out.push(Listener::new(
+        dom::el("history-list").as_ref(),
+        "click",
+        move |e| {
+            if let Some(msg) = history_click(&e) {
+                send(&weak, msg);
+            }
+        },
+    ));
     // Back online after a blip: reconnect now rather than at the next backoff step.
     let weak = Rc::downgrade(shared);
     out.push(Listener::new(dom::window().as_ref(), "online", move |_| {

@@ -8,13 +8,14 @@
 //! - [`form`]: the new-test form's values → a validated `run` request; the presets.
 //! - [`live`]: the running screen's numbers from the intervals so far.
 //! - [`present`]: figures and words the result and error screens show (summary card, texts).
-//! - [`chart`]: the throughput chart as SVG.
+//! - [`history`]: the history list (filters, rows), the result API's requests and answers, the
+//!   share link and the comparison chart's lines.
 //!
 //! Browser only (wasm32): `dom` (element wrappers, listener and timer guards), `view` (model →
 //! page), `controller` (events → messages → commands), and the `start` entry point.
 
-pub mod chart;
 pub mod form;
+pub mod history;
 pub mod live;
 pub mod present;
 pub mod store;

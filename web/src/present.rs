@@ -21,21 +21,8 @@ pub fn bytes(n: u64) -> String {
     format_bytes(n as f64).trim().to_string()
 }
 
-/// Escapes text for HTML element content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Escapes text for HTML element content and attribute values (shared with the server's pages).
+pub use perfpeer_shared::format::html::escape;
 
 /// The access token in a URL fragment such as `#token=abc` (other `&`-separated keys ignored).
 pub fn token_from_fragment(hash: &str) -> Option<String> {

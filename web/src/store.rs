@@ -9,6 +9,7 @@ use perfpeer_shared::report::{IntervalReport, PeerRole, TestResult};
 use perfpeer_shared::spec::TestSpec;
 
 use crate::form::{self, FormError, FormInput};
+use crate::history::{Filter, History, Request};
 use crate::present::{Notice, explain};
 
 /// Which screen is in front.
@@ -24,6 +25,8 @@ pub enum Screen {
     Running,
     /// The last result.
     Result,
+    /// The results this peer keeps (needs the token).
+    History,
 }
 
 /// Result tabs, one per renderer in `perfpeer_shared::format`, plus the `-J` JSON.
@@ -115,6 +118,23 @@ pub struct Model {
     pub notice: Option<Notice>,
     /// A form field that needs fixing.
     pub form_error: Option<FormError>,
+    /// The history screen.
+    pub history: History,
+    /// Where the shown result is kept, when it is (its share link).
+    pub share: Option<Share>,
+}
+
+/// A stored result's share facts, for the Result screen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Share {
+    /// Result id (`/r/<id>`).
+    pub result_id: String,
+    /// The test it belongs to (`TestResult::id`): the box is shown only with that result.
+    pub test_id: String,
+    /// Whether `/r/<id>` answers.
+    pub link_enabled: bool,
+    /// Delete was tapped once; the next tap deletes.
+    pub confirm_delete: bool,
 }
 
 /// Something that happened.
@@ -153,6 +173,27 @@ pub enum Msg {
     Refresh,
     /// Close the error box.
     Dismiss,
+    /// The history filters changed.
+    SetFilter(Filter),
+    /// A history row's box was ticked or unticked (result id).
+    Pick(String),
+    /// Overlay the ticked results.
+    Compare,
+    /// Open a stored result on the Result screen (result id).
+    Open(String),
+    /// Turn the shown result's share link off when on, on when off.
+    ToggleLink,
+    /// Delete the shown result (asks once more first).
+    Delete,
+    /// The peer answered a [`Request`] (status 0: no answer; `body` then says why).
+    Reply {
+        /// What was asked.
+        request: Request,
+        /// HTTP status.
+        status: u16,
+        /// The body as text.
+        body: String,
+    },
 }
 
 /// Something for the controller to do.
@@ -167,6 +208,8 @@ pub enum Cmd {
     Send(ClientMsg),
     /// Remember the token in localStorage.
     SaveToken(String),
+    /// Ask this peer's result API, with the token.
+    Fetch(Request),
 }
 
 /// Delay before reconnect attempt `attempt` (1-based): 0.5 s, 1 s, 2 s, then every 3 s.
@@ -194,6 +237,8 @@ impl Default for Model {
             tab: Tab::Iperf3,
             notice: None,
             form_error: None,
+            history: History::default(),
+            share: None,
         }
     }
 }
@@ -249,6 +294,9 @@ impl Model {
                 if screen == Screen::Peer && self.can_send() {
                     return vec![Cmd::Send(ClientMsg::ListTests)];
                 }
+                if screen == Screen::History {
+                    return self.load_history();
+                }
                 Vec::new()
             }
             Msg::SelectTab(tab) => {
@@ -269,6 +317,23 @@ impl Model {
                 self.notice = None;
                 Vec::new()
             }
+            Msg::SetFilter(f) => {
+                self.history.filter = f;
+                Vec::new()
+            }
+            Msg::Pick(id) => {
+                self.history.toggle(&id);
+                Vec::new()
+            }
+            Msg::Compare => self.compare(),
+            Msg::Open(id) => self.open(id),
+            Msg::ToggleLink => self.toggle_link(),
+            Msg::Delete => self.delete(),
+            Msg::Reply {
+                request,
+                status,
+                body,
+            } => self.on_reply(request, status, &body),
         }
     }
 
@@ -348,8 +413,20 @@ impl Model {
                 }
                 Vec::new()
             }
+            ServerMsg::Stored { test_id, result_id } => {
+                self.share = Some(Share {
+                    result_id,
+                    test_id,
+                    link_enabled: true,
+                    confirm_delete: false,
+                });
+                Vec::new()
+            }
             ServerMsg::Result { result } => {
                 self.run = None;
+                if self.share.as_ref().is_some_and(|s| s.test_id != result.id) {
+                    self.share = None;
+                }
                 self.result = Some(result);
                 self.tab = Tab::Iperf3;
                 self.screen = Screen::Result;
@@ -420,5 +497,6 @@ impl Model {
     }
 }
 
+mod results;
 #[cfg(test)]
 mod tests;

@@ -7,25 +7,30 @@ use perfpeer_shared::spec::EndCondition;
 use wasm_bindgen::JsValue;
 use web_sys::{Blob, BlobPropertyBag, HtmlAnchorElement, HtmlElement, Url};
 
-use crate::chart;
 use crate::dom::{by_id, el, set_text, set_value, show, toggle_class, value};
 use crate::form::FormInput;
+use crate::history::{self, Filter};
 use crate::present::{self, escape};
 use crate::store::{Link, Model, RunState, Screen, Tab};
+use perfpeer_shared::format::{chart, html};
 
 /// What the view keeps between renders.
 #[derive(Default)]
 pub struct View {
     shown_result: Option<String>,
     json_url: Option<String>,
+    html_url: Option<String>,
+    history_html: String,
+    overlay_key: String,
 }
 
-const SCREENS: [(Screen, &str, &str); 5] = [
+const SCREENS: [(Screen, &str, &str); 6] = [
     (Screen::Connect, "screen-connect", "nav-connect"),
     (Screen::Peer, "screen-peer", "nav-peer"),
     (Screen::NewTest, "screen-new", "nav-new"),
     (Screen::Running, "screen-run", "nav-run"),
     (Screen::Result, "screen-result", "nav-result"),
+    (Screen::History, "screen-history", "nav-history"),
 ];
 
 impl View {
@@ -37,6 +42,8 @@ impl View {
         }
         show("nav-run", model.run.is_some());
         show("nav-result", model.result.is_some());
+        show("nav-history", model.authorized);
+        show("open-history", model.authorized);
         render_link(model);
         render_connect(model);
         if let Some(peer) = &model.peer {
@@ -47,6 +54,10 @@ impl View {
             render_run(run);
         }
         self.render_result(model);
+        render_share(model);
+        if model.screen == Screen::History {
+            self.render_history(model);
+        }
         match &model.notice {
             Some(n) => {
                 set_text("notice-title", &n.title);
@@ -98,24 +109,141 @@ impl View {
                 &present::tab_text(tab, result),
             );
         }
-        self.set_download(&present::json_text(result), &result.id);
+        let id = &result.id;
+        let json = present::json_text(result);
+        set_download(
+            &mut self.json_url,
+            "json-download",
+            &json,
+            "application/json",
+            &format!("perfpeer-{id}.json"),
+        );
+        // The same self-contained page the peer serves at /r/<id>: it opens offline from disk.
+        let page = html::page(result);
+        set_download(
+            &mut self.html_url,
+            "html-download",
+            &page,
+            "text/html",
+            &format!("perfpeer-{id}.html"),
+        );
     }
 
-    fn set_download(&mut self, json: &str, id: &str) {
-        if let Some(old) = self.json_url.take() {
-            let _ = Url::revoke_object_url(&old);
+    fn render_history(&mut self, model: &Model) {
+        let h = &model.history;
+        let tz = js_sys::Date::new_0().get_timezone_offset() as i32;
+        let visible = h.visible();
+        let status = match (&h.error, h.loading) {
+            (Some(e), _) => e.clone(),
+            (None, true) => "Loading…".into(),
+            (None, false) if h.entries.is_empty() => "No results kept on this peer yet.".into(),
+            (None, false) => format!(
+                "{} of {} results. Tick two or more to overlay their throughput; tap one to open it.",
+                visible.len(),
+                h.entries.len()
+            ),
+        };
+        set_text("history-status", &status);
+        let rows: String = visible
+            .iter()
+            .map(|e| history_row(e, tz, h.picked.contains(&e.id)))
+            .collect();
+        if rows != self.history_html {
+            el("history-list").set_inner_html(&rows);
+            self.history_html = rows;
         }
-        let parts = js_sys::Array::of1(&JsValue::from_str(json));
-        let options = BlobPropertyBag::new();
-        options.set_type("application/json");
-        let url = Blob::new_with_str_sequence_and_options(&parts, &options)
-            .and_then(|b| Url::create_object_url_with_blob(&b));
-        let link = by_id::<HtmlAnchorElement>("json-download");
-        if let Ok(url) = url {
-            link.set_href(&url);
-            link.set_download(&format!("perfpeer-{id}.json"));
-            self.json_url = Some(url);
+        let _ = if h.picked.len() >= 2 {
+            el("compare").remove_attribute("disabled")
+        } else {
+            el("compare").set_attribute("disabled", "")
+        };
+        let overlay = h.overlay(tz);
+        let key = format!("{:?}/{}", h.picked, overlay.is_some());
+        if key != self.overlay_key {
+            if let Some(lines) = &overlay {
+                el("overlay-chart").set_inner_html(&chart::overlay_svg(lines));
+            }
+            self.overlay_key = key;
         }
+        show("overlay-chart", overlay.is_some());
+    }
+}
+
+fn history_row(e: &history::Entry, tz: i32, picked: bool) -> String {
+    let r = history::row(e, tz);
+    let id = escape(&r.id);
+    format!(
+        "<li data-id='{id}' data-protocol='{}'><input type='checkbox' data-pick='{id}' aria-label='overlay'{}>\
+         <button type='button' class='open' data-open='{id}'><span class='when'>{}</span>\
+         <span class='rate'>{}</span><span class='peer'>{} · {}</span><span class='status'>{}</span></button></li>",
+        escape(&e.protocol),
+        if picked { " checked" } else { "" },
+        escape(&r.when),
+        escape(&r.throughput),
+        escape(&r.what),
+        escape(&r.peer),
+        escape(&r.status)
+    )
+}
+
+/// The share box: shown with a stored result; its switches only for the token holder.
+fn render_share(model: &Model) {
+    let share = model
+        .share
+        .as_ref()
+        .filter(|s| model.result.as_ref().is_some_and(|r| r.id == s.test_id));
+    show("share", share.is_some());
+    let Some(share) = share else { return };
+    let origin = crate::dom::window().location().origin().unwrap_or_default();
+    let url = history::share_url(&origin, &share.result_id);
+    if value("share-url") != url {
+        set_value("share-url", &url);
+        set_text("share-copy", "Copy");
+    }
+    show("share-off", !share.link_enabled);
+    show("share-admin", model.authorized);
+    set_text(
+        "share-toggle",
+        if share.link_enabled {
+            "Turn link off"
+        } else {
+            "Turn link on"
+        },
+    );
+    set_text(
+        "share-delete",
+        if share.confirm_delete {
+            "Tap again to delete"
+        } else {
+            "Delete"
+        },
+    );
+}
+
+/// Points the download link `#id` at a new blob of `text`, freeing the previous one.
+fn set_download(slot: &mut Option<String>, id: &str, text: &str, mime: &str, name: &str) {
+    if let Some(old) = slot.take() {
+        let _ = Url::revoke_object_url(&old);
+    }
+    let parts = js_sys::Array::of1(&JsValue::from_str(text));
+    let options = BlobPropertyBag::new();
+    options.set_type(mime);
+    let url = Blob::new_with_str_sequence_and_options(&parts, &options)
+        .and_then(|b| Url::create_object_url_with_blob(&b));
+    let link = by_id::<HtmlAnchorElement>(id);
+    if let Ok(url) = url {
+        link.set_href(&url);
+        link.set_download(name);
+        *slot = Some(url);
+    }
+}
+
+/// The history filters as typed.
+pub fn read_filter() -> Filter {
+    Filter {
+        peer: value("h-peer"),
+        protocol: value("h-protocol"),
+        direction: value("h-direction"),
     }
 }
 

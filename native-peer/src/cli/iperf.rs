@@ -85,7 +85,7 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
             print!("{}", fmt::header(udp_rx));
         }
         TestEvent::Interval { role: PeerRole::Client, report } if args.flags.interval_given() => print!("{}", fmt::interval_rows(report)),
-        TestEvent::Interval { .. } => {}
+        TestEvent::Interval { .. } | TestEvent::Stored { .. } => {}
     };
     let outcome = loop {
         tokio::select! {

@@ -6,6 +6,7 @@ mod iperf3;
 mod modes;
 mod netperf;
 mod output;
+mod results;
 mod serve;
 mod test;
 mod ttcp;
@@ -34,6 +35,8 @@ enum Command {
     Netperf(netperf::NetperfArgs),
     /// Speak iperf 2.1's protocol: serve stock iperf clients (-s) or test against a stock server (-c).
     Iperf(iperf::IperfArgs),
+    /// The result history on this machine: list, show, export as HTML, delete.
+    Results(results::ResultsArgs),
     /// Classic ttcp: -t HOST transmits, -r receives (-s for a generated pattern).
     Ttcp(ttcp::TtcpArgs),
 }
@@ -71,6 +74,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Iperf3(args) => runtime.block_on(iperf3::run(args)),
         Command::Netperf(args) => runtime.block_on(netperf::run(args)),
         Command::Ttcp(args) => runtime.block_on(ttcp::run(args)),
+        Command::Results(args) => results::run(args),
         Command::Iperf(args) => runtime.block_on(iperf::run(args)),
     }
 }

@@ -26,12 +26,14 @@ pub enum Style {
 pub struct Printer<'a> {
     style: Style,
     spec: &'a TestSpec,
+    /// The far peer's result page, printed after the summary.
+    stored_url: Option<String>,
 }
 
 impl<'a> Printer<'a> {
     /// A printer for `spec` in `style`.
     pub fn new(style: Style, spec: &'a TestSpec) -> Self {
-        Printer { style, spec }
+        Printer { style, spec, stored_url: None }
     }
 
     fn write(&self, text: &str) -> io::Result<()> {
@@ -86,6 +88,10 @@ impl<'a> Printer<'a> {
                 },
                 Style::JsonStream,
             ) => self.write(&iperf3::json_stream_interval(self.spec, report)),
+            (TestEvent::Stored { url }, _) => {
+                self.stored_url = Some(url.clone());
+                Ok(())
+            }
             (TestEvent::Interval { .. }, _) => Ok(()),
         }
     }
@@ -93,7 +99,13 @@ impl<'a> Printer<'a> {
     /// Prints the final result.
     pub fn result(&mut self, result: &TestResult) -> io::Result<()> {
         match self.style {
-            Style::Text => self.write(&iperf3::text_summary(result)),
+            Style::Text => {
+                self.write(&iperf3::text_summary(result))?;
+                match self.stored_url.clone() {
+                    Some(url) => self.write(&format!("Result page: {url}")),
+                    None => Ok(()),
+                }
+            }
             Style::Json => {
                 self.write(&serde_json::to_string_pretty(&iperf3::json(result)).unwrap_or_default())
             }

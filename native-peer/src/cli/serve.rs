@@ -16,6 +16,7 @@ use crate::engine::sockopt;
 use crate::hostinfo;
 use crate::server::state::{ServeConfig, ServerState};
 use crate::server::{self, token};
+use crate::store::Store;
 
 /// Flags of `perfpeer serve`.
 #[derive(Debug, Args)]
@@ -91,11 +92,30 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     let mut dccp_services = vec![perfpeer_shared::dccp::DEFAULT_SERVICE];
     dccp_services.extend(args.dccp_service.iter().filter(|c| !dccp_services.contains(c)).copied().collect::<Vec<_>>());
     server::dccp_listener::spawn(data, dccp_services, state.clone());
+    open_store(&args, &state);
     announce(control, data, token.as_deref());
     tokio::spawn(wait_for_signal(shutdown));
     server::run(bound, state).await;
     tracing::info!("stopped");
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Keeps results in the data directory; a peer without a usable store still serves tests.
+fn open_store(args: &ServeArgs, state: &ServerState) {
+    let dir = token::data_dir(args.data_dir.as_deref());
+    match Store::open(&dir) {
+        Ok((store, note)) => {
+            if let Some(note) = note {
+                tracing::warn!("{note}");
+                eprintln!("perfpeer: {note}");
+            }
+            state.set_store(std::sync::Arc::new(store));
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "results will not be kept");
+            eprintln!("perfpeer: results will not be kept: {e}");
+        }
+    }
 }
 
 fn resolve_token(args: &ServeArgs) -> anyhow::Result<Option<String>> {

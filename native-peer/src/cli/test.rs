@@ -23,6 +23,12 @@ pub struct TestArgs {
     /// The peer: host, host:port or [v6addr]:port (its control port, default 5210); or a stock
     /// server: iperf3://host[:port], iperf://host[:port], ttcp://host[:port].
     peer: String,
+    /// Where this machine keeps its result history (default as `perfpeer serve`).
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<std::path::PathBuf>,
+    /// Do not keep this test in the result history.
+    #[arg(long)]
+    no_store: bool,
     #[command(flatten)]
     flags: TestFlags,
     #[command(flatten)]
@@ -292,6 +298,9 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     let cancel = cancel_on_ctrl_c();
     let mut printer = Printer::new(style, &spec);
     let outcome = print_while(&mut printer, events, crate::targets::run(&args.peer, &spec, &opts, events_tx, cancel)).await?;
+    if let (Ok(result), false) = (&outcome, args.no_store) {
+        keep(result, &args);
+    }
     let dccp_lines = match (&outcome, style) {
         (Ok(result), Style::Text) => perfpeer_shared::format::dccp::text(result),
         _ => String::new(),
@@ -299,6 +308,25 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     let code = finish(&mut printer, outcome.map_err(anyhow::Error::new), &args.peer)?;
     print!("{dccp_lines}");
     Ok(code)
+}
+
+/// Adds a finished test to this machine's history; a store that cannot be opened is only a
+/// warning, since the test itself succeeded.
+fn keep(result: &TestResult, args: &TestArgs) {
+    let dir = crate::server::token::data_dir(args.data_dir.as_deref());
+    match crate::store::Store::open(&dir) {
+        Ok((store, note)) => {
+            if let Some(note) = note {
+                eprintln!("perfpeer: {note}");
+            }
+            let store = std::sync::Arc::new(store);
+            let peer = result.server_addr.clone();
+            if let Some(rec) = crate::store::Recording::begin(&store, &result.id, crate::store::Origin::Cli, result.local.role, &peer, &result.spec) {
+                rec.finish(result);
+            }
+        }
+        Err(e) => eprintln!("perfpeer: the result was not kept: {e}"),
+    }
 }
 
 /// A token cancelled by Ctrl-C (the test then ends with a partial result).

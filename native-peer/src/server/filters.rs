@@ -16,6 +16,7 @@ pub fn routes(
     state: Arc<ServerState>,
 ) -> impl Filter<Extract = (impl warp::Reply,), Error = Infallible> + Clone {
     ws(state.clone())
+        .or(super::results::routes(state.clone()))
         .or(info(state))
         .or(index())
         .or(static_files())
@@ -84,6 +85,8 @@ pub fn static_files() -> impl Filter<Extract = (impl warp::Reply,), Error = warp
 async fn handle_rejection(err: warp::Rejection) -> Result<impl warp::Reply, Infallible> {
     let (code, message) = if err.is_not_found() {
         (warp::http::StatusCode::NOT_FOUND, "not found".to_string())
+    } else if err.find::<super::results::Unauthorized>().is_some() {
+        (warp::http::StatusCode::UNAUTHORIZED, "this needs the peer's access token (Authorization: Bearer …)".to_string())
     } else {
         (warp::http::StatusCode::BAD_REQUEST, format!("{err:?}"))
     };

@@ -6,6 +6,7 @@ pub mod data_listener;
 pub mod dccp_listener;
 pub mod filters;
 pub mod handlers;
+pub mod results;
 pub mod runs;
 pub mod state;
 pub mod token;

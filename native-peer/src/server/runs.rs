@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::state::ServerState;
 use crate::session::client::{ClientOptions, TestEvent};
+use crate::store::{Origin, Recording};
 
 /// How long a run goes on with no browser following it.
 pub const DETACHED_GRACE: Duration = Duration::from_secs(30);
@@ -143,17 +144,31 @@ async fn drive(
     let mut test = std::pin::pin!(test);
     let mut test_id = String::new();
     let mut running = None;
+    let mut rec: Option<Recording> = None;
     let mut check = tokio::time::interval(Duration::from_secs(1));
     let mut alone_since: Option<Instant> = None;
     let last = loop {
         tokio::select! {
             joined = &mut test => {
                 // Events sent just before the end are still queued: log them first.
-                while let Ok(TestEvent::Interval { role, report }) = events.try_recv() {
-                    log.push(ServerMsg::Interval { test_id: test_id.clone(), role, report });
+                while let Ok(ev) = events.try_recv() {
+                    if let TestEvent::Interval { role, report } = ev {
+                        if let Some(r) = rec.as_mut() {
+                            r.interval(role, &report);
+                        }
+                        log.push(ServerMsg::Interval { test_id: test_id.clone(), role, report });
+                    }
                 }
                 break match joined {
-                    Ok(Ok(result)) => ServerMsg::Result { result },
+                    Ok(Ok(result)) => {
+                        // Kept before it is announced.
+                        if let Some(r) = rec.take() {
+                            let result_id = r.id().to_string();
+                            r.finish(&result);
+                            log.push(ServerMsg::Stored { test_id: test_id.clone(), result_id });
+                        }
+                        ServerMsg::Result { result }
+                    }
                     Ok(Err(e)) => ServerMsg::error(e.code(), e.to_string()),
                     Err(e) => ServerMsg::error(perfpeer_shared::control::ErrorCode::Internal, e.to_string()),
                 };
@@ -163,11 +178,16 @@ async fn drive(
                     running = Some(state.track(&id, PeerRole::Client, target.clone(), &spec));
                     state.runs.insert(&id, log.clone());
                     test_id = id.clone();
+                    rec = state.store().and_then(|s| Recording::begin(s, &id, Origin::Browser, PeerRole::Client, &target, &spec));
                     log.push(ServerMsg::Started { test_id: id, target: target.clone(), spec: spec.clone() });
                 }
                 TestEvent::Interval { role, report } => {
+                    if let Some(r) = rec.as_mut() {
+                        r.interval(role, &report);
+                    }
                     log.push(ServerMsg::Interval { test_id: test_id.clone(), role, report });
                 }
+                TestEvent::Stored { .. } => {}
             },
             _ = check.tick() => {
                 if log.followers.load(Ordering::SeqCst) > 0 {

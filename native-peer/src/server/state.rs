@@ -50,6 +50,7 @@ pub struct ServerState {
     /// Tests started from a browser with `run`, attachable by test id.
     pub runs: super::runs::Runs,
     pending: Mutex<HashMap<Cookie, mpsc::Sender<IncomingStream>>>,
+    store: std::sync::OnceLock<Arc<crate::store::Store>>,
     running: Mutex<HashMap<String, (RunningTest, Instant)>>,
 }
 
@@ -63,8 +64,19 @@ impl ServerState {
             shutdown,
             runs: super::runs::Runs::default(),
             pending: Mutex::new(HashMap::new()),
+            store: std::sync::OnceLock::new(),
             running: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Keeps results in `store` from now on.
+    pub fn set_store(&self, store: Arc<crate::store::Store>) {
+        let _ = self.store.set(store);
+    }
+
+    /// The result store, if this peer keeps results.
+    pub fn store(&self) -> Option<&Arc<crate::store::Store>> {
+        self.store.get()
     }
 
     /// Whether `token` grants privileged requests.

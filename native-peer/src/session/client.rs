@@ -57,6 +57,11 @@ pub enum TestEvent {
         /// The client's data sockets.
         sockets: Vec<SocketInfo>,
     },
+    /// The far peer stored the test: its result page.
+    Stored {
+        /// `http://peer:port/r/<id>`.
+        url: String,
+    },
     /// An interval measured at one end.
     Interval {
         /// Which end.
@@ -237,6 +242,7 @@ pub async fn run_test(
     });
     let mut run = Running {
         chan,
+        server,
         spec,
         events,
         remote_intervals: Vec::new(),
@@ -288,6 +294,8 @@ pub async fn run_test(
 /// State of a running test at the client.
 struct Running<'a> {
     chan: ControlChannel,
+    /// The far peer's control address (for its result page link).
+    server: SocketAddr,
     spec: &'a TestSpec,
     events: mpsc::UnboundedSender<TestEvent>,
     remote_intervals: Vec<IntervalReport>,
@@ -362,8 +370,11 @@ impl Running<'_> {
                     SessionError::PeerLost("no final report from the far peer".into())
                 })??;
             match msg {
-                ServerMsg::Final { mut report } => {
+                ServerMsg::Final { mut report, result_id } => {
                     report.intervals = std::mem::take(&mut self.remote_intervals);
+                    if let Some(id) = result_id.filter(|id| id.bytes().all(|b| b.is_ascii_hexdigit())) {
+                        let _ = self.events.send(TestEvent::Stored { url: format!("http://{}/r/{id}", self.server) });
+                    }
                     return Ok(report);
                 }
                 ServerMsg::Interval { report, .. } => {

@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use perfpeer_shared::control::{ClientMsg, ErrorCode, ServerMsg};
-use perfpeer_shared::report::{PeerRole, StreamRole};
+use perfpeer_shared::report::{PeerRole, StreamRole, TestResult, TestStatus};
 use perfpeer_shared::spec::TestSpec;
 use socket2::SockRef;
 use tokio::sync::mpsc;
@@ -19,6 +19,7 @@ use super::measure::Measurement;
 use crate::engine::wire::{cookie_to_hex, random_cookie};
 use crate::engine::{DataSocket, StreamSetup, sockopt};
 use crate::server::state::{IncomingStream, ServerState};
+use crate::store::{Origin, Recording};
 
 /// Wait for all data streams after `accepted`.
 const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -110,9 +111,11 @@ pub async fn serve(
     }
     let _running = state.track(&test_id, PeerRole::Server, client.to_string(), &spec);
     tracing::info!(test_id, %client, protocol = ?spec.protocol, direction = ?spec.direction, streams = spec.streams, "test begins");
+    let started = SystemTime::now();
     let mut m = Measurement::start(PeerRole::Server, &spec, setups)?;
     let limit = spec.total_time().unwrap_or(state.config.max_duration) + OVERRUN_GRACE;
-    let outcome = run_until_stop(chan, &mut m, &test_id, limit, state).await;
+    let mut rec = state.store().and_then(|s| Recording::begin(s, &test_id, Origin::FarEnd, PeerRole::Server, &client.to_string(), &spec));
+    let outcome = run_until_stop(chan, &mut m, &test_id, limit, state, &mut rec).await;
     let (tail, report, errors) = m.finish(outcome.is_err()).await;
     outcome?;
     if !errors.is_empty() {
@@ -131,10 +134,17 @@ pub async fn serve(
     }
     let mut summary = report.clone();
     summary.intervals.clear();
-    chan.send(&ServerMsg::Final { report: summary })?;
-    match tokio::time::timeout(CLIENT_FINAL_TIMEOUT, chan.recv::<ClientMsg>()).await {
-        Ok(Ok(ClientMsg::Final { .. })) => tracing::info!(test_id, "test complete"),
-        _ => tracing::info!(test_id, "test complete; the client sent no final report"),
+    let result_id = rec.as_ref().map(|r| r.id().to_string());
+    chan.send(&ServerMsg::Final { report: summary, result_id })?;
+    let (remote, status) = match tokio::time::timeout(CLIENT_FINAL_TIMEOUT, chan.recv::<ClientMsg>()).await {
+        Ok(Ok(ClientMsg::Final { report })) => (Some(report), TestStatus::Complete),
+        _ => (None, TestStatus::Partial { reason: "the client sent no final report".into() }),
+    };
+    tracing::info!(test_id, complete = remote.is_some(), "test ended");
+    if let Some(rec) = rec {
+        let started_unix_ms = started.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+        let result = TestResult { id: test_id, spec, started_unix_ms, server_addr: client.to_string(), local: report, remote, status };
+        rec.finish(&result);
     }
     Ok(())
 }
@@ -218,6 +228,7 @@ async fn run_until_stop(
     test_id: &str,
     limit: Duration,
     state: &ServerState,
+    rec: &mut Option<Recording>,
 ) -> Result<(), SessionError> {
     let deadline = tokio::time::Instant::from_std(m.epoch() + limit);
     let mut poll = tokio::time::interval(Duration::from_millis(10));
@@ -225,6 +236,9 @@ async fn run_until_stop(
     loop {
         tokio::select! {
             report = m.next_interval() => {
+                if let Some(rec) = rec.as_mut() {
+                    rec.interval(PeerRole::Server, &report);
+                }
                 chan.send(&ServerMsg::Interval { test_id: test_id.to_string(), role: PeerRole::Server, report })?;
             }
             msg = chan.recv::<ClientMsg>() => match msg? {

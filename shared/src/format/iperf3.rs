@@ -687,7 +687,7 @@ fn secs_json(d: std::time::Duration) -> Value {
 }
 
 /// RFC 1123 date in GMT, e.g. "Wed, 02 Dec 2026 14:08:17 GMT".
-fn http_date(unix_secs: u64) -> String {
+pub fn http_date(unix_secs: u64) -> String {
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",

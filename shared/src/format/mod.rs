@@ -3,6 +3,8 @@
 
 pub mod cbr;
 pub mod cfmt;
+pub mod chart;
+pub mod html;
 pub mod dccp;
 pub mod iperf2;
 pub mod iperf3;

@@ -272,3 +272,192 @@ fn starting_needs_the_token() {
     assert!(start_run(&mut m).is_empty());
     assert!(m.run.is_none() && m.notice.is_some());
 }
+
+mod stored {
+    //! The history screen, the comparison, the share box and its switches.
+
+    use super::*;
+    use crate::history::{Purpose, Request};
+    use crate::present::tests::tcp_result;
+
+    const LIST: &str = r#"[
+     {"id":"r2","created_ms":2000,"role":"client","peer":"pc","protocol":"udp","direction":"normal",
+      "status":"complete","bits_per_second":1e6,"link_enabled":true},
+     {"id":"r1","created_ms":1000,"role":"client","peer":"pc","protocol":"tcp","direction":"normal",
+      "status":"complete","bits_per_second":9e8,"link_enabled":true}]"#;
+
+    fn opened(link_enabled: bool) -> String {
+        serde_json::json!({
+            "summary": {"id":"r1","created_ms":1000,"protocol":"tcp","direction":"normal",
+                        "status":"complete","link_enabled": link_enabled},
+            "result": tcp_result(),
+        })
+        .to_string()
+    }
+
+    fn reply(m: &mut Model, request: Request, status: u16, body: &str) -> Vec<Cmd> {
+        m.update(Msg::Reply {
+            request,
+            status,
+            body: body.into(),
+        })
+    }
+
+    fn get(id: &str, purpose: Purpose) -> Request {
+        Request::Get {
+            id: id.into(),
+            purpose,
+        }
+    }
+
+    #[test]
+    fn a_run_that_was_stored_shows_its_share_box() {
+        let mut m = connected();
+        start_run(&mut m);
+        m.update(Msg::Server(ServerMsg::Stored {
+            test_id: "t1".into(),
+            result_id: "abc".into(),
+        }));
+        m.update(Msg::Server(ServerMsg::Result {
+            result: tcp_result(),
+        }));
+        let share = m.share.clone().expect("share facts");
+        assert_eq!(
+            (share.result_id.as_str(), share.test_id.as_str()),
+            ("abc", "t1")
+        );
+        assert!(share.link_enabled);
+        // Another test's result (not stored) does not take the box over.
+        let mut other = tcp_result();
+        other.id = "t2".into();
+        m.update(Msg::Server(ServerMsg::Result { result: other }));
+        assert_eq!(m.share, None);
+    }
+
+    #[test]
+    fn the_history_loads_with_the_token_each_time_it_opens() {
+        let mut m = connected();
+        assert_eq!(
+            m.update(Msg::Show(Screen::History)),
+            vec![Cmd::Fetch(Request::List)]
+        );
+        assert!(m.history.loading);
+        reply(&mut m, Request::List, 200, LIST);
+        assert!(!m.history.loading && m.history.error.is_none());
+        assert_eq!(m.history.entries.len(), 2);
+        // Without a token nothing is asked, and the screen says why.
+        let mut anon = booted(None);
+        anon.update(welcome(false));
+        assert!(anon.update(Msg::Show(Screen::History)).is_empty());
+        assert!(anon.history.error.as_deref().unwrap().contains("token"));
+        // A refused token is said plainly.
+        reply(&mut m, Request::List, 401, "");
+        assert!(
+            m.history
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("did not accept the token")
+        );
+        assert_eq!(m.history.entries.len(), 2, "the last list stays");
+    }
+
+    #[test]
+    fn comparing_fetches_the_picked_results_once() {
+        let mut m = connected();
+        m.update(Msg::Show(Screen::History));
+        reply(&mut m, Request::List, 200, LIST);
+        m.update(Msg::Pick("r1".into()));
+        assert!(
+            m.update(Msg::Compare).is_empty(),
+            "one pick is not a comparison"
+        );
+        m.update(Msg::Pick("r2".into()));
+        assert_eq!(
+            m.update(Msg::Compare),
+            vec![
+                Cmd::Fetch(get("r1", Purpose::Compare)),
+                Cmd::Fetch(get("r2", Purpose::Compare))
+            ]
+        );
+        reply(&mut m, get("r1", Purpose::Compare), 200, &opened(true));
+        assert_eq!(m.history.overlay(0), None);
+        reply(&mut m, get("r2", Purpose::Compare), 200, &opened(true));
+        assert_eq!(m.history.overlay(0).map(|l| l.len()), Some(2));
+        assert_eq!(m.screen, Screen::History, "comparing stays on the history");
+        // Asked again: nothing to fetch.
+        m.update(Msg::Pick("r2".into()));
+        m.update(Msg::Pick("r2".into()));
+        assert!(m.update(Msg::Compare).is_empty());
+        // A result that cannot be fetched says so.
+        reply(&mut m, get("r9", Purpose::Compare), 404, "");
+        assert!(
+            m.history
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("no such result")
+        );
+    }
+
+    #[test]
+    fn opening_a_stored_result_shows_it_with_its_link_state() {
+        let mut m = connected();
+        assert_eq!(
+            m.update(Msg::Open("r1".into())),
+            vec![Cmd::Fetch(get("r1", Purpose::Open))]
+        );
+        reply(&mut m, get("r1", Purpose::Open), 200, &opened(false));
+        assert_eq!(m.screen, Screen::Result);
+        assert_eq!(m.result.as_ref().map(|r| r.id.as_str()), Some("t1"));
+        let share = m.share.clone().unwrap();
+        assert_eq!(
+            (share.result_id.as_str(), share.link_enabled),
+            ("r1", false)
+        );
+        // Failing to open is a notice, and the screen stays.
+        let mut m = connected();
+        reply(&mut m, get("r1", Purpose::Open), 404, "");
+        assert_eq!(
+            m.notice.as_ref().unwrap().title,
+            "Could not open the result"
+        );
+        assert_eq!(m.screen, Screen::Peer);
+    }
+
+    #[test]
+    fn the_link_switch_and_delete_with_a_second_tap() {
+        let mut m = connected();
+        m.update(Msg::Show(Screen::History));
+        reply(&mut m, Request::List, 200, LIST);
+        reply(&mut m, get("r1", Purpose::Open), 200, &opened(true));
+        let off = Request::SetLink {
+            id: "r1".into(),
+            enabled: false,
+        };
+        assert_eq!(m.update(Msg::ToggleLink), vec![Cmd::Fetch(off.clone())]);
+        reply(&mut m, off, 204, "");
+        assert!(!m.share.as_ref().unwrap().link_enabled);
+        assert!(!m.history.entries[1].link_enabled);
+        // Delete asks once more, then goes.
+        assert!(m.update(Msg::Delete).is_empty());
+        assert!(m.share.as_ref().unwrap().confirm_delete);
+        let del = Request::Delete { id: "r1".into() };
+        assert_eq!(m.update(Msg::Delete), vec![Cmd::Fetch(del.clone())]);
+        reply(&mut m, del, 204, "");
+        assert_eq!((m.share.as_ref(), m.result.as_ref()), (None, None));
+        assert_eq!(m.screen, Screen::History);
+        assert_eq!(m.history.entries.len(), 1);
+        // Without the token the switches do nothing.
+        let mut anon = booted(None);
+        anon.update(welcome(false));
+        anon.share = Some(Share {
+            result_id: "r2".into(),
+            test_id: "t".into(),
+            link_enabled: true,
+            confirm_delete: true,
+        });
+        assert!(anon.update(Msg::ToggleLink).is_empty());
+        assert!(anon.update(Msg::Delete).is_empty());
+    }
+}

@@ -1,13 +1,14 @@
 //! The throughput chart, drawn by us as an SVG string: one thin line per stream and a thick one
-//! per direction's sum, bit/s per interval over time. DOM-free (the view sets it as markup), so the
-//! geometry is unit-tested on the host.
+//! per direction's sum, bit/s per interval over time; and the comparison chart (like flent's),
+//! one line per result with a legend row each. Pure (no DOM), shared by the browser's views and
+//! the server's result pages, and unit-tested on the host.
 
 use std::fmt::Write;
 
-use perfpeer_shared::report::{IntervalReport, StreamRole};
-use perfpeer_shared::units::format_bits;
+use crate::report::{IntervalReport, StreamRole};
+use crate::units::format_bits;
 
-use crate::present::escape;
+use super::html::escape;
 
 /// One line of the chart.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,7 +38,7 @@ pub fn series(intervals: &[IntervalReport]) -> Vec<Series> {
                 .iter()
                 .filter_map(|r| {
                     let s = r.streams.iter().find(|s| s.id == id)?;
-                    let bps = perfpeer_shared::report::bits_per_second(s.bytes, r.seconds());
+                    let bps = crate::report::bits_per_second(s.bytes, r.seconds());
                     Some((r.end.as_secs_f64(), bps))
                 })
                 .collect(),
@@ -58,6 +59,27 @@ pub fn series(intervals: &[IntervalReport]) -> Vec<Series> {
         });
     }
     out
+}
+
+/// One result's line for a comparison chart: per interval, the total this end received, or what
+/// it sent when it received nothing (a TX test's client).
+pub fn total_line(label: impl Into<String>, intervals: &[IntervalReport]) -> Series {
+    let received = intervals
+        .iter()
+        .any(|r| r.sum(StreamRole::Receiver).is_some());
+    let role = if received {
+        StreamRole::Receiver
+    } else {
+        StreamRole::Sender
+    };
+    Series {
+        label: label.into(),
+        points: intervals
+            .iter()
+            .filter_map(|r| Some((r.end.as_secs_f64(), r.sum(role)?.bits_per_second)))
+            .collect(),
+        sum: false,
+    }
 }
 
 /// A round axis maximum at or above `v`: 1, 2 or 5 × 10^k.
@@ -83,8 +105,22 @@ const COLORS: [&str; 6] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
 ];
 
+/// Height of one legend row in a comparison chart.
+const LEGEND_ROW: f64 = 14.0;
+
 /// The chart as an `<svg>` element; `x_max` is the test's length in s when known.
 pub fn svg(series: &[Series], x_max: Option<f64>) -> String {
+    draw(series, x_max, false)
+}
+
+/// The comparison chart: every line on the same axes (the longest test sets the time axis, the
+/// highest rate the rate axis), each with its own colour and a legend row of its own below the
+/// plot, so long labels (time and peer) never overlap.
+pub fn overlay_svg(lines: &[Series]) -> String {
+    draw(lines, None, true)
+}
+
+fn draw(series: &[Series], x_max: Option<f64>, legend_rows: bool) -> String {
     let last_x = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
@@ -98,8 +134,13 @@ pub fn svg(series: &[Series], x_max: Option<f64>) -> String {
     let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
     let x = |t: f64| LEFT + t / x_max * pw;
     let y = |v: f64| TOP + ph - v / y_max * ph;
+    let height = if legend_rows {
+        H + LEGEND_ROW * series.len().saturating_sub(1) as f64
+    } else {
+        H
+    };
     let mut s = format!(
-        "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {H}' role='img' \
+        "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {height}' role='img' \
          aria-label='throughput per interval' class='chart'>"
     );
     for i in 0..=4 {
@@ -126,7 +167,7 @@ pub fn svg(series: &[Series], x_max: Option<f64>) -> String {
     );
     let mut legend_x = LEFT;
     let mut color = 0;
-    for line in series {
+    for (i, line) in series.iter().enumerate() {
         let stroke = if line.sum {
             "#111".to_string()
         } else {
@@ -140,13 +181,29 @@ pub fn svg(series: &[Series], x_max: Option<f64>) -> String {
             .collect();
         let _ = write!(
             s,
-            "<polyline points='{}' fill='none' stroke='{stroke}' stroke-width='{width}'/>\
-             <text x='{legend_x:.1}' y='{:.1}' class='legend' fill='{stroke}'>{}</text>",
-            pts.join(" "),
-            H - 6.0,
-            escape(&line.label)
+            "<polyline points='{}' fill='none' stroke='{stroke}' stroke-width='{width}'/>",
+            pts.join(" ")
         );
-        legend_x += 12.0 + 7.0 * line.label.chars().count() as f64;
+        let label = escape(&line.label);
+        if legend_rows {
+            let ly = H - 6.0 + LEGEND_ROW * i as f64;
+            let _ = write!(
+                s,
+                "<line x1='{LEFT}' y1='{:.1}' x2='{:.1}' y2='{:.1}' stroke='{stroke}' stroke-width='3'/>\
+                 <text x='{:.1}' y='{ly:.1}' class='legend' fill='{stroke}'>{label}</text>",
+                ly - 3.5,
+                LEFT + 14.0,
+                ly - 3.5,
+                LEFT + 18.0
+            );
+        } else {
+            let _ = write!(
+                s,
+                "<text x='{legend_x:.1}' y='{:.1}' class='legend' fill='{stroke}'>{label}</text>",
+                H - 6.0
+            );
+            legend_x += 12.0 + 7.0 * line.label.chars().count() as f64;
+        }
     }
     s.push_str("</svg>");
     s
@@ -160,7 +217,7 @@ fn trim_float(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use perfpeer_shared::report::StreamInterval;
+    use crate::report::StreamInterval;
     use std::time::Duration;
 
     fn stream(id: u32, role: StreamRole, bytes: u64) -> StreamInterval {
@@ -239,5 +296,81 @@ mod tests {
         // No data: an empty frame, no NaN.
         let empty = super::svg(&[], None);
         assert!(!empty.contains("NaN") && empty.contains("</svg>"));
+    }
+
+    #[test]
+    fn a_total_line_sums_what_this_end_received_else_what_it_sent() {
+        let rx: Vec<IntervalReport> = (0..2)
+            .map(|i| {
+                interval(
+                    i,
+                    vec![
+                        stream(1, StreamRole::Receiver, 1_000_000),
+                        stream(2, StreamRole::Receiver, 250_000),
+                        stream(3, StreamRole::Sender, 5_000_000),
+                    ],
+                )
+            })
+            .collect();
+        let line = total_line("a", &rx);
+        assert_eq!(line.points, vec![(1.0, 10e6), (2.0, 10e6)]);
+        assert!(!line.sum && line.label == "a");
+        let tx = vec![interval(0, vec![stream(1, StreamRole::Sender, 125_000)])];
+        assert_eq!(total_line("b", &tx).points, vec![(1.0, 1e6)]);
+        assert!(total_line("c", &[]).points.is_empty());
+    }
+
+    #[test]
+    fn an_overlay_shares_the_axes_and_gives_each_result_a_colour_and_a_legend_row() {
+        let fast: Vec<IntervalReport> = (0..4)
+            .map(|i| interval(i, vec![stream(1, StreamRole::Sender, 2_500_000)]))
+            .collect();
+        let slow: Vec<IntervalReport> = (0..2)
+            .map(|i| interval(i, vec![stream(1, StreamRole::Sender, 625_000)]))
+            .collect();
+        let lines = [
+            total_line("10:00 pc <b>", &fast),
+            total_line("10:05 dut", &slow),
+        ];
+        let svg = overlay_svg(&lines);
+        // One taller frame: a legend row per line.
+        assert!(
+            svg.contains(&format!("viewBox='0 0 {W} {}'", H + LEGEND_ROW)),
+            "{svg}"
+        );
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        assert!(svg.contains(&format!("stroke='{}'", COLORS[0])));
+        assert!(svg.contains(&format!("stroke='{}'", COLORS[1])));
+        // 20 Mbit/s sets the rate axis; the 4 s test sets the time axis.
+        let pw = W - LEFT - RIGHT;
+        let ph = H - TOP - BOTTOM;
+        assert!(
+            svg.contains(&format!("{:.1},{:.1}", LEFT + pw, TOP)),
+            "{svg}"
+        );
+        assert!(
+            svg.contains(&format!("{:.1},{:.1}", LEFT + pw / 2.0, TOP + ph * 0.75)),
+            "{svg}"
+        );
+        assert!(svg.contains(">4 s<"));
+        // Labels escaped, one per row.
+        assert!(
+            svg.contains(&format!(
+                "y='{:.1}' class='legend' fill='{}'>10:00 pc &lt;b&gt;<",
+                H - 6.0,
+                COLORS[0]
+            )),
+            "{svg}"
+        );
+        assert!(
+            svg.contains(&format!(
+                "y='{:.1}' class='legend' fill='{}'>10:05 dut<",
+                H - 6.0 + LEGEND_ROW,
+                COLORS[1]
+            )),
+            "{svg}"
+        );
+        let empty = overlay_svg(&[]);
+        assert!(!empty.contains("NaN") && empty.contains(&format!("viewBox='0 0 {W} {H}'")));
     }
 }

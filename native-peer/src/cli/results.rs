@@ -1,0 +1,129 @@
+//! `perfpeer results`: the result history on this machine — list, show a result in any tool's
+//! layout, export it as a self-contained HTML file, delete it.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use perfpeer_shared::format::{html, iperf2, iperf3, netperf, ttcp};
+use perfpeer_shared::units::{format_bits, format_bytes};
+
+use crate::server::token;
+use crate::store::Store;
+
+/// Flags of `perfpeer results`.
+#[derive(Debug, Args)]
+pub struct ResultsArgs {
+    /// The data directory holding results.db (default as `perfpeer serve`).
+    #[arg(long, value_name = "DIR", global = true)]
+    data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Debug, Subcommand)]
+enum Action {
+    /// The history, newest first.
+    List {
+        /// At most this many.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// One result, in a tool's layout.
+    Show {
+        /// Result id (or a unique prefix of it).
+        id: String,
+        /// Layout.
+        #[arg(long, value_enum, default_value_t = Format::Iperf3)]
+        format: Format,
+    },
+    /// One result as a self-contained HTML file that opens offline.
+    Export {
+        /// Result id (or a unique prefix of it).
+        id: String,
+        /// Where to write it.
+        #[arg(long, value_name = "FILE")]
+        html: PathBuf,
+    },
+    /// Delete a result.
+    Delete {
+        /// Result id (the whole id).
+        id: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Iperf3,
+    Iperf2,
+    Ttcp,
+    Netperf,
+    Json,
+}
+
+/// Runs the chosen action.
+pub fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
+    let dir = token::data_dir(args.data_dir.as_deref());
+    let (store, note) = Store::open(&dir).with_context(|| format!("cannot open the results in {}", dir.display()))?;
+    if let Some(note) = note {
+        eprintln!("perfpeer: {note}");
+    }
+    match args.action {
+        Action::List { limit } => list(&store, limit)?,
+        Action::Show { id, format } => {
+            let result = find(&store, &id)?.result;
+            print!("{}", render(&result, format)?);
+        }
+        Action::Export { id, html: path } => {
+            let result = find(&store, &id)?.result;
+            std::fs::write(&path, html::page(&result)).with_context(|| format!("cannot write {}", path.display()))?;
+            println!("{}", path.display());
+        }
+        Action::Delete { id } => {
+            if !store.delete(&id)? {
+                bail!("no result {id}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list(store: &Store, limit: u32) -> anyhow::Result<()> {
+    let rows = store.list(limit)?;
+    if rows.is_empty() {
+        println!("no results yet in {}", store.path().display());
+    }
+    for r in rows {
+        let when = perfpeer_shared::format::iperf3::http_date(r.created_ms / 1000);
+        let rate = r.bits_per_second.map(|b| format!("{}/s", format_bits(b).trim())).unwrap_or_else(|| "-".into());
+        let bytes = r.bytes.map(|b| format_bytes(b as f64).trim().to_string()).unwrap_or_else(|| "-".into());
+        println!("{}  {when}  {:8} {:6} {:3} {:7} {:>12} {:>14}  {}  {}", r.id, r.origin, r.role, r.protocol, r.direction, bytes, rate, r.status, r.peer);
+    }
+    Ok(())
+}
+
+fn find(store: &Store, id: &str) -> anyhow::Result<crate::store::Stored> {
+    if let Some(found) = store.get(id)? {
+        return Ok(found);
+    }
+    let matches: Vec<String> = store.list(u32::MAX)?.into_iter().map(|s| s.id).filter(|i| i.starts_with(id)).collect();
+    match matches.as_slice() {
+        [one] => Ok(store.get(one)?.context("the result vanished")?),
+        [] => bail!("no result {id} (see `perfpeer results list`)"),
+        _ => bail!("{id} matches {} results: give more of the id", matches.len()),
+    }
+}
+
+fn render(result: &perfpeer_shared::report::TestResult, format: Format) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Iperf3 => html::renderings(result).into_iter().next().map(|(_, t)| t).unwrap_or_default(),
+        Format::Iperf2 => iperf2::text(result),
+        Format::Ttcp => ttcp::text(result),
+        Format::Netperf => {
+            let opts = netperf::Options { host: &result.server_addr, local_cpu: true, remote_cpu: true, headers: true };
+            netperf::render(result, &opts).map_err(|e| anyhow::anyhow!("{e}"))?
+        }
+        Format::Json => format!("{}\n", serde_json::to_string_pretty(&iperf3::json(result))?),
+    })
+}

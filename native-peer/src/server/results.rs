@@ -1,0 +1,125 @@
+//! Result pages and the history API: `/r/<id>` (a self-contained HTML page; the id is the
+//! permission, no token), `/r/<id>.json`, and with the token `GET /api/results`,
+//! `GET /api/results/<id>` (`{"summary", "result"}`, link on or off), `DELETE /api/results/<id>`
+//! and `POST /api/results/<id>/link` (`{"enabled": false}` turns a share link off). Unknown or
+//! disabled ids are a plain 404.
+
+use std::sync::Arc;
+
+use perfpeer_shared::format::html;
+use warp::Filter;
+use warp::http::StatusCode;
+use warp::reply::{Reply, Response};
+
+use super::state::ServerState;
+use crate::store::Store;
+
+/// Largest body of the link switch.
+const MAX_BODY: u64 = 1024;
+
+fn with_state(state: Arc<ServerState>) -> impl Filter<Extract = (Arc<ServerState>,), Error = std::convert::Infallible> + Clone {
+    warp::any().map(move || state.clone())
+}
+
+/// Every result route.
+pub fn routes(state: Arc<ServerState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    let page = warp::path!("r" / String).and(warp::get()).and(with_state(state.clone())).then(result_page);
+    let list = warp::path!("api" / "results")
+        .and(warp::get())
+        .and(auth(state.clone()))
+        .then(|state: Arc<ServerState>| async move { with_store(&state, |s| s.list(500).map(|l| warp::reply::json(&l).into_response())).await });
+    // The token holder's view of one result, its link state included, link on or off.
+    let get = warp::path!("api" / "results" / String)
+        .and(warp::get())
+        .and(auth(state.clone()))
+        .then(|id: String, state: Arc<ServerState>| async move {
+            with_store(&state, move |s| Ok(match s.get(&id)? { Some(found) => warp::reply::json(&found).into_response(), None => not_found_json() })).await
+        });
+    let delete = warp::path!("api" / "results" / String)
+        .and(warp::delete())
+        .and(auth(state.clone()))
+        .then(|id: String, state: Arc<ServerState>| async move {
+            with_store(&state, move |s| Ok(if s.delete(&id)? { StatusCode::NO_CONTENT.into_response() } else { not_found_json() })).await
+        });
+    let link = warp::path!("api" / "results" / String / "link")
+        .and(warp::post())
+        .and(auth(state))
+        .and(warp::body::content_length_limit(MAX_BODY))
+        .and(warp::body::json())
+        .then(|id: String, state: Arc<ServerState>, body: LinkSwitch| async move {
+            with_store(&state, move |s| Ok(if s.set_link(&id, body.enabled)? { StatusCode::NO_CONTENT.into_response() } else { not_found_json() })).await
+        });
+    page.or(list).unify().or(get).unify().or(delete).unify().or(link).unify()
+}
+
+#[derive(serde::Deserialize)]
+struct LinkSwitch {
+    enabled: bool,
+}
+
+/// Passes the state on only with the peer's token (`Authorization: Bearer …`), or when open.
+fn auth(state: Arc<ServerState>) -> impl Filter<Extract = (Arc<ServerState>,), Error = warp::Rejection> + Clone {
+    warp::header::optional::<String>("authorization").and(with_state(state)).and_then(|header: Option<String>, state: Arc<ServerState>| async move {
+        let token = header.as_deref().and_then(|h| h.strip_prefix("Bearer "));
+        if state.authorizes(token) { Ok(state) } else { Err(warp::reject::custom(Unauthorized)) }
+    })
+}
+
+/// A request without the token.
+#[derive(Debug)]
+pub struct Unauthorized;
+impl warp::reject::Reject for Unauthorized {}
+
+async fn with_store<F>(state: &Arc<ServerState>, f: F) -> Response
+where
+    F: FnOnce(&Store) -> Result<Response, crate::store::StoreError> + Send + 'static,
+{
+    let Some(store) = state.store().cloned() else {
+        return error_json(StatusCode::SERVICE_UNAVAILABLE, "this peer keeps no results");
+    };
+    match tokio::task::spawn_blocking(move || f(&store)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => error_json(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(e) => error_json(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+fn error_json(status: StatusCode, message: &str) -> Response {
+    warp::reply::with_status(warp::reply::json(&serde_json::json!({ "error": message })), status).into_response()
+}
+
+fn not_found_json() -> Response {
+    error_json(StatusCode::NOT_FOUND, "no such result")
+}
+
+fn not_found_page() -> Response {
+    let body = "<!doctype html><meta charset='utf-8'><meta name='viewport' content='width=device-width'><title>Not found</title>\
+                <h1>No such result</h1><p>This link is wrong, or the result was deleted or its link turned off.</p>";
+    warp::reply::with_status(warp::reply::html(body), StatusCode::NOT_FOUND).into_response()
+}
+
+/// `GET /r/<id>` and `/r/<id>.json`.
+async fn result_page(name: String, state: Arc<ServerState>) -> Response {
+    let (id, json) = match name.strip_suffix(".json") {
+        Some(id) => (id.to_string(), true),
+        None => (name, false),
+    };
+    let missing = move || if json { not_found_json() } else { not_found_page() };
+    if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return missing();
+    }
+    with_store(&state, move |s| {
+        Ok(match s.get(&id)? {
+            Some(found) if found.summary.link_enabled => {
+                if json {
+                    warp::reply::json(&found.result).into_response()
+                } else {
+                    let reply = warp::reply::html(html::page(&found.result));
+                    warp::reply::with_header(reply, "cache-control", "no-cache").into_response()
+                }
+            }
+            _ => missing(),
+        })
+    })
+    .await
+}

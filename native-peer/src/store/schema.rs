@@ -1,0 +1,56 @@
+//! The result database's schema as numbered migrations. `PRAGMA user_version` says how many have
+//! run; opening a database runs the missing ones in one transaction each. Never edit a
+//! migration that has shipped: add the next one.
+
+use rusqlite::Connection;
+
+/// Migrations in order; migration `n` (1-based) brings the schema to version `n`.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: results and their intervals.
+    "CREATE TABLE results (
+        id TEXT PRIMARY KEY,
+        test_id TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        origin TEXT NOT NULL,
+        role TEXT NOT NULL,
+        peer TEXT NOT NULL,
+        protocol TEXT NOT NULL,
+        direction TEXT NOT NULL,
+        spec_json TEXT NOT NULL,
+        host_json TEXT NOT NULL,
+        status TEXT NOT NULL,
+        reason TEXT,
+        bytes INTEGER,
+        bits_per_second REAL,
+        result_json TEXT
+     );
+     CREATE TABLE intervals (
+        result_id TEXT NOT NULL REFERENCES results(id) ON DELETE CASCADE,
+        role TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        report_json TEXT NOT NULL,
+        PRIMARY KEY (result_id, role, seq)
+     );",
+    // 2: share links that the token holder can turn off; newest-first listing.
+    "ALTER TABLE results ADD COLUMN link_enabled INTEGER NOT NULL DEFAULT 1;
+     CREATE INDEX results_by_time ON results(created_ms DESC);",
+];
+
+/// The schema version this build writes.
+pub fn current_version() -> u32 {
+    MIGRATIONS.len() as u32
+}
+
+/// Runs the migrations `conn` has not seen, up to `target` (tests pass an older target to build
+/// an old database).
+pub fn migrate_to(conn: &mut Connection, target: u32) -> rusqlite::Result<u32> {
+    let mut version: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    while version < target.min(current_version()) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(MIGRATIONS[version as usize])?;
+        version += 1;
+        tx.execute_batch(&format!("PRAGMA user_version = {version}"))?;
+        tx.commit()?;
+    }
+    Ok(version)
+}

@@ -1,0 +1,358 @@
+//! The history screen and the share box, DOM-free: the peer's `/api/results` list parsed,
+//! filtered and worded for its rows, the requests to its result API and how their answers are
+//! read, the share link, and the comparison chart's lines. No fetch and no DOM here: the
+//! controller sends a [`Request`] and hands the answer back as text.
+
+use perfpeer_shared::format::chart::{self, Series};
+use perfpeer_shared::report::TestResult;
+use serde::Deserialize;
+
+use crate::present::rate;
+
+/// One line of the peer's history (`GET /api/results`), newest first.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Entry {
+    /// Result id: the share link's secret.
+    pub id: String,
+    /// When the test began, ms since the Unix epoch.
+    pub created_ms: u64,
+    /// `cli`, `browser` or `far_end`.
+    #[serde(default)]
+    pub origin: String,
+    /// This peer's role (`client` or `server`).
+    #[serde(default)]
+    pub role: String,
+    /// The other end.
+    #[serde(default)]
+    pub peer: String,
+    /// `tcp`, `udp`, `dccp`.
+    pub protocol: String,
+    /// `normal`, `reverse` or `bidir` (as the client sees it).
+    pub direction: String,
+    /// `running`, `complete`, `cancelled`, `failed` or `aborted`.
+    pub status: String,
+    /// Why it did not complete.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Bytes received (or sent when nothing was received).
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Throughput of those bytes.
+    #[serde(default)]
+    pub bits_per_second: Option<f64>,
+    /// Whether `/r/<id>` answers.
+    #[serde(default)]
+    pub link_enabled: bool,
+}
+
+/// The list's body parsed.
+pub fn parse_list(body: &str) -> Result<Vec<Entry>, String> {
+    serde_json::from_str(body).map_err(|e| format!("the peer's history list did not parse: {e}"))
+}
+
+/// One stored result with its list facts (`GET /api/results/<id>`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Opened {
+    /// The list facts (link state).
+    pub summary: Entry,
+    /// The result with both ends' intervals.
+    pub result: TestResult,
+}
+
+/// A stored result's body parsed.
+pub fn parse_opened(body: &str) -> Result<Opened, String> {
+    serde_json::from_str(body).map_err(|e| format!("the stored result did not parse: {e}"))
+}
+
+/// The history filters; an empty field lets everything through.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Part of the peer's address or name, any case.
+    pub peer: String,
+    /// `tcp`, `udp`, `dccp` or empty.
+    pub protocol: String,
+    /// `normal`, `reverse`, `bidir` or empty.
+    pub direction: String,
+}
+
+impl Filter {
+    /// Whether `e` passes.
+    pub fn matches(&self, e: &Entry) -> bool {
+        let peer = self.peer.trim().to_lowercase();
+        (peer.is_empty() || e.peer.to_lowercase().contains(&peer))
+            && (self.protocol.is_empty() || e.protocol == self.protocol)
+            && (self.direction.is_empty() || e.direction == self.direction)
+    }
+}
+
+/// A request to this peer's result API (all but the page itself need the token).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// The history list.
+    List,
+    /// One stored result, to show it or to add it to the comparison.
+    Get {
+        /// Result id.
+        id: String,
+        /// What it is for.
+        purpose: Purpose,
+    },
+    /// Turn a share link on or off.
+    SetLink {
+        /// Result id.
+        id: String,
+        /// On or off.
+        enabled: bool,
+    },
+    /// Delete a result.
+    Delete {
+        /// Result id.
+        id: String,
+    },
+}
+
+/// Why a stored result is fetched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// Show it on the Result screen.
+    Open,
+    /// Draw it in the comparison chart.
+    Compare,
+}
+
+impl Request {
+    /// HTTP method.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Request::List | Request::Get { .. } => "GET",
+            Request::SetLink { .. } => "POST",
+            Request::Delete { .. } => "DELETE",
+        }
+    }
+
+    /// Path on this peer.
+    pub fn path(&self) -> String {
+        match self {
+            Request::List => "/api/results".into(),
+            Request::Get { id, .. } | Request::Delete { id } => format!("/api/results/{id}"),
+            Request::SetLink { id, .. } => format!("/api/results/{id}/link"),
+        }
+    }
+
+    /// JSON body, if any.
+    pub fn body(&self) -> Option<String> {
+        match self {
+            Request::SetLink { enabled, .. } => Some(format!("{{\"enabled\":{enabled}}}")),
+            _ => None,
+        }
+    }
+}
+
+/// What went wrong with an answer, in plain words (`status` 0: the request never got one).
+pub fn failure(status: u16, body: &str) -> String {
+    let said = serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("error")?.as_str().map(str::to_string));
+    match (status, said) {
+        (0, _) => format!("the peer did not answer ({})", body.trim()),
+        (401, _) => "the peer did not accept the token".into(),
+        (404, _) => "no such result (deleted?)".into(),
+        (_, Some(e)) => format!("the peer said: {e} (HTTP {status})"),
+        _ => format!("the peer answered HTTP {status}"),
+    }
+}
+
+/// The share link: `/r/<id>` on this page's own origin (`http://host:port`).
+pub fn share_url(origin: &str, id: &str) -> String {
+    format!("{}/r/{id}", origin.trim_end_matches('/'))
+}
+
+/// `2026-12-02 14:03:07` in the browser's time zone (`tz_offset_min` is JavaScript's
+/// `getTimezoneOffset()`: minutes to add to local time to get UTC).
+pub fn when(created_ms: u64, tz_offset_min: i32) -> String {
+    let secs = (created_ms / 1000) as i64 - i64::from(tz_offset_min) * 60;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// The direction as the form words it: TX, RX or both.
+pub fn direction_word(direction: &str) -> &str {
+    match direction {
+        "normal" => "TX",
+        "reverse" => "RX",
+        "bidir" => "both",
+        other => other,
+    }
+}
+
+/// One history row as shown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Result id.
+    pub id: String,
+    /// Local date and time.
+    pub when: String,
+    /// `TCP TX`, and `(far end)` when this peer served it.
+    pub what: String,
+    /// The other end.
+    pub peer: String,
+    /// `941 Mbits/sec`, or a dash.
+    pub throughput: String,
+    /// `complete`, `cancelled: reason`, … ; `link off` appended when the share link is off.
+    pub status: String,
+}
+
+/// The row for `e`.
+pub fn row(e: &Entry, tz_offset_min: i32) -> Row {
+    let mut what = format!(
+        "{} {}",
+        e.protocol.to_uppercase(),
+        direction_word(&e.direction)
+    );
+    if e.role == "server" {
+        what.push_str(" (far end)");
+    }
+    let mut status = e.status.clone();
+    if let Some(r) = e
+        .reason
+        .as_ref()
+        .filter(|r| e.status != "complete" && **r != e.status)
+    {
+        status.push_str(&format!(": {r}"));
+    }
+    if !e.link_enabled {
+        status.push_str(" · link off");
+    }
+    Row {
+        id: e.id.clone(),
+        when: when(e.created_ms, tz_offset_min),
+        what,
+        peer: e.peer.clone(),
+        throughput: e.bits_per_second.map_or_else(|| "–".into(), rate),
+        status,
+    }
+}
+
+/// The history screen's state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct History {
+    /// The list as the peer last sent it.
+    pub entries: Vec<Entry>,
+    /// A list request is on its way.
+    pub loading: bool,
+    /// The last list or comparison failure.
+    pub error: Option<String>,
+    /// The filters as typed.
+    pub filter: Filter,
+    /// Ids ticked for the comparison, in the order ticked.
+    pub picked: Vec<String>,
+    /// The comparison chart was asked for (and stays until the picks change).
+    pub comparing: bool,
+    /// Results fetched for the comparison.
+    pub loaded: Vec<TestResult>,
+    /// Result id of each of `loaded`.
+    pub loaded_ids: Vec<String>,
+}
+
+impl History {
+    /// The entries that pass the filter, newest first.
+    pub fn visible(&self) -> Vec<&Entry> {
+        self.entries
+            .iter()
+            .filter(|e| self.filter.matches(e))
+            .collect()
+    }
+
+    /// Ticks or unticks `id`; the comparison chart goes until asked again.
+    pub fn toggle(&mut self, id: &str) {
+        match self.picked.iter().position(|p| p == id) {
+            Some(i) => {
+                self.picked.remove(i);
+            }
+            None => self.picked.push(id.to_string()),
+        }
+        self.comparing = false;
+    }
+
+    /// Picked ids whose results are not fetched yet.
+    pub fn missing(&self) -> Vec<String> {
+        self.picked
+            .iter()
+            .filter(|id| !self.loaded_ids.contains(id))
+            .cloned()
+            .collect()
+    }
+
+    /// Keeps a fetched result for the comparison.
+    pub fn keep(&mut self, id: &str, result: TestResult) {
+        if !self.loaded_ids.iter().any(|l| l == id) {
+            self.loaded_ids.push(id.to_string());
+            self.loaded.push(result);
+        }
+    }
+
+    /// Forgets a result (deleted).
+    pub fn forget(&mut self, id: &str) {
+        self.entries.retain(|e| e.id != id);
+        self.picked.retain(|p| p != id);
+        if let Some(i) = self.loaded_ids.iter().position(|l| l == id) {
+            self.loaded_ids.remove(i);
+            self.loaded.remove(i);
+        }
+    }
+
+    /// The comparison chart's lines, one per picked result in the order picked, once all are
+    /// fetched; labelled with time and peer (and the test when they differ in kind).
+    pub fn overlay(&self, tz_offset_min: i32) -> Option<Vec<Series>> {
+        if !self.comparing || self.picked.len() < 2 || !self.missing().is_empty() {
+            return None;
+        }
+        let lines = self
+            .picked
+            .iter()
+            .map(|id| {
+                let i = self.loaded_ids.iter().position(|l| l == id)?;
+                let label = match self.entries.iter().find(|e| &e.id == id) {
+                    Some(e) => overlay_label(e, tz_offset_min),
+                    None => self.loaded[i].server_addr.clone(),
+                };
+                Some(chart::total_line(label, &self.loaded[i].local.intervals))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(lines)
+    }
+}
+
+/// `14:03:07 pc:5210 TCP TX` — short enough for one legend row on a phone.
+pub fn overlay_label(e: &Entry, tz_offset_min: i32) -> String {
+    let when = when(e.created_ms, tz_offset_min);
+    let time = when.split(' ').nth(1).unwrap_or(&when);
+    format!(
+        "{time} {} {} {}",
+        e.peer,
+        e.protocol.to_uppercase(),
+        direction_word(&e.direction)
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,178 @@
+//! Host tests of the history logic: the list as the peer sends it, filters, row wording, times,
+//! the API requests, failures in plain words, and the comparison chart's lines.
+
+use super::*;
+use crate::present::tests::tcp_result;
+
+/// The body `GET /api/results` sends (two rows, newest first).
+const LIST: &str = r#"[
+ {"id":"aa11","created_ms":1764684187000,"origin":"browser","role":"client","peer":"pc.lan:5210",
+  "protocol":"udp","direction":"reverse","status":"complete","reason":null,"bytes":2500000,
+  "bits_per_second":20000000.0,"link_enabled":true},
+ {"id":"bb22","created_ms":1764684000000,"origin":"far_end","role":"server","peer":"10.0.0.7",
+  "protocol":"tcp","direction":"normal","status":"cancelled","reason":"cancelled","bytes":null,
+  "bits_per_second":null,"link_enabled":false}
+]"#;
+
+fn history() -> History {
+    History {
+        entries: parse_list(LIST).expect("list parses"),
+        ..History::default()
+    }
+}
+
+#[test]
+fn the_list_parses_and_bad_bodies_say_so() {
+    let list = parse_list(LIST).unwrap();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0].bits_per_second, Some(20e6));
+    assert!(!list[1].link_enabled && list[1].bytes.is_none());
+    assert!(parse_list("[]").unwrap().is_empty());
+    assert!(
+        parse_list("<html>").unwrap_err().contains("did not parse"),
+        "plain words"
+    );
+}
+
+#[test]
+fn filters_by_peer_text_protocol_and_direction() {
+    let h = history();
+    let ids = |f: Filter| -> Vec<String> {
+        let mut h = h.clone();
+        h.filter = f;
+        h.visible().iter().map(|e| e.id.clone()).collect()
+    };
+    assert_eq!(ids(Filter::default()), ["aa11", "bb22"]);
+    let peer = |p: &str| Filter {
+        peer: p.into(),
+        ..Filter::default()
+    };
+    assert_eq!(ids(peer(" PC.LAN ")), ["aa11"]);
+    assert_eq!(ids(peer("10.0")), ["bb22"]);
+    assert!(ids(peer("nowhere")).is_empty());
+    let proto = Filter {
+        protocol: "tcp".into(),
+        ..Filter::default()
+    };
+    assert_eq!(ids(proto), ["bb22"]);
+    let dir = Filter {
+        direction: "reverse".into(),
+        ..Filter::default()
+    };
+    assert_eq!(ids(dir), ["aa11"]);
+    let none = Filter {
+        protocol: "udp".into(),
+        direction: "normal".into(),
+        ..Filter::default()
+    };
+    assert!(ids(none).is_empty());
+}
+
+#[test]
+fn rows_say_time_test_peer_throughput_and_status() {
+    let h = history();
+    let r = row(&h.entries[0], 0);
+    assert_eq!(r.when, "2025-12-02 14:03:07");
+    assert_eq!(r.what, "UDP RX");
+    assert_eq!(r.peer, "pc.lan:5210");
+    assert_eq!(r.throughput, "20.0 Mbits/sec");
+    assert_eq!(r.status, "complete");
+    let r = row(&h.entries[1], 0);
+    assert_eq!(r.what, "TCP TX (far end)");
+    assert_eq!(r.throughput, "–");
+    assert_eq!(r.status, "cancelled · link off");
+}
+
+#[test]
+fn times_are_local_dates() {
+    assert_eq!(when(0, 0), "1970-01-01 00:00:00");
+    // UTC+2 (JavaScript says -120) and UTC-5 (300).
+    assert_eq!(when(1_764_684_187_000, -120), "2025-12-02 16:03:07");
+    assert_eq!(when(1_764_684_187_000, 300), "2025-12-02 09:03:07");
+    assert_eq!(when(951_782_400_000, 0), "2000-02-29 00:00:00");
+    assert_eq!(when(1_767_225_599_000, 0), "2025-12-31 23:59:59");
+}
+
+#[test]
+fn requests_name_their_method_path_and_body() {
+    assert_eq!(
+        (Request::List.method(), Request::List.path()),
+        ("GET", "/api/results".into())
+    );
+    let get = Request::Get {
+        id: "aa11".into(),
+        purpose: Purpose::Open,
+    };
+    assert_eq!(
+        (get.method(), get.path(), get.body()),
+        ("GET", "/api/results/aa11".into(), None)
+    );
+    let off = Request::SetLink {
+        id: "aa11".into(),
+        enabled: false,
+    };
+    assert_eq!(off.method(), "POST");
+    assert_eq!(off.path(), "/api/results/aa11/link");
+    assert_eq!(off.body().as_deref(), Some(r#"{"enabled":false}"#));
+    let del = Request::Delete { id: "aa11".into() };
+    assert_eq!(
+        (del.method(), del.path()),
+        ("DELETE", "/api/results/aa11".into())
+    );
+}
+
+#[test]
+fn failures_are_plain_words() {
+    assert_eq!(failure(401, ""), "the peer did not accept the token");
+    assert_eq!(
+        failure(404, r#"{"error":"no such result"}"#),
+        "no such result (deleted?)"
+    );
+    assert_eq!(
+        failure(503, r#"{"error":"this peer keeps no results"}"#),
+        "the peer said: this peer keeps no results (HTTP 503)"
+    );
+    assert_eq!(failure(500, "oops"), "the peer answered HTTP 500");
+    assert!(failure(0, "TypeError: Failed to fetch").contains("did not answer"));
+}
+
+#[test]
+fn the_share_link_is_absolute_on_this_origin() {
+    assert_eq!(
+        share_url("http://192.168.1.20:5210", "ab12"),
+        "http://192.168.1.20:5210/r/ab12"
+    );
+    assert_eq!(share_url("http://h/", "ab12"), "http://h/r/ab12");
+}
+
+#[test]
+fn picking_fetching_and_the_overlay_lines() {
+    let mut h = history();
+    h.toggle("aa11");
+    h.comparing = true;
+    assert_eq!(h.overlay(0), None, "two picks needed");
+    h.toggle("bb22");
+    assert!(!h.comparing, "a new pick redraws only when asked");
+    h.comparing = true;
+    assert_eq!(h.missing(), ["aa11", "bb22"]);
+    assert_eq!(h.overlay(0), None, "results not fetched yet");
+    let a = tcp_result();
+    let mut b = tcp_result();
+    b.local.intervals.truncate(1);
+    h.keep("bb22", b);
+    h.keep("aa11", a);
+    h.keep("aa11", tcp_result());
+    assert_eq!(h.loaded.len(), 2, "kept once");
+    let lines = h.overlay(0).expect("all fetched");
+    // In the order picked, labelled with time, peer and test.
+    assert_eq!(lines[0].label, "14:03:07 pc.lan:5210 UDP RX");
+    assert_eq!(lines[1].label, "14:00:00 10.0.0.7 TCP TX");
+    // The fixture sends 125 MB then 250 MB in 1-s intervals: 1 and 2 Gbit/s.
+    assert_eq!(lines[0].points, vec![(1.0, 1e9), (2.0, 2e9)]);
+    assert_eq!(lines[1].points, vec![(1.0, 1e9)]);
+    // Untick one: no chart until asked again; a deleted result leaves every list.
+    h.toggle("aa11");
+    assert_eq!(h.overlay(0), None);
+    h.forget("bb22");
+    assert!(h.picked.is_empty() && h.loaded.len() == 1 && h.entries.len() == 1);
+}

@@ -1,0 +1,160 @@
+//! The model's side of stored results: loading the history, the comparison, opening a stored
+//! result, the share link switch and delete, and reading the peer's answers. Only [`Request`]s
+//! go out; the controller does the fetching.
+
+use perfpeer_shared::report::TestResult;
+
+use super::{Cmd, Model, Screen, Share, Tab};
+use crate::history::{self, Purpose, Request};
+use crate::present::Notice;
+
+impl Model {
+    /// Asks for the list again (each time the screen opens: new tests may have been stored).
+    pub(super) fn load_history(&mut self) -> Vec<Cmd> {
+        if self.token.is_none() || !self.authorized {
+            self.history.error = Some("The history needs this peer's token.".into());
+            return Vec::new();
+        }
+        self.history.loading = true;
+        vec![Cmd::Fetch(Request::List)]
+    }
+
+    pub(super) fn compare(&mut self) -> Vec<Cmd> {
+        if self.history.picked.len() < 2 {
+            return Vec::new();
+        }
+        self.history.comparing = true;
+        self.history.error = None;
+        self.history
+            .missing()
+            .into_iter()
+            .map(|id| {
+                Cmd::Fetch(Request::Get {
+                    id,
+                    purpose: Purpose::Compare,
+                })
+            })
+            .collect()
+    }
+
+    pub(super) fn open(&mut self, id: String) -> Vec<Cmd> {
+        vec![Cmd::Fetch(Request::Get {
+            id,
+            purpose: Purpose::Open,
+        })]
+    }
+
+    pub(super) fn toggle_link(&mut self) -> Vec<Cmd> {
+        match &self.share {
+            Some(s) if self.authorized => vec![Cmd::Fetch(Request::SetLink {
+                id: s.result_id.clone(),
+                enabled: !s.link_enabled,
+            })],
+            _ => Vec::new(),
+        }
+    }
+
+    pub(super) fn delete(&mut self) -> Vec<Cmd> {
+        match &mut self.share {
+            Some(s) if self.authorized && !s.confirm_delete => {
+                s.confirm_delete = true;
+                Vec::new()
+            }
+            Some(s) if self.authorized => vec![Cmd::Fetch(Request::Delete {
+                id: s.result_id.clone(),
+            })],
+            _ => Vec::new(),
+        }
+    }
+
+    pub(super) fn on_reply(&mut self, request: Request, status: u16, body: &str) -> Vec<Cmd> {
+        let ok = (200..300).contains(&status);
+        match request {
+            Request::List => {
+                self.history.loading = false;
+                match history::parse_list(body).ok().filter(|_| ok) {
+                    Some(entries) => {
+                        self.history.error = None;
+                        self.history
+                            .picked
+                            .retain(|p| entries.iter().any(|e| &e.id == p));
+                        self.history.entries = entries;
+                    }
+                    None => {
+                        self.history.error = Some(format!(
+                            "Could not load the history: {}.",
+                            history::failure(status, body)
+                        ))
+                    }
+                }
+            }
+            Request::Get { id, purpose } => match history::parse_opened(body).ok().filter(|_| ok) {
+                Some(opened) if purpose == Purpose::Open => {
+                    self.show_stored(id, opened.summary.link_enabled, opened.result)
+                }
+                Some(opened) => self.history.keep(&id, opened.result),
+                None if purpose == Purpose::Open => {
+                    self.notice = Some(failed("Could not open the result", status, body));
+                }
+                None => {
+                    self.history.comparing = false;
+                    self.history.error = Some(format!(
+                        "Could not load a result to compare: {}.",
+                        history::failure(status, body)
+                    ));
+                }
+            },
+            Request::SetLink { id, enabled } if ok => {
+                if let Some(s) = self.share.as_mut().filter(|s| s.result_id == id) {
+                    s.link_enabled = enabled;
+                }
+                if let Some(e) = self.history.entries.iter_mut().find(|e| e.id == id) {
+                    e.link_enabled = enabled;
+                }
+            }
+            Request::SetLink { .. } => {
+                self.notice = Some(failed("Could not switch the link", status, body));
+            }
+            // Gone already (404) is as good as deleted.
+            Request::Delete { id } if ok || status == 404 => {
+                self.history.forget(&id);
+                if self.share.as_ref().is_some_and(|s| s.result_id == id) {
+                    self.share = None;
+                    self.result = None;
+                    self.screen = Screen::History;
+                }
+            }
+            Request::Delete { .. } => {
+                if let Some(s) = &mut self.share {
+                    s.confirm_delete = false;
+                }
+                self.notice = Some(failed("Could not delete the result", status, body));
+            }
+        }
+        Vec::new()
+    }
+
+    fn show_stored(&mut self, id: String, link_enabled: bool, result: TestResult) {
+        self.share = Some(Share {
+            result_id: id,
+            test_id: result.id.clone(),
+            link_enabled,
+            confirm_delete: false,
+        });
+        self.result = Some(result);
+        self.tab = Tab::Iperf3;
+        self.screen = Screen::Result;
+    }
+}
+
+fn failed(title: &str, status: u16, body: &str) -> Notice {
+    Notice {
+        title: title.into(),
+        detail: history::failure(status, body),
+        hint: if status == 401 {
+            "Enter the token the peer printed at start on the Connect screen.".into()
+        } else {
+            "Reload the history and try again.".into()
+        },
+    }
+}
