@@ -6,6 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use perfpeer_shared::format::iperf3::{self, Preamble};
 use perfpeer_shared::report::{PeerRole, TestResult};
+use perfpeer_shared::rr::RrFinal;
 use perfpeer_shared::spec::TestSpec;
 
 use crate::hostinfo;
@@ -26,14 +27,12 @@ pub enum Style {
 pub struct Printer<'a> {
     style: Style,
     spec: &'a TestSpec,
-    /// The far peer's result page, printed after the summary.
-    stored_url: Option<String>,
 }
 
 impl<'a> Printer<'a> {
     /// A printer for `spec` in `style`.
     pub fn new(style: Style, spec: &'a TestSpec) -> Self {
-        Printer { style, spec, stored_url: None }
+        Printer { style, spec }
     }
 
     fn write(&self, text: &str) -> io::Result<()> {
@@ -88,26 +87,29 @@ impl<'a> Printer<'a> {
                 },
                 Style::JsonStream,
             ) => self.write(&iperf3::json_stream_interval(self.spec, report)),
-            (TestEvent::Stored { url }, _) => {
-                self.stored_url = Some(url.clone());
-                Ok(())
-            }
             (TestEvent::Interval { .. }, _) => Ok(()),
         }
     }
 
-    /// Prints the final result.
+    /// Prints the final result (with a request/response line or `perfpeer.rr` object in `--rr`).
     pub fn result(&mut self, result: &TestResult) -> io::Result<()> {
+        let rr = rr_of(result);
         match self.style {
             Style::Text => {
                 self.write(&iperf3::text_summary(result))?;
-                match self.stored_url.clone() {
-                    Some(url) => self.write(&format!("Result page: {url}")),
+                match rr {
+                    Some((fin, secs)) => self.write(&rr_text(&fin, secs)),
                     None => Ok(()),
                 }
             }
             Style::Json => {
-                self.write(&serde_json::to_string_pretty(&iperf3::json(result)).unwrap_or_default())
+                let mut json = iperf3::json(result);
+                if let (Some((fin, secs)), Some(pp)) = (rr, json.get_mut("perfpeer"))
+                    && let Some(obj) = pp.as_object_mut()
+                {
+                    obj.insert("rr".into(), rr_json(&fin, secs));
+                }
+                self.write(&serde_json::to_string_pretty(&json).unwrap_or_default())
             }
             Style::JsonStream => self.write(&iperf3::json_stream_end(result)),
         }
@@ -126,4 +128,43 @@ impl<'a> Printer<'a> {
             }
         }
     }
+}
+
+/// The request/response figures of a `--rr` test (from whichever end sent the requests) and the
+/// seconds they cover.
+fn rr_of(result: &TestResult) -> Option<(RrFinal, f64)> {
+    std::iter::once(&result.local)
+        .chain(result.remote.as_ref())
+        .flat_map(|side| side.streams.iter())
+        .find_map(|s| s.rr.map(|rr| (rr, s.duration.as_secs_f64())))
+}
+
+fn rr_json(rr: &RrFinal, seconds: f64) -> serde_json::Value {
+    let mut v = serde_json::to_value(rr).unwrap_or_default();
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("seconds".into(), seconds.into());
+        obj.insert(
+            "transactions_per_second".into(),
+            rr.transactions_per_second(seconds).into(),
+        );
+    }
+    v
+}
+
+fn rr_text(rr: &RrFinal, seconds: f64) -> String {
+    let mut line = format!(
+        "Request/response: {} transactions of {} B / {} B in {:.2} s = {:.0} trans/s",
+        rr.transactions,
+        rr.request_len,
+        rr.response_len,
+        seconds,
+        rr.transactions_per_second(seconds)
+    );
+    if let Some(t) = rr.rtt {
+        line += &format!(
+            "\nRound trip (us): min {:.1}  mean {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
+            t.min_us, t.mean_us, t.p50_us, t.p90_us, t.p99_us, t.max_us
+        );
+    }
+    line
 }

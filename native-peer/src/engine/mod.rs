@@ -9,10 +9,12 @@
 pub mod cpu;
 pub mod datagram;
 pub mod pacing;
+mod rr;
 pub mod sampler;
 pub mod sockopt;
 mod tcp;
 mod udp;
+mod udp_batch;
 pub mod udp_stats;
 pub mod wire;
 
@@ -24,7 +26,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use perfpeer_shared::report::StreamRole;
-use perfpeer_shared::spec::{EndCondition, TestSpec};
+use perfpeer_shared::rr::RrFinal;
+use perfpeer_shared::spec::{EndCondition, RequestResponse, TestSpec};
 use perfpeer_shared::units::BitRate;
 
 use self::udp_stats::UdpRxStats;
@@ -83,6 +86,8 @@ pub struct StreamCounters {
     pub packets: AtomicU64,
     /// Receiver statistics (UDP receiver).
     pub udp_rx: Mutex<UdpRxStats>,
+    /// Request/response figures, set once when a requesting stream ends.
+    pub rr: Mutex<Option<RrFinal>>,
     /// When the stream ended, in ns since the engine's epoch plus one (0 = still running).
     finished_ns: AtomicU64,
     /// The error that ended the stream, if any.
@@ -178,6 +183,9 @@ struct Worker {
     format: DatagramFormat,
     template: Option<Arc<Vec<u8>>>,
     first_datagram: Option<Vec<u8>>,
+    rr: Option<RequestResponse>,
+    skip_rx_copy: bool,
+    fq_pacing: bool,
 }
 
 impl Worker {
@@ -253,6 +261,9 @@ impl Engine {
                 format: wire.format,
                 template: template.clone(),
                 first_datagram: (setup.role == StreamRole::Receiver).then(|| wire.first_datagram.clone()).flatten(),
+                rr: spec.rr,
+                skip_rx_copy: spec.skip_rx_copy,
+                fq_pacing: spec.fq_pacing,
             };
             let name = format!(
                 "pp-{}-{}",
@@ -371,13 +382,21 @@ impl Drop for Engine {
 }
 
 fn run_worker(socket: DataSocket, role: StreamRole, w: Worker) {
-    let result = match (&socket, role) {
-        (DataSocket::Tcp(s), StreamRole::Sender) => tcp::send(s, &w),
-        (DataSocket::Tcp(s), StreamRole::Receiver) => tcp::receive(s, &w),
-        (DataSocket::Udp(s), StreamRole::Sender) => udp::send(&**s, &w),
-        (DataSocket::Udp(s), StreamRole::Receiver) => udp::receive(&**s, &w),
-        (DataSocket::Dccp(s), StreamRole::Sender) => udp::send(&**s, &w),
-        (DataSocket::Dccp(s), StreamRole::Receiver) => udp::receive(&**s, &w),
+    let result = match (&socket, role, w.rr) {
+        (DataSocket::Tcp(s), StreamRole::Sender, Some(rr)) => rr::request(s, &w, rr),
+        (DataSocket::Tcp(s), StreamRole::Receiver, Some(rr)) => rr::answer(s, &w, rr),
+        (DataSocket::Tcp(s), StreamRole::Sender, None) => tcp::send(s, &w),
+        (DataSocket::Tcp(s), StreamRole::Receiver, None) => tcp::receive(s, &w),
+        (DataSocket::Udp(s), StreamRole::Sender, _) if udp_batch::sends(&w) => {
+            udp_batch::send(s, &w)
+        }
+        (DataSocket::Udp(s), StreamRole::Receiver, _) if udp_batch::receives(&w) => {
+            udp_batch::receive(s, &w)
+        }
+        (DataSocket::Udp(s), StreamRole::Sender, _) => udp::send(&**s, &w),
+        (DataSocket::Udp(s), StreamRole::Receiver, _) => udp::receive(&**s, &w),
+        (DataSocket::Dccp(s), StreamRole::Sender, _) => udp::send(&**s, &w),
+        (DataSocket::Dccp(s), StreamRole::Receiver, _) => udp::receive(&**s, &w),
     };
     if let Err(e) = result {
         tracing::debug!(stream = w.id, error = %e, "stream ended with an error");

@@ -1,13 +1,15 @@
 //! Pacing: evenly spaced sends at a target rate from a monotonic clock. Each send has a due
 //! time `start + bytes_sent / rate`; the sender sleeps for the coarse part of the wait and spins
 //! for the last few microseconds, so datagrams leave one by one, not in a burst per timer tick.
+//! A sender that fell behind (descheduled by a busy host) catches up at most at four times the
+//! rate, never back to back.
 
 use std::time::{Duration, Instant};
 
 use perfpeer_shared::units::BitRate;
 
 /// A sender that falls further behind than this forgets the debt instead of bursting.
-const MAX_DEBT: Duration = Duration::from_millis(10);
+const MAX_DEBT: Duration = Duration::from_millis(50);
 /// Waits longer than this are slept (minus [`SPIN_MARGIN`]); shorter ones are spun.
 const SLEEP_THRESHOLD: Duration = Duration::from_micros(80);
 /// Time left to spin after a sleep, to absorb the kernel's wake-up latency.
@@ -19,6 +21,8 @@ pub struct Pacer {
     start: Instant,
     ns_per_byte: f64,
     sent: u64,
+    /// Earliest time for the next send: a quarter of a send's nominal spacing after the last one.
+    not_before: Instant,
 }
 
 impl Pacer {
@@ -28,21 +32,29 @@ impl Pacer {
             start,
             ns_per_byte: 8e9 / rate.0.max(1) as f64,
             sent: 0,
+            not_before: start,
         }
     }
 
     /// When the next send is due.
     pub fn due(&self) -> Instant {
+        self.scheduled().max(self.not_before)
+    }
+
+    /// The send's place in the even schedule, ignoring the catch-up limit.
+    fn scheduled(&self) -> Instant {
         self.start + Duration::from_nanos((self.sent as f64 * self.ns_per_byte) as u64)
     }
 
     /// Accounts a send of `bytes` made at `now`.
     pub fn on_sent(&mut self, bytes: u64, now: Instant) {
-        if now > self.due() + MAX_DEBT {
+        if now > self.scheduled() + MAX_DEBT {
             // Far behind (the host stalled us): restart the schedule from now.
             self.start = now - Duration::from_nanos((self.sent as f64 * self.ns_per_byte) as u64);
         }
         self.sent += bytes;
+        self.not_before =
+            now + Duration::from_nanos((bytes as f64 * self.ns_per_byte / 4.0) as u64);
     }
 }
 
@@ -100,8 +112,18 @@ mod tests {
         p.on_sent(1000, t0 + Duration::from_millis(2));
         assert_eq!(
             p.due(),
-            t0 + Duration::from_millis(1),
-            "2 ms late is caught up"
+            t0 + Duration::from_micros(2250),
+            "2 ms late is caught up at four times the rate, not in a burst"
+        );
+        p.on_sent(1000, t0 + Duration::from_micros(2250));
+        assert_eq!(p.due(), t0 + Duration::from_micros(2500));
+        p.on_sent(1000, t0 + Duration::from_micros(2500));
+        assert_eq!(p.due(), t0 + Duration::from_micros(3000), "caught up");
+        p.on_sent(1000, t0 + Duration::from_micros(3000));
+        assert_eq!(
+            p.due(),
+            t0 + Duration::from_micros(4000),
+            "back on schedule"
         );
         let late = t0 + Duration::from_millis(100);
         p.on_sent(1000, late);
@@ -110,5 +132,7 @@ mod tests {
             late + Duration::from_millis(1),
             "100 ms late restarts the schedule"
         );
+        p.on_sent(1000, late + Duration::from_millis(1));
+        assert_eq!(p.due(), late + Duration::from_millis(2));
     }
 }

@@ -225,7 +225,7 @@ impl Sampler {
             packets: is_udp_sender.then(|| s.last.packets - s.base.packets),
             tcp,
             udp_rx,
-            rr: None,
+            rr: *s.counters.rr.lock().unwrap_or_else(|p| p.into_inner()),
         }
     }
 }

@@ -5,6 +5,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 
 use perfpeer_shared::spec::{Protocol, TestSpec};
+use perfpeer_shared::units::BitRate;
 use socket2::SockRef;
 
 /// Applies the spec's options to a data socket. Window and MSS should be applied before connect.
@@ -37,6 +38,27 @@ pub fn apply(sock: SockRef<'_>, spec: &TestSpec, is_ipv6: bool) -> io::Result<()
         }
     }
     Ok(())
+}
+
+/// Caps the kernel's pacing of this socket at `rate` (SO_MAX_PACING_RATE, in bytes per second):
+/// TCP paces itself to it, and the fq qdisc does for any socket.
+pub fn set_max_pacing_rate(sock: &impl AsRawFd, rate: BitRate) -> io::Result<()> {
+    let bytes_per_sec: u64 = (rate.0 / 8).max(1);
+    // SAFETY: a plain setsockopt with a u64 value and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&bytes_per_sec as *const u64).cast(),
+            std::mem::size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// What the kernel set: (SO_SNDBUF, SO_RCVBUF).

@@ -3,10 +3,12 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::pacing::{Pacer, tighten_timer_slack, wait_until};
+use super::sockopt::set_max_pacing_rate;
 use super::{POLL, Worker, is_retry};
 
 /// How long a receiver waits for the sender's EOF after stop before giving up.
@@ -17,7 +19,17 @@ const MAX_READ: usize = 1 << 20;
 pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     sock.set_write_timeout(Some(POLL))?;
     let buf = w.payload();
-    let mut pacer = w.rate.map(|r| Pacer::new(r, Instant::now()));
+    let kernel_paced = match w.rate {
+        Some(rate) if w.fq_pacing => {
+            set_max_pacing_rate(sock, rate)?;
+            true
+        }
+        _ => false,
+    };
+    let mut pacer = w
+        .rate
+        .filter(|_| !kernel_paced)
+        .map(|r| Pacer::new(r, Instant::now()));
     if pacer.is_some() {
         tighten_timer_slack();
     }
@@ -63,7 +75,12 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     let mut total = 0u64;
     let mut reader = sock;
     loop {
-        match reader.read(&mut buf) {
+        let got = if w.skip_rx_copy {
+            recv_discard(sock, &mut buf)
+        } else {
+            reader.read(&mut buf)
+        };
+        match got {
             Ok(0) => return Ok(()),
             Ok(n) => {
                 total += n as u64;
@@ -81,6 +98,30 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
                 }
             }
             Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Receives up to `buf.len()` bytes and lets the kernel drop them instead of copying them out
+/// (MSG_TRUNC on a TCP socket); returns how many bytes were consumed.
+fn recv_discard(sock: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is valid for `buf.len()` bytes; with MSG_TRUNC the kernel does not even
+        // write to it.
+        let n = unsafe {
+            libc::recv(
+                sock.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_TRUNC,
+            )
+        };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
         }
     }
 }

@@ -18,11 +18,11 @@ const FIN_COPIES: usize = 3;
 /// ttcp sends up to four end sentinels after its data.
 const TTCP_END_SENTINELS: usize = 4;
 /// A draining receiver that hears nothing for this long assumes the end was lost.
-const DRAIN_IDLE: Duration = Duration::from_millis(300);
+pub(super) const DRAIN_IDLE: Duration = Duration::from_millis(300);
 /// A draining receiver gives up after this long even if datagrams keep coming.
-const DRAIN_LIMIT: Duration = Duration::from_secs(3);
+pub(super) const DRAIN_LIMIT: Duration = Duration::from_secs(3);
 
-fn wall_clock() -> Duration {
+pub(super) fn wall_clock() -> Duration {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -78,7 +78,7 @@ pub(super) fn send(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
 
 /// Tells the receiver we are done, the way the format does it. iperf3 ends on its control
 /// connection and iperf2's fin/report exchange is run by its driver, so both send nothing here.
-fn signal_end(sock: &impl Datagrams, w: &Worker, packets: u64) {
+pub(super) fn signal_end(sock: &impl Datagrams, w: &Worker, packets: u64) {
     let (datagram, copies) = match w.format {
         DatagramFormat::Perfpeer => (
             UdpControl::Fin {
@@ -151,6 +151,6 @@ pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
     }
 }
 
-fn lock(m: &std::sync::Mutex<UdpRxStats>) -> std::sync::MutexGuard<'_, UdpRxStats> {
+pub(super) fn lock(m: &std::sync::Mutex<UdpRxStats>) -> std::sync::MutexGuard<'_, UdpRxStats> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }

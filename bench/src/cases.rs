@@ -1,0 +1,257 @@
+//! The benchmark cases and, for each tool, its server and client command lines. Tools run as
+//! their own users would run them (stock flags, stock servers); `parse.rs` reads their output.
+
+/// A tool under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tool {
+    /// `perfpeer serve` / `perfpeer test`.
+    Perfpeer,
+    /// Stock iperf3.
+    Iperf3,
+    /// Stock iperf 2.
+    Iperf2,
+    /// netperf/netserver (request/response only).
+    Netperf,
+}
+
+impl Tool {
+    /// Column name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Perfpeer => "perfpeer",
+            Tool::Iperf3 => "iperf3",
+            Tool::Iperf2 => "iperf2",
+            Tool::Netperf => "netperf",
+        }
+    }
+}
+
+/// A benchmark case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Case {
+    /// TCP, one stream, default write size.
+    Tcp1,
+    /// TCP, two streams.
+    Tcp2,
+    /// UDP unlimited, 64-byte datagrams.
+    Udp64,
+    /// UDP unlimited, 1400-byte datagrams.
+    Udp1400,
+    /// UDP at 200 Mbit/s with 1400-byte datagrams.
+    Paced,
+    /// TCP request/response, small messages.
+    Rr,
+}
+
+/// Target rate of [`Case::Paced`].
+pub const PACED_RATE: f64 = 200e6;
+/// Datagram payload of [`Case::Paced`].
+pub const PACED_LEN: usize = 1400;
+
+/// A figure a case reports.
+#[derive(Debug, Clone, Copy)]
+pub struct Metric {
+    /// Key in the samples and the JSON.
+    pub key: &'static str,
+    /// Label in the table.
+    pub label: &'static str,
+}
+
+const fn m(key: &'static str, label: &'static str) -> Metric {
+    Metric { key, label }
+}
+
+const TCP_METRICS: &[Metric] = &[
+    m("gbps", "goodput, Gbit/s"),
+    m("sd_us_per_kb", "service demand snd+rcv, us/KB"),
+];
+const UDP_METRICS: &[Metric] = &[
+    m("rx_kpps", "received, k datagrams/s"),
+    m("loss_pct", "loss, %"),
+];
+const PACED_METRICS: &[Metric] = &[
+    m("rate_err_pct", "rate error at receiver, %"),
+    m("largest_burst", "largest burst, datagrams"),
+];
+const RR_METRICS: &[Metric] = &[
+    m("tps", "transactions/s"),
+    m("mean_us", "mean RTT, us"),
+    m("p50_us", "p50 RTT, us"),
+    m("p99_us", "p99 RTT, us"),
+];
+
+/// All cases, in the order they run.
+pub const ALL: [Case; 6] = [
+    Case::Tcp1,
+    Case::Tcp2,
+    Case::Udp64,
+    Case::Udp1400,
+    Case::Paced,
+    Case::Rr,
+];
+
+impl Case {
+    /// Short name (also accepted by `--cases`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Case::Tcp1 => "tcp1",
+            Case::Tcp2 => "tcp2",
+            Case::Udp64 => "udp64",
+            Case::Udp1400 => "udp1400",
+            Case::Paced => "paced",
+            Case::Rr => "rr",
+        }
+    }
+
+    /// What it is, for the table.
+    pub fn title(self) -> &'static str {
+        match self {
+            Case::Tcp1 => "TCP, 1 stream, default write size",
+            Case::Tcp2 => "TCP, -P 2",
+            Case::Udp64 => "UDP -b 0 -l 64 (iperf2: -b 100G)",
+            Case::Udp1400 => "UDP -b 0 -l 1400 (iperf2: -b 100G)",
+            Case::Paced => "UDP -b 200M -l 1400, arrivals on lo",
+            Case::Rr => "TCP request/response, 1 byte (iperf2: 64, its minimum)",
+        }
+    }
+
+    /// The tools compared on this case.
+    pub fn tools(self) -> &'static [Tool] {
+        match self {
+            Case::Rr => &[Tool::Perfpeer, Tool::Netperf, Tool::Iperf2],
+            _ => &[Tool::Perfpeer, Tool::Iperf3, Tool::Iperf2],
+        }
+    }
+
+    /// What it reports.
+    pub fn metrics(self) -> &'static [Metric] {
+        match self {
+            Case::Tcp1 | Case::Tcp2 => TCP_METRICS,
+            Case::Udp64 | Case::Udp1400 => UDP_METRICS,
+            Case::Paced => PACED_METRICS,
+            Case::Rr => RR_METRICS,
+        }
+    }
+
+    /// Whether this case is UDP (the iperf2 server then needs `-u`).
+    pub fn is_udp(self) -> bool {
+        matches!(self, Case::Udp64 | Case::Udp1400 | Case::Paced)
+    }
+}
+
+/// Ports of one server start: control (or the only port) and perfpeer's data port.
+#[derive(Debug, Clone, Copy)]
+pub struct Ports {
+    /// Control / listening port.
+    pub ctl: u16,
+    /// perfpeer's data port.
+    pub data: u16,
+}
+
+impl Ports {
+    /// The UDP destination port of the data.
+    pub fn udp_data(self, tool: Tool) -> u16 {
+        if tool == Tool::Perfpeer {
+            self.data
+        } else {
+            self.ctl
+        }
+    }
+}
+
+fn argv(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|s| s.to_string()).collect()
+}
+
+/// The server command line (`perfpeer` is the perfpeer binary, `dir` a scratch directory).
+pub fn server_argv(tool: Tool, case: Case, p: Ports, perfpeer: &str, dir: &str) -> Vec<String> {
+    let (ctl, data) = (p.ctl.to_string(), p.data.to_string());
+    match tool {
+        Tool::Perfpeer => {
+            let listen = format!("127.0.0.1:{ctl}");
+            argv(&[
+                perfpeer,
+                "serve",
+                "--listen",
+                &listen,
+                "--data-port",
+                &data,
+                "--open",
+                "--data-dir",
+                dir,
+            ])
+        }
+        Tool::Iperf3 => argv(&["iperf3", "-s", "-1", "-p", &ctl]),
+        Tool::Iperf2 if case.is_udp() => argv(&["iperf", "-s", "-u", "-p", &ctl, "-y", "C"]),
+        Tool::Iperf2 => argv(&["iperf", "-s", "-p", &ctl, "-y", "C"]),
+        Tool::Netperf => argv(&["netserver", "-D", "-p", &ctl, "-L", "127.0.0.1"]),
+    }
+}
+
+/// The client command line for a run of `secs` seconds.
+pub fn client_argv(tool: Tool, case: Case, p: Ports, secs: u32, perfpeer: &str) -> Vec<String> {
+    let (ctl, t) = (p.ctl.to_string(), secs.to_string());
+    let mut v = match tool {
+        Tool::Perfpeer => argv(&[
+            perfpeer,
+            "test",
+            &format!("127.0.0.1:{ctl}"),
+            "-J",
+            "-t",
+            &t,
+        ]),
+        Tool::Iperf3 => argv(&["iperf3", "-c", "127.0.0.1", "-p", &ctl, "-J", "-t", &t]),
+        Tool::Iperf2 => argv(&["iperf", "-c", "127.0.0.1", "-p", &ctl, "-t", &t]),
+        Tool::Netperf => argv(&["netperf", "-H", "127.0.0.1", "-p", &ctl, "-l", &t]),
+    };
+    let unlimited = if tool == Tool::Iperf2 { "100G" } else { "0" };
+    let extra: Vec<&str> = match (case, tool) {
+        (Case::Tcp1, Tool::Iperf2) => vec!["-y", "C"],
+        (Case::Tcp1, _) => vec![],
+        (Case::Tcp2, Tool::Iperf2) => vec!["-P", "2", "-y", "C"],
+        (Case::Tcp2, _) => vec!["-P", "2"],
+        (Case::Udp64, _) => vec!["-u", "-b", unlimited, "-l", "64"],
+        (Case::Udp1400, _) => vec!["-u", "-b", unlimited, "-l", "1400"],
+        (Case::Paced, _) => vec!["-u", "-b", "200M", "-l", "1400"],
+        (Case::Rr, Tool::Perfpeer) => vec!["--rr"],
+        (Case::Rr, Tool::Iperf2) => {
+            vec!["--bounceback", "--bounceback-period", "0", "-l", "64", "-e"]
+        }
+        (Case::Rr, _) => vec![
+            "-t",
+            "TCP_RR",
+            "-j",
+            "-P",
+            "0",
+            "--",
+            "-r",
+            "1,1",
+            "-o",
+            "THROUGHPUT,MEAN_LATENCY,P50_LATENCY,P99_LATENCY",
+        ],
+    };
+    v.extend(extra.into_iter().map(String::from));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_case_has_perfpeer_first_and_command_lines() {
+        let p = Ports {
+            ctl: 40000,
+            data: 40001,
+        };
+        for case in ALL {
+            assert_eq!(case.tools()[0], Tool::Perfpeer);
+            for &tool in case.tools() {
+                assert!(!client_argv(tool, case, p, 1, "pp").is_empty());
+                assert!(!server_argv(tool, case, p, "pp", "/tmp").is_empty());
+            }
+        }
+        assert_eq!(p.udp_data(Tool::Perfpeer), 40001);
+        assert_eq!(p.udp_data(Tool::Iperf3), 40000);
+    }
+}

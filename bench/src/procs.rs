@@ -1,0 +1,133 @@
+//! Child processes of the runner: started with stdout to a file, ended with a deadline, and
+//! reaped with `wait4` so each one's CPU time (user + system, all threads) is known exactly.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Why a process could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcError {
+    /// The program could not be started.
+    #[error("cannot start {program}: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// Its output file could not be created or read.
+    #[error("output file {path}: {source}")]
+    Output {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+}
+
+/// A running child.
+pub struct Proc {
+    pid: libc::pid_t,
+    out: PathBuf,
+    _child: std::process::Child,
+}
+
+/// How a child ended.
+#[derive(Debug, Clone)]
+pub struct Ended {
+    /// Everything it wrote to stdout.
+    pub stdout: String,
+    /// User + system CPU seconds.
+    pub cpu_s: f64,
+    /// Killed at the deadline.
+    pub timed_out: bool,
+    /// Exit status 0.
+    pub success: bool,
+}
+
+/// Starts `argv` with stdout to `out` and stderr discarded.
+pub fn spawn(argv: &[String], out: PathBuf) -> Result<Proc, ProcError> {
+    let file = File::create(&out).map_err(|source| ProcError::Output {
+        path: out.clone(),
+        source,
+    })?;
+    let child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(file)
+        .stderr(Stdio::null())
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|source| ProcError::Spawn {
+            program: argv[0].clone(),
+            source,
+        })?;
+    Ok(Proc {
+        pid: child.id() as libc::pid_t,
+        out,
+        _child: child,
+    })
+}
+
+fn reap(pid: libc::pid_t, block: bool) -> Option<(i32, f64)> {
+    let mut status = 0;
+    // SAFETY: rusage is plain data the kernel fills in.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let flags = if block { 0 } else { libc::WNOHANG };
+    // SAFETY: waiting for our own child with valid out-pointers.
+    let rc = unsafe { libc::wait4(pid, &mut status, flags, &mut ru) };
+    if rc != pid {
+        return None;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some((status, tv(ru.ru_utime) + tv(ru.ru_stime)))
+}
+
+fn signal(pid: libc::pid_t, sig: libc::c_int) {
+    // SAFETY: signalling our own, not yet reaped child.
+    unsafe { libc::kill(pid, sig) };
+}
+
+impl Proc {
+    /// Waits until it exits; past `deadline` it is killed.
+    pub fn wait(self, limit: Duration) -> Result<Ended, ProcError> {
+        let deadline = Instant::now() + limit;
+        let mut timed_out = false;
+        let (status, cpu_s) = loop {
+            if let Some(r) = reap(self.pid, false) {
+                break r;
+            }
+            if Instant::now() >= deadline {
+                timed_out = true;
+                signal(self.pid, libc::SIGKILL);
+                break reap(self.pid, true).unwrap_or((-1, f64::NAN));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let stdout = std::fs::read_to_string(&self.out).map_err(|source| ProcError::Output {
+            path: self.out.clone(),
+            source,
+        })?;
+        Ok(Ended {
+            stdout,
+            cpu_s,
+            timed_out,
+            success: !timed_out && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        })
+    }
+
+    /// Asks it to stop (SIGINT), then waits up to 2 s before killing it.
+    pub fn stop(self) -> Result<Ended, ProcError> {
+        if reap_peek(self.pid) {
+            signal(self.pid, libc::SIGINT);
+        }
+        self.wait(Duration::from_secs(2))
+    }
+}
+
+/// Whether the child still runs (without reaping it).
+fn reap_peek(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
