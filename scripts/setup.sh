@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what perfpeer's build and tests need on Debian 12 beyond rustup/cargo: iproute2 (ip,
 # tc) for the network-namespace tests, the stock tools used for interop and benchmarks, the wasm
-# toolchain for the web UI and headless Chromium for its browser test.
+# toolchain for the web UI, headless Chromium for its browser test, and qemu for the DCCP test.
 # Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
 set -euo pipefail
 
@@ -19,6 +19,11 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
     [ -d /usr/lib/rustlib/src/rust/library ] || need+=(rust-web-src)
     [ -x /usr/bin/wasm-ld-22 ] || need+=(lld-22)
 fi
+# The DCCP test boots Debian's own kernel (fetched at test time with apt-get download) under
+# qemu with software emulation, in a busybox initramfs packed with cpio.
+command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
+dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+command -v cpio >/dev/null 2>&1 || need+=(cpio)
 # The browser test: Debian's headless Chromium and its WebDriver.
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)

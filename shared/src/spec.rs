@@ -438,24 +438,6 @@ mod tests {
     }
 
     #[test]
-    fn dccp_specs_are_checked() {
-        let mut d = TestSpec::new(Protocol::Dccp);
-        assert_eq!((d.validate(), d.len, d.bitrate), (Ok(()), 1400, None));
-        d.dccp = Some(DccpSpec { service: 7, ccid: Some(3) });
-        assert_eq!(d.validate(), Ok(()));
-        d.dccp = Some(DccpSpec { service: 7, ccid: Some(5) });
-        assert_eq!(d.validate(), Err(SpecError::Ccid(5)));
-        d.dccp = None;
-        d.len = 8;
-        assert_eq!(d.validate(), Err(SpecError::DccpLen(8)));
-        let mut u = TestSpec::new(Protocol::Udp);
-        u.dccp = Some(DccpSpec::default());
-        assert_eq!(u.validate(), Err(SpecError::DccpOnly));
-        let json = serde_json::to_string(&TestSpec::new(Protocol::Dccp)).unwrap();
-        assert!(json.contains(r#""protocol":"dccp""#) && !json.contains("service"), "{json}");
-    }
-
-    #[test]
     fn rate_is_spread_over_streams() {
         let mut s = TestSpec::new(Protocol::Udp);
         s.bitrate = Some(BitRate(15_000_000));

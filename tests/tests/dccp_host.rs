@@ -26,7 +26,12 @@ fn kernel_without_dccp() -> bool {
 #[test]
 fn cli_names_the_cause_in_one_line() {
     let peer = Peer::start(&["--open"]);
-    for extra in [&["-t", "1"][..], &["--ccid", "3", "-t", "1"], &["--sweep-len", "64,128"], &["--cbr", "mp3", "-t", "1"]] {
+    for extra in [
+        &["-t", "1"][..],
+        &["--ccid", "3", "-t", "1"],
+        &["--sweep-len", "64,128"],
+        &["--cbr", "mp3", "-t", "1"],
+    ] {
         let mut args = vec![peer.control.as_str(), "--dccp"];
         args.extend_from_slice(extra);
         let out = perfpeer_test(&args);
@@ -47,7 +52,10 @@ fn cli_names_the_cause_in_one_line() {
     // With -J the error is the JSON answer.
     let out = perfpeer_test(&[&peer.control, "--dccp", "-t", "1", "-J"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    assert!(v["error"].as_str().unwrap_or_default().contains(CAUSE), "{v}");
+    assert!(
+        v["error"].as_str().unwrap_or_default().contains(CAUSE),
+        "{v}"
+    );
 }
 
 #[test]
@@ -61,13 +69,23 @@ fn peer_info_says_dccp_is_unavailable_and_why() {
         let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", peer.control))
             .await
             .unwrap();
-        let hello = ClientMsg::Hello { protocol_version: perfpeer_shared::PROTOCOL_VERSION, token: None };
+        let hello = ClientMsg::Hello {
+            protocol_version: perfpeer_shared::PROTOCOL_VERSION,
+            token: None,
+        };
         ws.send(Message::text(hello.to_json())).await.unwrap();
         let welcome = next(&mut ws).await;
         let mut spec = TestSpec::new(Protocol::Dccp);
-        spec.end = EndCondition::Time { duration: Duration::from_secs(1) };
-        spec.dccp = Some(DccpSpec { ccid: Some(2), ..DccpSpec::default() });
-        ws.send(Message::text(ClientMsg::Open { spec }.to_json())).await.unwrap();
+        spec.end = EndCondition::Time {
+            duration: Duration::from_secs(1),
+        };
+        spec.dccp = Some(DccpSpec {
+            ccid: Some(2),
+            ..DccpSpec::default()
+        });
+        ws.send(Message::text(ClientMsg::Open { spec }.to_json()))
+            .await
+            .unwrap();
         (welcome, next(&mut ws).await)
     });
     match welcome {
@@ -89,7 +107,9 @@ fn peer_info_says_dccp_is_unavailable_and_why() {
 }
 
 async fn next(
-    ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    ws: &mut tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
 ) -> ServerMsg {
     loop {
         let msg = tokio::time::timeout(Duration::from_secs(10), ws.next())

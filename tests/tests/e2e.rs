@@ -6,6 +6,8 @@ mod browser;
 mod control_ws;
 /// DCCP on a kernel without it: the one-line cause at the CLI, in the peer info and a refusal.
 mod dccp_host;
+/// Real kernel DCCP in a Debian 12 guest under qemu (TCG): CCIDs, IPv4/IPv6, sweep, CBR.
+mod dccp_vm;
 /// Bad input and failures: unreachable peers, garbage, oversized frames, dying peers, caps.
 mod faults;
 /// Stock iperf 2 and ttcp peers, the stock-tool targets of `perfpeer test`, argv[0] roles.

@@ -70,7 +70,9 @@ impl ModeFlags {
         }
         if self.dccp {
             spec.dccp = Some(DccpSpec {
-                service: self.dccp_service.unwrap_or(perfpeer_shared::dccp::DEFAULT_SERVICE),
+                service: self
+                    .dccp_service
+                    .unwrap_or(perfpeer_shared::dccp::DEFAULT_SERVICE),
                 ccid: self.ccid,
             });
         }
@@ -114,7 +116,10 @@ fn cbr_rate_len(text: &str, len: Option<u32>) -> anyhow::Result<(BitRate, u32)> 
     }
     let rate = parse_rate(text).with_context(|| {
         let names: Vec<&str> = cbr::PRESETS.iter().map(|p| p.name).collect();
-        format!("--cbr takes a rate (e.g. 48k) or a preset ({})", names.join(", "))
+        format!(
+            "--cbr takes a rate (e.g. 48k) or a preset ({})",
+            names.join(", ")
+        )
     })?;
     if rate.0 == 0 {
         bail!("--cbr needs a rate above 0");
@@ -151,7 +156,14 @@ pub async fn run_sweep(
             },
         };
         if style == Style::Text {
-            eprintln!("sweep: {len} B {}", if point.error.is_some() { "failed" } else { "done" });
+            eprintln!(
+                "sweep: {len} B {}",
+                if point.error.is_some() {
+                    "failed"
+                } else {
+                    "done"
+                }
+            );
         }
         points.push(point);
     }
@@ -163,12 +175,19 @@ pub async fn run_sweep(
         points,
     };
     if style == Style::Text {
-        print!("{}", sweep_text::text(&result, spec.dccp.map(|d| d.service)));
+        print!(
+            "{}",
+            sweep_text::text(&result, spec.dccp.map(|d| d.service))
+        );
     } else {
         println!("{}", serde_json::to_string_pretty(&result)?);
     }
     let all_ok = result.points.iter().all(|p| p.error.is_none());
-    Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn partial_reason(r: &TestResult) -> String {
@@ -192,7 +211,11 @@ async fn run_quiet(
 }
 
 /// Runs a constant-bitrate stream with live receiver lines; prints the summary (text only).
-pub async fn run_cbr(peer: &str, spec: &TestSpec, opts: &ClientOptions) -> anyhow::Result<ExitCode> {
+pub async fn run_cbr(
+    peer: &str,
+    spec: &TestSpec,
+    opts: &ClientOptions,
+) -> anyhow::Result<ExitCode> {
     let cancel = super::test::cancel_on_ctrl_c();
     let (tx, mut events) = mpsc::unbounded_channel();
     println!(
@@ -200,7 +223,8 @@ pub async fn run_cbr(peer: &str, spec: &TestSpec, opts: &ClientOptions) -> anyho
         spec.protocol.upper_name(),
         spec.bitrate.map_or("?".into(), |b| b.to_string()),
         spec.len,
-        spec.bitrate.map_or(0.0, |b| b.0 as f64 / 8.0 / f64::from(spec.len))
+        spec.bitrate
+            .map_or(0.0, |b| b.0 as f64 / 8.0 / f64::from(spec.len))
     );
     println!("{}", cbr::header());
     let test = crate::targets::run(peer, spec, opts, tx, cancel);
@@ -239,8 +263,16 @@ mod tests {
     #[test]
     fn cbr_rates_and_presets() {
         assert_eq!(cbr_rate_len("mp3", None).unwrap(), (BitRate(48_000), 160));
-        assert_eq!(cbr_rate_len("48k", Some(160)).unwrap(), (BitRate(48_000), 160));
-        assert!(cbr_rate_len("48k", None).unwrap_err().to_string().contains("--len"));
+        assert_eq!(
+            cbr_rate_len("48k", Some(160)).unwrap(),
+            (BitRate(48_000), 160)
+        );
+        assert!(
+            cbr_rate_len("48k", None)
+                .unwrap_err()
+                .to_string()
+                .contains("--len")
+        );
         assert!(format!("{:#}", cbr_rate_len("loud", None).unwrap_err()).contains("mp3"));
         assert!(cbr_rate_len("0", Some(160)).is_err());
     }

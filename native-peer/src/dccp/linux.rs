@@ -56,7 +56,11 @@ fn set_raw(s: &Socket, opt: libc::c_int, bytes: &[u8]) -> io::Result<()> {
             bytes.len() as libc::socklen_t,
         )
     };
-    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// getsockopt into `out` (plain-old-data); returns the length the kernel wrote.
@@ -65,9 +69,19 @@ fn get_raw<T>(s: &Socket, opt: libc::c_int, out: &mut T) -> io::Result<usize> {
     // SAFETY: `out` is a valid, writable `T` of `len` bytes; T is only ever a POD struct,
     // integer or byte array here.
     let rc = unsafe {
-        libc::getsockopt(s.as_raw_fd(), SOL_DCCP, opt, (out as *mut T).cast(), &mut len)
+        libc::getsockopt(
+            s.as_raw_fd(),
+            SOL_DCCP,
+            opt,
+            (out as *mut T).cast(),
+            &mut len,
+        )
     };
-    if rc == 0 { Ok(len as usize) } else { Err(io::Error::last_os_error()) }
+    if rc == 0 {
+        Ok(len as usize)
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 fn new_socket(addr: &SocketAddr) -> io::Result<Socket> {
@@ -90,26 +104,33 @@ pub(super) fn connect(
     set_services(&s, &[service])?;
     if let Some(c) = ccid {
         set_raw(&s, DCCP_SOCKOPT_CCID, &[c]).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot select CCID {c} ({e}); {}", offered(&s)))
+            io::Error::new(
+                e.kind(),
+                format!("cannot select CCID {c} ({e}); {}", offered(&s)),
+            )
         })?;
     }
     if let Some(ip) = bind {
         s.bind(&SockAddr::from(SocketAddr::new(ip, 0)))
             .map_err(|e| io::Error::new(e.kind(), format!("cannot bind to {ip}: {e}")))?;
     }
-    s.connect_timeout(&SockAddr::from(server), timeout).map_err(|e| {
-        let hint = if e.kind() == io::ErrorKind::ConnectionRefused {
-            " (no DCCP listener there, or it does not accept this service code)"
-        } else {
-            ""
-        };
-        io::Error::new(e.kind(), format!("DCCP connection to {server}: {e}{hint}"))
-    })?;
+    s.connect_timeout(&SockAddr::from(server), timeout)
+        .map_err(|e| {
+            let hint = if e.kind() == io::ErrorKind::ConnectionRefused {
+                " (no DCCP listener there, or it does not accept this service code)"
+            } else {
+                ""
+            };
+            io::Error::new(e.kind(), format!("DCCP connection to {server}: {e}{hint}"))
+        })?;
     Ok(s)
 }
 
 fn offered(s: &Socket) -> String {
-    format!("the kernel offers {}", perfpeer_shared::dccp::ccid_list(&available_ccids(s)))
+    format!(
+        "the kernel offers {}",
+        perfpeer_shared::dccp::ccid_list(&available_ccids(s))
+    )
 }
 
 pub(super) fn listen(addr: SocketAddr, services: &[u32]) -> io::Result<Socket> {
@@ -134,7 +155,9 @@ fn available_ccids(s: &Socket) -> Vec<u8> {
 
 fn int_opt(s: &Socket, opt: libc::c_int) -> Option<u32> {
     let mut v: libc::c_int = 0;
-    get_raw(s, opt, &mut v).ok().and_then(|_| u32::try_from(v).ok())
+    get_raw(s, opt, &mut v)
+        .ok()
+        .and_then(|_| u32::try_from(v).ok())
 }
 
 pub(super) fn stream_info(s: &Socket) -> DccpStreamInfo {
@@ -160,7 +183,11 @@ pub(super) fn stream_info(s: &Socket) -> DccpStreamInfo {
         x_recv_bytes_per_sec: f64::from(rx.x_recv),
         rtt_us: rx.rtt,
         // ~0 means "no loss event yet".
-        p: if rx.p == u32::MAX { 0.0 } else { f64::from(rx.p) / 1e6 },
+        p: if rx.p == u32::MAX {
+            0.0
+        } else {
+            f64::from(rx.p) / 1e6
+        },
     });
     DccpStreamInfo {
         tx_ccid,
@@ -217,7 +244,9 @@ fn kernel_facts() -> KernelFacts {
         .iter()
         .filter(|m| {
             std::path::Path::new(&format!("/sys/module/{m}")).exists()
-                || proc_modules.lines().any(|l| l.split(' ').next() == Some(**m))
+                || proc_modules
+                    .lines()
+                    .any(|l| l.split(' ').next() == Some(**m))
         })
         .map(|m| m.to_string())
         .collect();

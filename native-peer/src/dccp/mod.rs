@@ -49,7 +49,10 @@ impl DccpSocket {
     /// retried with a short back-off until the write timeout passes, then reported as
     /// `WouldBlock` for the caller to retry.
     pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        let limit = self.inner.write_timeout()?.unwrap_or(Duration::from_secs(1));
+        let limit = self
+            .inner
+            .write_timeout()?
+            .unwrap_or(Duration::from_secs(1));
         let start = Instant::now();
         let mut backoff = Duration::from_micros(50);
         loop {
@@ -70,7 +73,11 @@ impl DccpSocket {
         let uninit = unsafe { &mut *(buf as *mut [u8] as *mut [std::mem::MaybeUninit<u8>]) };
         match self.inner.recv(uninit) {
             Ok(0) if !buf.is_empty() => {
-                std::thread::sleep(self.inner.read_timeout()?.unwrap_or(Duration::from_millis(50)));
+                std::thread::sleep(
+                    self.inner
+                        .read_timeout()?
+                        .unwrap_or(Duration::from_millis(50)),
+                );
                 Err(io::ErrorKind::WouldBlock.into())
             }
             other => other,
@@ -97,15 +104,37 @@ impl DccpSocket {
         self.inner.peer_addr()?.as_socket().ok_or_else(not_ip)
     }
 
-    /// What the kernel says about this connection now (CCIDs, MPS, TFRC for CCID 3).
-    pub fn info(&self) -> DccpStreamInfo {
-        imp::stream_info(&self.inner)
+    /// What the kernel says about this connection now (CCIDs, MPS, and for CCID 3 the TFRC
+    /// state of the half-connection that carries data: the sender's if `sending`, else the
+    /// receiver's; the idle half's figures mean nothing).
+    pub fn info(&self, sending: bool) -> DccpStreamInfo {
+        let mut info = imp::stream_info(&self.inner);
+        if sending {
+            info.tfrc_rx = None;
+        } else {
+            info.tfrc_tx = None;
+        }
+        info
+    }
+
+    /// Socket buffers big enough that a burst is not dropped at the receiver (as for UDP),
+    /// unless the test sets its own window.
+    pub fn set_default_buffers(&self) {
+        set_big_buffers(&self.inner);
     }
 
     /// The path's current maximum packet size (DCCP_SOCKOPT_GET_CUR_MPS).
     pub fn cur_mps(&self) -> Option<u32> {
         imp::stream_info(&self.inner).cur_mps
     }
+}
+
+/// Buffer size for DCCP data sockets without `-w`, as UDP streams get.
+const DEFAULT_BUFFER: usize = 4 << 20;
+
+fn set_big_buffers(s: &Socket) {
+    let _ = s.set_recv_buffer_size(DEFAULT_BUFFER);
+    let _ = s.set_send_buffer_size(DEFAULT_BUFFER);
 }
 
 fn not_ip() -> io::Error {
@@ -121,7 +150,10 @@ pub struct DccpListener {
 impl DccpListener {
     /// Listens on `addr` (dual-stack for `[::]`) for the service codes in `services`.
     pub fn bind(addr: SocketAddr, services: &[u32]) -> io::Result<DccpListener> {
-        imp::listen(addr, services).map(|inner| DccpListener { inner })
+        let inner = imp::listen(addr, services)?;
+        // Accepted sockets inherit these; a test's -w is applied after accept.
+        set_big_buffers(&inner);
+        Ok(DccpListener { inner })
     }
 
     /// Waits up to `timeout` for a connection (`WouldBlock` when none came).
@@ -202,15 +234,24 @@ mod tests {
             "this kernel has no DCCP (removed from Linux in 6.16; this is Linux 6.18.44-fc-v1045)"
         );
         let built_without = diagnose(&facts("6.1.0-57-amd64", Some(""), &[], false), false, err);
-        assert!(built_without.contains("CONFIG_IP_DCCP is not set"), "{built_without}");
+        assert!(
+            built_without.contains("CONFIG_IP_DCCP is not set"),
+            "{built_without}"
+        );
         let not_loaded = diagnose(&facts("6.1.0-57-amd64", Some("m"), &[], true), false, err);
-        assert!(not_loaded.contains("not loaded (modprobe dccp_ipv4 dccp_ipv6)"), "{not_loaded}");
+        assert!(
+            not_loaded.contains("not loaded (modprobe dccp_ipv4 dccp_ipv6)"),
+            "{not_loaded}"
+        );
         let no_v6 = diagnose(
             &facts("6.1.0-57-amd64", Some("m"), &["dccp", "dccp_ipv4"], true),
             true,
             err,
         );
-        assert_eq!(no_v6, "the dccp_ipv6 module is not loaded (modprobe dccp_ipv6)");
+        assert_eq!(
+            no_v6,
+            "the dccp_ipv6 module is not loaded (modprobe dccp_ipv6)"
+        );
         let other = diagnose(&facts("5.10.0", None, &[], false), false, err);
         assert!(other.ends_with(err), "{other}");
         assert_eq!(kernel_version("6.1.0-57-amd64"), Some((6, 1)));

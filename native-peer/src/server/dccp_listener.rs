@@ -30,7 +30,11 @@ pub fn refusal(spec: &TestSpec) -> Option<String> {
     if let Some(why) = support.refusal(false) {
         return Some(format!("this peer cannot run DCCP: {why}"));
     }
-    if let Some(why) = spec.dccp.and_then(|d| d.ccid).and_then(|c| support.ccid_refusal(c)) {
+    if let Some(why) = spec
+        .dccp
+        .and_then(|d| d.ccid)
+        .and_then(|c| support.ccid_refusal(c))
+    {
         return Some(format!("this peer cannot run the test: {why}"));
     }
     (!LISTENING.load(Ordering::Relaxed))
@@ -66,7 +70,16 @@ fn accept_loop(listener: DccpListener, state: Arc<ServerState>) {
                 backoff = Duration::from_millis(10);
                 a
             }
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue;
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "DCCP accept failed");
                 std::thread::sleep(backoff);
@@ -80,20 +93,26 @@ fn accept_loop(listener: DccpListener, state: Arc<ServerState>) {
             continue;
         }
         let (state, count) = (state.clone(), unidentified.clone());
-        let _ = std::thread::Builder::new().name("pp-dccp-hello".into()).spawn(move || {
-            if let Err(reason) = identify(socket, &state) {
-                tracing::debug!(%from, reason, "DCCP connection dropped");
-            }
-            count.fetch_sub(1, Ordering::Relaxed);
-        });
+        let _ = std::thread::Builder::new()
+            .name("pp-dccp-hello".into())
+            .spawn(move || {
+                if let Err(reason) = identify(socket, &state) {
+                    tracing::debug!(%from, reason, "DCCP connection dropped");
+                }
+                count.fetch_sub(1, Ordering::Relaxed);
+            });
     }
     LISTENING.store(false, Ordering::Relaxed);
 }
 
 fn identify(socket: DccpSocket, state: &ServerState) -> Result<(), String> {
-    socket.set_read_timeout(Some(HELLO_TIMEOUT)).map_err(|e| e.to_string())?;
+    socket
+        .set_read_timeout(Some(HELLO_TIMEOUT))
+        .map_err(|e| e.to_string())?;
     let mut buf = [0u8; 64];
-    let n = socket.recv(&mut buf).map_err(|e| format!("no hello: {e}"))?;
+    let n = socket
+        .recv(&mut buf)
+        .map_err(|e| format!("no hello: {e}"))?;
     if n != STREAM_HELLO_LEN {
         return Err(format!("first packet of {n} bytes is not a stream hello"));
     }

@@ -106,6 +106,9 @@ fn connect_dccp(
 ) -> io::Result<DccpSocket> {
     let opts = spec.dccp.unwrap_or_default();
     let socket = DccpSocket::connect(server, bind, opts.service, opts.ccid, connect_timeout)?;
+    if spec.window.is_none() {
+        socket.set_default_buffers();
+    }
     sockopt::apply(socket.sock_ref(), spec, server.is_ipv6())?;
     if let Some(mps) = socket.cur_mps()
         && spec.len > mps

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, SocketInfo};
+use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, SocketInfo, StreamRole};
 use perfpeer_shared::spec::TestSpec;
 use socket2::SockRef;
 
@@ -88,7 +88,7 @@ impl Measurement {
                     local,
                     remote,
                     dccp: match &s.socket {
-                        DataSocket::Dccp(d) => Some(d.info()),
+                        DataSocket::Dccp(d) => Some(d.info(s.role == StreamRole::Sender)),
                         _ => None,
                     },
                 }
