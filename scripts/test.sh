@@ -8,3 +8,7 @@ cd "$(dirname "$0")/.."
 ./scripts/build-web.sh
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked "$@"
+# The benchmark runner once, in its 1-second smoke mode (every case, every stock tool on PATH),
+# so its command lines and parsers cannot rot. Not a measurement: see docs/benchmarks.md.
+cargo run --locked -q -p perfpeer-bench -- --smoke --perfpeer target/debug/perfpeer \
+    --json target/bench-smoke.json >/dev/null

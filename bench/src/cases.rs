@@ -31,6 +31,8 @@ impl Tool {
 pub enum Case {
     /// TCP, one stream, default write size.
     Tcp1,
+    /// [`Case::Tcp1`] with perfpeer's `--skip-rx-copy` (stock tools as they are).
+    Tcp1SkipRx,
     /// TCP, two streams.
     Tcp2,
     /// UDP unlimited, 64-byte datagrams.
@@ -81,8 +83,9 @@ const RR_METRICS: &[Metric] = &[
 ];
 
 /// All cases, in the order they run.
-pub const ALL: [Case; 6] = [
+pub const ALL: [Case; 7] = [
     Case::Tcp1,
+    Case::Tcp1SkipRx,
     Case::Tcp2,
     Case::Udp64,
     Case::Udp1400,
@@ -95,6 +98,7 @@ impl Case {
     pub fn name(self) -> &'static str {
         match self {
             Case::Tcp1 => "tcp1",
+            Case::Tcp1SkipRx => "tcp1-skip-rx",
             Case::Tcp2 => "tcp2",
             Case::Udp64 => "udp64",
             Case::Udp1400 => "udp1400",
@@ -107,6 +111,7 @@ impl Case {
     pub fn title(self) -> &'static str {
         match self {
             Case::Tcp1 => "TCP, 1 stream, default write size",
+            Case::Tcp1SkipRx => "TCP, 1 stream, perfpeer --skip-rx-copy (stock tools: default)",
             Case::Tcp2 => "TCP, -P 2",
             Case::Udp64 => "UDP -b 0 -l 64 (iperf2: -b 100G)",
             Case::Udp1400 => "UDP -b 0 -l 1400 (iperf2: -b 100G)",
@@ -126,7 +131,7 @@ impl Case {
     /// What it reports.
     pub fn metrics(self) -> &'static [Metric] {
         match self {
-            Case::Tcp1 | Case::Tcp2 => TCP_METRICS,
+            Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2 => TCP_METRICS,
             Case::Udp64 | Case::Udp1400 => UDP_METRICS,
             Case::Paced => PACED_METRICS,
             Case::Rr => RR_METRICS,
@@ -206,8 +211,9 @@ pub fn client_argv(tool: Tool, case: Case, p: Ports, secs: u32, perfpeer: &str) 
     };
     let unlimited = if tool == Tool::Iperf2 { "100G" } else { "0" };
     let extra: Vec<&str> = match (case, tool) {
-        (Case::Tcp1, Tool::Iperf2) => vec!["-y", "C"],
-        (Case::Tcp1, _) => vec![],
+        (Case::Tcp1 | Case::Tcp1SkipRx, Tool::Iperf2) => vec!["-y", "C"],
+        (Case::Tcp1SkipRx, Tool::Perfpeer) => vec!["--skip-rx-copy"],
+        (Case::Tcp1 | Case::Tcp1SkipRx, _) => vec![],
         (Case::Tcp2, Tool::Iperf2) => vec!["-P", "2", "-y", "C"],
         (Case::Tcp2, _) => vec!["-P", "2"],
         (Case::Udp64, _) => vec!["-u", "-b", unlimited, "-l", "64"],

@@ -41,7 +41,7 @@ struct Args {
     /// One 1-second run of every case (CI: proves the runner and its parsers still work).
     #[arg(long)]
     smoke: bool,
-    /// Cases to run (comma-separated: tcp1,tcp2,udp64,udp1400,paced,rr).
+    /// Cases to run (comma-separated: tcp1,tcp1-skip-rx,tcp2,udp64,udp1400,paced,rr).
     #[arg(long, value_delimiter = ',')]
     cases: Vec<String>,
     /// The perfpeer binary (default: build and use target/release/perfpeer).

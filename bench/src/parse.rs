@@ -34,7 +34,7 @@ fn num(v: &Value, path: &[&str]) -> Option<f64> {
 pub fn parse(tool: Tool, case: Case, client: &str, server: &str) -> Result<Figures, ParseError> {
     let mut f = Figures::new();
     match (tool, case) {
-        (Tool::Perfpeer | Tool::Iperf3, Case::Tcp1 | Case::Tcp2) => {
+        (Tool::Perfpeer | Tool::Iperf3, Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2) => {
             let j: Value = serde_json::from_str(client).map_err(|_| miss(tool, "JSON"))?;
             let bps = num(&j, &["end", "sum_received", "bits_per_second"]);
             let bytes = num(&j, &["end", "sum_received", "bytes"]);
@@ -48,7 +48,7 @@ pub fn parse(tool: Tool, case: Case, client: &str, server: &str) -> Result<Figur
             let secs = num(&j, &["end", "sum", "seconds"]).ok_or(miss(tool, "seconds"))?;
             udp_figures(&mut f, sent - lost, lost, secs);
         }
-        (Tool::Iperf2, Case::Tcp1 | Case::Tcp2) => {
+        (Tool::Iperf2, Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2) => {
             let row = iperf2_sum_row(client).ok_or(miss(tool, "CSV report"))?;
             f.insert("bytes", row[7]);
             f.insert("gbps", row[8] / 1e9);
