@@ -167,6 +167,9 @@ pub struct DccpStreamInfo {
     pub rx_ccid: Option<u8>,
     /// Current maximum packet size (DCCP_SOCKOPT_GET_CUR_MPS), bytes.
     pub cur_mps: Option<u32>,
+    /// CCIDs this end's kernel offers (DCCP_SOCKOPT_AVAILABLE_CCIDS).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub available_ccids: Vec<u8>,
     /// TFRC sender state (CCID 3, sending end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tfrc_tx: Option<TfrcTx>,

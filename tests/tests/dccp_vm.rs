@@ -141,6 +141,16 @@ fn check_transfer(name: &str, v: &Value, ccid: u64, streams: usize) -> String {
     for s in dccp {
         assert_eq!(s["tx_ccid"].as_u64(), Some(ccid), "{name}: {s}");
         assert_eq!(s["rx_ccid"].as_u64(), Some(ccid), "{name}: {s}");
+        let offered: Vec<u64> = s["available_ccids"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_u64)
+            .collect();
+        assert!(
+            offered.contains(&2) && offered.contains(&3),
+            "{name}: the 6.1 kernel offers CCID 2 and 3: {s}"
+        );
         mps = f(s, "/cur_mps");
         assert!(mps > 0.0, "{name}: {s}");
     }

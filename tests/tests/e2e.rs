@@ -4,6 +4,8 @@
 mod browser;
 /// The `/ws` control endpoint driven like a browser: token, `run`, live reports.
 mod control_ws;
+/// Packet-size sweeps and constant-bitrate streams over UDP: consistent rows, rate, gaps.
+mod datagram_modes;
 /// DCCP on a kernel without it: the one-line cause at the CLI, in the peer info and a refusal.
 mod dccp_host;
 /// Real kernel DCCP in a Debian 12 guest under qemu (TCG): CCIDs, IPv4/IPv6, sweep, CBR.

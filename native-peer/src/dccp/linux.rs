@@ -193,6 +193,7 @@ pub(super) fn stream_info(s: &Socket) -> DccpStreamInfo {
         tx_ccid,
         rx_ccid,
         cur_mps: int_opt(s, DCCP_SOCKOPT_GET_CUR_MPS),
+        available_ccids: available_ccids(s),
         tfrc_tx,
         tfrc_rx,
     }

@@ -1,7 +1,7 @@
 //! DCCP facts of a result as text: per stream and end, the negotiated CCIDs, the maximum packet
 //! size and, for CCID 3, the kernel's TFRC figures. Printed after the iperf3-style summary.
 
-use crate::dccp::{DccpStreamInfo, service_name};
+use crate::dccp::{DccpStreamInfo, ccid_list, service_name};
 use crate::report::TestResult;
 use crate::units::format_bits;
 
@@ -56,6 +56,9 @@ fn stream_line(end: &str, id: u32, d: &DccpStreamInfo) -> String {
         ccid_text(d.rx_ccid),
         d.cur_mps.map_or("?".into(), |m| format!("{m} bytes"))
     );
+    if !d.available_ccids.is_empty() {
+        line += &format!(" (kernel offers {})", ccid_list(&d.available_ccids));
+    }
     if let Some(t) = d.tfrc_tx {
         line += &format!(
             "; TFRC sender X {}/s, X_recv {}/s, p {:.4}, RTT {} us",
@@ -87,6 +90,7 @@ mod tests {
             tx_ccid: Some(3),
             rx_ccid: Some(3),
             cur_mps: Some(1424),
+            available_ccids: vec![2, 3],
             tfrc_tx: Some(TfrcTx {
                 x_bytes_per_sec: 125_000.0,
                 x_recv_bytes_per_sec: 100_000.0,
@@ -98,7 +102,7 @@ mod tests {
         };
         assert_eq!(
             stream_line("client", 1, &d),
-            "[  1] DCCP at the client: TX CCID 3, RX CCID 3, MPS 1424 bytes; TFRC sender X 1.00 Mbits/s, X_recv 800 Kbits/s, p 0.0100, RTT 120 us"
+            "[  1] DCCP at the client: TX CCID 3, RX CCID 3, MPS 1424 bytes (kernel offers CCID 2 and 3); TFRC sender X 1.00 Mbits/s, X_recv 800 Kbits/s, p 0.0100, RTT 120 us"
         );
     }
 }

@@ -1,0 +1,92 @@
+//! Packet-size sweeps and constant-bitrate streams over UDP on loopback (the DCCP versions run
+//! in the guest, `dccp_vm`): the sweep's rows agree with their own counts, a CBR stream keeps
+//! its rate and spacing and reports the longest gap live and at the end.
+
+use perfpeer_tests::{Peer, f64_at, json_of, perfpeer_test};
+
+#[test]
+fn udp_sweep_rows_are_consistent() {
+    let peer = Peer::start(&["--open"]);
+    let args = [
+        peer.control.as_str(),
+        "--sweep-len",
+        "64,...,512",
+        "-t",
+        "1",
+        "-b",
+        "20M",
+        "-J",
+    ];
+    let out = perfpeer_test(&args);
+    let v = json_of(&out, &args);
+    assert_eq!(v["protocol"], "udp", "{v}");
+    let points = v["points"].as_array().expect("points");
+    let lens: Vec<u64> = points.iter().filter_map(|p| p["len"].as_u64()).collect();
+    assert_eq!(lens, vec![64, 128, 256, 512]);
+    for p in points {
+        assert!(p.get("error").is_none(), "{p}");
+        let (len, bytes, packets) = (
+            f64_at(p, "/len"),
+            f64_at(p, "/bytes"),
+            f64_at(p, "/packets"),
+        );
+        assert!(packets > 0.0 && bytes == len * packets, "{p}");
+        let (bps, secs) = (f64_at(p, "/bits_per_second"), f64_at(p, "/seconds"));
+        assert!((bytes * 8.0 / secs - bps).abs() <= bps * 0.01, "{p}");
+        assert!(bps <= 20e6 * 1.1, "paced at -b 20M: {p}");
+    }
+    // The text table: a title and one row per size.
+    let out = perfpeer_test(&[&peer.control, "--sweep-len", "100,200", "-t", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.starts_with("Packet-size sweep: UDP"), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.contains(" B ")).count(),
+        2,
+        "{text}"
+    );
+}
+
+#[test]
+fn udp_cbr_keeps_rate_and_reports_gaps() {
+    let peer = Peer::start(&["--open"]);
+    let out = perfpeer_test(&[&peer.control, "--cbr", "mp3", "-t", "3"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let live: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("Kbits/s") && l.ends_with(" ms"))
+        .collect();
+    assert!(live.len() >= 2, "a live line per second: {text}");
+    assert!(
+        text.contains("Constant bitrate client -> server") && text.contains("longest gap"),
+        "{text}"
+    );
+    let args = [
+        peer.control.as_str(),
+        "--cbr",
+        "64k",
+        "--len",
+        "160",
+        "-t",
+        "3",
+        "-R",
+        "-J",
+    ];
+    let v = json_of(&perfpeer_test(&args), &args);
+    let bps = f64_at(&v, "/end/sum_received/bits_per_second");
+    assert!(
+        (48e3..80e3).contains(&bps),
+        "64 kbit/s stream received at {bps}: {v}"
+    );
+    // 160-byte packets at 64 kbit/s leave every 20 ms; the longest gap is at least that.
+    let gap = f64_at(&v, "/perfpeer/udp/max_gap_ms");
+    assert!((15.0..2000.0).contains(&gap), "longest gap {gap} ms");
+    let out = perfpeer_test(&[&peer.control, "--cbr", "48k"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--len"));
+}
