@@ -191,7 +191,8 @@ impl TestSpec {
             return Err(SpecError::Streams(self.streams));
         }
         match self.protocol {
-            Protocol::Udp if !(MIN_UDP_LEN..=MAX_UDP_LEN).contains(&self.len) => {
+            // Request/response datagrams carry no perfpeer header: validate_rr bounds them.
+            Protocol::Udp if self.rr.is_none() && !(MIN_UDP_LEN..=MAX_UDP_LEN).contains(&self.len) => {
                 return Err(SpecError::UdpLen(self.len));
             }
             Protocol::Tcp if self.len == 0 || self.len > MAX_TCP_LEN => {
@@ -253,8 +254,8 @@ impl TestSpec {
     }
 
     fn validate_rr(&self, rr: RequestResponse) -> Result<(), SpecError> {
-        if self.protocol != Protocol::Tcp {
-            return Err(SpecError::RrNeeds("TCP"));
+        if self.protocol == Protocol::Dccp {
+            return Err(SpecError::RrNeeds("TCP or UDP"));
         }
         if self.direction == Direction::Bidir {
             return Err(SpecError::RrNeeds("one direction (not --bidir)"));
@@ -420,9 +421,17 @@ mod tests {
         s.rr = Some(RequestResponse { response_len: 1 });
         s.omit = Duration::from_secs(1);
         assert!(matches!(s.validate(), Err(SpecError::RrNeeds(_))));
+        // UDP request/response (netperf's UDP_RR): unpaced, 1-byte datagrams allowed.
         let mut u = TestSpec::new(Protocol::Udp);
         u.rr = Some(RequestResponse { response_len: 1 });
-        assert_eq!(u.validate(), Err(SpecError::RrNeeds("TCP")));
+        assert_eq!(u.validate(), Err(SpecError::RrNeeds("no rate limit")), "UDP's default 1M rate");
+        u.bitrate = None;
+        u.len = 1;
+        assert_eq!(u.validate(), Ok(()));
+        let mut d = TestSpec::new(Protocol::Dccp);
+        d.bitrate = None;
+        d.rr = Some(RequestResponse { response_len: 1 });
+        assert_eq!(d.validate(), Err(SpecError::RrNeeds("TCP or UDP")));
         let mut f = TestSpec::new(Protocol::Tcp);
         f.fq_pacing = true;
         assert_eq!(f.validate(), Err(SpecError::FqPacing), "needs a rate");

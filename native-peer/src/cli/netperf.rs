@@ -89,13 +89,9 @@ fn parse_test(s: &str) -> Result<NetperfTest, String> {
         "TCP_MAERTS" => Ok(NetperfTest::TcpMaerts),
         "TCP_RR" => Ok(NetperfTest::TcpRr),
         "UDP_STREAM" => Ok(NetperfTest::UdpStream),
-        "UDP_RR" => Err(
-            "UDP_RR is not supported yet: perfpeer's request/response mode runs \
-                         over TCP only (use -t TCP_RR)"
-                .into(),
-        ),
+        "UDP_RR" => Ok(NetperfTest::UdpRr),
         _ => Err(format!(
-            "unknown test '{s}': perfpeer netperf runs TCP_STREAM, TCP_MAERTS, TCP_RR and UDP_STREAM"
+            "unknown test '{s}': perfpeer netperf runs TCP_STREAM, TCP_MAERTS, TCP_RR, UDP_STREAM and UDP_RR"
         )),
     }
 }
@@ -205,7 +201,7 @@ impl NetperfArgs {
     /// The spec of the chosen test with the test-specific options applied, validated.
     fn spec(&self, t: &TestOptions) -> anyhow::Result<TestSpec> {
         let protocol = match self.test {
-            NetperfTest::UdpStream => Protocol::Udp,
+            NetperfTest::UdpStream | NetperfTest::UdpRr => Protocol::Udp,
             _ => Protocol::Tcp,
         };
         let mut spec = TestSpec::new(protocol);
@@ -220,9 +216,9 @@ impl NetperfArgs {
         spec.bitrate = None;
         spec.window = t.window()?;
         spec.no_delay = t.no_delay;
-        if self.test == NetperfTest::TcpRr {
+        if matches!(self.test, NetperfTest::TcpRr | NetperfTest::UdpRr) {
             if t.send_size.is_some() {
-                bail!("-m applies to stream tests; give TCP_RR's sizes with -r REQ,RESP");
+                bail!("-m applies to stream tests; give the request/response sizes with -r REQ,RESP");
             }
             let (req, resp) = t.rr_sizes.unwrap_or((None, None));
             spec.len = req.unwrap_or(1);
@@ -231,7 +227,7 @@ impl NetperfArgs {
             });
         } else {
             if t.rr_sizes.is_some() {
-                bail!("-r applies to TCP_RR; give the send size of a stream test with -m");
+                bail!("-r applies to TCP_RR and UDP_RR; give the send size of a stream test with -m");
             }
             spec.len = t
                 .send_size

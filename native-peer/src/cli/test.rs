@@ -432,7 +432,7 @@ mod tests {
         let s = spec_of(&["pc", "--skip-rx-copy", "--fq-pacing", "-b", "1G"]).unwrap();
         assert!(s.skip_rx_copy && s.fq_pacing);
         for (argv, needle) in [
-            (vec!["pc", "--rr", "-u", "-l", "100"], "request/response mode needs TCP"),
+            (vec!["pc", "--rr", "-u", "-b", "1M"], "needs no rate limit"),
             (vec!["pc", "--rr", "--bidir"], "needs one direction"),
             (vec!["pc", "--response-len", "5"], "--rr"),
             (vec!["pc", "--fq-pacing"], "--fq-pacing"),

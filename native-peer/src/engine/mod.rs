@@ -10,6 +10,7 @@ pub mod cpu;
 pub mod datagram;
 pub mod pacing;
 mod rr;
+mod rr_udp;
 pub mod sampler;
 pub mod sockopt;
 mod tcp;
@@ -387,6 +388,8 @@ fn run_worker(socket: DataSocket, role: StreamRole, w: Worker) {
         (DataSocket::Tcp(s), StreamRole::Receiver, Some(rr)) => rr::answer(s, &w, rr),
         (DataSocket::Tcp(s), StreamRole::Sender, None) => tcp::send(s, &w),
         (DataSocket::Tcp(s), StreamRole::Receiver, None) => tcp::receive(s, &w),
+        (DataSocket::Udp(s), StreamRole::Sender, Some(rr)) => rr_udp::request(&**s, &w, rr),
+        (DataSocket::Udp(s), StreamRole::Receiver, Some(rr)) => rr_udp::answer(&**s, &w, rr),
         (DataSocket::Udp(s), StreamRole::Sender, _) if udp_batch::sends(&w) => {
             udp_batch::send(s, &w)
         }

@@ -25,6 +25,8 @@ pub enum NetperfTest {
     TcpRr,
     /// netperf sends UDP datagrams, unpaced.
     UdpStream,
+    /// UDP request/response, one transaction at a time.
+    UdpRr,
 }
 
 /// Why a result cannot be printed as netperf output.
@@ -47,6 +49,7 @@ impl NetperfTest {
             (Protocol::Tcp, Direction::Normal, false) => Ok(NetperfTest::TcpStream),
             (Protocol::Tcp, Direction::Reverse, false) => Ok(NetperfTest::TcpMaerts),
             (Protocol::Udp, Direction::Normal, false) => Ok(NetperfTest::UdpStream),
+            (Protocol::Udp, Direction::Normal, true) => Ok(NetperfTest::UdpRr),
             (_, Direction::Bidir, _) => Err(NetperfError::NoEquivalent("both directions at once")),
             (Protocol::Tcp, Direction::Reverse, true) => {
                 Err(NetperfError::NoEquivalent("reversed request/response"))
@@ -63,6 +66,7 @@ impl NetperfTest {
             NetperfTest::TcpMaerts => "TCP_MAERTS",
             NetperfTest::TcpRr => "TCP_RR",
             NetperfTest::UdpStream => "UDP_STREAM",
+            NetperfTest::UdpRr => "UDP_RR",
         }
     }
 
@@ -72,6 +76,7 @@ impl NetperfTest {
             NetperfTest::TcpMaerts => "MIGRATED TCP MAERTS TEST",
             NetperfTest::TcpRr => "MIGRATED TCP REQUEST/RESPONSE TEST",
             NetperfTest::UdpStream => "MIGRATED UDP STREAM TEST",
+            NetperfTest::UdpRr => "MIGRATED UDP REQUEST/RESPONSE TEST",
         }
     }
 }
@@ -104,7 +109,7 @@ pub fn banner(test: NetperfTest, host: &str, ip: Option<IpAddr>, no_delay: bool)
     if no_delay {
         line += " : nodelay";
     }
-    if test == NetperfTest::TcpRr {
+    if matches!(test, NetperfTest::TcpRr | NetperfTest::UdpRr) {
         // Default netperf builds have the initial-burst option; perfpeer never bursts.
         line += " : first burst 0";
     }
@@ -138,7 +143,7 @@ pub fn table(result: &TestResult, opts: &Options<'_>) -> Result<String, NetperfE
     };
     Ok(match test {
         NetperfTest::TcpStream | NetperfTest::TcpMaerts => ends.stream(result, test),
-        NetperfTest::TcpRr => ends.rr(result),
+        NetperfTest::TcpRr | NetperfTest::UdpRr => ends.rr(result),
         NetperfTest::UdpStream => ends.udp(result),
     })
 }

@@ -302,7 +302,14 @@ fn banner_flags_and_ipv6() {
     assert_eq!(
         banner(NetperfTest::UdpStream, "dut", None, false),
         "MIGRATED UDP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to dut () port 0 AF_INET\n"
+    );    assert_eq!(
+        banner(NetperfTest::UdpRr, "dut", None, false),
+        "MIGRATED UDP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to dut () port 0 AF_INET \
+         : first burst 0\n"
     );
+    let mut spec = TestSpec::new(Protocol::Udp);
+    spec.rr = Some(crate::spec::RequestResponse { response_len: 1 });
+    assert_eq!(NetperfTest::of_spec(&spec), Ok(NetperfTest::UdpRr));
 }
 
 #[test]
