@@ -27,12 +27,14 @@ pub enum Style {
 pub struct Printer<'a> {
     style: Style,
     spec: &'a TestSpec,
+    /// The far peer's result page, printed after the summary.
+    stored_url: Option<String>,
 }
 
 impl<'a> Printer<'a> {
     /// A printer for `spec` in `style`.
     pub fn new(style: Style, spec: &'a TestSpec) -> Self {
-        Printer { style, spec }
+        Printer { style, spec, stored_url: None }
     }
 
     fn write(&self, text: &str) -> io::Result<()> {
@@ -87,6 +89,10 @@ impl<'a> Printer<'a> {
                 },
                 Style::JsonStream,
             ) => self.write(&iperf3::json_stream_interval(self.spec, report)),
+            (TestEvent::Stored { url }, _) => {
+                self.stored_url = Some(url.clone());
+                Ok(())
+            }
             (TestEvent::Interval { .. }, _) => Ok(()),
         }
     }
@@ -97,8 +103,11 @@ impl<'a> Printer<'a> {
         match self.style {
             Style::Text => {
                 self.write(&iperf3::text_summary(result))?;
-                match rr {
-                    Some((fin, secs)) => self.write(&rr_text(&fin, secs)),
+                if let Some((fin, secs)) = rr {
+                    self.write(&rr_text(&fin, secs))?;
+                }
+                match self.stored_url.clone() {
+                    Some(url) => self.write(&format!("Result page: {url}")),
                     None => Ok(()),
                 }
             }
