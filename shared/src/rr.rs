@@ -160,7 +160,19 @@ mod tests {
     #[test]
     fn buckets_are_monotonic_and_contain_their_values() {
         let mut last = 0;
-        for v in [0u64, 1, 63, 64, 65, 100, 1000, 4095, 4096, 1 << 40, u64::MAX] {
+        for v in [
+            0u64,
+            1,
+            63,
+            64,
+            65,
+            100,
+            1000,
+            4095,
+            4096,
+            1 << 40,
+            u64::MAX,
+        ] {
             let b = bucket_of(v);
             assert!(b >= last, "{v}");
             assert!(bucket_upper(b) >= v, "{v} above its bucket");
@@ -189,7 +201,11 @@ mod tests {
         let s = h.summary().unwrap();
         assert_eq!((s.min_us, s.max_us), (1.0, 1000.0));
         assert!((s.mean_us - 500.5).abs() < 1e-9);
-        assert_eq!(h.percentile_ns(100.0), Some(1_000_000), "capped at the true maximum");
+        assert_eq!(
+            h.percentile_ns(100.0),
+            Some(1_000_000),
+            "capped at the true maximum"
+        );
     }
 
     #[test]
