@@ -33,12 +33,24 @@ pub enum Kind {
 /// Splits `iperf3://host:port` into its kind and `host:port` with the tool's default port.
 pub fn parse(target: &str) -> Result<(Kind, String, u16), String> {
     let (kind, rest, default_port) = match target.split_once("://") {
-        None => (Kind::Perfpeer, target, crate::session::target::DEFAULT_CONTROL_PORT),
+        None => (
+            Kind::Perfpeer,
+            target,
+            crate::session::target::DEFAULT_CONTROL_PORT,
+        ),
         Some(("iperf3", rest)) => (Kind::Iperf3, rest, iperf3::codec::DEFAULT_PORT),
         Some(("iperf" | "iperf2", rest)) => (Kind::Iperf2, rest, iperf2::codec::DEFAULT_PORT),
         Some(("ttcp", rest)) => (Kind::Ttcp, rest, ttcp::DEFAULT_PORT),
-        Some(("perfpeer", rest)) => (Kind::Perfpeer, rest, crate::session::target::DEFAULT_CONTROL_PORT),
-        Some((scheme, _)) => return Err(format!("unknown target kind '{scheme}://' (use iperf3://, iperf://, ttcp:// or a perfpeer peer)")),
+        Some(("perfpeer", rest)) => (
+            Kind::Perfpeer,
+            rest,
+            crate::session::target::DEFAULT_CONTROL_PORT,
+        ),
+        Some((scheme, _)) => {
+            return Err(format!(
+                "unknown target kind '{scheme}://' (use iperf3://, iperf://, ttcp:// or a perfpeer peer)"
+            ));
+        }
     };
     let (host, port) = split_host_port_or(rest.trim_end_matches('/'), default_port)?;
     Ok((kind, host, port))
@@ -46,11 +58,20 @@ pub fn parse(target: &str) -> Result<(Kind, String, u16), String> {
 
 fn iperf3_error(target: &str, e: Iperf3Error) -> SessionError {
     match e {
-        Iperf3Error::Busy => SessionError::Refused { code: ErrorCode::OverLimit, message: format!("{target}: the server is busy running a test. try again later") },
+        Iperf3Error::Busy => SessionError::Refused {
+            code: ErrorCode::OverLimit,
+            message: format!("{target}: the server is busy running a test. try again later"),
+        },
         Iperf3Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-            SessionError::Unreachable { target: target.to_string(), reason: io.to_string() }
+            SessionError::Unreachable {
+                target: target.to_string(),
+                reason: io.to_string(),
+            }
         }
-        Iperf3Error::Timeout("connect") => SessionError::Unreachable { target: target.to_string(), reason: "no answer".into() },
+        Iperf3Error::Timeout("connect") => SessionError::Unreachable {
+            target: target.to_string(),
+            reason: "no answer".into(),
+        },
         other => SessionError::Data(other.to_string()),
     }
 }
@@ -63,43 +84,80 @@ pub async fn run(
     events: mpsc::UnboundedSender<TestEvent>,
     cancel: CancellationToken,
 ) -> Result<TestResult, SessionError> {
-    let (kind, host, port) = parse(target).map_err(|reason| SessionError::Unreachable { target: target.to_string(), reason })?;
+    let (kind, host, port) = parse(target).map_err(|reason| SessionError::Unreachable {
+        target: target.to_string(),
+        reason,
+    })?;
     if kind == Kind::Perfpeer {
-        return client::run_test(target.split_once("://").map_or(target, |(_, r)| r), spec, opts, events, cancel).await;
+        return client::run_test(
+            target.split_once("://").map_or(target, |(_, r)| r),
+            spec,
+            opts,
+            events,
+            cancel,
+        )
+        .await;
     }
-    spec.validate().map_err(|e| SessionError::Refused { code: ErrorCode::InvalidSpec, message: e.to_string() })?;
+    spec.validate().map_err(|e| SessionError::Refused {
+        code: ErrorCode::InvalidSpec,
+        message: e.to_string(),
+    })?;
     if spec.protocol == perfpeer_shared::spec::Protocol::Dccp {
         return Err(SessionError::Refused {
             code: ErrorCode::InvalidSpec,
-            message: "stock iperf3, iperf and ttcp do not speak DCCP: test DCCP against a perfpeer peer".into(),
+            message:
+                "stock iperf3, iperf and ttcp do not speak DCCP: test DCCP against a perfpeer peer"
+                    .into(),
         });
     }
-    let server = resolve_host(&host, port, opts.family).await.map_err(|reason| SessionError::Unreachable { target: target.to_string(), reason })?;
+    let server = resolve_host(&host, port, opts.family)
+        .await
+        .map_err(|reason| SessionError::Unreachable {
+            target: target.to_string(),
+            reason,
+        })?;
     match kind {
-        Kind::Iperf3 => iperf3::client::run(server, spec, false, opts, events, cancel).await.map_err(|e| iperf3_error(target, e)),
+        Kind::Iperf3 => iperf3::client::run(server, spec, false, opts, events, cancel)
+            .await
+            .map_err(|e| iperf3_error(target, e)),
         Kind::Iperf2 => iperf2::client::run(server, spec, opts, events, cancel).await,
         Kind::Ttcp => run_ttcp(server, spec, opts.connect_timeout, events).await,
         Kind::Perfpeer => unreachable!("handled above"),
     }
 }
 
-async fn run_ttcp(server: std::net::SocketAddr, spec: &TestSpec, timeout: Duration, events: mpsc::UnboundedSender<TestEvent>) -> Result<TestResult, SessionError> {
+async fn run_ttcp(
+    server: std::net::SocketAddr,
+    spec: &TestSpec,
+    timeout: Duration,
+    events: mpsc::UnboundedSender<TestEvent>,
+) -> Result<TestResult, SessionError> {
     if spec.direction != Direction::Normal || spec.streams != 1 {
         return Err(SessionError::Refused {
             code: ErrorCode::InvalidSpec,
-            message: "a ttcp receiver takes one stream from one sender: run a single-stream TX test".into(),
+            message:
+                "a ttcp receiver takes one stream from one sender: run a single-stream TX test"
+                    .into(),
         });
     }
     let s = spec.clone();
     let socket = tokio::task::spawn_blocking(move || ttcp::connect(&s, server, timeout))
         .await
         .map_err(|e| SessionError::Internal(e.to_string()))?
-        .map_err(|e| SessionError::Unreachable { target: server.to_string(), reason: e.to_string() })?;
+        .map_err(|e| SessionError::Unreachable {
+            target: server.to_string(),
+            reason: e.to_string(),
+        })?;
     let (local, remote) = socket.addresses();
     let _ = events.send(TestEvent::Started {
         test_id: String::new(),
         server_addr: server.to_string(),
-        sockets: vec![perfpeer_shared::report::SocketInfo { id: 1, local, remote, dccp: None }],
+        sockets: vec![perfpeer_shared::report::SocketInfo {
+            id: 1,
+            local,
+            remote,
+            dccp: None,
+        }],
     });
     ttcp::run_engine(spec, socket, StreamRole::Sender, server.to_string()).await
 }
@@ -112,12 +170,28 @@ mod tests {
     fn schemes_and_default_ports() {
         assert_eq!(parse("pc"), Ok((Kind::Perfpeer, "pc".into(), 5210)));
         assert_eq!(parse("iperf3://pc"), Ok((Kind::Iperf3, "pc".into(), 5201)));
-        assert_eq!(parse("iperf3://pc:6000"), Ok((Kind::Iperf3, "pc".into(), 6000)));
-        assert_eq!(parse("iperf://10.0.0.2"), Ok((Kind::Iperf2, "10.0.0.2".into(), 5001)));
-        assert_eq!(parse("ttcp://[::1]:2000"), Ok((Kind::Ttcp, "::1".into(), 2000)));
+        assert_eq!(
+            parse("iperf3://pc:6000"),
+            Ok((Kind::Iperf3, "pc".into(), 6000))
+        );
+        assert_eq!(
+            parse("iperf://10.0.0.2"),
+            Ok((Kind::Iperf2, "10.0.0.2".into(), 5001))
+        );
+        assert_eq!(
+            parse("ttcp://[::1]:2000"),
+            Ok((Kind::Ttcp, "::1".into(), 2000))
+        );
         assert_eq!(parse("ttcp://[::1]"), Ok((Kind::Ttcp, "::1".into(), 5001)));
-        assert_eq!(parse("iperf3://::1"), Ok((Kind::Iperf3, "::1".into(), 5201)));
-        assert!(parse("http://pc").unwrap_err().contains("unknown target kind"));
+        assert_eq!(
+            parse("iperf3://::1"),
+            Ok((Kind::Iperf3, "::1".into(), 5201))
+        );
+        assert!(
+            parse("http://pc")
+                .unwrap_err()
+                .contains("unknown target kind")
+        );
         assert!(parse("iperf3://").is_err());
     }
 }

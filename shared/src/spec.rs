@@ -192,7 +192,9 @@ impl TestSpec {
         }
         match self.protocol {
             // Request/response datagrams carry no perfpeer header: validate_rr bounds them.
-            Protocol::Udp if self.rr.is_none() && !(MIN_UDP_LEN..=MAX_UDP_LEN).contains(&self.len) => {
+            Protocol::Udp
+                if self.rr.is_none() && !(MIN_UDP_LEN..=MAX_UDP_LEN).contains(&self.len) =>
+            {
                 return Err(SpecError::UdpLen(self.len));
             }
             Protocol::Tcp if self.len == 0 || self.len > MAX_TCP_LEN => {
@@ -360,7 +362,9 @@ pub enum SpecError {
     #[error("request/response mode needs {0}")]
     RrNeeds(&'static str),
     /// DCCP packet size out of range.
-    #[error("DCCP length must be {MIN_UDP_LEN}..={MAX_UDP_LEN} bytes (and at most the path's maximum packet size), got {0}")]
+    #[error(
+        "DCCP length must be {MIN_UDP_LEN}..={MAX_UDP_LEN} bytes (and at most the path's maximum packet size), got {0}"
+    )]
     DccpLen(u32),
     /// DCCP options on a test that is not DCCP.
     #[error("--dccp-service and --ccid apply to DCCP (--dccp) only")]
@@ -424,7 +428,11 @@ mod tests {
         // UDP request/response (netperf's UDP_RR): unpaced, 1-byte datagrams allowed.
         let mut u = TestSpec::new(Protocol::Udp);
         u.rr = Some(RequestResponse { response_len: 1 });
-        assert_eq!(u.validate(), Err(SpecError::RrNeeds("no rate limit")), "UDP's default 1M rate");
+        assert_eq!(
+            u.validate(),
+            Err(SpecError::RrNeeds("no rate limit")),
+            "UDP's default 1M rate"
+        );
         u.bitrate = None;
         u.len = 1;
         assert_eq!(u.validate(), Ok(()));

@@ -67,7 +67,13 @@ impl Peer {
         Peer::start_in(temp_dir("peer"), prefix, listen, data_port, extra)
     }
 
-    fn start_in(dir: PathBuf, prefix: Vec<String>, listen: &str, data_port: &str, extra: &[&str]) -> Peer {
+    fn start_in(
+        dir: PathBuf,
+        prefix: Vec<String>,
+        listen: &str,
+        data_port: &str,
+        extra: &[&str],
+    ) -> Peer {
         let bin = perfpeer_bin();
         let mut cmd = command_through(&prefix, &bin);
         cmd.args([
@@ -83,7 +89,11 @@ impl Peer {
         if !extra.contains(&"--open") && !extra.contains(&"--token") {
             cmd.args(["--token", TOKEN]);
         }
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("serve.log")).expect("log file");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("serve.log"))
+            .expect("log file");
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(log)
@@ -246,7 +256,10 @@ pub fn free_port() -> u16 {
 pub fn have(program: &str) -> bool {
     let found = Command::new(program).arg("--version").output().is_ok();
     if !found {
-        assert!(std::env::var_os("CI").is_none(), "{program} is missing: scripts/setup.sh installs it");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{program} is missing: scripts/setup.sh installs it"
+        );
         eprintln!("skipping: {program} is not installed");
     }
     found

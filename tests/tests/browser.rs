@@ -518,7 +518,11 @@ async fn a_result_page_and_its_exported_file_show_the_stored_numbers() {
     let mut peer = Peer::start(&[]);
     let out = perfpeer_tests::perfpeer_test(&[&peer.control, "-t", "2"]);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let url = stdout.lines().find_map(|l| l.strip_prefix("Result page: ")).unwrap_or_else(|| panic!("no link: {stdout}")).to_string();
+    let url = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Result page: "))
+        .unwrap_or_else(|| panic!("no link: {stdout}"))
+        .to_string();
     let id = url.rsplit('/').next().unwrap().to_string();
     // The stored result, as the peer serves it to tools.
     let json = {
@@ -530,30 +534,65 @@ async fn a_result_page_and_its_exported_file_show_the_stored_numbers() {
         body.split_once("\r\n\r\n").unwrap().1.to_string()
     };
     let stored: TestResult = serde_json::from_str(&json).unwrap();
-    let received = stored.flows()[0].received.expect("the far end's receive figures");
-    let expected = format!("{}, {}/s", format_bytes(received.bytes as f64).trim(), format_bits(received.bits_per_second).trim());
+    let received = stored.flows()[0]
+        .received
+        .expect("the far end's receive figures");
+    let expected = format!(
+        "{}, {}/s",
+        format_bytes(received.bytes as f64).trim(),
+        format_bits(received.bits_per_second).trim()
+    );
     let file = peer.dir.join("result.html");
     let export = perfpeer_tests::Running::spawn(
         &perfpeer_tests::perfpeer_bin(),
-        &["results", "--data-dir", peer.dir.to_str().unwrap(), "export", &id, "--html", file.to_str().unwrap()],
+        &[
+            "results",
+            "--data-dir",
+            peer.dir.to_str().unwrap(),
+            "export",
+            &id,
+            "--html",
+            file.to_str().unwrap(),
+        ],
     )
     .wait(Duration::from_secs(20));
     assert!(export.status.success(), "{export:?}");
-    let copy = std::env::temp_dir().join(format!("perfpeer-export-{}-{id}.html", std::process::id()));
+    let copy =
+        std::env::temp_dir().join(format!("perfpeer-export-{}-{id}.html", std::process::id()));
     std::fs::copy(&file, &copy).unwrap();
     with_browser(|c| async move {
         c.goto(&url).await.expect("open the result page");
-        let page = c.execute("return document.body.innerText;", vec![]).await.unwrap();
+        let page = c
+            .execute("return document.body.innerText;", vec![])
+            .await
+            .unwrap();
         let page = page.as_str().unwrap_or_default().to_string();
-        assert!(page.contains(&expected), "the page shows {expected}: {page}");
-        assert!(c.find(Locator::Css("svg.chart polyline")).await.is_ok(), "a chart");
+        assert!(
+            page.contains(&expected),
+            "the page shows {expected}: {page}"
+        );
+        assert!(
+            c.find(Locator::Css("svg.chart polyline")).await.is_ok(),
+            "a chart"
+        );
         save_screenshot(&c, "result-page").await;
         // No peer now: the file must stand alone.
         peer.kill();
-        c.goto(&format!("file://{}", copy.display())).await.expect("open the exported file");
-        let offline = c.execute("return document.body.innerText;", vec![]).await.unwrap();
-        assert!(offline.as_str().unwrap_or_default().contains(&expected), "the file shows {expected}");
-        assert!(c.find(Locator::Css("svg.chart polyline")).await.is_ok(), "a chart, offline");
+        c.goto(&format!("file://{}", copy.display()))
+            .await
+            .expect("open the exported file");
+        let offline = c
+            .execute("return document.body.innerText;", vec![])
+            .await
+            .unwrap();
+        assert!(
+            offline.as_str().unwrap_or_default().contains(&expected),
+            "the file shows {expected}"
+        );
+        assert!(
+            c.find(Locator::Css("svg.chart polyline")).await.is_ok(),
+            "a chart, offline"
+        );
         save_screenshot(&c, "result-file").await;
         let _ = std::fs::remove_file(&copy);
     })

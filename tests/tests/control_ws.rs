@@ -302,7 +302,10 @@ async fn a_run_survives_its_browser_and_can_be_attached_again() {
                 }
             }
             // The peer keeps the result (and says where) before announcing it.
-            ServerMsg::Stored { test_id: id, result_id } => {
+            ServerMsg::Stored {
+                test_id: id,
+                result_id,
+            } => {
                 assert_eq!(id, test_id);
                 assert_eq!(result_id.len(), 32);
             }
@@ -359,11 +362,21 @@ async fn run_can_target_a_stock_iperf3_server() {
     }
     let dut = Peer::start(&[]);
     let port = perfpeer_tests::free_port();
-    let _stock = perfpeer_tests::Running::spawn(std::path::Path::new("iperf3"), &["-s", "-p", &port.to_string()]);
+    let _stock = perfpeer_tests::Running::spawn(
+        std::path::Path::new("iperf3"),
+        &["-s", "-p", &port.to_string()],
+    );
     tokio::time::sleep(Duration::from_millis(400)).await;
     let mut ws = connect(&dut).await;
     assert!(hello(&mut ws, Some(TOKEN)).await);
-    send(&mut ws, &ClientMsg::Run { target: format!("iperf3://127.0.0.1:{port}"), spec: short_spec(Protocol::Tcp) }).await;
+    send(
+        &mut ws,
+        &ClientMsg::Run {
+            target: format!("iperf3://127.0.0.1:{port}"),
+            spec: short_spec(Protocol::Tcp),
+        },
+    )
+    .await;
     let result = loop {
         match recv(&mut ws).await {
             ServerMsg::Result { result } => break result,
@@ -372,6 +385,9 @@ async fn run_can_target_a_stock_iperf3_server() {
         }
     };
     assert_eq!(result.status, TestStatus::Complete);
-    let received = result.flows()[0].received.expect("the stock server's results").bytes;
+    let received = result.flows()[0]
+        .received
+        .expect("the stock server's results")
+        .bytes;
     assert!(received > 0);
 }

@@ -12,12 +12,12 @@ mod dccp_host;
 mod dccp_vm;
 /// Bad input and failures: unreachable peers, garbage, oversized frames, dying peers, caps.
 mod faults;
+/// The result history: pages, JSON, the token holder's API, restarts, the results CLI.
+mod history;
 /// Stock iperf 2 and ttcp peers, the stock-tool targets of `perfpeer test`, argv[0] roles.
 mod interop_iperf2_ttcp;
 /// Stock iperf3 against our iperf3 server and our client against stock iperf3.
 mod interop_iperf3;
-/// The result history: pages, JSON, the token holder's API, restarts, the results CLI.
-mod history;
 /// Tests over loopback: every direction and protocol, agreement of both ends, JSON keys.
 mod loopback;
 /// `perfpeer netperf` against a perfpeer peer: netperf's tables, figures that agree with `-J`.

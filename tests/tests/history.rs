@@ -2,23 +2,38 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use perfpeer_tests::{Peer, Running, TOKEN, json_of, perfpeer_bin, perfpeer_test, u64_at, wait_for};
+use perfpeer_tests::{
+    Peer, Running, TOKEN, json_of, perfpeer_bin, perfpeer_test, u64_at, wait_for,
+};
 
 /// A plain HTTP/1.0 request; returns the status code and the body.
 fn http(peer: &Peer, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
     let mut s = TcpStream::connect(&peer.control).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let req = format!("{method} {path} HTTP/1.0\r\nHost: x\r\n{headers}Content-Length: {}\r\n\r\n{body}", body.len());
+    let req = format!(
+        "{method} {path} HTTP/1.0\r\nHost: x\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
     s.write_all(req.as_bytes()).unwrap();
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
-    let status = out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    let status = out
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
     (status, body)
 }
 
 fn result_id_from(stdout: &str) -> String {
-    let url = stdout.lines().find_map(|l| l.strip_prefix("Result page: ")).unwrap_or_else(|| panic!("no result link in: {stdout}"));
+    let url = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Result page: "))
+        .unwrap_or_else(|| panic!("no result link in: {stdout}"));
     url.rsplit('/').next().unwrap().to_string()
 }
 
@@ -32,16 +47,27 @@ fn a_served_test_has_a_page_and_json_without_the_token() {
     assert_eq!(id.len(), 32);
     let (status, page) = http(&peer, "GET", &format!("/r/{id}"), "", "");
     assert_eq!(status, 200, "{page}");
-    assert!(page.contains("<svg") && page.contains("iperf3") && page.contains("netperf"), "page lacks chart or renderings");
+    assert!(
+        page.contains("<svg") && page.contains("iperf3") && page.contains("netperf"),
+        "page lacks chart or renderings"
+    );
     let (status, json) = http(&peer, "GET", &format!("/r/{id}.json"), "", "");
     assert_eq!(status, 200);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["status"], "complete");
-    assert!(v["local"]["intervals"].as_array().unwrap().len() >= 2, "the far end's intervals are kept");
+    assert!(
+        v["local"]["intervals"].as_array().unwrap().len() >= 2,
+        "the far end's intervals are kept"
+    );
     let bytes = v["local"]["streams"][0]["bytes"].as_u64().unwrap();
     assert!(bytes > 0);
     // Unknown and malformed ids: a 404 page, not a crash.
-    for bad in ["/r/0123456789abcdef0123456789abcdef", "/r/nope", "/r/..%2F..%2Fetc%2Fpasswd", "/r/0123456789abcdef0123456789abcdef.json"] {
+    for bad in [
+        "/r/0123456789abcdef0123456789abcdef",
+        "/r/nope",
+        "/r/..%2F..%2Fetc%2Fpasswd",
+        "/r/0123456789abcdef0123456789abcdef.json",
+    ] {
         assert_eq!(http(&peer, "GET", bad, "", "").0, 404, "{bad}");
     }
 }
@@ -51,7 +77,11 @@ fn the_token_holder_lists_turns_off_and_deletes() {
     let peer = Peer::start(&[]);
     let out = perfpeer_test(&[&peer.control, "-t", "1", "-u", "-b", "2M"]);
     let id = result_id_from(&String::from_utf8_lossy(&out.stdout));
-    assert_eq!(http(&peer, "GET", "/api/results", "", "").0, 401, "the list needs the token");
+    assert_eq!(
+        http(&peer, "GET", "/api/results", "", "").0,
+        401,
+        "the list needs the token"
+    );
     let auth = format!("Authorization: Bearer {TOKEN}\r\n");
     let (status, list) = http(&peer, "GET", "/api/results", &auth, "");
     assert_eq!(status, 200);
@@ -60,19 +90,54 @@ fn the_token_holder_lists_turns_off_and_deletes() {
     assert_eq!(list[0]["origin"], "far_end");
     assert_eq!(list[0]["protocol"], "udp");
     let link = format!("/api/results/{id}/link");
-    assert_eq!(http(&peer, "POST", &link, "", r#"{"enabled":false}"#).0, 401);
-    assert_eq!(http(&peer, "POST", &link, &format!("{auth}Content-Type: application/json\r\n"), r#"{"enabled":false}"#).0, 204);
-    assert_eq!(http(&peer, "GET", &format!("/r/{id}"), "", "").0, 404, "a turned-off link stops working");
-    assert_eq!(http(&peer, "POST", &link, &format!("{auth}Content-Type: application/json\r\n"), "not json").0, 400);
-    assert_eq!(http(&peer, "DELETE", &format!("/api/results/{id}"), &auth, "").0, 204);
-    assert_eq!(http(&peer, "DELETE", &format!("/api/results/{id}"), &auth, "").0, 404);
+    assert_eq!(
+        http(&peer, "POST", &link, "", r#"{"enabled":false}"#).0,
+        401
+    );
+    assert_eq!(
+        http(
+            &peer,
+            "POST",
+            &link,
+            &format!("{auth}Content-Type: application/json\r\n"),
+            r#"{"enabled":false}"#
+        )
+        .0,
+        204
+    );
+    assert_eq!(
+        http(&peer, "GET", &format!("/r/{id}"), "", "").0,
+        404,
+        "a turned-off link stops working"
+    );
+    assert_eq!(
+        http(
+            &peer,
+            "POST",
+            &link,
+            &format!("{auth}Content-Type: application/json\r\n"),
+            "not json"
+        )
+        .0,
+        400
+    );
+    assert_eq!(
+        http(&peer, "DELETE", &format!("/api/results/{id}"), &auth, "").0,
+        204
+    );
+    assert_eq!(
+        http(&peer, "DELETE", &format!("/api/results/{id}"), &auth, "").0,
+        404
+    );
 }
 
 #[test]
 fn a_peer_killed_mid_test_shows_the_test_aborted_after_restart() {
     let mut peer = Peer::start(&[]);
     let client = Running::spawn(&perfpeer_bin(), &["test", &peer.control, "-t", "30"]);
-    assert!(wait_for(Duration::from_secs(10), || peer.log().contains("test begins")));
+    assert!(wait_for(Duration::from_secs(10), || peer
+        .log()
+        .contains("test begins")));
     std::thread::sleep(Duration::from_millis(2500));
     peer.kill();
     drop(client);
@@ -86,7 +151,10 @@ fn a_peer_killed_mid_test_shows_the_test_aborted_after_restart() {
     let (status, json) = http(&peer, "GET", &format!("/r/{id}.json"), "", "");
     assert_eq!(status, 200);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert!(v["local"]["intervals"].as_array().unwrap().len() >= 2, "intervals so far are kept: {v}");
+    assert!(
+        v["local"]["intervals"].as_array().unwrap().len() >= 2,
+        "intervals so far are kept: {v}"
+    );
 }
 
 #[test]
@@ -99,20 +167,57 @@ fn results_cli_lists_shows_and_exports_a_self_contained_page() {
     let run = |args: &[&str]| Running::spawn(&perfpeer_bin(), args).wait(Duration::from_secs(20));
     let list = run(&["results", "--data-dir", &store, "list"]);
     let list = String::from_utf8_lossy(&list.stdout).to_string();
-    let id = list.split_whitespace().next().unwrap_or_else(|| panic!("empty list")).to_string();
-    assert!(list.contains("far_end") && list.contains("complete"), "{list}");
-    let show = run(&["results", "--data-dir", &store, "show", &id[..8], "--format", "iperf2"]);
-    assert!(String::from_utf8_lossy(&show.stdout).contains("[ ID] Interval       Transfer     Bandwidth"), "{:?}", show);
+    let id = list
+        .split_whitespace()
+        .next()
+        .unwrap_or_else(|| panic!("empty list"))
+        .to_string();
+    assert!(
+        list.contains("far_end") && list.contains("complete"),
+        "{list}"
+    );
+    let show = run(&[
+        "results",
+        "--data-dir",
+        &store,
+        "show",
+        &id[..8],
+        "--format",
+        "iperf2",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&show.stdout)
+            .contains("[ ID] Interval       Transfer     Bandwidth"),
+        "{:?}",
+        show
+    );
     let file = peer.dir.join("export.html");
-    let export = run(&["results", "--data-dir", &store, "export", &id, "--html", file.to_str().unwrap()]);
+    let export = run(&[
+        "results",
+        "--data-dir",
+        &store,
+        "export",
+        &id,
+        "--html",
+        file.to_str().unwrap(),
+    ]);
     assert!(export.status.success(), "{export:?}");
     let html = std::fs::read_to_string(&file).unwrap();
     assert!(html.starts_with("<!doctype html>") && html.contains("<svg"));
-    assert!(!html.contains("src=") && !html.contains("href='http"), "nothing is fetched");
+    assert!(
+        !html.contains("src=") && !html.contains("href='http"),
+        "nothing is fetched"
+    );
     // The embedded result carries the same byte count the client saw.
-    let embedded = html.split("<script type='application/json' id='perfpeer-result'>").nth(1).and_then(|r| r.split("</script>").next()).unwrap();
+    let embedded = html
+        .split("<script type='application/json' id='perfpeer-result'>")
+        .nth(1)
+        .and_then(|r| r.split("</script>").next())
+        .unwrap();
     let stored: serde_json::Value = serde_json::from_str(&embedded.replace("<\\/", "</")).unwrap();
     assert_eq!(stored["local"]["streams"][0]["bytes"].as_u64(), Some(bytes));
     let missing = run(&["results", "--data-dir", &store, "show", "ffff"]);
-    assert!(!missing.status.success() && String::from_utf8_lossy(&missing.stderr).contains("no result"));
+    assert!(
+        !missing.status.success() && String::from_utf8_lossy(&missing.stderr).contains("no result")
+    );
 }

@@ -10,12 +10,19 @@ fn perfpeer(args: &[&str]) -> std::process::Output {
 }
 
 fn text(out: &std::process::Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// Bytes from iperf2's CSV report line (`-y C`): the 8th field.
 fn csv_bytes(line: &str) -> u64 {
-    line.split(',').nth(7).and_then(|b| b.trim().parse().ok()).unwrap_or_else(|| panic!("not an iperf2 CSV line: {line}"))
+    line.split(',')
+        .nth(7)
+        .and_then(|b| b.trim().parse().ok())
+        .unwrap_or_else(|| panic!("not an iperf2 CSV line: {line}"))
 }
 
 #[test]
@@ -26,7 +33,11 @@ fn stock_iperf2_client_against_our_server() {
     let port = free_port();
     let p = port.to_string();
     let _server = Running::spawn(&perfpeer_bin(), &["iperf", "-s", "-p", &p]);
-    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect(("127.0.0.1", port)).is_ok()));
+    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect((
+        "127.0.0.1",
+        port
+    ))
+    .is_ok()));
     for extra in [&[][..], &["-P", "2"], &["-R"]] {
         let mut args = vec!["-c", "127.0.0.1", "-p", &p, "-t", "2", "-y", "C"];
         args.extend_from_slice(extra);
@@ -37,16 +48,42 @@ fn stock_iperf2_client_against_our_server() {
         assert!(total > 1_000_000, "{extra:?}: {stdout}");
     }
     // UDP: the stock client prints the report our server sent back.
-    let out = Running::spawn(Path::new("iperf"), &["-c", "127.0.0.1", "-p", &p, "-u", "-b", "5M", "-t", "2"]).wait(Duration::from_secs(20));
+    let out = Running::spawn(
+        Path::new("iperf"),
+        &["-c", "127.0.0.1", "-p", &p, "-u", "-b", "5M", "-t", "2"],
+    )
+    .wait(Duration::from_secs(20));
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(t.contains("Server Report:"), "no server report: {t}");
-    assert!(t.lines().any(|l| l.contains(" ms 0/") && l.contains("(0%)")), "no loss line: {t}");
+    assert!(
+        t.lines()
+            .any(|l| l.contains(" ms 0/") && l.contains("(0%)")),
+        "no loss line: {t}"
+    );
     assert!(!t.contains("WARNING: did not receive ack"), "{t}");
     // A legacy dual test is refused, not answered with a connection back.
-    let out = Running::spawn(Path::new("iperf"), &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-d", "-L", &free_port().to_string()]).wait(Duration::from_secs(20));
+    let out = Running::spawn(
+        Path::new("iperf"),
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "-d",
+            "-L",
+            &free_port().to_string(),
+        ],
+    )
+    .wait(Duration::from_secs(20));
     let t = text(&out);
-    assert_eq!(t.matches("connected with").count(), 1, "only the client's own connection: {t}");
+    assert_eq!(
+        t.matches("connected with").count(),
+        1,
+        "only the client's own connection: {t}"
+    );
     assert!(t.contains("expected reverse connect did not occur"), "{t}");
 }
 
@@ -73,9 +110,16 @@ fn our_iperf2_client_against_stock_server() {
         let sent = u64_at(&v, "/end/sum_sent/bytes");
         std::thread::sleep(Duration::from_millis(300));
         let out = server.wait(Duration::from_millis(100));
-        let stock = String::from_utf8_lossy(&out.stdout).lines().find(|l| l.contains(',')).map(csv_bytes).expect("the stock server reported the test");
+        let stock = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.contains(','))
+            .map(csv_bytes)
+            .expect("the stock server reported the test");
         let tolerance = if udp { 2 * 1470 } else { 128 * 1024 };
-        assert!(sent.abs_diff(stock) <= tolerance, "udp={udp}: we sent {sent}, the stock server counted {stock}");
+        assert!(
+            sent.abs_diff(stock) <= tolerance,
+            "udp={udp}: we sent {sent}, the stock server counted {stock}"
+        );
         if udp {
             // The server's report made it back into our result.
             assert_eq!(u64_at(&v, "/end/sum_received/bytes"), stock, "{v}");
@@ -92,11 +136,22 @@ fn iperf3_and_ttcp_targets_in_perfpeer_test() {
     let _server = Running::spawn(Path::new("iperf3"), &["-s", "-p", &port.to_string()]);
     std::thread::sleep(Duration::from_millis(400));
     let target = format!("iperf3://127.0.0.1:{port}");
-    let v = json_of(&perfpeer(&["test", &target, "-t", "1", "-J"]), &["iperf3 target"]);
+    let v = json_of(
+        &perfpeer(&["test", &target, "-t", "1", "-J"]),
+        &["iperf3 target"],
+    );
     assert!(u64_at(&v, "/end/sum_received/bytes") > 0);
     // A stock iperf3 reports process CPU, not host-wide CPU: that figure is absent, not zero.
-    assert!(v.pointer("/end/cpu_utilization_percent/remote_total").is_some());
-    assert!(v.pointer("/perfpeer/host_cpu_percent/remote").is_none_or(serde_json::Value::is_null), "{}", v["perfpeer"]);
+    assert!(
+        v.pointer("/end/cpu_utilization_percent/remote_total")
+            .is_some()
+    );
+    assert!(
+        v.pointer("/perfpeer/host_cpu_percent/remote")
+            .is_none_or(serde_json::Value::is_null),
+        "{}",
+        v["perfpeer"]
+    );
 
     // ttcp:// against a plain socket standing in for classic ttcp -r: it counts to EOF.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -114,10 +169,17 @@ fn iperf3_and_ttcp_targets_in_perfpeer_test() {
         total
     });
     let target = format!("ttcp://127.0.0.1:{tport}");
-    let v = json_of(&perfpeer(&["test", &target, "-n", "1000K", "-l", "1K", "-J"]), &["ttcp target"]);
+    let v = json_of(
+        &perfpeer(&["test", &target, "-n", "1000K", "-l", "1K", "-J"]),
+        &["ttcp target"],
+    );
     assert_eq!(counter.join().unwrap(), 1000 * 1024);
     assert_eq!(u64_at(&v, "/end/sum_sent/bytes"), 1000 * 1024);
-    assert!(v["end"].get("sum_received").is_none(), "a ttcp receiver reports nothing back: {}", v["end"]);
+    assert!(
+        v["end"].get("sum_received").is_none(),
+        "a ttcp receiver reports nothing back: {}",
+        v["end"]
+    );
 }
 
 #[test]
@@ -125,7 +187,16 @@ fn ttcp_transmit_into_receive_tcp_and_udp() {
     for udp in [false, true] {
         let port = free_port().to_string();
         let mut rargs = vec!["ttcp", "-r", "-s", "-p", &port];
-        let mut targs = vec!["ttcp", "-t", "-s", "-n1000", "-l1024", "-p", &port, "127.0.0.1"];
+        let mut targs = vec![
+            "ttcp",
+            "-t",
+            "-s",
+            "-n1000",
+            "-l1024",
+            "-p",
+            &port,
+            "127.0.0.1",
+        ];
         if udp {
             rargs.push("-u");
             targs.push("-u");
@@ -138,11 +209,34 @@ fn ttcp_transmit_into_receive_tcp_and_udp() {
         assert!(t.status.success(), "{tt}");
         let proto = if udp { "udp" } else { "tcp" };
         let lines: Vec<&str> = tt.lines().collect();
-        assert_eq!(lines[0], format!("ttcp-t: buflen=1024, nbuf=1000, align=16384/0, port={port}  {proto}  -> 127.0.0.1"));
+        assert_eq!(
+            lines[0],
+            format!(
+                "ttcp-t: buflen=1024, nbuf=1000, align=16384/0, port={port}  {proto}  -> 127.0.0.1"
+            )
+        );
         assert_eq!(lines[1], "ttcp-t: 1024000 bytes processed");
-        assert!(lines[2].starts_with("ttcp-t: ") && lines[2].contains(" CPU sec  = ") && lines[2].ends_with(" Kbits/cpu sec"), "{}", lines[2]);
-        assert!(lines[3].contains(" real sec = ") && lines[3].ends_with(" Kbits/sec"), "{}", lines[3]);
-        let got: u64 = rt.lines().find_map(|l| l.strip_prefix("ttcp-r: ")?.strip_suffix(" bytes processed")?.parse().ok()).unwrap_or_else(|| panic!("{rt}"));
+        assert!(
+            lines[2].starts_with("ttcp-t: ")
+                && lines[2].contains(" CPU sec  = ")
+                && lines[2].ends_with(" Kbits/cpu sec"),
+            "{}",
+            lines[2]
+        );
+        assert!(
+            lines[3].contains(" real sec = ") && lines[3].ends_with(" Kbits/sec"),
+            "{}",
+            lines[3]
+        );
+        let got: u64 = rt
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("ttcp-r: ")?
+                    .strip_suffix(" bytes processed")?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or_else(|| panic!("{rt}"));
         if udp {
             // ttcp's UDP is unpaced: loss on loopback is possible, more bytes than sent is not.
             assert!(got > 0 && got <= 1_024_000 && got % 1024 == 0, "{got}");
@@ -155,9 +249,24 @@ fn ttcp_transmit_into_receive_tcp_and_udp() {
 #[test]
 fn ttcp_udp_uses_four_byte_sentinels() {
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    socket.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
     let port = socket.local_addr().unwrap().port().to_string();
-    let sender = Running::spawn(&perfpeer_bin(), &["ttcp", "-t", "-s", "-u", "-n20", "-l500", "-p", &port, "127.0.0.1"]);
+    let sender = Running::spawn(
+        &perfpeer_bin(),
+        &[
+            "ttcp",
+            "-t",
+            "-s",
+            "-u",
+            "-n20",
+            "-l500",
+            "-p",
+            &port,
+            "127.0.0.1",
+        ],
+    );
     let mut sizes = Vec::new();
     let mut buf = [0u8; 2048];
     while let Ok(n) = socket.recv(&mut buf) {
@@ -169,7 +278,10 @@ fn ttcp_udp_uses_four_byte_sentinels() {
     drop(sender);
     assert_eq!(sizes.first(), Some(&4), "a start sentinel first: {sizes:?}");
     assert_eq!(sizes.iter().filter(|&&n| n == 500).count(), 20, "{sizes:?}");
-    assert!(sizes.iter().skip(21).all(|&n| n == 4) && sizes.len() >= 22, "end sentinels: {sizes:?}");
+    assert!(
+        sizes.iter().skip(21).all(|&n| n == 4) && sizes.len() >= 22,
+        "end sentinels: {sizes:?}"
+    );
 }
 
 #[test]
@@ -185,8 +297,16 @@ fn invoked_as_iperf3_it_is_iperf3() {
     let port = free_port();
     let p = port.to_string();
     let _server = Running::spawn(&link, &["-s", "-p", &p]);
-    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect(("127.0.0.1", port)).is_ok()));
-    let out = Running::spawn(Path::new("iperf3"), &["-c", "127.0.0.1", "-p", &p, "-t", "1"]).wait(Duration::from_secs(15));
+    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect((
+        "127.0.0.1",
+        port
+    ))
+    .is_ok()));
+    let out = Running::spawn(
+        Path::new("iperf3"),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1"],
+    )
+    .wait(Duration::from_secs(15));
     let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "{}", text(&out));
 }
@@ -200,10 +320,18 @@ fn bad_input_to_our_iperf2_server_is_dropped_and_it_keeps_serving() {
     let port = free_port();
     let p = port.to_string();
     let _server = Running::spawn(&perfpeer_bin(), &["iperf", "-s", "-p", &p]);
-    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect(("127.0.0.1", port)).is_ok()));
+    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect((
+        "127.0.0.1",
+        port
+    ))
+    .is_ok()));
     // A header whose length field says 2 bytes, a header cut short, and one announcing a
     // legacy dual test with nothing after it.
-    for bytes in [&[0x40u8, 0x01, 0x00, 0x04][..], &[0x40, 0x01, 0x00, 0x78, 0, 0, 0, 1], &[0x80, 0, 0, 0]] {
+    for bytes in [
+        &[0x40u8, 0x01, 0x00, 0x04][..],
+        &[0x40, 0x01, 0x00, 0x78, 0, 0, 0, 1],
+        &[0x80, 0, 0, 0],
+    ] {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         let _ = s.write_all(bytes);
         let _ = s.shutdown(std::net::Shutdown::Write);
@@ -214,10 +342,25 @@ fn bad_input_to_our_iperf2_server_is_dropped_and_it_keeps_serving() {
     }
     // UDP garbage: runts, a header with a bad length, a stray fin.
     let u = UdpSocket::bind("127.0.0.1:0").unwrap();
-    for d in [vec![1u8; 3], vec![0x7f; 40], { let mut f = vec![0xff; 4]; f.extend_from_slice(&[0; 100]); f }] {
+    for d in [vec![1u8; 3], vec![0x7f; 40], {
+        let mut f = vec![0xff; 4];
+        f.extend_from_slice(&[0; 100]);
+        f
+    }] {
         u.send_to(&d, ("127.0.0.1", port)).unwrap();
     }
-    let out = Running::spawn(Path::new("iperf"), &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-y", "C"]).wait(Duration::from_secs(15));
+    let out = Running::spawn(
+        Path::new("iperf"),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-y", "C"],
+    )
+    .wait(Duration::from_secs(15));
     assert!(out.status.success(), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).lines().last().map(csv_bytes).unwrap_or(0) > 0);
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .map(csv_bytes)
+            .unwrap_or(0)
+            > 0
+    );
 }

@@ -107,20 +107,40 @@ fn tcp_stream_with_cpu_prints_netperfs_table() {
 #[test]
 fn udp_rr_prints_transactions_per_second() {
     let peer = Peer::start(&[]);
-    let args = ["-H", &peer.control, "-t", "UDP_RR", "-l", "2", "--", "-r", "1,1"];
+    let args = [
+        "-H",
+        &peer.control,
+        "-t",
+        "UDP_RR",
+        "-l",
+        "2",
+        "--",
+        "-r",
+        "1,1",
+    ];
     let text = stdout_of(&netperf(&args), &args);
     let lines: Vec<&str> = text.lines().collect();
     assert!(
-        lines[0].starts_with("MIGRATED UDP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 127.0.0.1"),
+        lines[0].starts_with(
+            "MIGRATED UDP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 127.0.0.1"
+        ),
         "{text}"
     );
     let f = numbers(lines[6]);
     assert_eq!(f.len(), 6, "{text}");
-    assert_eq!((f[2], f[3]), (1.0, 1.0), "request and response sizes: {text}");
+    assert_eq!(
+        (f[2], f[3]),
+        (1.0, 1.0),
+        "request and response sizes: {text}"
+    );
     assert!(f[5] > 100.0, "transactions per second: {text}");
     let v = perfpeer_json(&[&peer.control, "--rr", "-u", "-b", "0", "-t", "2"]);
     let json_tps = f64_at(&v, "/perfpeer/rr/transactions_per_second");
-    assert!(within(f[5], json_tps, 4.0), "netperf {} vs -J {json_tps} trans/s", f[5]);
+    assert!(
+        within(f[5], json_tps, 4.0),
+        "netperf {} vs -J {json_tps} trans/s",
+        f[5]
+    );
 }
 
 #[test]

@@ -56,7 +56,9 @@ pub struct IperfArgs {
 pub async fn run(args: IperfArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
     if args.dualtest || args.tradeoff {
-        bail!("-d and -r (dual/tradeoff tests) are not supported: they need the server to connect back to the client; run -R and a normal test instead");
+        bail!(
+            "-d and -r (dual/tradeoff tests) are not supported: they need the server to connect back to the client; run -R and a normal test instead"
+        );
     }
     match (&args.client, args.server) {
         (Some(host), false) => run_client(host.clone(), &args).await,
@@ -71,12 +73,18 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     if args.ipv6_domain {
         opts.family = Some(Family::V6);
     }
-    let server = resolve_host(&host, args.port, opts.family).await.map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
-    print!("{}", fmt::client_banner(&host, args.port, spec.protocol, spec.window));
+    let server = resolve_host(&host, args.port, opts.family)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
+    print!(
+        "{}",
+        fmt::client_banner(&host, args.port, spec.protocol, spec.window)
+    );
     let (tx, mut events) = mpsc::unbounded_channel();
     let test = client::run(server, &spec, &opts, tx, cancel_on_ctrl_c());
     tokio::pin!(test);
-    let udp_rx = spec.protocol == Protocol::Udp && spec.direction != perfpeer_shared::spec::Direction::Normal;
+    let udp_rx = spec.protocol == Protocol::Udp
+        && spec.direction != perfpeer_shared::spec::Direction::Normal;
     let print = |ev: &TestEvent| match ev {
         TestEvent::Started { sockets, .. } => {
             for s in sockets {
@@ -84,7 +92,10 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
             }
             print!("{}", fmt::header(udp_rx));
         }
-        TestEvent::Interval { role: PeerRole::Client, report } if args.flags.interval_given() => print!("{}", fmt::interval_rows(report)),
+        TestEvent::Interval {
+            role: PeerRole::Client,
+            report,
+        } if args.flags.interval_given() => print!("{}", fmt::interval_rows(report)),
         TestEvent::Interval { .. } | TestEvent::Stored { .. } => {}
     };
     let outcome = loop {
@@ -114,7 +125,9 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
         None if args.flags.ipv4_only() => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         None => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
     };
-    let config = server::ServerConfig { max_duration: Duration::from_secs(args.max_duration) };
+    let config = server::ServerConfig {
+        max_duration: Duration::from_secs(args.max_duration),
+    };
     let (tx, mut events) = mpsc::unbounded_channel();
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
@@ -123,7 +136,10 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
             stop.cancel();
         }
     });
-    print!("{}", fmt::server_banner(args.port, args.flags.spec(true).ok().and_then(|s| s.window)));
+    print!(
+        "{}",
+        fmt::server_banner(args.port, args.flags.spec(true).ok().and_then(|s| s.window))
+    );
     let serve = server::run(SocketAddr::new(ip, args.port), config, tx, shutdown);
     tokio::pin!(serve);
     loop {

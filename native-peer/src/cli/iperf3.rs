@@ -60,10 +60,19 @@ async fn run_client(host: String, args: &Iperf3Args) -> anyhow::Result<ExitCode>
     super::init_logging("warn");
     let spec = args.flags.spec(true)?;
     let opts = args.flags.options()?;
-    let server = resolve_host(&host, args.port, opts.family).await.map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
+    let server = resolve_host(&host, args.port, opts.family)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
     let (events_tx, events) = mpsc::unbounded_channel();
     let mut printer = Printer::new(args.flags.style(), &spec);
-    let test = client::run(server, &spec, args.udp_counters_64bit, &opts, events_tx, cancel_on_ctrl_c());
+    let test = client::run(
+        server,
+        &spec,
+        args.udp_counters_64bit,
+        &opts,
+        events_tx,
+        cancel_on_ctrl_c(),
+    );
     let outcome = print_while(&mut printer, events, test).await?;
     finish(&mut printer, outcome.map_err(anyhow::Error::new), &host)
 }
@@ -73,7 +82,9 @@ async fn run_server(args: &Iperf3Args) -> anyhow::Result<ExitCode> {
     let style = args.flags.style();
     let addr = match args.flags.bind_addr() {
         Some(ip) => SocketAddr::new(ip, args.port),
-        None if args.flags.ipv4_only() => SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), args.port),
+        None if args.flags.ipv4_only() => {
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), args.port)
+        }
         None => SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), args.port),
     };
     let config = server::ServerConfig {
@@ -91,7 +102,10 @@ async fn run_server(args: &Iperf3Args) -> anyhow::Result<ExitCode> {
     });
     if style == Style::Text {
         println!("-----------------------------------------------------------");
-        println!("Server listening on {} (perfpeer, up to {} tests at once)", args.port, args.max_tests);
+        println!(
+            "Server listening on {} (perfpeer, up to {} tests at once)",
+            args.port, args.max_tests
+        );
         println!("-----------------------------------------------------------");
     }
     let serve = server::run(addr, config, tx, shutdown);
@@ -113,16 +127,42 @@ async fn run_server(args: &Iperf3Args) -> anyhow::Result<ExitCode> {
 fn print_server_event(ev: &server::ServerEvent, style: Style) {
     use server::ServerEvent as E;
     match (ev, style) {
-        (E::Started { client, spec, sockets }, Style::Text) => {
+        (
+            E::Started {
+                client,
+                spec,
+                sockets,
+            },
+            Style::Text,
+        ) => {
             let addr = client.to_string();
-            let p = Preamble { role: PeerRole::Server, server_addr: &addr, spec, sockets };
-            print!("{}{}", fmt::text_preamble(&p), fmt::text_interval_header(spec, PeerRole::Server));
+            let p = Preamble {
+                role: PeerRole::Server,
+                server_addr: &addr,
+                spec,
+                sockets,
+            };
+            print!(
+                "{}{}",
+                fmt::text_preamble(&p),
+                fmt::text_interval_header(spec, PeerRole::Server)
+            );
         }
-        (E::Interval { spec, report, .. }, Style::Text) => print!("{}", fmt::text_interval(spec, PeerRole::Server, report)),
+        (E::Interval { spec, report, .. }, Style::Text) => {
+            print!("{}", fmt::text_interval(spec, PeerRole::Server, report))
+        }
         (E::Finished(result), Style::Text) => print!("{}", fmt::text_summary(result)),
-        (E::Finished(result), _) => println!("{}", serde_json::to_string_pretty(&fmt::json(result)).unwrap_or_default()),
-        (E::Failed { client, error }, Style::Text) => println!("iperf3: error from {client}: {error}"),
-        (E::Failed { client, error }, _) => println!("{}", serde_json::json!({ "error": format!("{client}: {error}") })),
+        (E::Finished(result), _) => println!(
+            "{}",
+            serde_json::to_string_pretty(&fmt::json(result)).unwrap_or_default()
+        ),
+        (E::Failed { client, error }, Style::Text) => {
+            println!("iperf3: error from {client}: {error}")
+        }
+        (E::Failed { client, error }, _) => println!(
+            "{}",
+            serde_json::json!({ "error": format!("{client}: {error}") })
+        ),
         _ => {}
     }
 }

@@ -98,9 +98,18 @@ mod tests {
     #[test]
     fn program_name_picks_the_role() {
         let argv = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
-        assert_eq!(super::with_role(argv(&["/usr/local/bin/iperf3", "-s"])), argv(&["/usr/local/bin/iperf3", "iperf3", "-s"]));
-        assert_eq!(super::with_role(argv(&["ttcp", "-r", "-s"])), argv(&["ttcp", "ttcp", "-r", "-s"]));
-        assert_eq!(super::with_role(argv(&["perfpeer", "serve"])), argv(&["perfpeer", "serve"]));
+        assert_eq!(
+            super::with_role(argv(&["/usr/local/bin/iperf3", "-s"])),
+            argv(&["/usr/local/bin/iperf3", "iperf3", "-s"])
+        );
+        assert_eq!(
+            super::with_role(argv(&["ttcp", "-r", "-s"])),
+            argv(&["ttcp", "ttcp", "-r", "-s"])
+        );
+        assert_eq!(
+            super::with_role(argv(&["perfpeer", "serve"])),
+            argv(&["perfpeer", "serve"])
+        );
     }
 
     #[test]

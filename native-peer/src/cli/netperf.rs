@@ -218,7 +218,9 @@ impl NetperfArgs {
         spec.no_delay = t.no_delay;
         if matches!(self.test, NetperfTest::TcpRr | NetperfTest::UdpRr) {
             if t.send_size.is_some() {
-                bail!("-m applies to stream tests; give the request/response sizes with -r REQ,RESP");
+                bail!(
+                    "-m applies to stream tests; give the request/response sizes with -r REQ,RESP"
+                );
             }
             let (req, resp) = t.rr_sizes.unwrap_or((None, None));
             spec.len = req.unwrap_or(1);
@@ -227,7 +229,9 @@ impl NetperfArgs {
             });
         } else {
             if t.rr_sizes.is_some() {
-                bail!("-r applies to TCP_RR and UDP_RR; give the send size of a stream test with -m");
+                bail!(
+                    "-r applies to TCP_RR and UDP_RR; give the send size of a stream test with -m"
+                );
             }
             spec.len = t
                 .send_size

@@ -34,7 +34,11 @@ pub struct Printer<'a> {
 impl<'a> Printer<'a> {
     /// A printer for `spec` in `style`.
     pub fn new(style: Style, spec: &'a TestSpec) -> Self {
-        Printer { style, spec, stored_url: None }
+        Printer {
+            style,
+            spec,
+            stored_url: None,
+        }
     }
 
     fn write(&self, text: &str) -> io::Result<()> {

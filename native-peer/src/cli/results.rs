@@ -65,7 +65,8 @@ enum Format {
 /// Runs the chosen action.
 pub fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
     let dir = token::data_dir(args.data_dir.as_deref());
-    let (store, note) = Store::open(&dir).with_context(|| format!("cannot open the results in {}", dir.display()))?;
+    let (store, note) = Store::open(&dir)
+        .with_context(|| format!("cannot open the results in {}", dir.display()))?;
     if let Some(note) = note {
         eprintln!("perfpeer: {note}");
     }
@@ -77,7 +78,8 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
         }
         Action::Export { id, html: path } => {
             let result = find(&store, &id)?.result;
-            std::fs::write(&path, html::page(&result)).with_context(|| format!("cannot write {}", path.display()))?;
+            std::fs::write(&path, html::page(&result))
+                .with_context(|| format!("cannot write {}", path.display()))?;
             println!("{}", path.display());
         }
         Action::Delete { id } => {
@@ -96,9 +98,18 @@ fn list(store: &Store, limit: u32) -> anyhow::Result<()> {
     }
     for r in rows {
         let when = perfpeer_shared::format::iperf3::http_date(r.created_ms / 1000);
-        let rate = r.bits_per_second.map(|b| format!("{}/s", format_bits(b).trim())).unwrap_or_else(|| "-".into());
-        let bytes = r.bytes.map(|b| format_bytes(b as f64).trim().to_string()).unwrap_or_else(|| "-".into());
-        println!("{}  {when}  {:8} {:6} {:3} {:7} {:>12} {:>14}  {}  {}", r.id, r.origin, r.role, r.protocol, r.direction, bytes, rate, r.status, r.peer);
+        let rate = r
+            .bits_per_second
+            .map(|b| format!("{}/s", format_bits(b).trim()))
+            .unwrap_or_else(|| "-".into());
+        let bytes = r
+            .bytes
+            .map(|b| format_bytes(b as f64).trim().to_string())
+            .unwrap_or_else(|| "-".into());
+        println!(
+            "{}  {when}  {:8} {:6} {:3} {:7} {:>12} {:>14}  {}  {}",
+            r.id, r.origin, r.role, r.protocol, r.direction, bytes, rate, r.status, r.peer
+        );
     }
     Ok(())
 }
@@ -107,21 +118,38 @@ fn find(store: &Store, id: &str) -> anyhow::Result<crate::store::Stored> {
     if let Some(found) = store.get(id)? {
         return Ok(found);
     }
-    let matches: Vec<String> = store.list(u32::MAX)?.into_iter().map(|s| s.id).filter(|i| i.starts_with(id)).collect();
+    let matches: Vec<String> = store
+        .list(u32::MAX)?
+        .into_iter()
+        .map(|s| s.id)
+        .filter(|i| i.starts_with(id))
+        .collect();
     match matches.as_slice() {
         [one] => Ok(store.get(one)?.context("the result vanished")?),
         [] => bail!("no result {id} (see `perfpeer results list`)"),
-        _ => bail!("{id} matches {} results: give more of the id", matches.len()),
+        _ => bail!(
+            "{id} matches {} results: give more of the id",
+            matches.len()
+        ),
     }
 }
 
 fn render(result: &perfpeer_shared::report::TestResult, format: Format) -> anyhow::Result<String> {
     Ok(match format {
-        Format::Iperf3 => html::renderings(result).into_iter().next().map(|(_, t)| t).unwrap_or_default(),
+        Format::Iperf3 => html::renderings(result)
+            .into_iter()
+            .next()
+            .map(|(_, t)| t)
+            .unwrap_or_default(),
         Format::Iperf2 => iperf2::text(result),
         Format::Ttcp => ttcp::text(result),
         Format::Netperf => {
-            let opts = netperf::Options { host: &result.server_addr, local_cpu: true, remote_cpu: true, headers: true };
+            let opts = netperf::Options {
+                host: &result.server_addr,
+                local_cpu: true,
+                remote_cpu: true,
+                headers: true,
+            };
             netperf::render(result, &opts).map_err(|e| anyhow::anyhow!("{e}"))?
         }
         Format::Json => format!("{}\n", serde_json::to_string_pretty(&iperf3::json(result))?),

@@ -90,7 +90,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     let shutdown = CancellationToken::new();
     let state = ServerState::new(config, info, shutdown.clone());
     let mut dccp_services = vec![perfpeer_shared::dccp::DEFAULT_SERVICE];
-    dccp_services.extend(args.dccp_service.iter().filter(|c| !dccp_services.contains(c)).copied().collect::<Vec<_>>());
+    dccp_services.extend(
+        args.dccp_service
+            .iter()
+            .filter(|c| !dccp_services.contains(c))
+            .copied()
+            .collect::<Vec<_>>(),
+    );
     server::dccp_listener::spawn(data, dccp_services, state.clone());
     open_store(&args, &state);
     announce(control, data, token.as_deref());

@@ -200,7 +200,11 @@ impl TestFlags {
             spec.len = u32::try_from(len).unwrap_or(u32::MAX);
         }
         if let Some(rate) = self.bitrate {
-            let scale = if rate_per_stream { u64::from(self.parallel.max(1)) } else { 1 };
+            let scale = if rate_per_stream {
+                u64::from(self.parallel.max(1))
+            } else {
+                1
+            };
             spec.bitrate = (rate.0 > 0).then_some(BitRate(rate.0.saturating_mul(scale)));
         }
         spec.window = self.window.map(|w| u32::try_from(w).unwrap_or(u32::MAX));
@@ -214,9 +218,9 @@ impl TestFlags {
             if self.len.is_none() {
                 spec.len = 1;
             }
-            let response_len = self.response_len.map_or(spec.len, |n| {
-                u32::try_from(n).unwrap_or(u32::MAX)
-            });
+            let response_len = self
+                .response_len
+                .map_or(spec.len, |n| u32::try_from(n).unwrap_or(u32::MAX));
             spec.rr = Some(RequestResponse { response_len });
         }
         if let Err(e) = spec.validate() {
@@ -285,7 +289,9 @@ impl TestFlags {
 /// Runs the test and prints it; exit 0 only for a complete test.
 pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
-    let spec = args.modes.apply(args.flags.spec(false)?, args.flags.given())?;
+    let spec = args
+        .modes
+        .apply(args.flags.spec(false)?, args.flags.given())?;
     let opts = args.flags.options()?;
     let style = args.flags.style();
     if let Some(sizes) = args.modes.sweep_sizes()? {
@@ -297,7 +303,12 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     let (events_tx, events) = mpsc::unbounded_channel();
     let cancel = cancel_on_ctrl_c();
     let mut printer = Printer::new(style, &spec);
-    let outcome = print_while(&mut printer, events, crate::targets::run(&args.peer, &spec, &opts, events_tx, cancel)).await?;
+    let outcome = print_while(
+        &mut printer,
+        events,
+        crate::targets::run(&args.peer, &spec, &opts, events_tx, cancel),
+    )
+    .await?;
     if let (Ok(result), false) = (&outcome, args.no_store) {
         keep(result, &args);
     }
@@ -305,7 +316,11 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         (Ok(result), Style::Text) => perfpeer_shared::format::dccp::text(result),
         _ => String::new(),
     };
-    let code = finish(&mut printer, outcome.map_err(anyhow::Error::new), &args.peer)?;
+    let code = finish(
+        &mut printer,
+        outcome.map_err(anyhow::Error::new),
+        &args.peer,
+    )?;
     print!("{dccp_lines}");
     Ok(code)
 }
@@ -321,7 +336,14 @@ fn keep(result: &TestResult, args: &TestArgs) {
             }
             let store = std::sync::Arc::new(store);
             let peer = result.server_addr.clone();
-            if let Some(rec) = crate::store::Recording::begin(&store, &result.id, crate::store::Origin::Cli, result.local.role, &peer, &result.spec) {
+            if let Some(rec) = crate::store::Recording::begin(
+                &store,
+                &result.id,
+                crate::store::Origin::Cli,
+                result.local.role,
+                &peer,
+                &result.spec,
+            ) {
                 rec.finish(result);
             }
         }
@@ -361,7 +383,11 @@ pub async fn print_while<T>(
 }
 
 /// Prints the result (or the error in JSON styles) and picks the exit code.
-pub fn finish(printer: &mut Printer<'_>, outcome: anyhow::Result<TestResult>, peer: &str) -> anyhow::Result<ExitCode> {
+pub fn finish(
+    printer: &mut Printer<'_>,
+    outcome: anyhow::Result<TestResult>,
+    peer: &str,
+) -> anyhow::Result<ExitCode> {
     match outcome {
         Ok(result) => {
             printer.result(&result)?;
@@ -446,30 +472,60 @@ mod tests {
         let mut full = vec!["perfpeer"];
         full.extend_from_slice(argv);
         let w = Wrap::try_parse_from(full).map_err(|e| anyhow::anyhow!("{e}"))?;
-        w.args.modes.apply(w.args.flags.spec(false)?, w.args.flags.given())
+        w.args
+            .modes
+            .apply(w.args.flags.spec(false)?, w.args.flags.given())
     }
 
     #[test]
     fn dccp_sweep_and_cbr_flags() {
         let s = spec_with_modes(&["pc", "--dccp", "--ccid", "3", "-b", "10M", "-R"]).unwrap();
-        assert_eq!((s.protocol, s.len, s.bitrate), (Protocol::Dccp, 1400, Some(BitRate(10_000_000))));
-        assert_eq!(s.dccp.map(|d| (d.ccid, d.service)), Some((Some(3), perfpeer_shared::dccp::DEFAULT_SERVICE)));
+        assert_eq!(
+            (s.protocol, s.len, s.bitrate),
+            (Protocol::Dccp, 1400, Some(BitRate(10_000_000)))
+        );
+        assert_eq!(
+            s.dccp.map(|d| (d.ccid, d.service)),
+            Some((Some(3), perfpeer_shared::dccp::DEFAULT_SERVICE))
+        );
         let s = spec_with_modes(&["pc", "--dccp", "--dccp-service", "42"]).unwrap();
-        assert_eq!((s.bitrate, s.dccp.map(|d| d.service)), (None, Some(42)), "DCCP is unlimited by default");
+        assert_eq!(
+            (s.bitrate, s.dccp.map(|d| d.service)),
+            (None, Some(42)),
+            "DCCP is unlimited by default"
+        );
         let s = spec_with_modes(&["pc", "--cbr", "48k", "--len", "160"]).unwrap();
-        assert_eq!((s.protocol, s.bitrate, s.len), (Protocol::Udp, Some(BitRate(48_000)), 160));
+        assert_eq!(
+            (s.protocol, s.bitrate, s.len),
+            (Protocol::Udp, Some(BitRate(48_000)), 160)
+        );
         assert_eq!(s.total_time(), Some(Duration::from_secs(3600)));
         let s = spec_with_modes(&["pc", "--cbr", "mp3", "--dccp", "-t", "30"]).unwrap();
-        assert_eq!((s.protocol, s.len, s.total_time()), (Protocol::Dccp, 160, Some(Duration::from_secs(30))));
+        assert_eq!(
+            (s.protocol, s.len, s.total_time()),
+            (Protocol::Dccp, 160, Some(Duration::from_secs(30)))
+        );
         let s = spec_with_modes(&["pc", "--sweep-len", "16,...,64"]).unwrap();
-        assert_eq!((s.protocol, s.total_time()), (Protocol::Udp, Some(Duration::from_secs(2))));
+        assert_eq!(
+            (s.protocol, s.total_time()),
+            (Protocol::Udp, Some(Duration::from_secs(2)))
+        );
         for (argv, needle) in [
             (vec!["pc", "--ccid", "3"], "--dccp"),
             (vec!["pc", "--dccp", "-u"], "cannot be used with"),
-            (vec!["pc", "--dccp", "--ccid", "5"], "CCID must be 2, 3 or 4"),
+            (
+                vec!["pc", "--dccp", "--ccid", "5"],
+                "CCID must be 2, 3 or 4",
+            ),
             (vec!["pc", "--cbr", "48k"], "--len"),
-            (vec!["pc", "--cbr", "48k", "-b", "1M", "--len", "160"], "cannot be used with"),
-            (vec!["pc", "--dccp", "--dccp-service", "TOOLONG"], "service code"),
+            (
+                vec!["pc", "--cbr", "48k", "-b", "1M", "--len", "160"],
+                "cannot be used with",
+            ),
+            (
+                vec!["pc", "--dccp", "--dccp-service", "TOOLONG"],
+                "service code",
+            ),
             (vec!["pc", "--dccp", "-C", "reno"], "TCP only"),
         ] {
             let err = format!("{:#}", spec_with_modes(&argv).unwrap_err());

@@ -19,7 +19,11 @@ use crate::session::target::resolve_host;
 #[derive(Debug, Args)]
 pub struct TtcpArgs {
     /// Transmit (connect to HOST and send).
-    #[arg(short = 't', conflicts_with = "receive", required_unless_present = "receive")]
+    #[arg(
+        short = 't',
+        conflicts_with = "receive",
+        required_unless_present = "receive"
+    )]
     transmit: bool,
     /// Receive (listen and count).
     #[arg(short = 'r')]
@@ -54,14 +58,22 @@ pub struct TtcpArgs {
 
 impl TtcpArgs {
     fn spec(&self) -> anyhow::Result<TestSpec> {
-        let protocol = if self.udp { Protocol::Udp } else { Protocol::Tcp };
+        let protocol = if self.udp {
+            Protocol::Udp
+        } else {
+            Protocol::Tcp
+        };
         let mut spec = TestSpec::new(protocol);
         spec.len = self.buflen;
         spec.bitrate = None;
         spec.end = if self.transmit {
-            EndCondition::Bytes { bytes: self.nbuf.saturating_mul(u64::from(self.buflen)) }
+            EndCondition::Bytes {
+                bytes: self.nbuf.saturating_mul(u64::from(self.buflen)),
+            }
         } else {
-            EndCondition::Time { duration: MAX_TEST_TIME }
+            EndCondition::Time {
+                duration: MAX_TEST_TIME,
+            }
         };
         spec.window = self.sockbuf;
         spec.no_delay = self.nodelay;
@@ -79,20 +91,40 @@ impl TtcpArgs {
 pub async fn run(args: TtcpArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
     let spec = args.spec()?;
-    let role = if args.transmit { TtcpRole::Transmit } else { TtcpRole::Receive };
+    let role = if args.transmit {
+        TtcpRole::Transmit
+    } else {
+        TtcpRole::Receive
+    };
     let host = args.host.clone();
     if args.transmit && host.is_none() {
         bail!("-t needs the receiver's host name");
     }
-    let say = |text: String| if args.sink { print!("{text}") } else { eprint!("{text}") };
+    let say = |text: String| {
+        if args.sink {
+            print!("{text}")
+        } else {
+            eprint!("{text}")
+        }
+    };
     let nbuf = if args.transmit { args.nbuf } else { 0 };
-    say(fmt::setup_line(role, args.buflen, nbuf, args.port, spec.protocol, host.as_deref()));
+    say(fmt::setup_line(
+        role,
+        args.buflen,
+        nbuf,
+        args.port,
+        spec.protocol,
+        host.as_deref(),
+    ));
     let (socket, peer) = if let Some(host) = &host {
-        let addr = resolve_host(host, args.port, None).await.map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
+        let addr = resolve_host(host, args.port, None)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
         let s = spec.clone();
-        let sock = tokio::task::spawn_blocking(move || ttcp::connect(&s, addr, Duration::from_secs(10)))
-            .await?
-            .with_context(|| format!("connect to {addr}"))?;
+        let sock =
+            tokio::task::spawn_blocking(move || ttcp::connect(&s, addr, Duration::from_secs(10)))
+                .await?
+                .with_context(|| format!("connect to {addr}"))?;
         (sock, addr.to_string())
     } else {
         let listen = SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), args.port);
@@ -102,12 +134,18 @@ pub async fn run(args: TtcpArgs) -> anyhow::Result<ExitCode> {
             Err(_) => {
                 let v4 = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), args.port);
                 let s = spec.clone();
-                tokio::task::spawn_blocking(move || ttcp::accept(&s, v4)).await?.with_context(|| format!("listen on port {}", args.port))?
+                tokio::task::spawn_blocking(move || ttcp::accept(&s, v4))
+                    .await?
+                    .with_context(|| format!("listen on port {}", args.port))?
             }
         };
         (sock, format!("port {}", args.port))
     };
-    let stream_role = if args.transmit { StreamRole::Sender } else { StreamRole::Receiver };
+    let stream_role = if args.transmit {
+        StreamRole::Sender
+    } else {
+        StreamRole::Receiver
+    };
     let figures = if args.sink {
         let result = ttcp::run_engine(&spec, socket, stream_role, peer).await?;
         if let TestStatus::Partial { reason } = &result.status {
@@ -126,7 +164,16 @@ pub async fn run(args: TtcpArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn sgi_line(role: TtcpRole, f: &TtcpFigures) -> String {
-    let prefix = if role == TtcpRole::Transmit { "ttcp-t" } else { "ttcp-r" };
+    let prefix = if role == TtcpRole::Transmit {
+        "ttcp-t"
+    } else {
+        "ttcp-r"
+    };
     let real = if f.real_s <= 0.0 { 0.001 } else { f.real_s };
-    format!("{prefix}: {} bytes in {:.2} real seconds = {:.2} KB/sec +++\n", f.bytes, real, f.bytes as f64 / 1024.0 / real)
+    format!(
+        "{prefix}: {} bytes in {:.2} real seconds = {:.2} KB/sec +++\n",
+        f.bytes,
+        real,
+        f.bytes as f64 / 1024.0 / real
+    )
 }

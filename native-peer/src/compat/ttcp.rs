@@ -24,7 +24,10 @@ use crate::session::measure::Measurement;
 pub const DEFAULT_PORT: u16 = 5001;
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 fn new_socket(addr: SocketAddr, ty: Type, spec: &TestSpec) -> io::Result<Socket> {
@@ -76,23 +79,58 @@ pub fn accept(spec: &TestSpec, listen: SocketAddr) -> io::Result<DataSocket> {
 }
 
 /// Runs one sink/source transfer on `socket` with the engine; `role` says which end we are.
-pub async fn run_engine(spec: &TestSpec, socket: DataSocket, role: StreamRole, peer: String) -> Result<TestResult, SessionError> {
+pub async fn run_engine(
+    spec: &TestSpec,
+    socket: DataSocket,
+    role: StreamRole,
+    peer: String,
+) -> Result<TestResult, SessionError> {
     let started_unix_ms = now_ms();
-    let peer_role = if role == StreamRole::Sender { PeerRole::Client } else { PeerRole::Server };
-    let setup = StreamSetup { id: 1, role, socket };
-    let wire = WireOptions { format: DatagramFormat::Ttcp, payload_template: None, first_datagram: None };
+    let peer_role = if role == StreamRole::Sender {
+        PeerRole::Client
+    } else {
+        PeerRole::Server
+    };
+    let setup = StreamSetup {
+        id: 1,
+        role,
+        socket,
+    };
+    let wire = WireOptions {
+        format: DatagramFormat::Ttcp,
+        payload_template: None,
+        first_datagram: None,
+    };
     let m = Measurement::start_with(peer_role, spec, vec![setup], &wire)?;
     while !(m.engine().senders_done() && m.engine().receivers_done()) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let (_, local, errors) = m.finish(false).await;
-    let status = if errors.is_empty() { TestStatus::Complete } else { TestStatus::Partial { reason: errors.join("; ") } };
-    Ok(TestResult { id: String::new(), spec: spec.clone(), started_unix_ms, server_addr: peer, local, remote: None, status })
+    let status = if errors.is_empty() {
+        TestStatus::Complete
+    } else {
+        TestStatus::Partial {
+            reason: errors.join("; "),
+        }
+    };
+    Ok(TestResult {
+        id: String::new(),
+        spec: spec.clone(),
+        started_unix_ms,
+        server_addr: peer,
+        local,
+        remote: None,
+        status,
+    })
 }
 
 /// Copies `input` to `output` until EOF in reads of at most `buf`'s size (ttcp's buffers);
 /// returns the bytes copied.
-fn copy_in_pieces(input: &mut impl Read, output: &mut impl Write, buf: &mut [u8]) -> io::Result<u64> {
+fn copy_in_pieces(
+    input: &mut impl Read,
+    output: &mut impl Write,
+    buf: &mut [u8],
+) -> io::Result<u64> {
     let mut total = 0u64;
     loop {
         let n = input.read(buf)?;
@@ -156,9 +194,16 @@ pub fn run_copy(socket: DataSocket, role: StreamRole, buflen: usize) -> io::Resu
             out.flush()?;
         }
         (DataSocket::Dccp(_), _) => {
-            return Err(io::Error::new(io::ErrorKind::Unsupported, "ttcp does not speak DCCP"));
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "ttcp does not speak DCCP",
+            ));
         }
     }
     let usage = CpuSnapshot::take().usage_since(&cpu);
-    Ok(TtcpFigures { bytes, real_s: start.elapsed().as_secs_f64(), cpu_s: usage.process_user_s + usage.process_system_s })
+    Ok(TtcpFigures {
+        bytes,
+        real_s: start.elapsed().as_secs_f64(),
+        cpu_s: usage.process_user_s + usage.process_system_s,
+    })
 }

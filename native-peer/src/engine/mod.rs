@@ -261,7 +261,9 @@ impl Engine {
                 rate: spec.per_stream_rate(),
                 format: wire.format,
                 template: template.clone(),
-                first_datagram: (setup.role == StreamRole::Receiver).then(|| wire.first_datagram.clone()).flatten(),
+                first_datagram: (setup.role == StreamRole::Receiver)
+                    .then(|| wire.first_datagram.clone())
+                    .flatten(),
                 rr: spec.rr,
                 skip_rx_copy: spec.skip_rx_copy,
                 fq_pacing: spec.fq_pacing,
@@ -342,7 +344,11 @@ impl Engine {
 
     /// Bytes moved so far by the streams with `role`.
     pub fn bytes(&self, role: StreamRole) -> u64 {
-        self.streams.iter().filter(|s| s.role == role).map(|s| s.counters.bytes.load(Ordering::Relaxed)).sum()
+        self.streams
+            .iter()
+            .filter(|s| s.role == role)
+            .map(|s| s.counters.bytes.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// Whether this end sends on any stream.

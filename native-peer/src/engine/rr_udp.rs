@@ -67,7 +67,12 @@ pub(super) fn request(sock: &impl Datagrams, w: &Worker, rr: RequestResponse) ->
             }
         }
     };
-    let fin = RrFinal { transactions: hist.count(), request_len: w.len as u32, response_len: rr.response_len, rtt: hist.summary() };
+    let fin = RrFinal {
+        transactions: hist.count(),
+        request_len: w.len as u32,
+        response_len: rr.response_len,
+        rtt: hist.summary(),
+    };
     *w.counters.rr.lock().unwrap_or_else(|p| p.into_inner()) = Some(fin);
     result
 }
@@ -101,7 +106,9 @@ pub(super) fn answer(sock: &impl Datagrams, w: &Worker, rr: RequestResponse) -> 
             Err(e) if is_retry(&e) || e.kind() == io::ErrorKind::ConnectionRefused => {}
             Err(e) => return Err(e),
         }
-        if w.control.aborted() || (w.control.draining_for().is_some() && last.elapsed() > DRAIN_IDLE) {
+        if w.control.aborted()
+            || (w.control.draining_for().is_some() && last.elapsed() > DRAIN_IDLE)
+        {
             return Ok(());
         }
     }

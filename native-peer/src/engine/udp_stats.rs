@@ -283,7 +283,11 @@ mod tests {
         assert_eq!(first.window_gap, Some(ms(55)));
         s.on_datagram(5, ms(100), ms(100));
         let second = s.snapshot();
-        assert_eq!(second.window_gap, Some(ms(5)), "a new window after each snapshot");
+        assert_eq!(
+            second.window_gap,
+            Some(ms(5)),
+            "a new window after each snapshot"
+        );
         assert_eq!(s.snapshot().window_gap, None, "no arrival, no gap");
         let iv = second.interval_since(&first);
         assert_eq!(iv.max_gap_ms, Some(5.0));

@@ -160,7 +160,10 @@ pub async fn run_udp(socket: UdpSocket, state: Arc<ServerState>) {
 
 /// A UDP socket bound to the listening address `local` (beside the listener, which needs
 /// SO_REUSEADDR too) and connected to `peer`, so the kernel hands it that peer's datagrams.
-pub fn connected_udp_socket(local: SocketAddr, peer: SocketAddr) -> io::Result<std::net::UdpSocket> {
+pub fn connected_udp_socket(
+    local: SocketAddr,
+    peer: SocketAddr,
+) -> io::Result<std::net::UdpSocket> {
     let socket = Socket::new(Domain::for_address(local), Type::DGRAM, None)?;
     dual_stack(&socket, local)?;
     socket.set_reuse_address(true)?;

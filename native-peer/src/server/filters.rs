@@ -86,7 +86,10 @@ async fn handle_rejection(err: warp::Rejection) -> Result<impl warp::Reply, Infa
     let (code, message) = if err.is_not_found() {
         (warp::http::StatusCode::NOT_FOUND, "not found".to_string())
     } else if err.find::<super::results::Unauthorized>().is_some() {
-        (warp::http::StatusCode::UNAUTHORIZED, "this needs the peer's access token (Authorization: Bearer …)".to_string())
+        (
+            warp::http::StatusCode::UNAUTHORIZED,
+            "this needs the peer's access token (Authorization: Bearer …)".to_string(),
+        )
     } else {
         (warp::http::StatusCode::BAD_REQUEST, format!("{err:?}"))
     };

@@ -17,39 +17,80 @@ use crate::store::Store;
 /// Largest body of the link switch.
 const MAX_BODY: u64 = 1024;
 
-fn with_state(state: Arc<ServerState>) -> impl Filter<Extract = (Arc<ServerState>,), Error = std::convert::Infallible> + Clone {
+fn with_state(
+    state: Arc<ServerState>,
+) -> impl Filter<Extract = (Arc<ServerState>,), Error = std::convert::Infallible> + Clone {
     warp::any().map(move || state.clone())
 }
 
 /// Every result route.
-pub fn routes(state: Arc<ServerState>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
-    let page = warp::path!("r" / String).and(warp::get()).and(with_state(state.clone())).then(result_page);
+pub fn routes(
+    state: Arc<ServerState>,
+) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+    let page = warp::path!("r" / String)
+        .and(warp::get())
+        .and(with_state(state.clone()))
+        .then(result_page);
     let list = warp::path!("api" / "results")
         .and(warp::get())
         .and(auth(state.clone()))
-        .then(|state: Arc<ServerState>| async move { with_store(&state, |s| s.list(500).map(|l| warp::reply::json(&l).into_response())).await });
+        .then(|state: Arc<ServerState>| async move {
+            with_store(&state, |s| {
+                s.list(500).map(|l| warp::reply::json(&l).into_response())
+            })
+            .await
+        });
     // The token holder's view of one result, its link state included, link on or off.
     let get = warp::path!("api" / "results" / String)
         .and(warp::get())
         .and(auth(state.clone()))
         .then(|id: String, state: Arc<ServerState>| async move {
-            with_store(&state, move |s| Ok(match s.get(&id)? { Some(found) => warp::reply::json(&found).into_response(), None => not_found_json() })).await
+            with_store(&state, move |s| {
+                Ok(match s.get(&id)? {
+                    Some(found) => warp::reply::json(&found).into_response(),
+                    None => not_found_json(),
+                })
+            })
+            .await
         });
     let delete = warp::path!("api" / "results" / String)
         .and(warp::delete())
         .and(auth(state.clone()))
         .then(|id: String, state: Arc<ServerState>| async move {
-            with_store(&state, move |s| Ok(if s.delete(&id)? { StatusCode::NO_CONTENT.into_response() } else { not_found_json() })).await
+            with_store(&state, move |s| {
+                Ok(if s.delete(&id)? {
+                    StatusCode::NO_CONTENT.into_response()
+                } else {
+                    not_found_json()
+                })
+            })
+            .await
         });
     let link = warp::path!("api" / "results" / String / "link")
         .and(warp::post())
         .and(auth(state))
         .and(warp::body::content_length_limit(MAX_BODY))
         .and(warp::body::json())
-        .then(|id: String, state: Arc<ServerState>, body: LinkSwitch| async move {
-            with_store(&state, move |s| Ok(if s.set_link(&id, body.enabled)? { StatusCode::NO_CONTENT.into_response() } else { not_found_json() })).await
-        });
-    page.or(list).unify().or(get).unify().or(delete).unify().or(link).unify()
+        .then(
+            |id: String, state: Arc<ServerState>, body: LinkSwitch| async move {
+                with_store(&state, move |s| {
+                    Ok(if s.set_link(&id, body.enabled)? {
+                        StatusCode::NO_CONTENT.into_response()
+                    } else {
+                        not_found_json()
+                    })
+                })
+                .await
+            },
+        );
+    page.or(list)
+        .unify()
+        .or(get)
+        .unify()
+        .or(delete)
+        .unify()
+        .or(link)
+        .unify()
 }
 
 #[derive(serde::Deserialize)]
@@ -58,11 +99,21 @@ struct LinkSwitch {
 }
 
 /// Passes the state on only with the peer's token (`Authorization: Bearer …`), or when open.
-fn auth(state: Arc<ServerState>) -> impl Filter<Extract = (Arc<ServerState>,), Error = warp::Rejection> + Clone {
-    warp::header::optional::<String>("authorization").and(with_state(state)).and_then(|header: Option<String>, state: Arc<ServerState>| async move {
-        let token = header.as_deref().and_then(|h| h.strip_prefix("Bearer "));
-        if state.authorizes(token) { Ok(state) } else { Err(warp::reject::custom(Unauthorized)) }
-    })
+fn auth(
+    state: Arc<ServerState>,
+) -> impl Filter<Extract = (Arc<ServerState>,), Error = warp::Rejection> + Clone {
+    warp::header::optional::<String>("authorization")
+        .and(with_state(state))
+        .and_then(
+            |header: Option<String>, state: Arc<ServerState>| async move {
+                let token = header.as_deref().and_then(|h| h.strip_prefix("Bearer "));
+                if state.authorizes(token) {
+                    Ok(state)
+                } else {
+                    Err(warp::reject::custom(Unauthorized))
+                }
+            },
+        )
 }
 
 /// A request without the token.
@@ -75,7 +126,10 @@ where
     F: FnOnce(&Store) -> Result<Response, crate::store::StoreError> + Send + 'static,
 {
     let Some(store) = state.store().cloned() else {
-        return error_json(StatusCode::SERVICE_UNAVAILABLE, "this peer keeps no results");
+        return error_json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "this peer keeps no results",
+        );
     };
     match tokio::task::spawn_blocking(move || f(&store)).await {
         Ok(Ok(r)) => r,
@@ -85,7 +139,11 @@ where
 }
 
 fn error_json(status: StatusCode, message: &str) -> Response {
-    warp::reply::with_status(warp::reply::json(&serde_json::json!({ "error": message })), status).into_response()
+    warp::reply::with_status(
+        warp::reply::json(&serde_json::json!({ "error": message })),
+        status,
+    )
+    .into_response()
 }
 
 fn not_found_json() -> Response {
@@ -104,7 +162,13 @@ async fn result_page(name: String, state: Arc<ServerState>) -> Response {
         Some(id) => (id.to_string(), true),
         None => (name, false),
     };
-    let missing = move || if json { not_found_json() } else { not_found_page() };
+    let missing = move || {
+        if json {
+            not_found_json()
+        } else {
+            not_found_page()
+        }
+    };
     if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return missing();
     }

@@ -370,10 +370,17 @@ impl Running<'_> {
                     SessionError::PeerLost("no final report from the far peer".into())
                 })??;
             match msg {
-                ServerMsg::Final { mut report, result_id } => {
+                ServerMsg::Final {
+                    mut report,
+                    result_id,
+                } => {
                     report.intervals = std::mem::take(&mut self.remote_intervals);
-                    if let Some(id) = result_id.filter(|id| id.bytes().all(|b| b.is_ascii_hexdigit())) {
-                        let _ = self.events.send(TestEvent::Stored { url: format!("http://{}/r/{id}", self.server) });
+                    if let Some(id) =
+                        result_id.filter(|id| id.bytes().all(|b| b.is_ascii_hexdigit()))
+                    {
+                        let _ = self.events.send(TestEvent::Stored {
+                            url: format!("http://{}/r/{id}", self.server),
+                        });
                     }
                     return Ok(report);
                 }

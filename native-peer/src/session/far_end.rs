@@ -114,7 +114,16 @@ pub async fn serve(
     let started = SystemTime::now();
     let mut m = Measurement::start(PeerRole::Server, &spec, setups)?;
     let limit = spec.total_time().unwrap_or(state.config.max_duration) + OVERRUN_GRACE;
-    let mut rec = state.store().and_then(|s| Recording::begin(s, &test_id, Origin::FarEnd, PeerRole::Server, &client.to_string(), &spec));
+    let mut rec = state.store().and_then(|s| {
+        Recording::begin(
+            s,
+            &test_id,
+            Origin::FarEnd,
+            PeerRole::Server,
+            &client.to_string(),
+            &spec,
+        )
+    });
     let outcome = run_until_stop(chan, &mut m, &test_id, limit, state, &mut rec).await;
     let (tail, report, errors) = m.finish(outcome.is_err()).await;
     outcome?;
@@ -135,15 +144,35 @@ pub async fn serve(
     let mut summary = report.clone();
     summary.intervals.clear();
     let result_id = rec.as_ref().map(|r| r.id().to_string());
-    chan.send(&ServerMsg::Final { report: summary, result_id })?;
-    let (remote, status) = match tokio::time::timeout(CLIENT_FINAL_TIMEOUT, chan.recv::<ClientMsg>()).await {
-        Ok(Ok(ClientMsg::Final { report })) => (Some(report), TestStatus::Complete),
-        _ => (None, TestStatus::Partial { reason: "the client sent no final report".into() }),
-    };
+    chan.send(&ServerMsg::Final {
+        report: summary,
+        result_id,
+    })?;
+    let (remote, status) =
+        match tokio::time::timeout(CLIENT_FINAL_TIMEOUT, chan.recv::<ClientMsg>()).await {
+            Ok(Ok(ClientMsg::Final { report })) => (Some(report), TestStatus::Complete),
+            _ => (
+                None,
+                TestStatus::Partial {
+                    reason: "the client sent no final report".into(),
+                },
+            ),
+        };
     tracing::info!(test_id, complete = remote.is_some(), "test ended");
     if let Some(rec) = rec {
-        let started_unix_ms = started.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-        let result = TestResult { id: test_id, spec, started_unix_ms, server_addr: client.to_string(), local: report, remote, status };
+        let started_unix_ms = started
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let result = TestResult {
+            id: test_id,
+            spec,
+            started_unix_ms,
+            server_addr: client.to_string(),
+            local: report,
+            remote,
+            status,
+        };
         rec.finish(&result);
     }
     Ok(())

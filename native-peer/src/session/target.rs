@@ -58,13 +58,20 @@ fn parse_port(p: &str) -> Result<u16, String> {
 
 /// Resolves `target` to one socket address of the wanted family.
 pub async fn resolve(target: &str, family: Option<Family>) -> Result<SocketAddr, SessionError> {
-    let unreachable = |reason: String| SessionError::Unreachable { target: target.to_string(), reason };
+    let unreachable = |reason: String| SessionError::Unreachable {
+        target: target.to_string(),
+        reason,
+    };
     let (host, port) = split_host_port(target).map_err(unreachable)?;
     resolve_host(&host, port, family).await.map_err(unreachable)
 }
 
 /// Resolves `host` (a name or an address) with `port` to one address of the wanted family.
-pub async fn resolve_host(host: &str, port: u16, family: Option<Family>) -> Result<SocketAddr, String> {
+pub async fn resolve_host(
+    host: &str,
+    port: u16,
+    family: Option<Family>,
+) -> Result<SocketAddr, String> {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let mut addrs = tokio::net::lookup_host((host, port))
         .await

@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use perfpeer_shared::report::{HostInfo, IntervalReport, PeerRole, SideReport, TestResult, TestStatus};
+use perfpeer_shared::report::{
+    HostInfo, IntervalReport, PeerRole, SideReport, TestResult, TestStatus,
+};
 use perfpeer_shared::spec::TestSpec;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
@@ -102,13 +104,18 @@ pub struct Stored {
 pub fn status_word(status: &TestStatus) -> (&'static str, Option<String>) {
     match status {
         TestStatus::Complete => ("complete", None),
-        TestStatus::Partial { reason } if reason == "cancelled" => ("cancelled", Some(reason.clone())),
+        TestStatus::Partial { reason } if reason == "cancelled" => {
+            ("cancelled", Some(reason.clone()))
+        }
         TestStatus::Partial { reason } => ("failed", Some(reason.clone())),
     }
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// The result database.
@@ -130,10 +137,17 @@ impl Store {
                 let aside = dir.join(format!("{FILE_NAME}.corrupt-{}", now_ms()));
                 std::fs::rename(&path, &aside)?;
                 for suffix in ["-wal", "-shm"] {
-                    let _ = std::fs::rename(dir.join(format!("{FILE_NAME}{suffix}")), dir.join(format!("{}{suffix}", aside.display())));
+                    let _ = std::fs::rename(
+                        dir.join(format!("{FILE_NAME}{suffix}")),
+                        dir.join(format!("{}{suffix}", aside.display())),
+                    );
                 }
                 let store = Store::open_file(&path)?;
-                let msg = format!("{} is not a readable result database ({e}); kept it as {} and started a fresh one", path.display(), aside.display());
+                let msg = format!(
+                    "{} is not a readable result database ({e}); kept it as {} and started a fresh one",
+                    path.display(),
+                    aside.display()
+                );
                 Ok((store, Some(msg)))
             }
             Err(e) => Err(e),
@@ -155,7 +169,10 @@ impl Store {
         }
         schema::migrate_to(&mut conn, schema::current_version())?;
         conn.execute("UPDATE results SET status = 'aborted', reason = 'the peer stopped during the test' WHERE status = 'running'", [])?;
-        Ok(Store { conn: Mutex::new(conn), path: path.to_path_buf() })
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+        })
     }
 
     /// The database file.
@@ -168,11 +185,25 @@ impl Store {
     }
 
     /// Writes a test that begins now and returns its new result id.
-    pub fn begin(&self, test_id: &str, origin: Origin, role: PeerRole, peer: &str, spec: &TestSpec, host: &HostInfo) -> Result<String, StoreError> {
+    pub fn begin(
+        &self,
+        test_id: &str,
+        origin: Origin,
+        role: PeerRole,
+        peer: &str,
+        spec: &TestSpec,
+        host: &HostInfo,
+    ) -> Result<String, StoreError> {
         let id = crate::engine::wire::cookie_to_hex(&crate::engine::wire::random_cookie());
         let role = role_word(role);
-        let protocol = serde_json::to_value(spec.protocol)?.as_str().unwrap_or("").to_string();
-        let direction = serde_json::to_value(spec.direction)?.as_str().unwrap_or("").to_string();
+        let protocol = serde_json::to_value(spec.protocol)?
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let direction = serde_json::to_value(spec.direction)?
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         self.conn().execute(
             "INSERT INTO results (id, test_id, created_ms, origin, role, peer, protocol, direction, spec_json, host_json, status)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'running')",
@@ -182,7 +213,13 @@ impl Store {
     }
 
     /// Appends one interval of one end.
-    pub fn append_interval(&self, id: &str, role: PeerRole, seq: u32, report: &IntervalReport) -> Result<(), StoreError> {
+    pub fn append_interval(
+        &self,
+        id: &str,
+        role: PeerRole,
+        seq: u32,
+        report: &IntervalReport,
+    ) -> Result<(), StoreError> {
         self.conn().execute(
             "INSERT OR REPLACE INTO intervals (result_id, role, seq, report_json) VALUES (?1, ?2, ?3, ?4)",
             params![id, role_word(role), seq, serde_json::to_string(report)?],
@@ -206,7 +243,10 @@ impl Store {
             params![id, status, reason, bytes.map(|b| b as i64), bps, serde_json::to_string(&slim)?, result.id],
         )?;
         // Intervals not written live (the short tail, the far end's) are added now.
-        for side in [Some(&result.local), result.remote.as_ref()].into_iter().flatten() {
+        for side in [Some(&result.local), result.remote.as_ref()]
+            .into_iter()
+            .flatten()
+        {
             for (seq, report) in side.intervals.iter().enumerate() {
                 tx.execute(
                     "INSERT OR IGNORE INTO intervals (result_id, role, seq, report_json) VALUES (?1, ?2, ?3, ?4)",
@@ -246,13 +286,24 @@ impl Store {
                 |r| Ok((summary_of(r)?, r.get::<_, String>(12)?, r.get::<_, String>(13)?, r.get::<_, Option<String>>(14)?, r.get::<_, String>(15)?)),
             )
             .optional()?;
-        let Some((summary, spec_json, host_json, result_json, test_id)) = row else { return Ok(None) };
+        let Some((summary, spec_json, host_json, result_json, test_id)) = row else {
+            return Ok(None);
+        };
         let mut result: TestResult = match result_json {
             Some(json) => serde_json::from_str(&json)?,
-            None => unfinished(&summary, &test_id, serde_json::from_str(&spec_json)?, serde_json::from_str(&host_json)?),
+            None => unfinished(
+                &summary,
+                &test_id,
+                serde_json::from_str(&spec_json)?,
+                serde_json::from_str(&host_json)?,
+            ),
         };
-        let mut stmt = conn.prepare("SELECT role, report_json FROM intervals WHERE result_id = ?1 ORDER BY role, seq")?;
-        let rows = stmt.query_map([id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+        let mut stmt = conn.prepare(
+            "SELECT role, report_json FROM intervals WHERE result_id = ?1 ORDER BY role, seq",
+        )?;
+        let rows = stmt.query_map([id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?;
         for row in rows {
             let (role, json) = row?;
             let report: IntervalReport = serde_json::from_str(&json)?;
@@ -267,12 +318,18 @@ impl Store {
 
     /// Deletes a result; whether it existed.
     pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        Ok(self.conn().execute("DELETE FROM results WHERE id = ?1", [id])? > 0)
+        Ok(self
+            .conn()
+            .execute("DELETE FROM results WHERE id = ?1", [id])?
+            > 0)
     }
 
     /// Turns a result's share link on or off; whether it existed.
     pub fn set_link(&self, id: &str, enabled: bool) -> Result<bool, StoreError> {
-        Ok(self.conn().execute("UPDATE results SET link_enabled = ?2 WHERE id = ?1", params![id, enabled])? > 0)
+        Ok(self.conn().execute(
+            "UPDATE results SET link_enabled = ?2 WHERE id = ?1",
+            params![id, enabled],
+        )? > 0)
     }
 }
 
@@ -284,7 +341,10 @@ fn role_word(role: PeerRole) -> &'static str {
 }
 
 fn is_corruption(e: &rusqlite::Error) -> bool {
-    matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt))
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)
+    )
 }
 
 fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Summary> {
@@ -306,7 +366,11 @@ fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Summary> {
 
 /// The result of a test that never finished: its spec and the intervals written so far.
 fn unfinished(summary: &Summary, test_id: &str, spec: TestSpec, host: HostInfo) -> TestResult {
-    let role = if summary.role == "server" { PeerRole::Server } else { PeerRole::Client };
+    let role = if summary.role == "server" {
+        PeerRole::Server
+    } else {
+        PeerRole::Client
+    };
     let local = SideReport::empty(role, host);
     TestResult {
         id: test_id.to_string(),
@@ -315,7 +379,12 @@ fn unfinished(summary: &Summary, test_id: &str, spec: TestSpec, host: HostInfo) 
         server_addr: summary.peer.clone(),
         local,
         remote: None,
-        status: TestStatus::Partial { reason: summary.reason.clone().unwrap_or_else(|| summary.status.clone()) },
+        status: TestStatus::Partial {
+            reason: summary
+                .reason
+                .clone()
+                .unwrap_or_else(|| summary.status.clone()),
+        },
     }
 }
 

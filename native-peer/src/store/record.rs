@@ -21,9 +21,21 @@ pub struct Recording {
 
 impl Recording {
     /// Writes the test's start; `None` (logged) if the store refused.
-    pub fn begin(store: &Arc<Store>, test_id: &str, origin: Origin, role: PeerRole, peer: &str, spec: &TestSpec) -> Option<Recording> {
+    pub fn begin(
+        store: &Arc<Store>,
+        test_id: &str,
+        origin: Origin,
+        role: PeerRole,
+        peer: &str,
+        spec: &TestSpec,
+    ) -> Option<Recording> {
         match store.begin(test_id, origin, role, peer, spec, &hostinfo::host_info()) {
-            Ok(id) => Some(Recording { store: store.clone(), id, next_seq: HashMap::new(), finished: false }),
+            Ok(id) => Some(Recording {
+                store: store.clone(),
+                id,
+                next_seq: HashMap::new(),
+                finished: false,
+            }),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot record the test");
                 None

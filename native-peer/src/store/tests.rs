@@ -4,7 +4,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, StreamFinal, StreamInterval, StreamRole, TestResult, TestStatus};
+use perfpeer_shared::report::{
+    IntervalReport, PeerRole, SideReport, StreamFinal, StreamInterval, StreamRole, TestResult,
+    TestStatus,
+};
 use perfpeer_shared::spec::{Protocol, TestSpec};
 use rusqlite::Connection;
 
@@ -21,13 +24,29 @@ fn interval(i: u64, bytes: u64) -> IntervalReport {
         start: Duration::from_secs(i),
         end: Duration::from_secs(i + 1),
         omitted: false,
-        streams: vec![StreamInterval { id: 1, role: StreamRole::Sender, bytes, packets: None, tcp: None, udp_rx: None }],
+        streams: vec![StreamInterval {
+            id: 1,
+            role: StreamRole::Sender,
+            bytes,
+            packets: None,
+            tcp: None,
+            udp_rx: None,
+        }],
     }
 }
 
 fn side(role: PeerRole, stream_role: StreamRole, bytes: u64) -> SideReport {
     SideReport {
-        streams: vec![StreamFinal { id: 1, role: stream_role, bytes, duration: Duration::from_secs(2), packets: None, tcp: None, udp_rx: None, rr: None }],
+        streams: vec![StreamFinal {
+            id: 1,
+            role: stream_role,
+            bytes,
+            duration: Duration::from_secs(2),
+            packets: None,
+            tcp: None,
+            udp_rx: None,
+            rr: None,
+        }],
         ..SideReport::empty(role, Default::default())
     }
 }
@@ -37,7 +56,15 @@ fn result(spec: &TestSpec) -> TestResult {
     local.intervals = vec![interval(0, 1000), interval(1, 1000)];
     let mut remote = side(PeerRole::Server, StreamRole::Receiver, 2000);
     remote.intervals = vec![interval(0, 990)];
-    TestResult { id: "t1".into(), spec: spec.clone(), started_unix_ms: 1, server_addr: "pc:5210".into(), local, remote: Some(remote), status: TestStatus::Complete }
+    TestResult {
+        id: "t1".into(),
+        spec: spec.clone(),
+        started_unix_ms: 1,
+        server_addr: "pc:5210".into(),
+        local,
+        remote: Some(remote),
+        status: TestStatus::Complete,
+    }
 }
 
 #[test]
@@ -47,7 +74,15 @@ fn round_trip_with_both_ends_intervals() {
     assert!(note.is_none());
     let store = Arc::new(store);
     let spec = TestSpec::new(Protocol::Tcp);
-    let mut rec = Recording::begin(&store, "t1", Origin::Cli, PeerRole::Client, "pc:5210", &spec).unwrap();
+    let mut rec = Recording::begin(
+        &store,
+        "t1",
+        Origin::Cli,
+        PeerRole::Client,
+        "pc:5210",
+        &spec,
+    )
+    .unwrap();
     rec.interval(PeerRole::Client, &interval(0, 1000));
     let id = rec.id().to_string();
     assert_eq!(id.len(), 32, "an unguessable 128-bit id");
@@ -74,7 +109,15 @@ fn a_running_test_is_aborted_on_reopen_and_keeps_its_intervals() {
         let (store, _) = Store::open(&dir).unwrap();
         let store = Arc::new(store);
         let spec = TestSpec::new(Protocol::Udp);
-        let mut rec = Recording::begin(&store, "t2", Origin::FarEnd, PeerRole::Server, "10.0.0.1:4000", &spec).unwrap();
+        let mut rec = Recording::begin(
+            &store,
+            "t2",
+            Origin::FarEnd,
+            PeerRole::Server,
+            "10.0.0.1:4000",
+            &spec,
+        )
+        .unwrap();
         rec.interval(PeerRole::Server, &interval(0, 500));
         rec.interval(PeerRole::Server, &interval(1, 600));
         let id = rec.id().to_string();
@@ -109,8 +152,14 @@ fn an_old_schema_is_migrated_and_its_data_kept() {
     let (store, _) = Store::open(&dir).unwrap();
     let list = store.list(10).unwrap();
     assert_eq!(list.len(), 1);
-    assert!(list[0].link_enabled, "the column added in version 2 defaults to on");
-    let version: u32 = store.conn().query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert!(
+        list[0].link_enabled,
+        "the column added in version 2 defaults to on"
+    );
+    let version: u32 = store
+        .conn()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(version, schema::current_version());
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -119,12 +168,26 @@ fn an_old_schema_is_migrated_and_its_data_kept() {
 fn a_corrupted_file_is_kept_aside_and_a_fresh_store_starts() {
     let dir = temp_dir("corrupt");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join(FILE_NAME), b"this is not an SQLite database, just forty-odd bytes of text").unwrap();
+    std::fs::write(
+        dir.join(FILE_NAME),
+        b"this is not an SQLite database, just forty-odd bytes of text",
+    )
+    .unwrap();
     let (store, note) = Store::open(&dir).unwrap();
     let note = note.expect("a message about the bad file");
-    assert!(note.contains("not a readable result database") && note.contains("corrupt-"), "{note}");
+    assert!(
+        note.contains("not a readable result database") && note.contains("corrupt-"),
+        "{note}"
+    );
     assert!(store.list(1).unwrap().is_empty());
-    let kept = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).any(|e| e.file_name().to_string_lossy().starts_with("results.db.corrupt-"));
+    let kept = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("results.db.corrupt-")
+        });
     assert!(kept, "the old file is kept");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -8,7 +8,13 @@ pub fn g(value: f64, precision: usize) -> String {
         return "0".into();
     }
     if !value.is_finite() {
-        return if value.is_nan() { "nan".into() } else if value > 0.0 { "inf".into() } else { "-inf".into() };
+        return if value.is_nan() {
+            "nan".into()
+        } else if value > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        };
     }
     // The exponent after rounding to `p` significant digits decides the style.
     let sci = format!("{:.*e}", p - 1, value);
@@ -25,7 +31,11 @@ pub fn g(value: f64, precision: usize) -> String {
 }
 
 fn trim_zeros(s: &str) -> &str {
-    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { s }
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
 }
 
 /// `%{width}g` (right-aligned, precision 6).

@@ -45,7 +45,14 @@ fn direction_word(d: Direction) -> &'static str {
 fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
     let spec = &result.spec;
     let mut rows = vec![
-        ("Protocol".into(), format!("{} — {}", spec.protocol.upper_name(), direction_word(spec.direction))),
+        (
+            "Protocol".into(),
+            format!(
+                "{} — {}",
+                spec.protocol.upper_name(),
+                direction_word(spec.direction)
+            ),
+        ),
         ("Streams".into(), spec.streams.to_string()),
         (
             "Length".into(),
@@ -54,25 +61,68 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
                 EndCondition::Bytes { bytes } => format_bytes(bytes as f64).trim().to_string(),
             },
         ),
-        ("Client → server".into(), format!("{} → {}", host_of(result, PeerRole::Client), result.server_addr)),
+        (
+            "Client → server".into(),
+            format!(
+                "{} → {}",
+                host_of(result, PeerRole::Client),
+                result.server_addr
+            ),
+        ),
     ];
     for flow in result.flows() {
-        let dir = if flow.client_to_server { "client → server" } else { "server → client" };
+        let dir = if flow.client_to_server {
+            "client → server"
+        } else {
+            "server → client"
+        };
         if let Some(sent) = flow.sent {
-            rows.push((format!("Sent ({dir})"), format!("{}, {}/s", format_bytes(sent.bytes as f64).trim(), format_bits(sent.bits_per_second).trim())));
+            rows.push((
+                format!("Sent ({dir})"),
+                format!(
+                    "{}, {}/s",
+                    format_bytes(sent.bytes as f64).trim(),
+                    format_bits(sent.bits_per_second).trim()
+                ),
+            ));
             if let Some(r) = sent.retransmits {
                 rows.push(("TCP retransmits".into(), r.to_string()));
             }
         }
         if let Some(rx) = flow.received {
-            rows.push((format!("Received ({dir})"), format!("{}, {}/s", format_bytes(rx.bytes as f64).trim(), format_bits(rx.bits_per_second).trim())));
+            rows.push((
+                format!("Received ({dir})"),
+                format!(
+                    "{}, {}/s",
+                    format_bytes(rx.bytes as f64).trim(),
+                    format_bits(rx.bits_per_second).trim()
+                ),
+            ));
             if let Some(u) = rx.udp_rx {
-                rows.push(("UDP loss, jitter".into(), format!("{}/{} ({:.2} %), {:.3} ms", u.lost, u.expected(), u.lost_percent(), u.jitter_ms)));
+                rows.push((
+                    "UDP loss, jitter".into(),
+                    format!(
+                        "{}/{} ({:.2} %), {:.3} ms",
+                        u.lost,
+                        u.expected(),
+                        u.lost_percent(),
+                        u.jitter_ms
+                    ),
+                ));
             }
         }
     }
-    let cpu = |c: &crate::report::CpuUsage| format!("{:.1} % process, {:.1} % host", c.process_total_percent(), c.host_total_percent());
-    rows.push((format!("CPU ({})", role_word(result.local.role)), cpu(&result.local.cpu)));
+    let cpu = |c: &crate::report::CpuUsage| {
+        format!(
+            "{:.1} % process, {:.1} % host",
+            c.process_total_percent(),
+            c.host_total_percent()
+        )
+    };
+    rows.push((
+        format!("CPU ({})", role_word(result.local.role)),
+        cpu(&result.local.cpu),
+    ));
     if let Some(r) = result.remote.as_ref().filter(|r| r.cpu.measured()) {
         rows.push((format!("CPU ({})", role_word(r.role)), cpu(&r.cpu)));
     }
@@ -94,24 +144,47 @@ fn role_word(role: PeerRole) -> &'static str {
 fn host_of(result: &TestResult, role: PeerRole) -> String {
     let (c, s) = result.sides();
     let side = if role == PeerRole::Client { c } else { s };
-    side.map(|s| s.host.hostname.clone()).filter(|h| !h.is_empty()).unwrap_or_else(|| role_word(role).into())
+    side.map(|s| s.host.hostname.clone())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| role_word(role).into())
 }
 
 fn headline(result: &TestResult) -> String {
     let flows = result.flows();
-    let bps = flows.first().and_then(|f| f.received.or(f.sent)).map(|t| t.bits_per_second);
-    let rate = bps.map(|b| format!(" · {}/s", format_bits(b).trim())).unwrap_or_default();
-    format!("{} {}{rate}", result.spec.protocol.upper_name(), direction_word(result.spec.direction))
+    let bps = flows
+        .first()
+        .and_then(|f| f.received.or(f.sent))
+        .map(|t| t.bits_per_second);
+    let rate = bps
+        .map(|b| format!(" · {}/s", format_bits(b).trim()))
+        .unwrap_or_default();
+    format!(
+        "{} {}{rate}",
+        result.spec.protocol.upper_name(),
+        direction_word(result.spec.direction)
+    )
 }
 
 /// The renderings shown on the page, by tab name; a rendering that does not apply is left out.
 pub fn renderings(result: &TestResult) -> Vec<(&'static str, String)> {
     let mut out = vec![
-        ("iperf3", format!("{}{}", iperf3_intervals(result), iperf3::text_summary(result))),
+        (
+            "iperf3",
+            format!(
+                "{}{}",
+                iperf3_intervals(result),
+                iperf3::text_summary(result)
+            ),
+        ),
         ("iperf2", iperf2::text(result)),
         ("ttcp", ttcp::text(result)),
     ];
-    let opts = netperf::Options { host: &result.server_addr, local_cpu: true, remote_cpu: true, headers: true };
+    let opts = netperf::Options {
+        host: &result.server_addr,
+        local_cpu: true,
+        remote_cpu: true,
+        headers: true,
+    };
     if let Ok(text) = netperf::render(result, &opts) {
         out.push(("netperf", text));
     }
@@ -121,7 +194,11 @@ pub fn renderings(result: &TestResult) -> Vec<(&'static str, String)> {
 fn iperf3_intervals(result: &TestResult) -> String {
     let mut out = iperf3::text_interval_header(&result.spec, result.local.role);
     for report in &result.local.intervals {
-        out.push_str(&iperf3::text_interval(&result.spec, result.local.role, report));
+        out.push_str(&iperf3::text_interval(
+            &result.spec,
+            result.local.role,
+            report,
+        ));
     }
     out
 }
@@ -143,16 +220,30 @@ pub fn page(result: &TestResult) -> String {
     }
     h.push_str("</table></section>");
     let x_max = result.spec.total_time().map(|t| t.as_secs_f64());
-    let _ = write!(h, "<section class='card'>{}</section>", chart::svg(&chart::series(&result.local.intervals), x_max));
+    let _ = write!(
+        h,
+        "<section class='card'>{}</section>",
+        chart::svg(&chart::series(&result.local.intervals), x_max)
+    );
     h.push_str("<section class='card'>");
     for (i, (name, text)) in renderings(result).iter().enumerate() {
         let open = if i == 0 { " open" } else { "" };
-        let _ = write!(h, "<details{open}><summary>{name}</summary><pre>{}</pre></details>", escape(text));
+        let _ = write!(
+            h,
+            "<details{open}><summary>{name}</summary><pre>{}</pre></details>",
+            escape(text)
+        );
     }
     let json = serde_json::to_string_pretty(&iperf3::json(result)).unwrap_or_default();
-    let _ = write!(h, "<details><summary>JSON (iperf3 -J)</summary><pre>{}</pre></details></section>", escape(&json));
+    let _ = write!(
+        h,
+        "<details><summary>JSON (iperf3 -J)</summary><pre>{}</pre></details></section>",
+        escape(&json)
+    );
     // The result itself, for tools: `</` cannot end the script element early once escaped.
-    let raw = serde_json::to_string(result).unwrap_or_default().replace("</", "<\\/");
+    let raw = serde_json::to_string(result)
+        .unwrap_or_default()
+        .replace("</", "<\\/");
     let _ = write!(
         h,
         "<script type='application/json' id='perfpeer-result'>{raw}</script><footer>perfpeer {}; test {}</footer></main></body></html>",
@@ -168,6 +259,9 @@ mod tests {
 
     #[test]
     fn escaping() {
-        assert_eq!(escape("<a href='x'>&\"</a>"), "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;");
+        assert_eq!(
+            escape("<a href='x'>&\"</a>"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
+        );
     }
 }

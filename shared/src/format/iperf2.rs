@@ -2,7 +2,9 @@
 //! `[ ID] Interval  Transfer  Bandwidth` rows (UDP receivers add jitter and loss), as the
 //! Debian 2.1.8 build prints them (intervals with four decimals, adaptive units).
 
-use crate::report::{DirectionTotals, IntervalReport, PeerRole, StreamFinal, StreamRole, TestResult};
+use crate::report::{
+    DirectionTotals, IntervalReport, PeerRole, StreamFinal, StreamRole, TestResult,
+};
 use crate::spec::Protocol;
 use crate::units::{format_bits, format_bytes};
 
@@ -12,7 +14,11 @@ const RULE: &str = "------------------------------------------------------------
 
 /// iperf2 adds a three-decimal step below 0.9995 to the iperf3 layout.
 fn adaptive(text: String, value_below_one: bool, value: f64, unit: &str) -> String {
-    if value_below_one { format!("{value:4.3} {unit}") } else { text }
+    if value_below_one {
+        format!("{value:4.3} {unit}")
+    } else {
+        text
+    }
 }
 
 /// `1.04 GBytes`, ` 645 KBytes`, `0.000 Bytes`.
@@ -22,7 +28,12 @@ pub fn bytes_text(bytes: u64) -> String {
 
 /// `8.88 Gbits/sec`, `0.000 bits/sec`.
 pub fn rate_text(bits_per_second: f64) -> String {
-    adaptive(format!("{}/sec", format_bits(bits_per_second)), bits_per_second < 0.9995, bits_per_second, "bits/sec")
+    adaptive(
+        format!("{}/sec", format_bits(bits_per_second)),
+        bits_per_second < 0.9995,
+        bits_per_second,
+        "bits/sec",
+    )
 }
 
 fn proto_name(p: Protocol) -> &'static str {
@@ -35,25 +46,43 @@ fn proto_name(p: Protocol) -> &'static str {
 
 /// The client's banner.
 pub fn client_banner(host: &str, port: u16, protocol: Protocol, window: Option<u32>) -> String {
-    let kind = if protocol == Protocol::Udp { "UDP buffer size" } else { "TCP window size" };
-    format!("{RULE}\nClient connecting to {host}, {} port {port}\n{kind}: {}\n{RULE}\n", proto_name(protocol), window_text(window))
+    let kind = if protocol == Protocol::Udp {
+        "UDP buffer size"
+    } else {
+        "TCP window size"
+    };
+    format!(
+        "{RULE}\nClient connecting to {host}, {} port {port}\n{kind}: {}\n{RULE}\n",
+        proto_name(protocol),
+        window_text(window)
+    )
 }
 
 /// The server's banner.
 pub fn server_banner(port: u16, window: Option<u32>) -> String {
-    format!("{RULE}\nServer listening on TCP and UDP port {port}\nTCP window size: {}\n{RULE}\n", window_text(window))
+    format!(
+        "{RULE}\nServer listening on TCP and UDP port {port}\nTCP window size: {}\n{RULE}\n",
+        window_text(window)
+    )
 }
 
 fn window_text(window: Option<u32>) -> String {
     match window {
-        Some(w) => format_bytes(f64::from(w)).replace("Bytes", "Byte").trim_start().to_string(),
+        Some(w) => format_bytes(f64::from(w))
+            .replace("Bytes", "Byte")
+            .trim_start()
+            .to_string(),
         None => "(default)".into(),
     }
 }
 
 /// `[  1] local 127.0.0.1 port 44172 connected with 127.0.0.1 port 5001`.
 pub fn connected_line(id: u32, local: &str, remote: &str) -> String {
-    let split = |a: &str| a.rsplit_once(':').map(|(h, p)| (h.trim_matches(['[', ']']).to_string(), p.to_string())).unwrap_or((a.to_string(), "0".into()));
+    let split = |a: &str| {
+        a.rsplit_once(':')
+            .map(|(h, p)| (h.trim_matches(['[', ']']).to_string(), p.to_string()))
+            .unwrap_or((a.to_string(), "0".into()))
+    };
     let ((lh, lp), (rh, rp)) = (split(local), split(remote));
     format!("[{id:3}] local {lh} port {lp} connected with {rh} port {rp}\n")
 }
@@ -82,23 +111,49 @@ pub struct UdpColumns {
 pub fn row(id: Option<u32>, start: f64, end: f64, bytes: u64, udp: Option<UdpColumns>) -> String {
     let tag = id.map_or_else(|| "[SUM]".to_string(), |i| format!("[{i:3}]"));
     let secs = end - start;
-    let rate = if secs > 0.0 { bytes as f64 * 8.0 / secs } else { 0.0 };
-    let mut line = format!("{tag} {start:.4}-{end:.4} sec  {}  {}", bytes_text(bytes), rate_text(rate));
+    let rate = if secs > 0.0 {
+        bytes as f64 * 8.0 / secs
+    } else {
+        0.0
+    };
+    let mut line = format!(
+        "{tag} {start:.4}-{end:.4} sec  {}  {}",
+        bytes_text(bytes),
+        rate_text(rate)
+    );
     if let Some(u) = udp {
-        let pct = if u.total > 0 { u.lost as f64 * 100.0 / u.total as f64 } else { 0.0 };
-        line.push_str(&format!("  {:6.3} ms {}/{} ({}%)", u.jitter_ms, u.lost, u.total, g(pct, 2)));
+        let pct = if u.total > 0 {
+            u.lost as f64 * 100.0 / u.total as f64
+        } else {
+            0.0
+        };
+        line.push_str(&format!(
+            "  {:6.3} ms {}/{} ({}%)",
+            u.jitter_ms,
+            u.lost,
+            u.total,
+            g(pct, 2)
+        ));
     }
     line.push('\n');
     line
 }
 
 fn stream_row(s: &StreamFinal) -> String {
-    let udp = s.udp_rx.map(|r| UdpColumns { jitter_ms: r.jitter_ms, lost: r.lost, total: r.expected() });
+    let udp = s.udp_rx.map(|r| UdpColumns {
+        jitter_ms: r.jitter_ms,
+        lost: r.lost,
+        total: r.expected(),
+    });
     row(Some(s.id), 0.0, s.duration.as_secs_f64(), s.bytes, udp)
 }
 
 fn sum_row(t: &DirectionTotals) -> String {
-    let udp = t.udp_rx.map(|r| UdpColumns { jitter_ms: r.jitter_ms, lost: r.lost, total: r.expected() });
+    let udp = t.udp_rx.map(|r| UdpColumns {
+        jitter_ms: r.jitter_ms,
+        lost: r.lost,
+        total: r.expected(),
+    });
     row(None, 0.0, t.seconds, t.bytes, udp)
 }
 
@@ -107,7 +162,11 @@ pub fn interval_rows(report: &IntervalReport) -> String {
     let mut out = String::new();
     let (start, end) = (report.start.as_secs_f64(), report.end.as_secs_f64());
     for s in &report.streams {
-        let udp = s.udp_rx.map(|u| UdpColumns { jitter_ms: u.jitter_ms, lost: u.lost, total: u.packets });
+        let udp = s.udp_rx.map(|u| UdpColumns {
+            jitter_ms: u.jitter_ms,
+            lost: u.lost,
+            total: u.packets,
+        });
         out.push_str(&row(Some(s.id), start, end, s.bytes, udp));
     }
     if report.streams.len() > 1 {
@@ -123,7 +182,11 @@ pub fn final_rows(result: &TestResult) -> String {
     let mut out = String::new();
     for flow in result.flows() {
         let we_send = (result.local.role == PeerRole::Client) == flow.client_to_server;
-        let mine: Vec<&StreamFinal> = flow.streams.iter().filter_map(|(_, tx, rx)| if we_send { *tx } else { *rx }).collect();
+        let mine: Vec<&StreamFinal> = flow
+            .streams
+            .iter()
+            .filter_map(|(_, tx, rx)| if we_send { *tx } else { *rx })
+            .collect();
         let totals = if we_send { flow.sent } else { flow.received };
         for s in &mine {
             out.push_str(&stream_row(s));
@@ -133,11 +196,19 @@ pub fn final_rows(result: &TestResult) -> String {
         }
         if we_send && result.spec.protocol == Protocol::Udp {
             for s in &mine {
-                out.push_str(&format!("[{:3}] Sent {} datagrams\n", s.id, s.packets.unwrap_or(0)));
+                out.push_str(&format!(
+                    "[{:3}] Sent {} datagrams\n",
+                    s.id,
+                    s.packets.unwrap_or(0)
+                ));
             }
             for (id, _, rx) in &flow.streams {
                 if let Some(rx) = rx {
-                    out.push_str(&format!("[{id:3}] Server Report:\n{}{}", header(true), stream_row(rx)));
+                    out.push_str(&format!(
+                        "[{id:3}] Server Report:\n{}{}",
+                        header(true),
+                        stream_row(rx)
+                    ));
                 }
             }
         }
@@ -147,7 +218,12 @@ pub fn final_rows(result: &TestResult) -> String {
 
 /// Whether the end a result was measured at received UDP (its rows carry loss columns).
 pub fn is_udp_receiver(result: &TestResult) -> bool {
-    result.spec.protocol == Protocol::Udp && result.local.streams.iter().all(|s| s.role == StreamRole::Receiver)
+    result.spec.protocol == Protocol::Udp
+        && result
+            .local
+            .streams
+            .iter()
+            .all(|s| s.role == StreamRole::Receiver)
 }
 
 /// A whole result in iperf2's layout, seen from the end it was measured at.
@@ -155,8 +231,15 @@ pub fn text(result: &TestResult) -> String {
     let mut out = String::new();
     if result.local.role == PeerRole::Client {
         let server = result.server_addr.rsplit_once(':');
-        let (host, port) = server.map_or((result.server_addr.as_str(), 0), |(h, p)| (h, p.parse().unwrap_or(0)));
-        out.push_str(&client_banner(host, port, result.spec.protocol, result.spec.window));
+        let (host, port) = server.map_or((result.server_addr.as_str(), 0), |(h, p)| {
+            (h, p.parse().unwrap_or(0))
+        });
+        out.push_str(&client_banner(
+            host,
+            port,
+            result.spec.protocol,
+            result.spec.window,
+        ));
     }
     for s in &result.local.sockets {
         out.push_str(&connected_line(s.id, &s.local, &s.remote));
@@ -173,12 +256,32 @@ mod tests {
     #[test]
     fn rows_match_iperf_2_1_8() {
         // Layouts as Debian's iperf 2.1.8 prints them; figures computed by hand.
-        assert_eq!(row(Some(1), 0.0, 1.0034, 1_116_691_496, None), "[  1] 0.0000-1.0034 sec  1.04 GBytes  8.90 Gbits/sec\n");
-        let udp = UdpColumns { jitter_ms: 0.006, lost: 0, total: 449 };
-        assert_eq!(row(Some(1), 0.0, 1.0029, 660_500, Some(udp)), "[  1] 0.0000-1.0029 sec   645 KBytes  5.27 Mbits/sec   0.006 ms 0/449 (0%)\n");
-        assert_eq!(row(None, 0.0, 1.0003, 3_758_096_384, None), "[SUM] 0.0000-1.0003 sec  3.50 GBytes  30.1 Gbits/sec\n");
-        assert_eq!(row(Some(1), 0.0, 3.004, 0, None), "[  1] 0.0000-3.0040 sec  0.000 Bytes  0.000 bits/sec\n");
-        let lossy = UdpColumns { jitter_ms: 1.5, lost: 3, total: 200 };
+        assert_eq!(
+            row(Some(1), 0.0, 1.0034, 1_116_691_496, None),
+            "[  1] 0.0000-1.0034 sec  1.04 GBytes  8.90 Gbits/sec\n"
+        );
+        let udp = UdpColumns {
+            jitter_ms: 0.006,
+            lost: 0,
+            total: 449,
+        };
+        assert_eq!(
+            row(Some(1), 0.0, 1.0029, 660_500, Some(udp)),
+            "[  1] 0.0000-1.0029 sec   645 KBytes  5.27 Mbits/sec   0.006 ms 0/449 (0%)\n"
+        );
+        assert_eq!(
+            row(None, 0.0, 1.0003, 3_758_096_384, None),
+            "[SUM] 0.0000-1.0003 sec  3.50 GBytes  30.1 Gbits/sec\n"
+        );
+        assert_eq!(
+            row(Some(1), 0.0, 3.004, 0, None),
+            "[  1] 0.0000-3.0040 sec  0.000 Bytes  0.000 bits/sec\n"
+        );
+        let lossy = UdpColumns {
+            jitter_ms: 1.5,
+            lost: 3,
+            total: 200,
+        };
         assert!(row(Some(2), 0.0, 1.0, 1000, Some(lossy)).ends_with("  1.500 ms 3/200 (1.5%)\n"));
     }
 
@@ -186,12 +289,17 @@ mod tests {
     fn banner_and_peer_lines() {
         assert_eq!(
             client_banner("pc", 5001, Protocol::Tcp, None),
-            format!("{RULE}\nClient connecting to pc, TCP port 5001\nTCP window size: (default)\n{RULE}\n")
+            format!(
+                "{RULE}\nClient connecting to pc, TCP port 5001\nTCP window size: (default)\n{RULE}\n"
+            )
         );
         assert_eq!(
             connected_line(1, "127.0.0.1:44172", "127.0.0.1:5001"),
             "[  1] local 127.0.0.1 port 44172 connected with 127.0.0.1 port 5001\n"
         );
-        assert_eq!(connected_line(3, "[::1]:40000", "[::1]:5001"), "[  3] local ::1 port 40000 connected with ::1 port 5001\n");
+        assert_eq!(
+            connected_line(3, "[::1]:40000", "[::1]:5001"),
+            "[  3] local ::1 port 40000 connected with ::1 port 5001\n"
+        );
     }
 }

@@ -1044,7 +1044,10 @@ fn perfpeer_json(result: &TestResult) -> Value {
                 put(&mut udp, key, rx.duplicates);
             }
         }
-        if let Some(gap) = main.and_then(|f| f.received).and_then(|t| t.udp_rx?.max_gap_ms) {
+        if let Some(gap) = main
+            .and_then(|f| f.received)
+            .and_then(|t| t.udp_rx?.max_gap_ms)
+        {
             put(&mut udp, "max_gap_ms", gap);
         }
         put(&mut m, "udp", udp);

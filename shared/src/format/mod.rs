@@ -4,8 +4,8 @@
 pub mod cbr;
 pub mod cfmt;
 pub mod chart;
-pub mod html;
 pub mod dccp;
+pub mod html;
 pub mod iperf2;
 pub mod iperf3;
 pub mod netperf;

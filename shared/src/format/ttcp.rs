@@ -36,14 +36,24 @@ pub struct TtcpFigures {
 }
 
 /// The set-up line: `ttcp-t: buflen=8192, nbuf=2048, align=16384/0, port=5001  tcp  -> host`.
-pub fn setup_line(role: TtcpRole, buflen: u32, nbuf: u64, port: u16, protocol: Protocol, host: Option<&str>) -> String {
+pub fn setup_line(
+    role: TtcpRole,
+    buflen: u32,
+    nbuf: u64,
+    port: u16,
+    protocol: Protocol,
+    host: Option<&str>,
+) -> String {
     let proto = match protocol {
         Protocol::Tcp => "tcp",
         Protocol::Udp => "udp",
         Protocol::Dccp => "dccp",
     };
     let to = host.map(|h| format!("  -> {h}")).unwrap_or_default();
-    format!("{}: buflen={buflen}, nbuf={nbuf}, align=16384/0, port={port}  {proto}{to}\n", role.prefix())
+    format!(
+        "{}: buflen={buflen}, nbuf={nbuf}, align=16384/0, port={port}  {proto}{to}\n",
+        role.prefix()
+    )
 }
 
 /// The three BRL summary lines. ttcp prints non-positive times as 0.001 and CPU time as at
@@ -51,7 +61,11 @@ pub fn setup_line(role: TtcpRole, buflen: u32, nbuf: u64, port: u16, protocol: P
 pub fn summary_lines(role: TtcpRole, f: &TtcpFigures) -> String {
     let p = role.prefix();
     let real = if f.real_s <= 0.0 { 0.001 } else { f.real_s };
-    let cpu = if f.cpu_s <= 0.0 { 0.001 } else { f.cpu_s.max(0.000_01) };
+    let cpu = if f.cpu_s <= 0.0 {
+        0.001
+    } else {
+        f.cpu_s.max(0.000_01)
+    };
     let kb = f.bytes as f64 / 1024.0;
     let kbits = f.bytes as f64 * 8.0 / 1024.0;
     format!(
@@ -71,20 +85,50 @@ pub fn summary_lines(role: TtcpRole, f: &TtcpFigures) -> String {
 pub fn figures(result: &TestResult) -> (TtcpRole, TtcpFigures) {
     let local = &result.local;
     let sends = local.streams.iter().any(|s| s.role == StreamRole::Sender);
-    let role = if sends { TtcpRole::Transmit } else { TtcpRole::Receive };
-    let want = if sends { StreamRole::Sender } else { StreamRole::Receiver };
+    let role = if sends {
+        TtcpRole::Transmit
+    } else {
+        TtcpRole::Receive
+    };
+    let want = if sends {
+        StreamRole::Sender
+    } else {
+        StreamRole::Receiver
+    };
     let streams = local.streams.iter().filter(|s| s.role == want);
-    let (bytes, real_s) = streams.fold((0u64, 0f64), |(b, t), s| (b + s.bytes, t.max(s.duration.as_secs_f64())));
-    (role, TtcpFigures { bytes, real_s, cpu_s: local.cpu.process_user_s + local.cpu.process_system_s })
+    let (bytes, real_s) = streams.fold((0u64, 0f64), |(b, t), s| {
+        (b + s.bytes, t.max(s.duration.as_secs_f64()))
+    });
+    (
+        role,
+        TtcpFigures {
+            bytes,
+            real_s,
+            cpu_s: local.cpu.process_user_s + local.cpu.process_system_s,
+        },
+    )
 }
 
 /// A whole result as ttcp text: set-up line and summary of the end it was measured at.
 pub fn text(result: &TestResult) -> String {
     let (role, f) = figures(result);
-    let port = result.server_addr.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let port = result
+        .server_addr
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
     let nbuf = f.bytes / u64::from(result.spec.len.max(1));
-    let host = (result.local.role == PeerRole::Client).then(|| result.server_addr.rsplit_once(':').map_or("", |(h, _)| h));
-    let mut out = setup_line(role, result.spec.len, nbuf, port, result.spec.protocol, host);
+    let host = (result.local.role == PeerRole::Client)
+        .then(|| result.server_addr.rsplit_once(':').map_or("", |(h, _)| h));
+    let mut out = setup_line(
+        role,
+        result.spec.len,
+        nbuf,
+        port,
+        result.spec.protocol,
+        host,
+    );
     out.push_str(&summary_lines(role, &f));
     out
 }
@@ -97,7 +141,11 @@ mod tests {
     fn brl_layout_with_hand_computed_figures() {
         // 131 072 000 bytes (128 000 × 1 KiB) in 10 s real, 0.5 s CPU:
         // 128 000 KB / 10 s = 12 800 KB/s = 102 400 Kbit/s; per CPU second 256 000 KB, 2 048 000 Kbit.
-        let f = TtcpFigures { bytes: 131_072_000, real_s: 10.0, cpu_s: 0.5 };
+        let f = TtcpFigures {
+            bytes: 131_072_000,
+            real_s: 10.0,
+            cpu_s: 0.5,
+        };
         assert_eq!(
             summary_lines(TtcpRole::Transmit, &f),
             "ttcp-t: 131072000 bytes processed\n\
@@ -108,15 +156,31 @@ mod tests {
 
     #[test]
     fn zero_times_do_not_divide_by_zero() {
-        let f = TtcpFigures { bytes: 1024, real_s: 0.0, cpu_s: 0.0 };
+        let f = TtcpFigures {
+            bytes: 1024,
+            real_s: 0.0,
+            cpu_s: 0.0,
+        };
         let text = summary_lines(TtcpRole::Receive, &f);
-        assert!(text.contains("ttcp-r:     0.001 real sec =      1000 KB/real sec,      8000 Kbits/sec"), "{text}");
+        assert!(
+            text.contains(
+                "ttcp-r:     0.001 real sec =      1000 KB/real sec,      8000 Kbits/sec"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
     fn setup_line_as_sgi_prints_it() {
         assert_eq!(
-            setup_line(TtcpRole::Transmit, 1024, 128_000, 5001, Protocol::Tcp, Some("pc")),
+            setup_line(
+                TtcpRole::Transmit,
+                1024,
+                128_000,
+                5001,
+                Protocol::Tcp,
+                Some("pc")
+            ),
             "ttcp-t: buflen=1024, nbuf=128000, align=16384/0, port=5001  tcp  -> pc\n"
         );
         assert_eq!(

@@ -132,7 +132,10 @@ fn netperf_sizes() {
 #[test]
 fn unsupported_and_bad_input_is_refused_clearly() {
     for (argv, needle) in [
-        (vec!["-t", "UDP_RR", "--", "-m", "64"], "-m applies to stream tests"),
+        (
+            vec!["-t", "UDP_RR", "--", "-m", "64"],
+            "-m applies to stream tests",
+        ),
         (vec!["-t", "SCTP_STREAM"], "unknown test"),
         (vec!["-l", "-1000"], "negative -l"),
         (vec!["-l", "0"], "more than 0"),

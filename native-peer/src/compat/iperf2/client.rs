@@ -8,7 +8,9 @@ use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use perfpeer_shared::report::{PeerRole, SideReport, StreamFinal, StreamRole, TestResult, TestStatus, UdpRxFinal};
+use perfpeer_shared::report::{
+    PeerRole, SideReport, StreamFinal, StreamRole, TestResult, TestStatus, UdpRxFinal,
+};
 use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
 use socket2::{Domain, SockAddr, SockRef, Socket, Type};
 use tokio::sync::mpsc;
@@ -36,11 +38,20 @@ fn amount(spec: &TestSpec) -> Amount {
 }
 
 fn header(spec: &TestSpec, port: u16) -> Header {
-    let mut h = Header::new(amount(spec), spec.streams, port, spec.protocol == Protocol::Udp);
+    let mut h = Header::new(
+        amount(spec),
+        spec.streams,
+        port,
+        spec.protocol == Protocol::Udp,
+    );
     h.buflen = spec.len as i32;
     h.rate = spec.per_stream_rate().map(|r| r.0);
     h.tos = spec.tos.unwrap_or(0);
-    if spec.direction == Direction::Reverse { h.reverse() } else { h }
+    if spec.direction == Direction::Reverse {
+        h.reverse()
+    } else {
+        h
+    }
 }
 
 /// Runs `spec` against the stock iperf2 server at `server`.
@@ -60,29 +71,54 @@ pub async fn run(
     if spec.protocol == Protocol::Udp && spec.direction == Direction::Reverse {
         return Err(SessionError::Refused {
             code: perfpeer_shared::control::ErrorCode::InvalidSpec,
-            message: "UDP -R against iperf2 is not supported yet: run the UDP test from the other side".into(),
+            message:
+                "UDP -R against iperf2 is not supported yet: run the UDP test from the other side"
+                    .into(),
         });
     }
     let (spec_c, opts_c) = (spec.clone(), opts.clone());
-    let setups = tokio::task::spawn_blocking(move || open_streams(&spec_c, server, &opts_c)).await.map_err(data_err)??;
-    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let setups = tokio::task::spawn_blocking(move || open_streams(&spec_c, server, &opts_c))
+        .await
+        .map_err(data_err)??;
+    let started_unix_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
     let template = (spec.protocol == Protocol::Udp).then(|| {
         let mut t = vec![0u8; UDP_HEADER_AT];
         t.extend_from_slice(&header(spec, server.port()).encode());
         t
     });
-    let wire = WireOptions { format: DatagramFormat::Iperf2 { seq64: true }, payload_template: template.clone(), first_datagram: None };
+    let wire = WireOptions {
+        format: DatagramFormat::Iperf2 { seq64: true },
+        payload_template: template.clone(),
+        first_datagram: None,
+    };
     let mut m = Measurement::start_with(PeerRole::Client, spec, setups, &wire)?;
-    let _ = events.send(TestEvent::Started { test_id: String::new(), server_addr: server.to_string(), sockets: m.sockets() });
+    let _ = events.send(TestEvent::Started {
+        test_id: String::new(),
+        server_addr: server.to_string(),
+        sockets: m.sockets(),
+    });
     let outcome = until_end(&mut m, spec, &events, &cancel).await;
-    let sockets: Vec<DataSocket> = m.engine().streams().iter().map(|s| s.socket.clone()).collect();
+    let sockets: Vec<DataSocket> = m
+        .engine()
+        .streams()
+        .iter()
+        .map(|s| s.socket.clone())
+        .collect();
     let (tail, mut local, errors) = m.finish(outcome.is_err()).await;
     if let Some(report) = tail {
-        let _ = events.send(TestEvent::Interval { role: PeerRole::Client, report });
+        let _ = events.send(TestEvent::Interval {
+            role: PeerRole::Client,
+            report,
+        });
     }
     let mut status = match (outcome, errors.is_empty()) {
         (Err(reason), _) => TestStatus::Partial { reason },
-        (Ok(()), false) => TestStatus::Partial { reason: errors.join("; ") },
+        (Ok(()), false) => TestStatus::Partial {
+            reason: errors.join("; "),
+        },
         (Ok(()), true) => TestStatus::Complete,
     };
     let remote = match spec.protocol {
@@ -94,13 +130,18 @@ pub async fn run(
                     s.bytes += super::codec::TCP_HEADER_LEN as u64;
                 }
             }
-            tokio::task::spawn_blocking(move || drain_until_closed(&sockets)).await.map_err(data_err)?;
+            tokio::task::spawn_blocking(move || drain_until_closed(&sockets))
+                .await
+                .map_err(data_err)?;
             None
         }
         Protocol::Udp => {
             let template = template.unwrap_or_default();
             let finals = local.streams.clone();
-            let reports = tokio::task::spawn_blocking(move || fin_exchange(&sockets, &finals, &template)).await.map_err(data_err)?;
+            let reports =
+                tokio::task::spawn_blocking(move || fin_exchange(&sockets, &finals, &template))
+                    .await
+                    .map_err(data_err)?;
             match reports {
                 Ok(r) => Some(remote_report(&r)),
                 Err(e) => {
@@ -110,13 +151,32 @@ pub async fn run(
             }
         }
     };
-    Ok(TestResult { id: String::new(), spec: spec.clone(), started_unix_ms, server_addr: server.to_string(), local, remote, status })
+    Ok(TestResult {
+        id: String::new(),
+        spec: spec.clone(),
+        started_unix_ms,
+        server_addr: server.to_string(),
+        local,
+        remote,
+        status,
+    })
 }
 
-async fn until_end(m: &mut Measurement, spec: &TestSpec, events: &mpsc::UnboundedSender<TestEvent>, cancel: &CancellationToken) -> Result<(), String> {
+async fn until_end(
+    m: &mut Measurement,
+    spec: &TestSpec,
+    events: &mpsc::UnboundedSender<TestEvent>,
+    cancel: &CancellationToken,
+) -> Result<(), String> {
     // In -R the server decides the length; allow it a margin before giving up.
-    let margin = if spec.direction == Direction::Reverse { Duration::from_secs(5) } else { Duration::ZERO };
-    let deadline = spec.total_time().map(|t| tokio::time::Instant::from_std(m.epoch() + t + margin));
+    let margin = if spec.direction == Direction::Reverse {
+        Duration::from_secs(5)
+    } else {
+        Duration::ZERO
+    };
+    let deadline = spec
+        .total_time()
+        .map(|t| tokio::time::Instant::from_std(m.epoch() + t + margin));
     let mut poll = tokio::time::interval(Duration::from_millis(10));
     loop {
         tokio::select! {
@@ -134,24 +194,47 @@ async fn until_end(m: &mut Measurement, spec: &TestSpec, events: &mpsc::Unbounde
     }
 }
 
-fn open_streams(spec: &TestSpec, server: SocketAddr, opts: &ClientOptions) -> Result<Vec<StreamSetup>, SessionError> {
-    let role = if spec.direction == Direction::Reverse { StreamRole::Receiver } else { StreamRole::Sender };
+fn open_streams(
+    spec: &TestSpec,
+    server: SocketAddr,
+    opts: &ClientOptions,
+) -> Result<Vec<StreamSetup>, SessionError> {
+    let role = if spec.direction == Direction::Reverse {
+        StreamRole::Receiver
+    } else {
+        StreamRole::Sender
+    };
     (1..=u32::from(spec.streams))
         .map(|id| {
-            let socket = Socket::new(Domain::for_address(server), if spec.protocol == Protocol::Tcp { Type::STREAM } else { Type::DGRAM }, None).map_err(data_err)?;
+            let socket = Socket::new(
+                Domain::for_address(server),
+                if spec.protocol == Protocol::Tcp {
+                    Type::STREAM
+                } else {
+                    Type::DGRAM
+                },
+                None,
+            )
+            .map_err(data_err)?;
             if let Some(ip) = opts.bind {
-                socket.bind(&SockAddr::from(SocketAddr::new(ip, 0))).map_err(data_err)?;
+                socket
+                    .bind(&SockAddr::from(SocketAddr::new(ip, 0)))
+                    .map_err(data_err)?;
             }
             sockopt::apply(SockRef::from(&socket), spec, server.is_ipv6()).map_err(data_err)?;
             let socket = match spec.protocol {
                 Protocol::Tcp => {
-                    socket.connect_timeout(&SockAddr::from(server), opts.connect_timeout).map_err(|e| SessionError::Unreachable {
-                        target: server.to_string(),
-                        reason: e.to_string(),
-                    })?;
+                    socket
+                        .connect_timeout(&SockAddr::from(server), opts.connect_timeout)
+                        .map_err(|e| SessionError::Unreachable {
+                            target: server.to_string(),
+                            reason: e.to_string(),
+                        })?;
                     let mut stream: TcpStream = socket.into();
                     // The header goes out as a write of its own, as iperf2's client sends it.
-                    stream.write_all(&header(spec, server.port()).encode()).map_err(data_err)?;
+                    stream
+                        .write_all(&header(spec, server.port()).encode())
+                        .map_err(data_err)?;
                     DataSocket::Tcp(Arc::new(stream))
                 }
                 Protocol::Udp | Protocol::Dccp => {
@@ -178,10 +261,16 @@ fn drain_until_closed(sockets: &[DataSocket]) {
 }
 
 /// Sends fins (id −(N+1), −(N+2), …) every 10 ms until each stream's server report arrives.
-fn fin_exchange(sockets: &[DataSocket], finals: &[StreamFinal], template: &[u8]) -> Result<Vec<(u32, ServerReport)>, String> {
+fn fin_exchange(
+    sockets: &[DataSocket],
+    finals: &[StreamFinal],
+    template: &[u8],
+) -> Result<Vec<(u32, ServerReport)>, String> {
     let mut reports = Vec::new();
     for (socket, fin) in sockets.iter().zip(finals) {
-        let DataSocket::Udp(udp) = socket else { continue };
+        let DataSocket::Udp(udp) = socket else {
+            continue;
+        };
         let sent = fin.packets.unwrap_or(0) as i64;
         reports.push((fin.id, await_report(udp, sent, template)?));
     }
@@ -196,8 +285,15 @@ fn await_report(udp: &UdpSocket, sent: i64, template: &[u8]) -> Result<ServerRep
     let start = Instant::now();
     for k in 0..FIN_TRIES as i64 {
         let id = -(sent + 1 + k);
-        let wall = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-        DatagramFormat::Iperf2 { seq64: true }.write_data(&mut datagram, id as u64, Duration::ZERO, wall);
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        DatagramFormat::Iperf2 { seq64: true }.write_data(
+            &mut datagram,
+            id as u64,
+            Duration::ZERO,
+            wall,
+        );
         let _ = udp.send(&datagram);
         while let Ok(n) = udp.recv(&mut buf) {
             // A 28-byte header ack is not the report.
@@ -206,7 +302,11 @@ fn await_report(udp: &UdpSocket, sent: i64, template: &[u8]) -> Result<ServerRep
             }
         }
     }
-    Err(format!("did not receive the server report after {} fins ({:.1} s)", FIN_TRIES, start.elapsed().as_secs_f64()))
+    Err(format!(
+        "did not receive the server report after {} fins ({:.1} s)",
+        FIN_TRIES,
+        start.elapsed().as_secs_f64()
+    ))
 }
 
 /// The server's side as far as its reports tell it.
@@ -233,5 +333,8 @@ fn remote_report(reports: &[(u32, ServerReport)]) -> SideReport {
         })
         .collect();
     // iperf2 reports no CPU figures: the empty report's zero elapsed time marks them as not measured.
-    SideReport { streams, ..SideReport::empty(PeerRole::Server, Default::default()) }
+    SideReport {
+        streams,
+        ..SideReport::empty(PeerRole::Server, Default::default())
+    }
 }

@@ -110,8 +110,21 @@ pub struct Header {
 impl Header {
     /// A 2.1-style header for a test of `amount` (`udp` sets the UDP flags).
     pub fn new(amount: Amount, threads: u16, port: u16, udp: bool) -> Header {
-        let base = if udp { flags::SEQNO64B | flags::EXTEND | flags::LEN_BIT | (76 << 1) } else { flags::EXTEND | flags::LEN_BIT | ((TCP_HEADER_LEN as u32) << 1) };
-        Header { flags: base, threads: i32::from(threads), port: i32::from(port), buflen: 0, amount, upper: 0, rate: None, tos: 0 }
+        let base = if udp {
+            flags::SEQNO64B | flags::EXTEND | flags::LEN_BIT | (76 << 1)
+        } else {
+            flags::EXTEND | flags::LEN_BIT | ((TCP_HEADER_LEN as u32) << 1)
+        };
+        Header {
+            flags: base,
+            threads: i32::from(threads),
+            port: i32::from(port),
+            buflen: 0,
+            amount,
+            upper: 0,
+            rate: None,
+            tos: 0,
+        }
     }
 
     /// Asks the server to send (`-R`): a version-2 header with the REVERSE flag.
@@ -153,8 +166,16 @@ impl Header {
         let len = if word & flags::LEN_BIT != 0 {
             ((word & flags::LEN_MASK) >> 1) as usize
         } else {
-            let v1 = if word & (flags::VERSION1 | flags::EXTEND) != 0 { 24 } else { 0 };
-            let v2 = if word & (flags::VERSION2 | flags::EXTEND) != 0 { 36 } else { 0 };
+            let v1 = if word & (flags::VERSION1 | flags::EXTEND) != 0 {
+                24
+            } else {
+                0
+            };
+            let v2 = if word & (flags::VERSION2 | flags::EXTEND) != 0 {
+                36
+            } else {
+                0
+            };
             v1 + v2
         };
         if !(24..=256).contains(&len) {
@@ -166,16 +187,23 @@ impl Header {
     /// Reads a header from its bytes (at least 24; the extended fields when present).
     pub fn decode(b: &[u8]) -> Result<Header, CodecError> {
         if b.len() < 24 {
-            return Err(CodecError::Truncated { what: "header", got: b.len(), need: 24 });
+            return Err(CodecError::Truncated {
+                what: "header",
+                got: b.len(),
+                need: 24,
+            });
         }
         let raw_amount = i32_at(b, 20);
         let amount = if raw_amount < 0 {
-            Amount::Time(Duration::from_millis(u64::from(raw_amount.unsigned_abs()) * 10))
+            Amount::Time(Duration::from_millis(
+                u64::from(raw_amount.unsigned_abs()) * 10,
+            ))
         } else {
             Amount::Bytes(raw_amount as u64)
         };
         let extended = b.len() >= TCP_HEADER_LEN;
-        let rate = (extended && u32_at(b, 48) != 0).then(|| u64::from(u32_at(b, 48)) | (u64::from(u32_at(b, 52) >> 8) << 32));
+        let rate = (extended && u32_at(b, 48) != 0)
+            .then(|| u64::from(u32_at(b, 48)) | (u64::from(u32_at(b, 52) >> 8) << 32));
         Ok(Header {
             flags: u32_at(b, 0),
             threads: i32_at(b, 4),
@@ -205,7 +233,8 @@ impl Header {
 
     /// Whether a 2.1 server acks this header.
     pub fn wants_ack(&self) -> bool {
-        (self.flags & flags::EXTEND != 0 && self.flags & flags::VERSION2 == 0) || self.flags & flags::V2PEERDETECT != 0
+        (self.flags & flags::EXTEND != 0 && self.flags & flags::VERSION2 == 0)
+            || self.flags & flags::V2PEERDETECT != 0
     }
 }
 
@@ -240,7 +269,9 @@ impl ServerReport {
     /// The 128 report bytes.
     pub fn encode(&self) -> [u8; REPORT_LEN] {
         let mut b = [0u8; REPORT_LEN];
-        let put = |b: &mut [u8; REPORT_LEN], at: usize, v: u32| b[at..at + 4].copy_from_slice(&v.to_be_bytes());
+        let put = |b: &mut [u8; REPORT_LEN], at: usize, v: u32| {
+            b[at..at + 4].copy_from_slice(&v.to_be_bytes())
+        };
         put(&mut b, 16, flags::VERSION1 | flags::SEQNO64B);
         put(&mut b, 20, (self.bytes >> 32) as u32);
         put(&mut b, 24, self.bytes as u32);
@@ -260,11 +291,27 @@ impl ServerReport {
     /// Reads a report datagram.
     pub fn decode(b: &[u8]) -> Result<ServerReport, CodecError> {
         if b.len() < 56 {
-            return Err(CodecError::Truncated { what: "server report", got: b.len(), need: 56 });
+            return Err(CodecError::Truncated {
+                what: "server report",
+                got: b.len(),
+                need: 56,
+            });
         }
         let wide = u32_at(b, 16) & flags::SEQNO64B != 0 && b.len() >= REPORT_LEN;
-        let pair = |lo_at: usize, hi_at: usize| u64::from(u32_at(b, lo_at)) | if wide { u64::from(u32_at(b, hi_at)) << 32 } else { 0 };
-        let time = |at: usize| Duration::new(u64::from(u32_at(b, at)), u32_at(b, at + 4).min(999_999) * 1000);
+        let pair = |lo_at: usize, hi_at: usize| {
+            u64::from(u32_at(b, lo_at))
+                | if wide {
+                    u64::from(u32_at(b, hi_at)) << 32
+                } else {
+                    0
+                }
+        };
+        let time = |at: usize| {
+            Duration::new(
+                u64::from(u32_at(b, at)),
+                u32_at(b, at + 4).min(999_999) * 1000,
+            )
+        };
         Ok(ServerReport {
             bytes: (u64::from(u32_at(b, 20)) << 32) | u64::from(u32_at(b, 24)),
             duration: time(28),
@@ -286,7 +333,9 @@ mod tests {
     const STOCK_TCP_REVERSE: &str = "4401007800000001000061aa0000000000000000ffffff9c000000000000000004000000000200010008000300000000000000000000000000000000";
 
     fn hex(s: &str) -> Vec<u8> {
-        (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap()).collect()
+        (0..s.len() / 2)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+            .collect()
     }
 
     #[test]
@@ -313,8 +362,15 @@ mod tests {
 
     #[test]
     fn plain_streams_and_bad_lengths() {
-        assert_eq!(Header::length_from_flags(0x3031_3233), Ok(None), "ASCII data is no header");
-        assert_eq!(Header::length_from_flags(flags::EXTEND | flags::LEN_BIT | (4 << 1)), Err(CodecError::BadLength(4)));
+        assert_eq!(
+            Header::length_from_flags(0x3031_3233),
+            Ok(None),
+            "ASCII data is no header"
+        );
+        assert_eq!(
+            Header::length_from_flags(flags::EXTEND | flags::LEN_BIT | (4 << 1)),
+            Err(CodecError::BadLength(4))
+        );
         assert_eq!(Header::length_from_flags(flags::VERSION1), Ok(Some(24)));
         assert!(Header::decode(&[0u8; 10]).is_err());
         let dual = Header::decode(&{

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use perfpeer_shared::report::{PeerRole, StreamRole, TestResult, TestStatus};
-use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec, DEFAULT_TCP_LEN};
+use perfpeer_shared::spec::{DEFAULT_TCP_LEN, Direction, EndCondition, Protocol, TestSpec};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpStream, UdpSocket};
 use tokio_util::sync::CancellationToken;
@@ -67,7 +67,13 @@ pub async fn run(
 ) -> std::io::Result<()> {
     let (tcp, udp) = crate::server::data_listener::bind(addr)?;
     let local = udp.local_addr()?;
-    let shared = Arc::new(Shared { config, next_id: AtomicU32::new(1), udp_flows: Mutex::new(HashSet::new()), events, shutdown });
+    let shared = Arc::new(Shared {
+        config,
+        next_id: AtomicU32::new(1),
+        udp_flows: Mutex::new(HashSet::new()),
+        events,
+        shutdown,
+    });
     tokio::spawn(udp_flows(udp, local, shared.clone()));
     loop {
         let (stream, from) = tokio::select! {
@@ -90,13 +96,19 @@ pub async fn run(
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 fn spec_for(protocol: Protocol, header: Option<&Header>, max: Duration) -> TestSpec {
     let mut spec = TestSpec::new(protocol);
     spec.bitrate = None;
-    spec.len = header.and_then(|h| u32::try_from(h.buflen).ok()).filter(|&l| l > 0).unwrap_or(DEFAULT_TCP_LEN);
+    spec.len = header
+        .and_then(|h| u32::try_from(h.buflen).ok())
+        .filter(|&l| l > 0)
+        .unwrap_or(DEFAULT_TCP_LEN);
     spec.end = match header.map(|h| h.amount) {
         Some(Amount::Time(d)) if !d.is_zero() && d <= max => EndCondition::Time { duration: d },
         Some(Amount::Bytes(b)) if b > 0 => EndCondition::Bytes { bytes: b },
@@ -105,16 +117,26 @@ fn spec_for(protocol: Protocol, header: Option<&Header>, max: Duration) -> TestS
     spec
 }
 
-async fn tcp_stream(mut stream: TcpStream, from: SocketAddr, shared: &Shared) -> Result<(), String> {
+async fn tcp_stream(
+    mut stream: TcpStream,
+    from: SocketAddr,
+    shared: &Shared,
+) -> Result<(), String> {
     let mut first = [0u8; 4];
-    tokio::time::timeout(HEADER_TIMEOUT, stream.read_exact(&mut first)).await.map_err(|_| "no data in time".to_string())?.map_err(|e| e.to_string())?;
+    tokio::time::timeout(HEADER_TIMEOUT, stream.read_exact(&mut first))
+        .await
+        .map_err(|_| "no data in time".to_string())?
+        .map_err(|e| e.to_string())?;
     let word = u32::from_be_bytes(first);
     let (header, header_len) = match Header::length_from_flags(word).map_err(|e| e.to_string())? {
         None => (None, 4),
         Some(len) => {
             let mut rest = vec![0u8; len];
             rest[..4].copy_from_slice(&first);
-            tokio::time::timeout(HEADER_TIMEOUT, stream.read_exact(&mut rest[4..])).await.map_err(|_| "header cut short".to_string())?.map_err(|e| e.to_string())?;
+            tokio::time::timeout(HEADER_TIMEOUT, stream.read_exact(&mut rest[4..]))
+                .await
+                .map_err(|_| "header cut short".to_string())?
+                .map_err(|e| e.to_string())?;
             (Some(Header::decode(&rest).map_err(|e| e.to_string())?), len)
         }
     };
@@ -129,14 +151,32 @@ async fn tcp_stream(mut stream: TcpStream, from: SocketAddr, shared: &Shared) ->
     }
     let reverse = header.as_ref().is_some_and(Header::is_reverse);
     let mut spec = spec_for(Protocol::Tcp, header.as_ref(), shared.config.max_duration);
-    spec.direction = if reverse { Direction::Reverse } else { Direction::Normal };
+    spec.direction = if reverse {
+        Direction::Reverse
+    } else {
+        Direction::Normal
+    };
     let socket = stream.into_std().map_err(|e| e.to_string())?;
     socket.set_nonblocking(false).map_err(|e| e.to_string())?;
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-    let role = if reverse { StreamRole::Sender } else { StreamRole::Receiver };
-    let setup = StreamSetup { id, role, socket: DataSocket::Tcp(Arc::new(socket)) };
+    let role = if reverse {
+        StreamRole::Sender
+    } else {
+        StreamRole::Receiver
+    };
+    let setup = StreamSetup {
+        id,
+        role,
+        socket: DataSocket::Tcp(Arc::new(socket)),
+    };
     let started = now_ms();
-    let m = Measurement::start_with(PeerRole::Server, &spec, vec![setup], &WireOptions::default()).map_err(|e| e.to_string())?;
+    let m = Measurement::start_with(
+        PeerRole::Server,
+        &spec,
+        vec![setup],
+        &WireOptions::default(),
+    )
+    .map_err(|e| e.to_string())?;
     let limit = spec.total_time().unwrap_or(shared.config.max_duration) + Duration::from_secs(10);
     let ended = run_stream(&m, role, &spec, limit, shared).await;
     let (_, mut local, errors) = m.finish(ended.is_err()).await;
@@ -148,10 +188,20 @@ async fn tcp_stream(mut stream: TcpStream, from: SocketAddr, shared: &Shared) ->
     }
     let status = match (ended, errors.is_empty()) {
         (Err(reason), _) => TestStatus::Partial { reason },
-        (Ok(()), false) => TestStatus::Partial { reason: errors.join("; ") },
+        (Ok(()), false) => TestStatus::Partial {
+            reason: errors.join("; "),
+        },
         _ => TestStatus::Complete,
     };
-    let result = TestResult { id: id.to_string(), spec, started_unix_ms: started, server_addr: from.to_string(), local, remote: None, status };
+    let result = TestResult {
+        id: id.to_string(),
+        spec,
+        started_unix_ms: started,
+        server_addr: from.to_string(),
+        local,
+        remote: None,
+        status,
+    };
     let _ = shared.events.send(ServerEvent::Finished(Box::new(result)));
     Ok(())
 }
@@ -159,7 +209,13 @@ async fn tcp_stream(mut stream: TcpStream, from: SocketAddr, shared: &Shared) ->
 /// Waits until the stream is over: EOF (or the fin) for a receiver; time or bytes for a
 /// (reverse) sender. A UDP receiver that hears nothing for [`UDP_IDLE`] gives up: a stray
 /// datagram must not hold a flow open.
-async fn run_stream(m: &Measurement, role: StreamRole, spec: &TestSpec, limit: Duration, shared: &Shared) -> Result<(), String> {
+async fn run_stream(
+    m: &Measurement,
+    role: StreamRole,
+    spec: &TestSpec,
+    limit: Duration,
+    shared: &Shared,
+) -> Result<(), String> {
     let epoch = m.epoch();
     let send_until = spec.total_time().map(|t| epoch + t);
     let udp = spec.protocol == Protocol::Udp;
@@ -172,7 +228,9 @@ async fn run_stream(m: &Measurement, role: StreamRole, spec: &TestSpec, limit: D
         let e = m.engine();
         let done = match role {
             StreamRole::Receiver => e.receivers_done(),
-            StreamRole::Sender => e.senders_done() || send_until.is_some_and(|t| std::time::Instant::now() >= t),
+            StreamRole::Sender => {
+                e.senders_done() || send_until.is_some_and(|t| std::time::Instant::now() >= t)
+            }
         };
         if done {
             return Ok(());
@@ -197,10 +255,16 @@ async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>) {
             r = socket.recv_from(&mut buf) => match r { Ok(x) => x, Err(_) => continue },
         };
         // Too short for a header, a leftover fin (negative id) or a flow we already serve.
-        if n < UDP_HEADER_AT + 24 || (i32::from_be_bytes(buf[..4].try_into().expect("4 bytes")) < 0) {
+        if n < UDP_HEADER_AT + 24 || (i32::from_be_bytes(buf[..4].try_into().expect("4 bytes")) < 0)
+        {
             continue;
         }
-        if !shared.udp_flows.lock().unwrap_or_else(|p| p.into_inner()).insert(from) {
+        if !shared
+            .udp_flows
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(from)
+        {
             continue;
         }
         let first = buf[..n].to_vec();
@@ -209,28 +273,50 @@ async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>) {
             if let Err(reason) = udp_flow(first, local, from, &shared).await {
                 let _ = shared.events.send(ServerEvent::Refused { from, reason });
             }
-            shared.udp_flows.lock().unwrap_or_else(|p| p.into_inner()).remove(&from);
+            shared
+                .udp_flows
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&from);
         });
     }
 }
 
-async fn udp_flow(first: Vec<u8>, local: SocketAddr, from: SocketAddr, shared: &Shared) -> Result<(), String> {
+async fn udp_flow(
+    first: Vec<u8>,
+    local: SocketAddr,
+    from: SocketAddr,
+    shared: &Shared,
+) -> Result<(), String> {
     let header = Header::decode(&first[UDP_HEADER_AT..]).map_err(|e| e.to_string())?;
     if header.wants_connect_back() || header.is_reverse() || header.is_full_duplex() {
         return Err("refused a UDP dual/reverse test: perfpeer never sends to a client that did not ask on its own flow".into());
     }
     let seq64 = header.flags & flags::SEQNO64B != 0;
-    let socket = crate::server::data_listener::connected_udp_socket(local, from).map_err(|e| e.to_string())?;
+    let socket = crate::server::data_listener::connected_udp_socket(local, from)
+        .map_err(|e| e.to_string())?;
     let mut spec = spec_for(Protocol::Udp, Some(&header), shared.config.max_duration);
     spec.len = first.len() as u32;
-    spec.end = EndCondition::Time { duration: shared.config.max_duration };
+    spec.end = EndCondition::Time {
+        duration: shared.config.max_duration,
+    };
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
     let udp = Arc::new(socket);
-    let setup = StreamSetup { id, role: StreamRole::Receiver, socket: DataSocket::Udp(udp.clone()) };
-    let wire = WireOptions { format: DatagramFormat::Iperf2 { seq64 }, payload_template: None, first_datagram: Some(first) };
+    let setup = StreamSetup {
+        id,
+        role: StreamRole::Receiver,
+        socket: DataSocket::Udp(udp.clone()),
+    };
+    let wire = WireOptions {
+        format: DatagramFormat::Iperf2 { seq64 },
+        payload_template: None,
+        first_datagram: Some(first),
+    };
     let started = now_ms();
-    let m = Measurement::start_with(PeerRole::Server, &spec, vec![setup], &wire).map_err(|e| e.to_string())?;
-    let limit = header_time(&header).unwrap_or(shared.config.max_duration) + Duration::from_secs(10);
+    let m = Measurement::start_with(PeerRole::Server, &spec, vec![setup], &wire)
+        .map_err(|e| e.to_string())?;
+    let limit =
+        header_time(&header).unwrap_or(shared.config.max_duration) + Duration::from_secs(10);
     let ended = run_stream(&m, StreamRole::Receiver, &spec, limit, shared).await;
     let (_, local_report, _) = m.finish(ended.is_err()).await;
     if let Some(rx) = local_report.streams.first() {
@@ -244,13 +330,23 @@ async fn udp_flow(first: Vec<u8>, local: SocketAddr, from: SocketAddr, shared: &
             jitter: Duration::from_secs_f64(stats.jitter_ms / 1000.0),
         };
         let udp2 = udp.clone();
-        tokio::task::spawn_blocking(move || send_report(&udp2, &report)).await.map_err(|e| e.to_string())?;
+        tokio::task::spawn_blocking(move || send_report(&udp2, &report))
+            .await
+            .map_err(|e| e.to_string())?;
     }
     let status = match ended {
         Err(reason) => TestStatus::Partial { reason },
         Ok(()) => TestStatus::Complete,
     };
-    let result = TestResult { id: id.to_string(), spec, started_unix_ms: started, server_addr: from.to_string(), local: local_report, remote: None, status };
+    let result = TestResult {
+        id: id.to_string(),
+        spec,
+        started_unix_ms: started,
+        server_addr: from.to_string(),
+        local: local_report,
+        remote: None,
+        status,
+    };
     let _ = shared.events.send(ServerEvent::Finished(Box::new(result)));
     Ok(())
 }

@@ -77,15 +77,28 @@ pub async fn run(
     control.write_json(&params_json(spec, counter64)).await?;
     expect(&mut control, State::CreateStreams).await?;
     let (spec_c, opts_c) = (spec.clone(), opts.clone());
-    let setups = tokio::task::spawn_blocking(move || open_streams(&spec_c, server, cookie, &opts_c))
-        .await
-        .map_err(|e| Iperf3Error::Aborted(e.to_string()))??;
+    let setups =
+        tokio::task::spawn_blocking(move || open_streams(&spec_c, server, cookie, &opts_c))
+            .await
+            .map_err(|e| Iperf3Error::Aborted(e.to_string()))??;
     expect(&mut control, State::TestStart).await?;
     expect(&mut control, State::TestRunning).await?;
-    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-    let wire = WireOptions { format: DatagramFormat::Iperf3 { counter64 }, payload_template: None, first_datagram: None };
-    let mut m = Measurement::start_with(PeerRole::Client, spec, setups, &wire).map_err(|e| Iperf3Error::Aborted(e.to_string()))?;
-    let _ = events.send(TestEvent::Started { test_id: cookie.as_str().to_string(), server_addr: server.to_string(), sockets: m.sockets() });
+    let started_unix_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let wire = WireOptions {
+        format: DatagramFormat::Iperf3 { counter64 },
+        payload_template: None,
+        first_datagram: None,
+    };
+    let mut m = Measurement::start_with(PeerRole::Client, spec, setups, &wire)
+        .map_err(|e| Iperf3Error::Aborted(e.to_string()))?;
+    let _ = events.send(TestEvent::Started {
+        test_id: cookie.as_str().to_string(),
+        server_addr: server.to_string(),
+        sockets: m.sockets(),
+    });
     let outcome = until_end(&mut control, &mut m, spec, &events, &cancel).await;
     if outcome.is_ok() {
         // A stock server stops reading at TEST_END: let what we sent reach it first, so both
@@ -98,7 +111,10 @@ pub async fn run(
     }
     let (tail, local, _errors) = m.finish(true).await;
     if let Some(report) = tail {
-        let _ = events.send(TestEvent::Interval { role: PeerRole::Client, report });
+        let _ = events.send(TestEvent::Interval {
+            role: PeerRole::Client,
+            report,
+        });
     }
     let base = TestResult {
         id: cookie.as_str().to_string(),
@@ -110,11 +126,24 @@ pub async fn run(
         status: TestStatus::Complete,
     };
     if let Err(e) = outcome {
-        return Ok(TestResult { status: TestStatus::Partial { reason: e.to_string() }, ..base });
+        return Ok(TestResult {
+            status: TestStatus::Partial {
+                reason: e.to_string(),
+            },
+            ..base
+        });
     }
     match exchange_results(&mut control, &base).await {
-        Ok(remote) => Ok(TestResult { remote: Some(remote), ..base }),
-        Err(e) => Ok(TestResult { status: TestStatus::Partial { reason: e.to_string() }, ..base }),
+        Ok(remote) => Ok(TestResult {
+            remote: Some(remote),
+            ..base
+        }),
+        Err(e) => Ok(TestResult {
+            status: TestStatus::Partial {
+                reason: e.to_string(),
+            },
+            ..base
+        }),
     }
 }
 
@@ -124,14 +153,21 @@ async fn expect(control: &mut Control, want: State) -> Result<(), Iperf3Error> {
         State::AccessDenied => Err(Iperf3Error::Busy),
         State::ServerError => Err(control.read_server_error().await),
         State::ServerTerminate => Err(Iperf3Error::Aborted("the server was interrupted".into())),
-        other => Err(Iperf3Error::Aborted(format!("expected {want:?} from the server, got {other:?}"))),
+        other => Err(Iperf3Error::Aborted(format!(
+            "expected {want:?} from the server, got {other:?}"
+        ))),
     }
 }
 
-async fn exchange_results(control: &mut Control, base: &TestResult) -> Result<perfpeer_shared::report::SideReport, Iperf3Error> {
+async fn exchange_results(
+    control: &mut Control,
+    base: &TestResult,
+) -> Result<perfpeer_shared::report::SideReport, Iperf3Error> {
     expect(control, State::ExchangeResults).await?;
     let ours = Results::from_report(&base.local, base.spec.protocol);
-    control.write_json(&serde_json::to_value(&ours).expect("results serialize")).await?;
+    control
+        .write_json(&serde_json::to_value(&ours).expect("results serialize"))
+        .await?;
     let theirs = Results::parse(&control.read_json(MAX_RESULTS_LEN).await?)?;
     expect(control, State::DisplayResults).await?;
     control.write_state(State::IperfDone).await?;
@@ -145,7 +181,9 @@ async fn until_end(
     events: &mpsc::UnboundedSender<TestEvent>,
     cancel: &CancellationToken,
 ) -> Result<(), Iperf3Error> {
-    let deadline = spec.total_time().map(|t| tokio::time::Instant::from_std(m.epoch() + t));
+    let deadline = spec
+        .total_time()
+        .map(|t| tokio::time::Instant::from_std(m.epoch() + t));
     let mut poll = tokio::time::interval(Duration::from_millis(10));
     loop {
         tokio::select! {
@@ -167,27 +205,53 @@ async fn until_end(
 /// Byte-count tests: the client ends once its senders spent the budget or, when it only
 /// receives, once it has received that many bytes.
 fn bytes_done(spec: &TestSpec, m: &Measurement) -> bool {
-    let EndCondition::Bytes { bytes } = spec.end else { return false };
+    let EndCondition::Bytes { bytes } = spec.end else {
+        return false;
+    };
     let e = m.engine();
-    if e.has_senders() { e.senders_done() } else { e.bytes(StreamRole::Receiver) >= bytes }
+    if e.has_senders() {
+        e.senders_done()
+    } else {
+        e.bytes(StreamRole::Receiver) >= bytes
+    }
 }
 
-fn open_streams(spec: &TestSpec, server: SocketAddr, cookie: Cookie, opts: &ClientOptions) -> Result<Vec<StreamSetup>, Iperf3Error> {
+fn open_streams(
+    spec: &TestSpec,
+    server: SocketAddr,
+    cookie: Cookie,
+    opts: &ClientOptions,
+) -> Result<Vec<StreamSetup>, Iperf3Error> {
     spec.stream_plan()
         .into_iter()
         .enumerate()
         .map(|(i, (_, client_sends))| {
-            let role = if client_sends { StreamRole::Sender } else { StreamRole::Receiver };
+            let role = if client_sends {
+                StreamRole::Sender
+            } else {
+                StreamRole::Receiver
+            };
             let socket = match spec.protocol {
                 Protocol::Tcp => DataSocket::Tcp(Arc::new(tcp_stream(spec, server, cookie, opts)?)),
-                Protocol::Udp | Protocol::Dccp => DataSocket::Udp(Arc::new(udp_stream(spec, server, opts)?)),
+                Protocol::Udp | Protocol::Dccp => {
+                    DataSocket::Udp(Arc::new(udp_stream(spec, server, opts)?))
+                }
             };
-            Ok(StreamSetup { id: stream_id(i), role, socket })
+            Ok(StreamSetup {
+                id: stream_id(i),
+                role,
+                socket,
+            })
         })
         .collect()
 }
 
-fn new_socket(server: SocketAddr, ty: Type, spec: &TestSpec, opts: &ClientOptions) -> Result<Socket, Iperf3Error> {
+fn new_socket(
+    server: SocketAddr,
+    ty: Type,
+    spec: &TestSpec,
+    opts: &ClientOptions,
+) -> Result<Socket, Iperf3Error> {
     let socket = Socket::new(Domain::for_address(server), ty, None)?;
     if let Some(ip) = opts.bind {
         socket.bind(&SockAddr::from(SocketAddr::new(ip, 0)))?;
@@ -196,7 +260,12 @@ fn new_socket(server: SocketAddr, ty: Type, spec: &TestSpec, opts: &ClientOption
     Ok(socket)
 }
 
-fn tcp_stream(spec: &TestSpec, server: SocketAddr, cookie: Cookie, opts: &ClientOptions) -> Result<std::net::TcpStream, Iperf3Error> {
+fn tcp_stream(
+    spec: &TestSpec,
+    server: SocketAddr,
+    cookie: Cookie,
+    opts: &ClientOptions,
+) -> Result<std::net::TcpStream, Iperf3Error> {
     use std::io::Write;
     let socket = new_socket(server, Type::STREAM, spec, opts)?;
     socket.connect_timeout(&SockAddr::from(server), opts.connect_timeout)?;
@@ -205,7 +274,11 @@ fn tcp_stream(spec: &TestSpec, server: SocketAddr, cookie: Cookie, opts: &Client
     Ok(stream)
 }
 
-fn udp_stream(spec: &TestSpec, server: SocketAddr, opts: &ClientOptions) -> Result<std::net::UdpSocket, Iperf3Error> {
+fn udp_stream(
+    spec: &TestSpec,
+    server: SocketAddr,
+    opts: &ClientOptions,
+) -> Result<std::net::UdpSocket, Iperf3Error> {
     let socket = new_socket(server, Type::DGRAM, spec, opts)?;
     if spec.window.is_none() {
         let _ = socket.set_recv_buffer_size(4 << 20);
@@ -224,7 +297,14 @@ fn udp_stream(spec: &TestSpec, server: SocketAddr, opts: &ClientOptions) -> Resu
             match udp.recv(&mut buf) {
                 Ok(4) => return Ok(udp),
                 Ok(_) => continue,
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => break,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    break;
+                }
                 Err(e) => return Err(e.into()),
             }
         }

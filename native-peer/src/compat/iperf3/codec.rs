@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use perfpeer_shared::report::{CpuUsage, PeerRole, SideReport, StreamFinal, StreamRole, TcpFinal, UdpRxFinal};
+use perfpeer_shared::report::{
+    CpuUsage, PeerRole, SideReport, StreamFinal, StreamRole, TcpFinal, UdpRxFinal,
+};
 use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
 use perfpeer_shared::units::BitRate;
 use serde::{Deserialize, Serialize};
@@ -69,7 +71,10 @@ impl Cookie {
 
     /// Checks 37 received bytes: printable characters up to a NUL, which must be present.
     pub fn from_bytes(bytes: &[u8; COOKIE_LEN]) -> Result<Cookie, CodecError> {
-        let end = bytes.iter().position(|&b| b == 0).ok_or(CodecError::BadCookie)?;
+        let end = bytes
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or(CodecError::BadCookie)?;
         if end == 0 || !bytes[..end].iter().all(|b| b.is_ascii_graphic()) {
             return Err(CodecError::BadCookie);
         }
@@ -224,7 +229,8 @@ pub struct Requested {
 }
 
 fn secs(v: f64, what: &str) -> Result<Duration, CodecError> {
-    Duration::try_from_secs_f64(v).map_err(|_| CodecError::BadJson(format!("{what} must be a non-negative number")))
+    Duration::try_from_secs_f64(v)
+        .map_err(|_| CodecError::BadJson(format!("{what} must be a non-negative number")))
 }
 
 impl Params {
@@ -251,14 +257,24 @@ impl Params {
         if let Some(len) = self.len.filter(|&l| l > 0) {
             spec.len = len;
         }
-        spec.end = match (self.num.filter(|&n| n > 0), self.blockcount.filter(|&b| b > 0)) {
+        spec.end = match (
+            self.num.filter(|&n| n > 0),
+            self.blockcount.filter(|&b| b > 0),
+        ) {
             (Some(bytes), _) => EndCondition::Bytes { bytes },
-            (None, Some(blocks)) => EndCondition::Bytes { bytes: blocks.saturating_mul(u64::from(spec.len)) },
-            (None, None) => EndCondition::Time { duration: secs(self.time.unwrap_or(10.0), "time")? },
+            (None, Some(blocks)) => EndCondition::Bytes {
+                bytes: blocks.saturating_mul(u64::from(spec.len)),
+            },
+            (None, None) => EndCondition::Time {
+                duration: secs(self.time.unwrap_or(10.0), "time")?,
+            },
         };
         spec.omit = secs(self.omit.unwrap_or(0.0), "omit")?;
         // iperf3's rate is per stream; perfpeer's is for all streams of a direction.
-        spec.bitrate = self.bandwidth.filter(|&b| b > 0).map(|b| BitRate(b.saturating_mul(u64::from(spec.streams))));
+        spec.bitrate = self
+            .bandwidth
+            .filter(|&b| b > 0)
+            .map(|b| BitRate(b.saturating_mul(u64::from(spec.streams))));
         if protocol == Protocol::Tcp {
             spec.mss = self.mss.filter(|&m| m > 0);
             spec.congestion = self.congestion;
@@ -266,15 +282,28 @@ impl Params {
         }
         spec.window = self.window.filter(|&w| w > 0);
         spec.tos = self.tos.filter(|&t| t > 0);
-        spec.validate().map_err(|e| CodecError::Unsupported(e.to_string()))?;
-        Ok(Requested { spec, counter64: self.udp_counters_64bit.is_some(), client_version: self.client_version })
+        spec.validate()
+            .map_err(|e| CodecError::Unsupported(e.to_string()))?;
+        Ok(Requested {
+            spec,
+            counter64: self.udp_counters_64bit.is_some(),
+            client_version: self.client_version,
+        })
     }
 }
 
 /// The parameter JSON a client sends for `spec` (keys in iperf3's order and types).
 pub fn params_json(spec: &TestSpec, counter64: bool) -> Value {
     let mut m = Map::new();
-    m.insert(if spec.protocol == Protocol::Tcp { "tcp" } else { "udp" }.into(), json!(true));
+    m.insert(
+        if spec.protocol == Protocol::Tcp {
+            "tcp"
+        } else {
+            "udp"
+        }
+        .into(),
+        json!(true),
+    );
     m.insert("omit".into(), json!(spec.omit.as_secs()));
     let (time, num) = match spec.end {
         EndCondition::Time { duration } => (duration.as_secs().max(1), 0),
@@ -383,9 +412,15 @@ pub struct Results {
 impl Results {
     /// Parses a results message; both omitted counters must be present or both absent.
     pub fn parse(bytes: &[u8]) -> Result<Results, CodecError> {
-        let r: Results = serde_json::from_slice(bytes).map_err(|e| CodecError::BadJson(e.to_string()))?;
-        if r.streams.iter().any(|s| s.omitted_errors.is_some() != s.omitted_packets.is_some()) {
-            return Err(CodecError::BadJson("omitted_errors and omitted_packets come together".into()));
+        let r: Results =
+            serde_json::from_slice(bytes).map_err(|e| CodecError::BadJson(e.to_string()))?;
+        if r.streams
+            .iter()
+            .any(|s| s.omitted_errors.is_some() != s.omitted_packets.is_some())
+        {
+            return Err(CodecError::BadJson(
+                "omitted_errors and omitted_packets come together".into(),
+            ));
         }
         Ok(r)
     }
@@ -411,7 +446,12 @@ impl Results {
 
     /// The other end's report, from its results message. `local` is our own report: the
     /// other end's role on each stream is the opposite of ours.
-    pub fn into_report(self, local: &SideReport, remote_role: PeerRole, protocol: Protocol) -> SideReport {
+    pub fn into_report(
+        self,
+        local: &SideReport,
+        remote_role: PeerRole,
+        protocol: Protocol,
+    ) -> SideReport {
         let elapsed = local.cpu.elapsed;
         let streams = self
             .streams
@@ -422,7 +462,12 @@ impl Results {
                     Some(StreamRole::Sender) => StreamRole::Receiver,
                     _ => StreamRole::Sender,
                 };
-                stream_final(s, role, self.sender_has_retransmits, protocol == Protocol::Udp)
+                stream_final(
+                    s,
+                    role,
+                    self.sender_has_retransmits,
+                    protocol == Protocol::Udp,
+                )
             })
             .collect();
         let cpu_seconds = |pct: f64| pct / 100.0 * elapsed.as_secs_f64();
@@ -462,7 +507,12 @@ fn stream_result(s: &StreamFinal) -> StreamResult {
     }
 }
 
-fn stream_final(s: &StreamResult, role: StreamRole, has_retransmits: i64, udp: bool) -> StreamFinal {
+fn stream_final(
+    s: &StreamResult,
+    role: StreamRole,
+    has_retransmits: i64,
+    udp: bool,
+) -> StreamFinal {
     let duration = Duration::try_from_secs_f64(s.end_time).unwrap_or_default();
     StreamFinal {
         id: s.id,
@@ -470,8 +520,12 @@ fn stream_final(s: &StreamResult, role: StreamRole, has_retransmits: i64, udp: b
         bytes: s.bytes,
         duration,
         packets: (udp && role == StreamRole::Sender).then_some(s.packets.max(0) as u64),
-        tcp: (role == StreamRole::Sender && has_retransmits == 1 && s.retransmits >= 0)
-            .then(|| TcpFinal { retransmits: s.retransmits as u64, ..Default::default() }),
+        tcp: (role == StreamRole::Sender && has_retransmits == 1 && s.retransmits >= 0).then(
+            || TcpFinal {
+                retransmits: s.retransmits as u64,
+                ..Default::default()
+            },
+        ),
         udp_rx: (udp && role == StreamRole::Receiver).then(|| {
             let lost = s.errors.max(0) as u64;
             UdpRxFinal {
@@ -513,7 +567,12 @@ mod tests {
         assert_eq!(State::from_byte(9), Ok(State::ParamExchange));
         assert_eq!(State::from_byte(0x10), Ok(State::IperfDone));
         assert_eq!(State::from_byte(3), Err(CodecError::BadState(3)));
-        for s in [State::TestStart, State::TestEnd, State::ExchangeResults, State::ClientTerminate] {
+        for s in [
+            State::TestStart,
+            State::TestEnd,
+            State::ExchangeResults,
+            State::ClientTerminate,
+        ] {
             assert_eq!(State::from_byte(s.byte()), Ok(s));
         }
     }
@@ -524,7 +583,13 @@ mod tests {
         assert_eq!(f, b"\0\0\0\x07{\"a\":1}");
         assert_eq!(frame_len([0, 0, 0, 7], MAX_PARAMS_LEN), Ok(7));
         assert!(frame_len([0, 0, 0, 0], MAX_PARAMS_LEN).is_err());
-        assert_eq!(frame_len([0x06, 0x40, 0, 0], MAX_PARAMS_LEN), Err(CodecError::BadLength { len: 100 << 20, max: 8192 }));
+        assert_eq!(
+            frame_len([0x06, 0x40, 0, 0], MAX_PARAMS_LEN),
+            Err(CodecError::BadLength {
+                len: 100 << 20,
+                max: 8192
+            })
+        );
     }
 
     #[test]
@@ -532,8 +597,16 @@ mod tests {
         let raw = br#"{"tcp":true,"omit":0,"time":10,"num":0,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
         let r = Params::parse(raw).unwrap().into_requested().unwrap();
         assert_eq!(r.spec.protocol, Protocol::Tcp);
-        assert_eq!(r.spec.end, EndCondition::Time { duration: Duration::from_secs(10) });
-        assert_eq!((r.spec.len, r.spec.streams, r.spec.direction), (131_072, 1, Direction::Normal));
+        assert_eq!(
+            r.spec.end,
+            EndCondition::Time {
+                duration: Duration::from_secs(10)
+            }
+        );
+        assert_eq!(
+            (r.spec.len, r.spec.streams, r.spec.direction),
+            (131_072, 1, Direction::Normal)
+        );
         assert_eq!(r.spec.bitrate, None);
         assert_eq!(r.client_version.as_deref(), Some("3.12"));
     }
@@ -542,7 +615,11 @@ mod tests {
     fn udp_request_with_rate_per_stream() {
         let raw = br#"{"udp":true,"omit":0,"time":3,"num":0,"blockcount":0,"parallel":2,"reverse":true,"len":1400,"bandwidth":5000000,"udp_counters_64bit":1}"#;
         let r = Params::parse(raw).unwrap().into_requested().unwrap();
-        assert_eq!(r.spec.bitrate, Some(BitRate(10_000_000)), "2 streams × 5 Mbit/s");
+        assert_eq!(
+            r.spec.bitrate,
+            Some(BitRate(10_000_000)),
+            "2 streams × 5 Mbit/s"
+        );
         assert_eq!(r.spec.per_stream_rate(), Some(BitRate(5_000_000)));
         assert_eq!(r.spec.direction, Direction::Reverse);
         assert!(r.counter64);
@@ -578,11 +655,17 @@ mod tests {
         assert_eq!(r.sender_has_retransmits, -1);
         let half = br#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":0,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":1,"retransmits":0,"jitter":0,"errors":0,"omitted_errors":0,"packets":1}]}"#;
         assert!(Results::parse(half).is_err());
-        assert!(Results::parse(br#"{"streams":[]}"#).is_err(), "the CPU keys are required");
+        assert!(
+            Results::parse(br#"{"streams":[]}"#).is_err(),
+            "the CPU keys are required"
+        );
         // Stock iperf3 prints its −1 through an unsigned 64-bit conversion.
         let wrapped = br#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":0,"sender_has_retransmits":18446744073709551615,"streams":[{"id":1,"bytes":5,"retransmits":18446744073709551615,"jitter":0,"errors":0,"packets":0}]}"#;
         let r = Results::parse(wrapped).unwrap();
-        assert_eq!((r.sender_has_retransmits, r.streams[0].retransmits), (-1, -1));
+        assert_eq!(
+            (r.sender_has_retransmits, r.streams[0].retransmits),
+            (-1, -1)
+        );
         assert!(Results::parse(br#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":0,"sender_has_retransmits":0.5,"streams":[]}"#).is_err());
     }
 

@@ -66,10 +66,16 @@ impl Control {
         &self.stream
     }
 
-    async fn timed<T>(&mut self, what: &'static str, f: impl AsyncFnOnce(&mut TcpStream) -> std::io::Result<T>) -> Result<T, Iperf3Error> {
+    async fn timed<T>(
+        &mut self,
+        what: &'static str,
+        f: impl AsyncFnOnce(&mut TcpStream) -> std::io::Result<T>,
+    ) -> Result<T, Iperf3Error> {
         match tokio::time::timeout(STEP_TIMEOUT, f(&mut self.stream)).await {
             Err(_) => Err(Iperf3Error::Timeout(what)),
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(Iperf3Error::Closed(what)),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Err(Iperf3Error::Closed(what))
+            }
             Ok(r) => Ok(r?),
         }
     }
@@ -77,13 +83,15 @@ impl Control {
     /// Reads the 37-byte cookie.
     pub async fn read_cookie(&mut self) -> Result<Cookie, Iperf3Error> {
         let mut buf = [0u8; COOKIE_LEN];
-        self.timed("cookie", async |s| s.read_exact(&mut buf).await).await?;
+        self.timed("cookie", async |s| s.read_exact(&mut buf).await)
+            .await?;
         Ok(Cookie::from_bytes(&buf)?)
     }
 
     /// Writes raw bytes.
     pub async fn write(&mut self, bytes: &[u8]) -> Result<(), Iperf3Error> {
-        self.timed("write", async |s| s.write_all(bytes).await).await
+        self.timed("write", async |s| s.write_all(bytes).await)
+            .await
     }
 
     /// Writes a state byte.
@@ -109,10 +117,12 @@ impl Control {
     /// Reads a JSON frame of at most `max` bytes.
     pub async fn read_json(&mut self, max: usize) -> Result<Vec<u8>, Iperf3Error> {
         let mut prefix = [0u8; 4];
-        self.timed("JSON length", async |s| s.read_exact(&mut prefix).await).await?;
+        self.timed("JSON length", async |s| s.read_exact(&mut prefix).await)
+            .await?;
         let len = frame_len(prefix, max)?;
         let mut body = vec![0u8; len];
-        self.timed("JSON body", async |s| s.read_exact(&mut body).await).await?;
+        self.timed("JSON body", async |s| s.read_exact(&mut body).await)
+            .await?;
         Ok(body)
     }
 
@@ -126,13 +136,23 @@ impl Control {
         let mut buf = [0u8; 8];
         let mut got = 0;
         while got < 8 {
-            match tokio::time::timeout(Duration::from_secs(2), self.stream.read(&mut buf[got..])).await {
+            match tokio::time::timeout(Duration::from_secs(2), self.stream.read(&mut buf[got..]))
+                .await
+            {
                 Ok(Ok(n)) if n > 0 => got += n,
                 _ => break,
             }
         }
-        let code = if got >= 4 { i32::from_be_bytes(buf[..4].try_into().expect("4 bytes")) } else { -1 };
-        let errno = if got >= 8 { i32::from_be_bytes(buf[4..].try_into().expect("4 bytes")) } else { 0 };
+        let code = if got >= 4 {
+            i32::from_be_bytes(buf[..4].try_into().expect("4 bytes"))
+        } else {
+            -1
+        };
+        let errno = if got >= 8 {
+            i32::from_be_bytes(buf[4..].try_into().expect("4 bytes"))
+        } else {
+            0
+        };
         Iperf3Error::ServerError { code, errno }
     }
 }

@@ -8,14 +8,19 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use perfpeer_shared::report::{IntervalReport, PeerRole, SocketInfo, StreamRole, TestResult, TestStatus};
+use perfpeer_shared::report::{
+    IntervalReport, PeerRole, SocketInfo, StreamRole, TestResult, TestStatus,
+};
 use perfpeer_shared::spec::{Protocol, TestSpec};
 use socket2::SockRef;
 use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use super::codec::{CodecError, Cookie, MAX_PARAMS_LEN, MAX_RESULTS_LEN, Params, Results, State, UDP_REPLY, stream_id};
+use super::codec::{
+    CodecError, Cookie, MAX_PARAMS_LEN, MAX_RESULTS_LEN, Params, Results, State, UDP_REPLY,
+    stream_id,
+};
 use super::control::{Control, Iperf3Error, STEP_TIMEOUT};
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
@@ -126,7 +131,10 @@ async fn on_connection(stream: TcpStream, from: SocketAddr, shared: Arc<Shared>)
             return;
         }
     };
-    let waiting = lock(&shared.pending).iter().find(|p| p.cookie == cookie && !p.udp).map(|p| p.tx.clone());
+    let waiting = lock(&shared.pending)
+        .iter()
+        .find(|p| p.cookie == cookie && !p.udp)
+        .map(|p| p.tx.clone());
     if let Some(tx) = waiting {
         match control_into_std(control) {
             Ok(s) => drop(tx.try_send(DataSocket::Tcp(Arc::new(s)))),
@@ -136,14 +144,20 @@ async fn on_connection(stream: TcpStream, from: SocketAddr, shared: Arc<Shared>)
     }
     let Ok(slot) = shared.slots.clone().try_acquire_owned() else {
         let _ = control.write_state(State::AccessDenied).await;
-        let _ = shared.events.send(ServerEvent::Failed { client: from, error: "refused: busy (--max-tests reached)".into() });
+        let _ = shared.events.send(ServerEvent::Failed {
+            client: from,
+            error: "refused: busy (--max-tests reached)".into(),
+        });
         return;
     };
     let result = serve_test(&mut control, cookie, from, &shared).await;
     drop(slot);
     match result {
         Ok(r) => drop(shared.events.send(ServerEvent::Finished(Box::new(r)))),
-        Err(e) => drop(shared.events.send(ServerEvent::Failed { client: from, error: e.to_string() })),
+        Err(e) => drop(shared.events.send(ServerEvent::Failed {
+            client: from,
+            error: e.to_string(),
+        })),
     }
     if shared.config.one_off {
         shared.shutdown.cancel();
@@ -168,7 +182,12 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
-async fn serve_test(control: &mut Control, cookie: Cookie, client: SocketAddr, shared: &Shared) -> Result<TestResult, Iperf3Error> {
+async fn serve_test(
+    control: &mut Control,
+    cookie: Cookie,
+    client: SocketAddr,
+    shared: &Shared,
+) -> Result<TestResult, Iperf3Error> {
     control.write_state(State::ParamExchange).await?;
     let params = control.read_json(MAX_PARAMS_LEN).await?;
     let requested = match Params::parse(&params).and_then(Params::into_requested) {
@@ -185,12 +204,20 @@ async fn serve_test(control: &mut Control, cookie: Cookie, client: SocketAddr, s
     let spec = requested.spec;
     if spec.total_time().unwrap_or_default() > shared.config.max_duration {
         let _ = control.write_state(State::AccessDenied).await;
-        return Err(Iperf3Error::Aborted(format!("refused: longer than --max-duration {} s", shared.config.max_duration.as_secs())));
+        return Err(Iperf3Error::Aborted(format!(
+            "refused: longer than --max-duration {} s",
+            shared.config.max_duration.as_secs()
+        )));
     }
     let count = usize::from(spec.total_streams());
     let (tx, mut rx) = mpsc::channel(count);
     let udp = spec.protocol == Protocol::Udp;
-    lock(&shared.pending).push(Pending { cookie, client_ip: client.ip(), udp, tx });
+    lock(&shared.pending).push(Pending {
+        cookie,
+        client_ip: client.ip(),
+        udp,
+        tx,
+    });
     let guard = PendingGuard { shared, cookie };
     control.write_state(State::CreateStreams).await?;
     let mut sockets = Vec::with_capacity(count);
@@ -205,22 +232,48 @@ async fn serve_test(control: &mut Control, cookie: Cookie, client: SocketAddr, s
     let setups = assign_roles(&spec, sockets);
     control.write_state(State::TestStart).await?;
     control.write_state(State::TestRunning).await?;
-    let wire = WireOptions { format: DatagramFormat::Iperf3 { counter64: requested.counter64 }, payload_template: None, first_datagram: None };
-    let started_unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-    let mut m = Measurement::start_with(PeerRole::Server, &spec, setups, &wire).map_err(|e| Iperf3Error::Aborted(e.to_string()))?;
-    let _ = shared.events.send(ServerEvent::Started { client, spec: spec.clone(), sockets: m.sockets() });
+    let wire = WireOptions {
+        format: DatagramFormat::Iperf3 {
+            counter64: requested.counter64,
+        },
+        payload_template: None,
+        first_datagram: None,
+    };
+    let started_unix_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let mut m = Measurement::start_with(PeerRole::Server, &spec, setups, &wire)
+        .map_err(|e| Iperf3Error::Aborted(e.to_string()))?;
+    let _ = shared.events.send(ServerEvent::Started {
+        client,
+        spec: spec.clone(),
+        sockets: m.sockets(),
+    });
     let outcome = run_until_test_end(control, &mut m, &spec, shared).await;
     let (tail, local, _errors) = m.finish(true).await;
     if let Some(report) = tail {
-        let _ = shared.events.send(ServerEvent::Interval { spec: spec.clone(), report });
+        let _ = shared.events.send(ServerEvent::Interval {
+            spec: spec.clone(),
+            report,
+        });
     }
     if let Err(e) = outcome {
-        return Ok(partial(cookie, spec, started_unix_ms, client, local, e.to_string()));
+        return Ok(partial(
+            cookie,
+            spec,
+            started_unix_ms,
+            client,
+            local,
+            e.to_string(),
+        ));
     }
     control.write_state(State::ExchangeResults).await?;
     let theirs = Results::parse(&control.read_json(MAX_RESULTS_LEN).await?)?;
     let ours = Results::from_report(&local, spec.protocol);
-    control.write_json(&serde_json::to_value(&ours).expect("results serialize")).await?;
+    control
+        .write_json(&serde_json::to_value(&ours).expect("results serialize"))
+        .await?;
     control.write_state(State::DisplayResults).await?;
     // The client answers IPERF_DONE and closes; either way the test is over.
     let _ = control.read_state().await;
@@ -229,7 +282,11 @@ async fn serve_test(control: &mut Control, cookie: Cookie, client: SocketAddr, s
         id: cookie.as_str().to_string(),
         spec,
         started_unix_ms,
-        server_addr: control.stream().local_addr().map(|a| a.to_string()).unwrap_or_default(),
+        server_addr: control
+            .stream()
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default(),
         local,
         remote: Some(remote),
         status: TestStatus::Complete,
@@ -240,7 +297,14 @@ async fn serve_test(control: &mut Control, cookie: Cookie, client: SocketAddr, s
 /// clients print when we refuse their parameters.
 const IE_PARAMS: i32 = 114;
 
-fn partial(cookie: Cookie, spec: TestSpec, started_unix_ms: u64, client: SocketAddr, local: perfpeer_shared::report::SideReport, reason: String) -> TestResult {
+fn partial(
+    cookie: Cookie,
+    spec: TestSpec,
+    started_unix_ms: u64,
+    client: SocketAddr,
+    local: perfpeer_shared::report::SideReport,
+    reason: String,
+) -> TestResult {
     TestResult {
         id: cookie.as_str().to_string(),
         spec,
@@ -261,8 +325,16 @@ fn assign_roles(spec: &TestSpec, sockets: Vec<DataSocket>) -> Vec<StreamSetup> {
         .enumerate()
         .map(|(i, (socket, (_, client_sends)))| {
             apply_options(&socket, spec);
-            let role = if client_sends { StreamRole::Receiver } else { StreamRole::Sender };
-            StreamSetup { id: stream_id(i), role, socket }
+            let role = if client_sends {
+                StreamRole::Receiver
+            } else {
+                StreamRole::Sender
+            };
+            StreamSetup {
+                id: stream_id(i),
+                role,
+                socket,
+            }
         })
         .collect()
 }
@@ -271,9 +343,21 @@ fn apply_options(socket: &DataSocket, spec: &TestSpec) {
     let mut server_spec = spec.clone();
     server_spec.mss = None;
     let r = match socket {
-        DataSocket::Tcp(s) => sockopt::apply(SockRef::from(&**s), &server_spec, s.local_addr().is_ok_and(|a| a.is_ipv6())),
-        DataSocket::Udp(s) => sockopt::apply(SockRef::from(&**s), &server_spec, s.local_addr().is_ok_and(|a| a.is_ipv6())),
-        DataSocket::Dccp(s) => sockopt::apply(s.sock_ref(), &server_spec, s.local_addr().is_ok_and(|a| a.is_ipv6())),
+        DataSocket::Tcp(s) => sockopt::apply(
+            SockRef::from(&**s),
+            &server_spec,
+            s.local_addr().is_ok_and(|a| a.is_ipv6()),
+        ),
+        DataSocket::Udp(s) => sockopt::apply(
+            SockRef::from(&**s),
+            &server_spec,
+            s.local_addr().is_ok_and(|a| a.is_ipv6()),
+        ),
+        DataSocket::Dccp(s) => sockopt::apply(
+            s.sock_ref(),
+            &server_spec,
+            s.local_addr().is_ok_and(|a| a.is_ipv6()),
+        ),
     };
     if let Err(e) = r {
         tracing::warn!(error = %e, "socket option not applied");
@@ -320,7 +404,10 @@ async fn udp_connects(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>)
         if n != 4 {
             continue; // stray data from an earlier test
         }
-        let tx = lock(&shared.pending).iter().find(|p| p.udp && p.client_ip == from.ip().to_canonical()).map(|p| p.tx.clone());
+        let tx = lock(&shared.pending)
+            .iter()
+            .find(|p| p.udp && p.client_ip == from.ip().to_canonical())
+            .map(|p| p.tx.clone());
         let Some(tx) = tx else { continue };
         match crate::server::data_listener::connected_udp_socket(local, from) {
             Ok(s) => {

@@ -302,7 +302,8 @@ fn banner_flags_and_ipv6() {
     assert_eq!(
         banner(NetperfTest::UdpStream, "dut", None, false),
         "MIGRATED UDP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to dut () port 0 AF_INET\n"
-    );    assert_eq!(
+    );
+    assert_eq!(
         banner(NetperfTest::UdpRr, "dut", None, false),
         "MIGRATED UDP REQUEST/RESPONSE TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to dut () port 0 AF_INET \
          : first burst 0\n"
