@@ -292,6 +292,7 @@ fn render_peer(peer: &PeerInfo, model: &Model) {
     el("peer-addresses").set_inner_html(&list(&peer.addresses));
     set_text("peer-ports", &format!("data port {}", peer.data_port));
     set_text("peer-cc", &peer.congestion_controls.join(", "));
+    set_text("peer-dccp", &present::dccp_support(&peer.dccp));
     let bitrate = match peer.max_bitrate {
         0 => "no rate cap".to_string(),
         b => format!("at most {}", present::rate(b as f64)),
