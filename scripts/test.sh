@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit tests, codec tests, and the end-to-end tests that start
 # real perfpeer peers on loopback and in network namespaces (those need root, as CI has), and the
-# web UI in headless Chromium (so the UI is built first).
+# web UI in headless Chromium (so the UI is built first). Ends with one line totalling every test
+# binary's results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/build-web.sh
 cargo build --workspace --all-targets --locked
-cargo test --workspace --locked "$@"
 # The benchmark runner once, in its 1-second smoke mode (every case, every stock tool on PATH),
 # so its command lines and parsers cannot rot. Not a measurement: see docs/benchmarks.md.
 cargo run --locked -q -p perfpeer-bench -- --smoke --perfpeer target/debug/perfpeer \
     --json target/bench-smoke.json >/dev/null
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace --locked "$@" 2>&1 | tee "$log" || status=$?
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;/) p += $i; if ($(i+1) ~ /^failed;/) f += $i } }
+     END { printf "total: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
