@@ -29,7 +29,7 @@ fn main() {
         let mut files = Vec::new();
         walk(&dist, &mut files);
         files.sort();
-        code.push_str("/// Whether the real UI is embedded.\npub const UI_BUILT: bool = true;\n");
+        code.push_str("/// Whether the real UI is embedded (read by the route tests).\n#[allow(dead_code)]\npub const UI_BUILT: bool = true;\n");
         code.push_str("/// The embedded files.\npub static ASSETS: &[Asset] = &[\n");
         for file in files
             .iter()
@@ -54,7 +54,7 @@ fn main() {
         // Watch the web directory so that a later build of web/dist is picked up.
         println!("cargo:rerun-if-changed={}", web.display());
         write_if_changed(&out.join("missing.html"), MISSING);
-        code.push_str("/// Whether the real UI is embedded.\npub const UI_BUILT: bool = false;\n");
+        code.push_str("/// Whether the real UI is embedded (read by the route tests).\n#[allow(dead_code)]\npub const UI_BUILT: bool = false;\n");
         code.push_str(
             "/// The embedded files.\npub static ASSETS: &[Asset] = &[Asset { path: \"index.html\", \
              body: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/missing.html\")), gzip: None }];\n",

@@ -1,7 +1,7 @@
 //! The data plane: one OS thread per stream moving bytes over blocking sockets, with counters
 //! the sampler reads. It knows nothing about control messages or output formats.
 //!
-//! Life of an [`Engine`]: [`Engine::start`] spawns a thread per stream; senders run until
+//! Life of an [`Engine`]: [`Engine::start_with`] spawns a thread per stream; senders run until
 //! [`Engine::stop`] (or their byte budget runs out), then close their direction (TCP shutdown,
 //! UDP fin datagrams); receivers run until the sender's end-of-stream, or a drain limit after
 //! `stop`; [`Engine::abort`] ends everything at once.
@@ -223,12 +223,8 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Spawns one worker thread per stream; measurement time counts from `epoch`.
-    pub fn start(spec: &TestSpec, setups: Vec<StreamSetup>, epoch: Instant) -> io::Result<Engine> {
-        Engine::start_with(spec, setups, epoch, &WireOptions::default())
-    }
-
-    /// [`Engine::start`] with a stock tool's wire options.
+    /// Spawns one worker thread per stream; measurement time counts from `epoch`. `wire` is
+    /// perfpeer's own format by default, or a stock tool's.
     pub fn start_with(
         spec: &TestSpec,
         setups: Vec<StreamSetup>,

@@ -191,7 +191,7 @@ async fn collect_streams(
             s = incoming.recv() => {
                 let Some(s) = s else { break };
                 if plan.contains_key(&s.id) && !got.contains_key(&s.id) {
-                    apply_options(&s.socket, spec);
+                    apply_server_options(&s.socket, spec);
                     got.insert(s.id, s.socket);
                 }
             }
@@ -226,7 +226,8 @@ async fn collect_streams(
 }
 
 /// The server sets the per-test options after accept (MSS is the client's to set before connect).
-fn apply_options(socket: &DataSocket, spec: &TestSpec) {
+/// Shared with the stock-tool servers, which accept data streams the same way.
+pub(crate) fn apply_server_options(socket: &DataSocket, spec: &TestSpec) {
     let mut server_spec = spec.clone();
     server_spec.mss = None;
     let result = match socket {

@@ -12,7 +12,6 @@ use perfpeer_shared::report::{
     IntervalReport, PeerRole, SocketInfo, StreamRole, TestResult, TestStatus,
 };
 use perfpeer_shared::spec::{Protocol, TestSpec};
-use socket2::SockRef;
 use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -23,7 +22,7 @@ use super::codec::{
 };
 use super::control::{Control, Iperf3Error, STEP_TIMEOUT};
 use crate::engine::wire::DatagramFormat;
-use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
+use crate::engine::{DataSocket, StreamSetup, WireOptions};
 use crate::session::measure::Measurement;
 
 /// Limits of the server.
@@ -251,6 +250,10 @@ async fn serve_test(
         sockets: m.sockets(),
     });
     let outcome = run_until_test_end(control, &mut m, &spec, shared).await;
+    if outcome.is_ok() {
+        m.stop_senders();
+        drain_receivers(&m).await;
+    }
     let (tail, local, _errors) = m.finish(true).await;
     if let Some(report) = tail {
         let _ = shared.events.send(ServerEvent::Interval {
@@ -324,7 +327,7 @@ fn assign_roles(spec: &TestSpec, sockets: Vec<DataSocket>) -> Vec<StreamSetup> {
         .zip(plan)
         .enumerate()
         .map(|(i, (socket, (_, client_sends)))| {
-            apply_options(&socket, spec);
+            crate::session::far_end::apply_server_options(&socket, spec);
             let role = if client_sends {
                 StreamRole::Receiver
             } else {
@@ -339,28 +342,22 @@ fn assign_roles(spec: &TestSpec, sockets: Vec<DataSocket>) -> Vec<StreamSetup> {
         .collect()
 }
 
-fn apply_options(socket: &DataSocket, spec: &TestSpec) {
-    let mut server_spec = spec.clone();
-    server_spec.mss = None;
-    let r = match socket {
-        DataSocket::Tcp(s) => sockopt::apply(
-            SockRef::from(&**s),
-            &server_spec,
-            s.local_addr().is_ok_and(|a| a.is_ipv6()),
-        ),
-        DataSocket::Udp(s) => sockopt::apply(
-            SockRef::from(&**s),
-            &server_spec,
-            s.local_addr().is_ok_and(|a| a.is_ipv6()),
-        ),
-        DataSocket::Dccp(s) => sockopt::apply(
-            s.sock_ref(),
-            &server_spec,
-            s.local_addr().is_ok_and(|a| a.is_ipv6()),
-        ),
-    };
-    if let Err(e) = r {
-        tracing::warn!(error = %e, "socket option not applied");
+/// After TEST_END the client has stopped sending, but what it sent last may still be in our
+/// receive queues: read on until nothing has arrived for [`QUIET`] (at most [`DRAIN_MAX`]), so
+/// both ends count the same bytes. The client keeps its data sockets open until the end, so
+/// there is no EOF to wait for.
+async fn drain_receivers(m: &Measurement) {
+    const QUIET: Duration = Duration::from_millis(30);
+    const DRAIN_MAX: Duration = Duration::from_millis(500);
+    let start = Instant::now();
+    let mut last = m.engine().bytes(StreamRole::Receiver);
+    let mut still_since = Instant::now();
+    while start.elapsed() < DRAIN_MAX && still_since.elapsed() < QUIET {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let now = m.engine().bytes(StreamRole::Receiver);
+        if now != last {
+            (last, still_since) = (now, Instant::now());
+        }
     }
 }
 
