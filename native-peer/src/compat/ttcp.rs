@@ -20,6 +20,9 @@ use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
 use crate::session::SessionError;
 use crate::session::measure::Measurement;
 
+/// A UDP receiver that has had data and then hears nothing for this long stops.
+const UDP_SILENCE: Duration = Duration::from_secs(2);
+
 /// Default port of SGI ttcp 1.12 (the original BRL ttcp used 2000).
 pub const DEFAULT_PORT: u16 = 5001;
 
@@ -102,11 +105,36 @@ pub async fn run_engine(
         first_datagram: None,
     };
     let m = Measurement::start_with(peer_role, spec, vec![setup], &wire)?;
+    let udp_receiver = role == StreamRole::Receiver && spec.protocol == Protocol::Udp;
+    let (mut last, mut still_since) = (0u64, std::time::Instant::now());
+    let mut lost_end = None;
     while !(m.engine().senders_done() && m.engine().receivers_done()) {
         tokio::time::sleep(Duration::from_millis(5)).await;
+        // All of UDP ttcp's end sentinels can be lost: after data, a long silence ends it too.
+        let now = m.engine().bytes(StreamRole::Receiver);
+        if now != last {
+            (last, still_since) = (now, std::time::Instant::now());
+        } else if udp_receiver && last > 0 && still_since.elapsed() > UDP_SILENCE {
+            lost_end = Some(std::time::Instant::now());
+            break;
+        }
     }
-    let (_, local, errors) = m.finish(false).await;
-    let status = if errors.is_empty() {
+    let (_, mut local, errors) = m.finish(lost_end.is_some()).await;
+    if let Some(stopped) = lost_end {
+        // The transfer ended with the last datagram, not when we gave up waiting.
+        let silence = stopped.duration_since(still_since);
+        for s in &mut local.streams {
+            s.duration = s.duration.saturating_sub(silence);
+        }
+    }
+    let status = if lost_end.is_some() {
+        TestStatus::Partial {
+            reason: format!(
+                "no end sentinel arrived; stopped after {} s of silence",
+                UDP_SILENCE.as_secs()
+            ),
+        }
+    } else if errors.is_empty() {
         TestStatus::Complete
     } else {
         TestStatus::Partial {

@@ -91,9 +91,16 @@ pub(super) fn signal_end(sock: &impl Datagrams, w: &Worker, packets: u64) {
         DatagramFormat::Ttcp => (vec![b' '; 4], TTCP_END_SENTINELS),
         DatagramFormat::Iperf3 { .. } | DatagramFormat::Iperf2 { .. } => return,
     };
+    // ttcp's sentinels follow an unpaced blast that may still fill the receiver's queue: space
+    // them out so at least one finds room.
+    let gap = if w.format == DatagramFormat::Ttcp {
+        Duration::from_millis(20)
+    } else {
+        Duration::from_millis(1)
+    };
     for _ in 0..copies {
         let _ = sock.send(&datagram);
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(gap);
     }
 }
 
