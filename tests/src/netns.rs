@@ -83,12 +83,60 @@ impl TwoHosts {
             in_ns(ns, &["ip", "link", "set", dev, "up"])?;
             in_ns(
                 ns,
+                // A queue of 300 ms at the link rate, like a Wi-Fi access point's, so a sender that
+                // catches up after the host stalled it is queued, not dropped.
                 &[
                     "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "32kb",
-                    "latency", "100ms",
+                    "latency", "300ms",
                 ],
             )?;
         }
+        // Permanent neighbour entries: no ARP resolution (and no packets queued or dropped
+        // behind one) in the middle of a test.
+        let mac = |ns: &str, dev: &str| -> Result<String, String> {
+            let out = Command::new("ip")
+                .args([
+                    "netns",
+                    "exec",
+                    ns,
+                    "cat",
+                    &format!("/sys/class/net/{dev}/address"),
+                ])
+                .output()
+                .map_err(|e| format!("ip: {e}"))?;
+            Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        };
+        let (mac_a, mac_b) = (mac(&hosts.ns_a, &va)?, mac(&hosts.ns_b, &vb)?);
+        in_ns(
+            &hosts.ns_a,
+            &[
+                "ip",
+                "neigh",
+                "replace",
+                ADDR_B,
+                "lladdr",
+                &mac_b,
+                "dev",
+                &va,
+                "nud",
+                "permanent",
+            ],
+        )?;
+        in_ns(
+            &hosts.ns_b,
+            &[
+                "ip",
+                "neigh",
+                "replace",
+                ADDR_A,
+                "lladdr",
+                &mac_a,
+                "dev",
+                &vb,
+                "nud",
+                "permanent",
+            ],
+        )?;
         Ok(hosts)
     }
 
