@@ -17,6 +17,7 @@ mod hostinfo;
 mod server;
 mod session;
 mod store;
+mod sweep;
 mod targets;
 
 use std::process::ExitCode;

@@ -61,6 +61,19 @@ pub enum ClientMsg {
         /// The test.
         spec: TestSpec,
     },
+    /// (Token) A packet-size sweep from this peer against `target`: one short test of `spec`
+    /// per size in `sizes`, in order (the spec's `len` is replaced by each size). The peer sends
+    /// `sweep_started`, the running size's `interval`s, a `sweep_point` per size and finally
+    /// `sweep_result`; `cancel` ends it after the running size, `attach{sweep_id}` follows it
+    /// again after a reconnect.
+    Sweep {
+        /// `host`, `host:port` or `[v6]:port` of the far peer's control endpoint.
+        target: String,
+        /// The test each size runs (UDP or DCCP, one direction).
+        spec: TestSpec,
+        /// Datagram sizes, bytes, in the order to run them.
+        sizes: Vec<u32>,
+    },
     /// (Token) Cancel the test this connection started with `run`.
     Cancel,
     /// (Token) List the tests running on this peer.
@@ -141,6 +154,31 @@ pub enum ServerMsg {
     Result {
         /// The result.
         result: TestResult,
+    },
+    /// (`sweep`) The sweep has started; `attach{test_id: sweep_id}` follows it again.
+    SweepStarted {
+        /// Id of the sweep (not of its tests).
+        sweep_id: String,
+        /// Target peer.
+        target: String,
+        /// The test each size runs.
+        spec: TestSpec,
+        /// The sizes, in order.
+        sizes: Vec<u32>,
+    },
+    /// (`sweep`) One size finished (or failed: the point says why).
+    SweepPoint {
+        /// Id of the sweep.
+        sweep_id: String,
+        /// Its row.
+        point: crate::sweep::SweepPoint,
+    },
+    /// (`sweep`) The whole sweep, the last message of it.
+    SweepResult {
+        /// Id of the sweep.
+        sweep_id: String,
+        /// Every row.
+        result: crate::sweep::SweepResult,
     },
     /// (`list_tests`) Tests running now.
     Tests {
@@ -302,6 +340,31 @@ mod tests {
                 token: None
             }
         );
+    }
+
+    #[test]
+    fn sweep_messages_round_trip() {
+        let sweep = ClientMsg::Sweep {
+            target: "pc:5210".into(),
+            spec: TestSpec::new(Protocol::Udp),
+            sizes: vec![64, 1400],
+        };
+        let json = sweep.to_json();
+        assert!(
+            json.starts_with(r#"{"type":"sweep","target":"pc:5210""#),
+            "{json}"
+        );
+        assert_eq!(ClientMsg::parse(&json), Ok(sweep));
+        let point = ServerMsg::SweepPoint {
+            sweep_id: "s1".into(),
+            point: crate::sweep::SweepPoint::failed(64, "refused"),
+        };
+        let json = point.to_json();
+        assert!(
+            json.starts_with(r#"{"type":"sweep_point","sweep_id":"s1""#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<ServerMsg>(&json).unwrap(), point);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::report::TestResult;
-use crate::spec::{MAX_UDP_LEN, MIN_UDP_LEN, Protocol};
+use crate::spec::{Direction, MAX_UDP_LEN, MIN_UDP_LEN, Protocol, TestSpec};
 
 /// Most sizes in one sweep.
 pub const MAX_SWEEP_POINTS: usize = 64;
@@ -94,6 +94,36 @@ pub struct SweepResult {
     pub points: Vec<SweepPoint>,
 }
 
+/// Checks a sweep request as a whole (a size that does not suit the spec fails alone, as its
+/// own row): a datagram transport, one direction, no request/response, and 1 to
+/// [`MAX_SWEEP_POINTS`] sizes in range.
+pub fn check_request(spec: &TestSpec, sizes: &[u32]) -> Result<(), String> {
+    if spec.protocol == Protocol::Tcp {
+        return Err("a packet-size sweep runs over UDP or DCCP, not TCP".into());
+    }
+    if spec.direction == Direction::Bidir {
+        return Err("a packet-size sweep runs in one direction (not both)".into());
+    }
+    if spec.rr.is_some() {
+        return Err("a packet-size sweep measures throughput, not request/response".into());
+    }
+    if sizes.is_empty() || sizes.len() > MAX_SWEEP_POINTS {
+        return Err(format!(
+            "a sweep has 1 to {MAX_SWEEP_POINTS} sizes, not {}",
+            sizes.len()
+        ));
+    }
+    if let Some(bad) = sizes
+        .iter()
+        .find(|n| !(MIN_UDP_LEN..=MAX_UDP_LEN).contains(*n))
+    {
+        return Err(format!(
+            "sweep size {bad} is out of range ({MIN_UDP_LEN}..={MAX_UDP_LEN} bytes)"
+        ));
+    }
+    Ok(())
+}
+
 /// Parses `16,32,64,...,1420`: sizes separated by commas; `...` between two sizes doubles from
 /// the one before it up to (and including) the one after it.
 pub fn parse_sizes(text: &str) -> Result<Vec<u32>, String> {
@@ -163,6 +193,28 @@ mod tests {
         }
         let many = vec!["100"; MAX_SWEEP_POINTS + 1].join(",");
         assert!(parse_sizes(&many).unwrap_err().contains("at most"));
+    }
+
+    #[test]
+    fn requests_are_checked_as_a_whole() {
+        let udp = TestSpec::new(Protocol::Udp);
+        assert!(check_request(&udp, &[64, 1400]).is_ok());
+        assert!(check_request(&TestSpec::new(Protocol::Dccp), &[16]).is_ok());
+        assert!(
+            check_request(&TestSpec::new(Protocol::Tcp), &[64])
+                .unwrap_err()
+                .contains("TCP")
+        );
+        let mut both = udp.clone();
+        both.direction = Direction::Bidir;
+        assert!(check_request(&both, &[64]).is_err());
+        assert!(check_request(&udp, &[]).is_err());
+        assert!(check_request(&udp, &[64; MAX_SWEEP_POINTS + 1]).is_err());
+        assert!(
+            check_request(&udp, &[64, 70_000])
+                .unwrap_err()
+                .contains("70000")
+        );
     }
 
     #[test]

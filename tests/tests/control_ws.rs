@@ -391,3 +391,120 @@ async fn run_can_target_a_stock_iperf3_server() {
         .bytes;
     assert!(received > 0);
 }
+
+/// Messages until (and including) the sweep's `sweep_result`.
+async fn sweep_messages(ws: &mut Ws) -> Vec<ServerMsg> {
+    let mut seen = Vec::new();
+    loop {
+        let msg = recv(ws).await;
+        let last = matches!(msg, ServerMsg::SweepResult { .. } | ServerMsg::Error { .. });
+        seen.push(msg);
+        if last {
+            return seen;
+        }
+    }
+}
+
+#[tokio::test]
+async fn sweep_runs_one_paced_test_per_size_and_can_be_attached_again() {
+    let dut = Peer::start(&[]);
+    let pc = Peer::start(&[]);
+    let mut ws = connect(&dut).await;
+    // Without the token, and as a whole-request refusal (TCP), nothing starts.
+    assert!(!hello(&mut ws, None).await);
+    let mut spec = short_spec(Protocol::Udp);
+    spec.end = EndCondition::Time {
+        duration: Duration::from_secs(1),
+    };
+    spec.bitrate = Some(perfpeer_shared::units::BitRate(2_000_000));
+    let sweep = |spec: &TestSpec, sizes: Vec<u32>| ClientMsg::Sweep {
+        target: pc.control.clone(),
+        spec: spec.clone(),
+        sizes,
+    };
+    send(&mut ws, &sweep(&spec, vec![64])).await;
+    assert!(matches!(
+        recv(&mut ws).await,
+        ServerMsg::Error {
+            code: ErrorCode::Unauthorized,
+            ..
+        }
+    ));
+    let mut ws = connect(&dut).await;
+    assert!(hello(&mut ws, Some(TOKEN)).await);
+    send(&mut ws, &sweep(&short_spec(Protocol::Tcp), vec![64])).await;
+    match recv(&mut ws).await {
+        ServerMsg::Error { code, message } => {
+            assert_eq!(code, ErrorCode::InvalidSpec);
+            assert!(message.contains("UDP or DCCP"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    // A real sweep; the browser leaves after the first size and attaches again.
+    send(&mut ws, &sweep(&spec, vec![200, 1000])).await;
+    let sweep_id = match recv(&mut ws).await {
+        ServerMsg::SweepStarted {
+            sweep_id, sizes, ..
+        } => {
+            assert_eq!(sizes, vec![200, 1000]);
+            sweep_id
+        }
+        other => panic!("expected sweep_started, got {other:?}"),
+    };
+    loop {
+        if let ServerMsg::SweepPoint { .. } = recv(&mut ws).await {
+            break;
+        }
+    }
+    drop(ws);
+    let mut ws = connect(&dut).await;
+    assert!(hello(&mut ws, Some(TOKEN)).await);
+    send(
+        &mut ws,
+        &ClientMsg::Attach {
+            test_id: sweep_id.clone(),
+        },
+    )
+    .await;
+    let replay = sweep_messages(&mut ws).await;
+    assert!(
+        matches!(&replay[0], ServerMsg::SweepStarted { sweep_id: id, .. } if *id == sweep_id),
+        "the replay starts at the beginning: {:?}",
+        replay[0]
+    );
+    let intervals = replay
+        .iter()
+        .filter(|m| matches!(m, ServerMsg::Interval { .. }))
+        .count();
+    assert!(intervals >= 2, "the sizes' live intervals are in the log");
+    let points: Vec<_> = replay
+        .iter()
+        .filter_map(|m| match m {
+            ServerMsg::SweepPoint { point, .. } => Some(point.clone()),
+            _ => None,
+        })
+        .collect();
+    let Some(ServerMsg::SweepResult { result, .. }) = replay.last() else {
+        panic!("no sweep_result: {:?}", replay.last());
+    };
+    assert_eq!(result.points, points);
+    assert_eq!(
+        points.iter().map(|p| p.len).collect::<Vec<_>>(),
+        vec![200, 1000]
+    );
+    for p in &points {
+        assert!(p.error.is_none(), "{p:?}");
+        // Paced at 2 Mbit/s: the receiver's rate and packet rate follow from the size.
+        assert!(
+            (1.6e6..2.4e6).contains(&p.bits_per_second),
+            "{} B at {} bit/s",
+            p.len,
+            p.bits_per_second
+        );
+        let expected_pps = p.bits_per_second / 8.0 / f64::from(p.len);
+        assert!(
+            (p.packets_per_second / expected_pps - 1.0).abs() < 0.05,
+            "{p:?}"
+        );
+    }
+}

@@ -53,13 +53,25 @@ fn stored(peer: &Peer, format: &str) -> String {
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     assert_eq!(ids.len(), 1, "one stored test: {list}");
-    run(&["results", "--data-dir", store, "show", ids[0], "--format", format])
+    run(&[
+        "results",
+        "--data-dir",
+        store,
+        "show",
+        ids[0],
+        "--format",
+        format,
+    ])
 }
 
 /// The figures line of a netperf table (the first line after the blank one).
 fn figures(text: &str) -> Vec<f64> {
     let mut lines = text.lines().skip_while(|l| !l.trim().is_empty());
-    numbers(lines.nth(1).unwrap_or_else(|| panic!("no figures in {text}")))
+    numbers(
+        lines
+            .nth(1)
+            .unwrap_or_else(|| panic!("no figures in {text}")),
+    )
 }
 
 #[test]
@@ -204,7 +216,11 @@ fn tcp_rr_prints_transactions_per_second() {
         "{text}"
     );
     let far = figures(&stored(&peer, "netperf"));
-    assert_eq!((far[4], far[5]), (f[4], tps), "stored {far:?} vs printed {f:?}");
+    assert_eq!(
+        (far[4], far[5]),
+        (f[4], tps),
+        "stored {far:?} vs printed {f:?}"
+    );
 }
 
 #[test]

@@ -298,11 +298,20 @@ pub fn explain(code: ErrorCode, message: &str, target: Option<&str>) -> Notice {
 /// over DCCP, sweeps and constant-bitrate streams are run from the CLI for now.)
 pub fn dccp_support(d: &perfpeer_shared::dccp::DccpSupport) -> String {
     if !d.available {
-        return format!("not available: {}", d.reason.as_deref().unwrap_or("this peer cannot open DCCP sockets"));
+        return format!(
+            "not available: {}",
+            d.reason
+                .as_deref()
+                .unwrap_or("this peer cannot open DCCP sockets")
+        );
     }
     let ccids: Vec<String> = d.ccids.iter().map(|c| format!("CCID {c}")).collect();
     let family = if d.ipv6 { "IPv4 and IPv6" } else { "IPv4 only" };
-    let offered = if ccids.is_empty() { "the kernel's default CCID".to_string() } else { ccids.join(", ") };
+    let offered = if ccids.is_empty() {
+        "the kernel's default CCID".to_string()
+    } else {
+        ccids.join(", ")
+    };
     format!("available ({offered}; {family}); run DCCP tests with perfpeer test --dccp")
 }
 
@@ -311,10 +320,26 @@ pub(crate) mod tests {
 
     #[test]
     fn dccp_line_names_the_ccids_or_the_reason() {
-        let mut d = perfpeer_shared::dccp::DccpSupport { available: true, ccids: vec![2, 3], ipv6: true, reason: None };
-        assert_eq!(super::dccp_support(&d), "available (CCID 2, CCID 3; IPv4 and IPv6); run DCCP tests with perfpeer test --dccp");
-        d = perfpeer_shared::dccp::DccpSupport { available: false, ccids: vec![], ipv6: false, reason: Some("this kernel has no DCCP (removed from Linux in 6.16)".into()) };
-        assert_eq!(super::dccp_support(&d), "not available: this kernel has no DCCP (removed from Linux in 6.16)");
+        let mut d = perfpeer_shared::dccp::DccpSupport {
+            available: true,
+            ccids: vec![2, 3],
+            ipv6: true,
+            reason: None,
+        };
+        assert_eq!(
+            super::dccp_support(&d),
+            "available (CCID 2, CCID 3; IPv4 and IPv6); run DCCP tests with perfpeer test --dccp"
+        );
+        d = perfpeer_shared::dccp::DccpSupport {
+            available: false,
+            ccids: vec![],
+            ipv6: false,
+            reason: Some("this kernel has no DCCP (removed from Linux in 6.16)".into()),
+        };
+        assert_eq!(
+            super::dccp_support(&d),
+            "not available: this kernel has no DCCP (removed from Linux in 6.16)"
+        );
     }
 
     use super::*;

@@ -9,16 +9,16 @@ use anyhow::{Context, bail};
 use clap::Args;
 use perfpeer_shared::dccp::{DccpSpec, parse_service};
 use perfpeer_shared::format::{cbr, dccp as dccp_text, sweep as sweep_text};
-use perfpeer_shared::report::{TestResult, TestStatus};
+use perfpeer_shared::report::TestStatus;
 use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
-use perfpeer_shared::sweep::{SweepPoint, SweepResult, parse_sizes};
+use perfpeer_shared::sweep::parse_sizes;
 use perfpeer_shared::units::{BitRate, parse_rate};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::output::Style;
 use super::test::Given;
 use crate::session::client::{ClientOptions, TestEvent};
+use crate::sweep::SweepEvent;
 
 /// Seconds per size of a sweep unless `-t` says otherwise.
 const SWEEP_SECONDS: u64 = 2;
@@ -139,41 +139,19 @@ pub async fn run_sweep(
     style: Style,
 ) -> anyhow::Result<ExitCode> {
     let cancel = super::test::cancel_on_ctrl_c();
-    let mut points = Vec::with_capacity(sizes.len());
-    for len in sizes {
-        if cancel.is_cancelled() {
-            break;
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let progress = tokio::spawn(async move {
+        while let Some(ev) = events.recv().await {
+            if let SweepEvent::Point(p) = ev
+                && style == Style::Text
+            {
+                let done = if p.error.is_some() { "failed" } else { "done" };
+                eprintln!("sweep: {} B {done}", p.len);
+            }
         }
-        let mut one = spec.clone();
-        one.len = len;
-        let point = match one.validate() {
-            Err(e) => SweepPoint::failed(len, e.to_string()),
-            Ok(()) => match run_quiet(peer, &one, opts, cancel.clone()).await {
-                Ok(r) if r.status == TestStatus::Complete => SweepPoint::from_result(len, &r)
-                    .unwrap_or_else(|| SweepPoint::failed(len, "no receiver report")),
-                Ok(r) => SweepPoint::failed(len, partial_reason(&r)),
-                Err(e) => SweepPoint::failed(len, e.to_string()),
-            },
-        };
-        if style == Style::Text {
-            eprintln!(
-                "sweep: {len} B {}",
-                if point.error.is_some() {
-                    "failed"
-                } else {
-                    "done"
-                }
-            );
-        }
-        points.push(point);
-    }
-    let result = SweepResult {
-        protocol: spec.protocol,
-        ccid: spec.dccp.and_then(|d| d.ccid),
-        bitrate: spec.bitrate.map(|b| b.0),
-        seconds_per_size: spec.total_time().map_or(0.0, |t| t.as_secs_f64()),
-        points,
-    };
+    });
+    let result = crate::sweep::run(peer, spec, &sizes, opts, tx, cancel).await;
+    let _ = progress.await;
     if style == Style::Text {
         print!(
             "{}",
@@ -188,26 +166,6 @@ pub async fn run_sweep(
     } else {
         ExitCode::from(1)
     })
-}
-
-fn partial_reason(r: &TestResult) -> String {
-    match &r.status {
-        TestStatus::Partial { reason } => reason.clone(),
-        TestStatus::Complete => String::new(),
-    }
-}
-
-async fn run_quiet(
-    peer: &str,
-    spec: &TestSpec,
-    opts: &ClientOptions,
-    cancel: CancellationToken,
-) -> anyhow::Result<TestResult> {
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-    let result = crate::targets::run(peer, spec, opts, tx, cancel).await;
-    let _ = drain.await;
-    Ok(result?)
 }
 
 /// Runs a constant-bitrate stream with live receiver lines; prints the summary (text only).

@@ -98,6 +98,11 @@ pub async fn on_socket(ws: WebSocket, state: Arc<ServerState>, remote: SocketAdd
             ClientMsg::Run { target, spec } if authorized => {
                 start_run(&mut chan, &state, target, spec).await
             }
+            ClientMsg::Sweep {
+                target,
+                spec,
+                sizes,
+            } if authorized => start_sweep(&mut chan, &state, target, spec, sizes).await,
             ClientMsg::Attach { test_id } if authorized => {
                 attach(&mut chan, &state, &test_id).await
             }
@@ -105,6 +110,7 @@ pub async fn on_socket(ws: WebSocket, state: Arc<ServerState>, remote: SocketAdd
                 tests: state.running_tests(),
             }),
             ClientMsg::Run { .. }
+            | ClientMsg::Sweep { .. }
             | ClientMsg::ListTests
             | ClientMsg::Cancel
             | ClientMsg::Attach { .. } => Err(SessionError::Refused {
@@ -189,7 +195,34 @@ async fn start_run(
         code: ErrorCode::InvalidSpec,
         message: e.to_string(),
     })?;
-    let slot = state
+    let slot = take_slot(state)?;
+    let log = runs::start(state, slot, target, spec);
+    follow(chan, state, &log).await
+}
+
+/// `sweep`: checks the request as a whole (each size is checked when its turn comes, and a
+/// size that does not fit fails alone), then runs it like a `run` and follows it on `chan`.
+async fn start_sweep(
+    chan: &mut ControlChannel,
+    state: &Arc<ServerState>,
+    target: String,
+    spec: TestSpec,
+    sizes: Vec<u32>,
+) -> Result<(), SessionError> {
+    perfpeer_shared::sweep::check_request(&spec, &sizes).map_err(|message| {
+        SessionError::Refused {
+            code: ErrorCode::InvalidSpec,
+            message,
+        }
+    })?;
+    let slot = take_slot(state)?;
+    let log = runs::start_sweep(state, slot, target, spec, sizes);
+    follow(chan, state, &log).await
+}
+
+/// One of the peer's test slots, or a refusal naming the cap.
+fn take_slot(state: &Arc<ServerState>) -> Result<tokio::sync::OwnedSemaphorePermit, SessionError> {
+    state
         .slots
         .clone()
         .try_acquire_owned()
@@ -199,9 +232,7 @@ async fn start_run(
                 "this peer is running its maximum of {} tests",
                 state.config.max_tests
             ),
-        })?;
-    let log = runs::start(state, slot, target, spec);
-    follow(chan, state, &log).await
+        })
 }
 
 /// `attach`: follows a run started earlier (typically by this browser before a network blip).

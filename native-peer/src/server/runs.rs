@@ -1,8 +1,10 @@
-//! Tests a browser started with `run`, kept apart from the connection that asked for them, so a
-//! network blip does not kill a test: each run writes its messages (`started`, `interval`s, then
-//! `result` or `error`) to a [`RunLog`] that any number of connections follow, from the start
-//! (`attach` after a reconnect replays it). A run nobody follows for [`DETACHED_GRACE`] is
-//! cancelled; a finished run stays attachable for [`KEEP_FINISHED`].
+//! Tests and sweeps a browser started with `run` or `sweep`, kept apart from the connection that
+//! asked for them, so a network blip does not kill them: each run writes its messages
+//! (`started`, `interval`s, then `result` or `error`; for a sweep `sweep_started`, the running
+//! size's `interval`s, `sweep_point`s, then `sweep_result`) to a [`RunLog`] that any number of
+//! connections follow, from the start (`attach` after a reconnect replays it). A run nobody
+//! follows for [`DETACHED_GRACE`] is cancelled; a finished run stays attachable for
+//! [`KEEP_FINISHED`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::state::ServerState;
 use crate::session::client::{ClientOptions, TestEvent};
 use crate::store::{Origin, Recording};
+use crate::sweep::SweepEvent;
 
 /// How long a run goes on with no browser following it.
 pub const DETACHED_GRACE: Duration = Duration::from_secs(30);
@@ -99,7 +102,41 @@ impl RunLog {
 }
 
 fn is_final(msg: &ServerMsg) -> bool {
-    matches!(msg, ServerMsg::Result { .. } | ServerMsg::Error { .. })
+    matches!(
+        msg,
+        ServerMsg::Result { .. } | ServerMsg::Error { .. } | ServerMsg::SweepResult { .. }
+    )
+}
+
+/// Cancels a run once nobody has followed it for [`DETACHED_GRACE`].
+#[derive(Default)]
+struct Abandonment {
+    alone_since: Option<Instant>,
+}
+
+impl Abandonment {
+    /// Called every second.
+    fn check(&mut self, log: &RunLog, id: &str) {
+        if log.followers.load(Ordering::SeqCst) > 0 {
+            self.alone_since = None;
+        } else if self.alone_since.get_or_insert_with(Instant::now).elapsed() >= DETACHED_GRACE {
+            tracing::info!(
+                id,
+                "no browser followed the run for {} s: cancelling",
+                DETACHED_GRACE.as_secs()
+            );
+            log.cancel();
+        }
+    }
+}
+
+/// Keeps a finished run attachable for [`KEEP_FINISHED`] (or until shutdown), then forgets it.
+async fn linger(state: &ServerState, id: &str) {
+    tokio::select! {
+        _ = tokio::time::sleep(KEEP_FINISHED) => {}
+        _ = state.shutdown.cancelled() => {}
+    }
+    state.runs.remove(id);
 }
 
 /// A connection following a run.
@@ -146,7 +183,7 @@ async fn drive(
     let mut running = None;
     let mut rec: Option<Recording> = None;
     let mut check = tokio::time::interval(Duration::from_secs(1));
-    let mut alone_since: Option<Instant> = None;
+    let mut abandonment = Abandonment::default();
     let last = loop {
         tokio::select! {
             joined = &mut test => {
@@ -189,14 +226,7 @@ async fn drive(
                 }
                 TestEvent::Stored { .. } => {}
             },
-            _ = check.tick() => {
-                if log.followers.load(Ordering::SeqCst) > 0 {
-                    alone_since = None;
-                } else if alone_since.get_or_insert_with(Instant::now).elapsed() >= DETACHED_GRACE {
-                    tracing::info!(%test_id, "no browser followed the test for {} s: cancelling", DETACHED_GRACE.as_secs());
-                    log.cancel();
-                }
-            }
+            _ = check.tick() => abandonment.check(&log, &test_id),
             _ = state.shutdown.cancelled() => log.cancel(),
         }
     };
@@ -204,12 +234,111 @@ async fn drive(
     drop(running);
     drop(slot);
     if !test_id.is_empty() {
-        tokio::select! {
-            _ = tokio::time::sleep(KEEP_FINISHED) => {}
-            _ = state.shutdown.cancelled() => {}
-        }
-        state.runs.remove(&test_id);
+        linger(&state, &test_id).await;
     }
+}
+
+/// Starts a packet-size sweep in the background (holding `slot` until it ends) and returns its
+/// log, already attachable under its `sweep_id`.
+pub fn start_sweep(
+    state: &Arc<ServerState>,
+    slot: OwnedSemaphorePermit,
+    target: String,
+    spec: TestSpec,
+    sizes: Vec<u32>,
+) -> Arc<RunLog> {
+    let log = RunLog::new();
+    let sweep_id = crate::engine::wire::cookie_to_hex(&crate::engine::wire::random_cookie());
+    state.runs.insert(&sweep_id, log.clone());
+    log.push(ServerMsg::SweepStarted {
+        sweep_id: sweep_id.clone(),
+        target: target.clone(),
+        spec: spec.clone(),
+        sizes: sizes.clone(),
+    });
+    tokio::spawn(drive_sweep(
+        state.clone(),
+        log.clone(),
+        slot,
+        sweep_id,
+        target,
+        spec,
+        sizes,
+    ));
+    log
+}
+
+/// Runs the sweep, writing the running size's intervals and each size's row to `log`; the
+/// same abandonment and shutdown rules as a single run. Sweeps are not stored in the history
+/// (a sweep is many tests; its rows are its result).
+async fn drive_sweep(
+    state: Arc<ServerState>,
+    log: Arc<RunLog>,
+    slot: OwnedSemaphorePermit,
+    sweep_id: String,
+    target: String,
+    spec: TestSpec,
+    sizes: Vec<u32>,
+) {
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let sweep = {
+        let (target, spec, cancel) = (target.clone(), spec.clone(), log.cancel.clone());
+        tokio::spawn(async move {
+            crate::sweep::run(
+                &target,
+                &spec,
+                &sizes,
+                &ClientOptions::default(),
+                events_tx,
+                cancel,
+            )
+            .await
+        })
+    };
+    let mut sweep = std::pin::pin!(sweep);
+    let mut running = None;
+    let mut test_id = String::new();
+    let mut check = tokio::time::interval(Duration::from_secs(1));
+    let mut abandonment = Abandonment::default();
+    let mut on_event = |ev: SweepEvent, running: &mut Option<_>| match ev {
+        SweepEvent::Test(TestEvent::Started { test_id: id, .. }) => {
+            *running = Some(state.track(&id, PeerRole::Client, target.clone(), &spec));
+            test_id = id;
+        }
+        SweepEvent::Test(TestEvent::Interval { role, report }) => log.push(ServerMsg::Interval {
+            test_id: test_id.clone(),
+            role,
+            report,
+        }),
+        SweepEvent::Point(point) => {
+            *running = None;
+            log.push(ServerMsg::SweepPoint {
+                sweep_id: sweep_id.clone(),
+                point,
+            });
+        }
+        SweepEvent::Test(TestEvent::Stored { .. }) => {}
+    };
+    let last = loop {
+        tokio::select! {
+            joined = &mut sweep => {
+                while let Ok(ev) = events.try_recv() {
+                    on_event(ev, &mut running);
+                }
+                break match joined {
+                    Ok(result) => ServerMsg::SweepResult { sweep_id: sweep_id.clone(), result },
+                    Err(e) => ServerMsg::error(perfpeer_shared::control::ErrorCode::Internal, e.to_string()),
+                };
+            }
+            Some(ev) = events.recv() => on_event(ev, &mut running),
+            _ = check.tick() => abandonment.check(&log, &sweep_id),
+            _ = state.shutdown.cancelled() => log.cancel(),
+        }
+    };
+    log.push(last);
+    drop(running);
+    drop(slot);
+    linger(&state, &sweep_id).await;
 }
 
 #[cfg(test)]

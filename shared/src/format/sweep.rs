@@ -1,9 +1,14 @@
-//! A packet-size sweep as text: one row per size with throughput and packets per second (the
-//! classic CCID rate-limiter table). Only lays out the figures of [`crate::sweep::SweepResult`].
+//! A packet-size sweep as text (one row per size with throughput and packets per second: the
+//! classic CCID rate-limiter table) and as an SVG chart of the same two figures against size.
+//! Only lays out the figures of [`crate::sweep::SweepResult`].
+
+use std::fmt::Write;
 
 use crate::dccp::service_name;
 use crate::sweep::SweepResult;
 use crate::units::format_bits;
+
+use super::chart::nice_max;
 
 /// The table, with a title line naming the transport, CCID, rate and time per size.
 pub fn text(result: &SweepResult, service: Option<u32>) -> String {
@@ -41,6 +46,122 @@ pub fn text(result: &SweepResult, service: Option<u32>) -> String {
         out.push(row);
     }
     out.join("\n") + "\n"
+}
+
+const W: f64 = 360.0;
+const PANEL_H: f64 = 130.0;
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 10.0;
+const TOP: f64 = 18.0;
+const BOTTOM: f64 = 22.0;
+
+/// Two stacked panels, throughput and packets per second, with one evenly spaced mark per size
+/// (sizes usually double, so even spacing reads like a log axis). Failed sizes are left out of
+/// the lines but keep their place on the axis.
+pub fn svg(result: &SweepResult) -> String {
+    let height = 2.0 * PANEL_H;
+    let mut s = format!(
+        "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {height}' role='img' \
+         aria-label='throughput and packets per second by packet size' class='chart sweep-chart'>"
+    );
+    let rate = |v: f64| format!("{}/s", format_bits(v).trim());
+    let count = |v: f64| format!("{v:.0}/s");
+    let bps: Vec<Option<f64>> = result
+        .points
+        .iter()
+        .map(|p| p.error.is_none().then_some(p.bits_per_second))
+        .collect();
+    let pps: Vec<Option<f64>> = result
+        .points
+        .iter()
+        .map(|p| p.error.is_none().then_some(p.packets_per_second))
+        .collect();
+    let sizes: Vec<u32> = result.points.iter().map(|p| p.len).collect();
+    panel(&mut s, 0.0, "Throughput", &sizes, &bps, &rate, "#1f77b4");
+    panel(
+        &mut s,
+        PANEL_H,
+        "Packets/s",
+        &sizes,
+        &pps,
+        &count,
+        "#ff7f0e",
+    );
+    s.push_str("</svg>");
+    s
+}
+
+fn panel(
+    s: &mut String,
+    top: f64,
+    title: &str,
+    sizes: &[u32],
+    values: &[Option<f64>],
+    label: &dyn Fn(f64) -> String,
+    color: &str,
+) {
+    let y_max = nice_max(values.iter().flatten().copied().fold(0.0, f64::max));
+    let (pw, ph) = (W - LEFT - RIGHT, PANEL_H - TOP - BOTTOM);
+    let n = sizes.len().max(1) as f64;
+    let x = |i: usize| LEFT + (i as f64 + 0.5) / n * pw;
+    let y = |v: f64| top + TOP + ph - v / y_max * ph;
+    let _ = write!(
+        s,
+        "<text x='{LEFT}' y='{:.1}' class='legend' fill='{color}'>{title}</text>",
+        top + TOP - 6.0
+    );
+    for i in 0..=2 {
+        let v = y_max * f64::from(i) / 2.0;
+        let yy = y(v);
+        let _ = write!(
+            s,
+            "<line x1='{LEFT}' y1='{yy:.1}' x2='{:.1}' y2='{yy:.1}' class='grid'/>\
+             <text x='{:.1}' y='{:.1}' class='tick' text-anchor='end'>{}</text>",
+            W - RIGHT,
+            LEFT - 4.0,
+            yy + 3.5,
+            super::html::escape(&label(v))
+        );
+    }
+    // Size labels: all of them when they fit, else every second or more.
+    let step = sizes.len().div_ceil(10).max(1);
+    for (i, size) in sizes.iter().enumerate().filter(|(i, _)| i % step == 0) {
+        let _ = write!(
+            s,
+            "<text x='{:.1}' y='{:.1}' class='tick' text-anchor='middle'>{size}</text>",
+            x(i),
+            top + TOP + ph + 13.0
+        );
+    }
+    let mut line = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        match v {
+            Some(v) => {
+                line.push(format!("{:.1},{:.1}", x(i), y(*v)));
+                let _ = write!(
+                    s,
+                    "<circle cx='{:.1}' cy='{:.1}' r='2.5' fill='{color}'/>",
+                    x(i),
+                    y(*v)
+                );
+            }
+            None => {
+                let _ = write!(
+                    s,
+                    "<text x='{:.1}' y='{:.1}' class='tick' text-anchor='middle' fill='#d62728'>×</text>",
+                    x(i),
+                    y(0.0) - 2.0
+                );
+            }
+        }
+    }
+    if line.len() > 1 {
+        let _ = write!(
+            s,
+            "<polyline points='{}' fill='none' stroke='{color}' stroke-width='1.5'/>",
+            line.join(" ")
+        );
+    }
 }
 
 #[cfg(test)]
@@ -82,5 +203,25 @@ mod tests {
             "    16 B      640 Kbits/s          5000    0/10000 (0.00%)"
         );
         assert!(lines[3].contains("1420 B   failed: CCID 3"), "{t}");
+        let chart = svg(&result);
+        assert!(chart.starts_with("<svg") && chart.ends_with("</svg>"));
+        assert_eq!(
+            chart.matches("<circle").count(),
+            2,
+            "one mark per panel for 16 B"
+        );
+        assert_eq!(
+            chart.matches('×').count(),
+            2,
+            "the failed size is marked in each panel"
+        );
+        assert!(
+            chart.contains(">1420<") && chart.contains(">16<"),
+            "{chart}"
+        );
+        assert!(
+            chart.contains("5000/s"),
+            "packets axis reaches 5000/s: {chart}"
+        );
     }
 }
