@@ -392,6 +392,14 @@ async fn run_can_target_a_stock_iperf3_server() {
     assert!(received > 0);
 }
 
+/// The next message, which must be an `error` with `code`; returns its text.
+async fn expect_error(ws: &mut Ws, code: ErrorCode) -> String {
+    match recv(ws).await {
+        ServerMsg::Error { code: got, message } if got == code => message,
+        other => panic!("expected a {code:?} error, got {other:?}"),
+    }
+}
+
 /// Messages until (and including) the sweep's `sweep_result`.
 async fn sweep_messages(ws: &mut Ws) -> Vec<ServerMsg> {
     let mut seen = Vec::new();
@@ -423,23 +431,12 @@ async fn sweep_runs_one_paced_test_per_size_and_can_be_attached_again() {
         sizes,
     };
     send(&mut ws, &sweep(&spec, vec![64])).await;
-    assert!(matches!(
-        recv(&mut ws).await,
-        ServerMsg::Error {
-            code: ErrorCode::Unauthorized,
-            ..
-        }
-    ));
+    expect_error(&mut ws, ErrorCode::Unauthorized).await;
     let mut ws = connect(&dut).await;
     assert!(hello(&mut ws, Some(TOKEN)).await);
     send(&mut ws, &sweep(&short_spec(Protocol::Tcp), vec![64])).await;
-    match recv(&mut ws).await {
-        ServerMsg::Error { code, message } => {
-            assert_eq!(code, ErrorCode::InvalidSpec);
-            assert!(message.contains("UDP or DCCP"), "{message}");
-        }
-        other => panic!("expected a refusal, got {other:?}"),
-    }
+    let message = expect_error(&mut ws, ErrorCode::InvalidSpec).await;
+    assert!(message.contains("UDP or DCCP"), "{message}");
     // A real sweep; the browser leaves after the first size and attaches again.
     send(&mut ws, &sweep(&spec, vec![200, 1000])).await;
     let sweep_id = match recv(&mut ws).await {

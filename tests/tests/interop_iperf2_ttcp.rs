@@ -239,7 +239,10 @@ fn ttcp_transmit_into_receive_tcp_and_udp() {
             .unwrap_or_else(|| panic!("{rt}"));
         if udp {
             // ttcp's UDP is unpaced: loss on loopback is possible, more bytes than sent is not.
-            assert!(got > 0 && got <= 1_024_000 && got.is_multiple_of(1024), "{got}");
+            assert!(
+                got > 0 && got <= 1_024_000 && got.is_multiple_of(1024),
+                "{got}"
+            );
         } else {
             assert_eq!(got, 1_024_000);
         }

@@ -146,14 +146,11 @@ fn draw(series: &[Series], x_max: Option<f64>, legend_rows: bool) -> String {
     for i in 0..=4 {
         let v = y_max * f64::from(i) / 4.0;
         let yy = y(v);
-        let _ = write!(
-            s,
-            "<line x1='{LEFT}' y1='{yy:.1}' x2='{:.1}' y2='{yy:.1}' class='grid'/>\
-             <text x='{:.1}' y='{:.1}' class='tick' text-anchor='end'>{}</text>",
-            W - RIGHT,
-            LEFT - 4.0,
-            yy + 3.5,
-            escape(&format!("{}/s", format_bits(v).trim()))
+        grid_line(
+            &mut s,
+            yy,
+            (LEFT, W - RIGHT),
+            &format!("{}/s", format_bits(v).trim()),
         );
     }
     let _ = write!(
@@ -207,6 +204,20 @@ fn draw(series: &[Series], x_max: Option<f64>, legend_rows: bool) -> String {
     }
     s.push_str("</svg>");
     s
+}
+
+/// A horizontal grid line at `y` from `x.0` to `x.1`, labelled left of the plot.
+pub(super) fn grid_line(s: &mut String, y: f64, x: (f64, f64), label: &str) {
+    let _ = write!(
+        s,
+        "<line x1='{:.1}' y1='{y:.1}' x2='{:.1}' y2='{y:.1}' class='grid'/>\
+         <text x='{:.1}' y='{:.1}' class='tick' text-anchor='end'>{}</text>",
+        x.0,
+        x.1,
+        x.0 - 4.0,
+        y + 3.5,
+        escape(label)
+    );
 }
 
 fn trim_float(v: f64) -> String {

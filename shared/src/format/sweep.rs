@@ -112,16 +112,7 @@ fn panel(
     );
     for i in 0..=2 {
         let v = y_max * f64::from(i) / 2.0;
-        let yy = y(v);
-        let _ = write!(
-            s,
-            "<line x1='{LEFT}' y1='{yy:.1}' x2='{:.1}' y2='{yy:.1}' class='grid'/>\
-             <text x='{:.1}' y='{:.1}' class='tick' text-anchor='end'>{}</text>",
-            W - RIGHT,
-            LEFT - 4.0,
-            yy + 3.5,
-            super::html::escape(&label(v))
-        );
+        super::chart::grid_line(s, y(v), (LEFT, W - RIGHT), &label(v));
     }
     // Size labels: all of them when they fit, else every second or more.
     let step = sizes.len().div_ceil(10).max(1);
