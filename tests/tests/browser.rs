@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
 mod history;
+mod modes;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -174,6 +175,21 @@ async fn wait_shown(c: &Client, id: &str, limit: Duration) {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Runs a script in the page and returns its value.
+async fn js(c: &Client, script: &str) -> Value {
+    c.execute(script, vec![]).await.expect("script runs")
+}
+
+/// Clicks the element `css` selects.
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no {css}: {e}"))
+        .click()
+        .await
+        .expect("click");
 }
 
 async fn text(c: &Client, id: &str) -> String {

@@ -341,7 +341,7 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
             Box::new(|| Some(Msg::SetFilter(view::read_filter()))),
         );
     }
-    for id in ["f-protocol", "f-end"] {
+    for id in ["f-mode", "f-protocol", "f-end"] {
         on(
             id,
             "change",

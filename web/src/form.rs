@@ -1,19 +1,33 @@
-//! The "new test" form as plain values: what the user typed, turned into a `run` request
-//! (target + [`TestSpec`]) with the same units and validation as the CLI, and the presets that
-//! mirror the classic recipes. DOM-free: the view reads and writes [`FormInput`] fields.
+//! The "new test" form as plain values: what the user typed, turned into a `run` or `sweep`
+//! request ([`TestRequest`]) with the same units and validation as the CLI (DCCP with a CCID,
+//! packet-size sweeps, constant-bitrate streams included), and the presets that mirror the
+//! classic recipes. DOM-free: the view reads and writes [`FormInput`] fields.
 
 use std::time::Duration;
 
+use perfpeer_shared::control::ClientMsg;
+use perfpeer_shared::dccp::{DEFAULT_SERVICE, DccpSpec};
+use perfpeer_shared::format::cbr;
 use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
-use perfpeer_shared::units::{parse_rate, parse_size};
+use perfpeer_shared::sweep::{check_request, parse_sizes};
+use perfpeer_shared::units::{BitRate, parse_rate, parse_size};
 
 /// The form's fields exactly as typed (strings, so nothing is lost before validation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FormInput {
     /// `host`, `host:port` or `[v6]:port` of the other peer.
     pub target: String,
-    /// `"tcp"` or `"udp"`.
+    /// `"test"` (one test), `"sweep"` (one short test per size) or `"cbr"` (an evenly paced
+    /// stream).
+    pub mode: String,
+    /// `"tcp"`, `"udp"` or `"dccp"` (sweeps and streams use UDP unless DCCP is picked).
     pub protocol: String,
+    /// DCCP congestion control: `""` (the kernel's default), `"2"`, `"3"` or `"4"`.
+    pub ccid: String,
+    /// Sweep sizes, like `--sweep-len` (`16,32,...,1420`).
+    pub sizes: String,
+    /// Stream rate or preset, like `--cbr` (`mp3`, `g711`, or `48k` with a length).
+    pub cbr: String,
     /// `"tx"` (this peer sends), `"rx"` (this peer receives) or `"both"`.
     pub direction: String,
     /// `"time"` or `"bytes"`.
@@ -34,7 +48,11 @@ impl Default for FormInput {
     fn default() -> Self {
         FormInput {
             target: String::new(),
+            mode: "test".into(),
             protocol: "tcp".into(),
+            ccid: String::new(),
+            sizes: "16,32,64,...,1420".into(),
+            cbr: "mp3".into(),
             direction: "tx".into(),
             end: "time".into(),
             seconds: "10".into(),
@@ -79,7 +97,29 @@ pub fn presets() -> Vec<Preset> {
         Preset {
             id: "netperf",
             label: "netperf TCP_STREAM with CPU",
-            input: base,
+            input: base.clone(),
+        },
+        Preset {
+            id: "audio",
+            label: "Audio stream: MP3 48 kbit/s for 60 s",
+            input: FormInput {
+                mode: "cbr".into(),
+                protocol: "udp".into(),
+                cbr: "mp3".into(),
+                seconds: "60".into(),
+                ..base.clone()
+            },
+        },
+        Preset {
+            id: "sweep",
+            label: "Packet-size sweep 16–1420 B",
+            input: FormInput {
+                mode: "sweep".into(),
+                protocol: "udp".into(),
+                seconds: "2".into(),
+                bitrate: "10M".into(),
+                ..base
+            },
         },
     ]
 }
@@ -141,11 +181,41 @@ fn positive_number(field: &'static str, text: &str, what: &str) -> Result<f64, F
     }
 }
 
-/// The `run` request the form describes, validated as the peer will validate it.
-pub fn to_request(input: &FormInput) -> Result<(String, TestSpec), FormError> {
+/// What the form asks the peer to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestRequest {
+    /// The other peer.
+    pub target: String,
+    /// The test (for a sweep: each size's test, its `len` replaced).
+    pub spec: TestSpec,
+    /// Sizes of a packet-size sweep; `None` for one test.
+    pub sweep: Option<Vec<u32>>,
+}
+
+impl TestRequest {
+    /// The control message that starts it.
+    pub fn message(&self) -> ClientMsg {
+        match &self.sweep {
+            Some(sizes) => ClientMsg::Sweep {
+                target: self.target.clone(),
+                spec: self.spec.clone(),
+                sizes: sizes.clone(),
+            },
+            None => ClientMsg::Run {
+                target: self.target.clone(),
+                spec: self.spec.clone(),
+            },
+        }
+    }
+}
+
+/// The request the form describes, validated as the peer will validate it.
+pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
     let target = check_target(&input.target)?;
-    let protocol = match input.protocol.as_str() {
-        "udp" => Protocol::Udp,
+    let mode = input.mode.as_str();
+    let protocol = match (input.protocol.as_str(), mode) {
+        ("dccp", _) => Protocol::Dccp,
+        ("udp", _) | (_, "sweep" | "cbr") => Protocol::Udp,
         _ => Protocol::Tcp,
     };
     let mut spec = TestSpec::new(protocol);
@@ -154,7 +224,7 @@ pub fn to_request(input: &FormInput) -> Result<(String, TestSpec), FormError> {
         "both" => Direction::Bidir,
         _ => Direction::Normal,
     };
-    spec.end = if input.end == "bytes" {
+    spec.end = if input.end == "bytes" && mode == "test" {
         let bytes = parse_size(&input.bytes).map_err(|e| err("bytes", e.to_string()))?;
         EndCondition::Bytes { bytes }
     } else {
@@ -171,24 +241,84 @@ pub fn to_request(input: &FormInput) -> Result<(String, TestSpec), FormError> {
         ));
     }
     spec.streams = streams as u16;
-    if !input.len.trim().is_empty() {
+    let len_given = !input.len.trim().is_empty();
+    if len_given {
         let len = parse_size(&input.len).map_err(|e| err("len", e.to_string()))?;
         spec.len = u32::try_from(len).map_err(|_| err("len", "Length is too large"))?;
     }
-    if protocol == Protocol::Udp && !input.bitrate.trim().is_empty() {
+    if protocol != Protocol::Tcp && !input.bitrate.trim().is_empty() {
         spec.bitrate = Some(parse_rate(&input.bitrate).map_err(|e| err("bitrate", e.to_string()))?);
+    }
+    if protocol == Protocol::Dccp {
+        let ccid = match input.ccid.trim() {
+            "" => None,
+            c => Some(
+                c.parse::<u8>()
+                    .ok()
+                    .filter(|c| (2..=4).contains(c))
+                    .ok_or_else(|| err("ccid", "The CCID is 2, 3 or 4"))?,
+            ),
+        };
+        spec.dccp = Some(DccpSpec {
+            service: DEFAULT_SERVICE,
+            ccid,
+        });
+    }
+    if mode == "cbr" {
+        let (rate, len) = cbr_rate_len(&input.cbr, len_given.then_some(spec.len))?;
+        spec.bitrate = Some(rate);
+        spec.len = len;
     }
     spec.validate().map_err(|e| {
         let field = match e {
             perfpeer_shared::spec::SpecError::Streams(_) => "streams",
             perfpeer_shared::spec::SpecError::UdpLen(_)
+            | perfpeer_shared::spec::SpecError::DccpLen(_)
             | perfpeer_shared::spec::SpecError::TcpLen(_) => "len",
             perfpeer_shared::spec::SpecError::ZeroBytes => "bytes",
             _ => "seconds",
         };
         err(field, e.to_string())
     })?;
-    Ok((target, spec))
+    let sweep = if mode == "sweep" {
+        let sizes = parse_sizes(&input.sizes).map_err(|e| err("sizes", e))?;
+        check_request(&spec, &sizes).map_err(|e| err("sizes", e))?;
+        Some(sizes)
+    } else {
+        None
+    };
+    Ok(TestRequest {
+        target,
+        spec,
+        sweep,
+    })
+}
+
+/// A stream's rate and packet size: a preset (`mp3`), or a rate with the Length field.
+fn cbr_rate_len(text: &str, len: Option<u32>) -> Result<(BitRate, u32), FormError> {
+    if let Some(p) = cbr::preset(text.trim()) {
+        return Ok((BitRate(p.bits_per_second), len.unwrap_or(p.len)));
+    }
+    let names: Vec<&str> = cbr::PRESETS.iter().map(|p| p.name).collect();
+    let rate = parse_rate(text).map_err(|_| {
+        err(
+            "cbr",
+            format!(
+                "The stream takes a rate (like 48k) or a preset ({})",
+                names.join(", ")
+            ),
+        )
+    })?;
+    if rate.0 == 0 {
+        return Err(err("cbr", "The stream needs a rate above 0"));
+    }
+    let len = len.ok_or_else(|| {
+        err(
+            "len",
+            "A stream at a rate needs a Length: the bytes in each packet (160 for audio)",
+        )
+    })?;
+    Ok((rate, len))
 }
 
 #[cfg(test)]
@@ -205,7 +335,12 @@ mod tests {
 
     #[test]
     fn defaults_are_iperf3s() {
-        let (target, spec) = to_request(&input("pc.lan")).unwrap();
+        let TestRequest {
+            target,
+            spec,
+            sweep,
+        } = to_request(&input("pc.lan")).unwrap();
+        assert_eq!(sweep, None);
         assert_eq!(target, "pc.lan");
         assert_eq!(spec, TestSpec::new(Protocol::Tcp));
     }
@@ -221,7 +356,7 @@ mod tests {
                 direction: dir.into(),
                 ..input("h")
             };
-            assert_eq!(to_request(&f).unwrap().1.direction, want);
+            assert_eq!(to_request(&f).unwrap().spec.direction, want);
         }
     }
 
@@ -232,7 +367,7 @@ mod tests {
             target: "h".into(),
             ..ttcp.input
         };
-        let (_, spec) = to_request(&f).unwrap();
+        let spec = to_request(&f).unwrap().spec;
         assert_eq!(spec.protocol, Protocol::Tcp);
         assert_eq!(
             spec.end,
@@ -253,7 +388,7 @@ mod tests {
             streams: "2".into(),
             ..input("[fe80::1]:5210")
         };
-        let (target, spec) = to_request(&f).unwrap();
+        let TestRequest { target, spec, .. } = to_request(&f).unwrap();
         assert_eq!(target, "[fe80::1]:5210");
         assert_eq!(spec.bitrate, Some(BitRate(15_000_000)));
         assert_eq!((spec.len, spec.streams), (1400, 2));
@@ -309,6 +444,104 @@ mod tests {
             assert_eq!(e.field, field, "{f:?}: {e:?}");
             assert!(!e.message.is_empty());
         }
+    }
+
+    #[test]
+    fn dccp_takes_a_ccid() {
+        let f = FormInput {
+            protocol: "dccp".into(),
+            ccid: "3".into(),
+            ..input("h")
+        };
+        let spec = to_request(&f).unwrap().spec;
+        assert_eq!(spec.protocol, Protocol::Dccp);
+        assert_eq!(
+            spec.dccp,
+            Some(DccpSpec {
+                service: DEFAULT_SERVICE,
+                ccid: Some(3)
+            })
+        );
+        let bad = FormInput {
+            ccid: "7".into(),
+            ..f
+        };
+        assert_eq!(to_request(&bad).unwrap_err().field, "ccid");
+    }
+
+    #[test]
+    fn sweeps_become_sweep_requests_over_udp_or_dccp() {
+        let sweep = presets().into_iter().find(|p| p.id == "sweep").unwrap();
+        let f = FormInput {
+            protocol: "tcp".into(),
+            ..sweep.input.clone()
+        };
+        let req = to_request(&FormInput {
+            target: "pc".into(),
+            ..f
+        })
+        .unwrap();
+        assert_eq!(
+            req.spec.protocol,
+            Protocol::Udp,
+            "a sweep over TCP means UDP"
+        );
+        assert_eq!(
+            req.sweep.as_deref(),
+            Some(&[16, 32, 64, 128, 256, 512, 1024, 1420][..])
+        );
+        assert!(matches!(req.message(), ClientMsg::Sweep { ref sizes, .. } if sizes.len() == 8));
+        for (sizes, direction) in [("16,x", "tx"), ("", "tx"), ("64", "both")] {
+            let bad = FormInput {
+                target: "pc".into(),
+                sizes: sizes.into(),
+                direction: direction.into(),
+                ..sweep.input.clone()
+            };
+            assert_eq!(
+                to_request(&bad).unwrap_err().field,
+                "sizes",
+                "{sizes} {direction}"
+            );
+        }
+    }
+
+    #[test]
+    fn streams_take_a_preset_or_a_rate_and_a_length() {
+        let audio = presets().into_iter().find(|p| p.id == "audio").unwrap();
+        let f = FormInput {
+            target: "pc".into(),
+            ..audio.input
+        };
+        let req = to_request(&f).unwrap();
+        assert_eq!(req.sweep, None);
+        assert_eq!(
+            (req.spec.protocol, req.spec.bitrate, req.spec.len),
+            (Protocol::Udp, Some(BitRate(48_000)), 160)
+        );
+        assert!(matches!(req.message(), ClientMsg::Run { .. }));
+        let rate = FormInput {
+            cbr: "64k".into(),
+            len: "200".into(),
+            protocol: "dccp".into(),
+            ..f.clone()
+        };
+        let spec = to_request(&rate).unwrap().spec;
+        assert_eq!(
+            (spec.protocol, spec.bitrate, spec.len),
+            (Protocol::Dccp, Some(BitRate(64_000)), 200)
+        );
+        let no_len = FormInput {
+            cbr: "64k".into(),
+            ..f.clone()
+        };
+        assert_eq!(to_request(&no_len).unwrap_err().field, "len");
+        let nonsense = FormInput {
+            cbr: "loud".into(),
+            ..f
+        };
+        let e = to_request(&nonsense).unwrap_err();
+        assert!(e.field == "cbr" && e.message.contains("mp3"), "{e:?}");
     }
 
     #[test]

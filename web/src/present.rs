@@ -4,9 +4,10 @@
 
 use perfpeer_shared::control::ErrorCode;
 use perfpeer_shared::format::iperf3::{self, Preamble};
-use perfpeer_shared::format::{iperf2, netperf, ttcp};
+use perfpeer_shared::format::{cbr, dccp as dccp_text, iperf2, netperf, ttcp};
 use perfpeer_shared::report::{PeerRole, TestResult, TestStatus};
 use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
+use perfpeer_shared::sweep::SweepResult;
 use perfpeer_shared::units::{format_bits, format_bytes};
 
 use crate::store::Tab;
@@ -36,11 +37,6 @@ pub fn token_from_fragment(hash: &str) -> Option<String> {
 
 /// A one-line description of a spec: `TCP TX, 10 s, 1 stream, 128 KBytes writes`.
 pub fn describe_spec(spec: &TestSpec) -> String {
-    let dir = match spec.direction {
-        Direction::Normal => "TX (this peer sends)",
-        Direction::Reverse => "RX (this peer receives)",
-        Direction::Bidir => "TX+RX (both send)",
-    };
     let end = match spec.end {
         EndCondition::Time { duration } => format!("{} s", duration.as_secs_f64()),
         EndCondition::Bytes { bytes: n } => bytes(n),
@@ -50,16 +46,101 @@ pub fn describe_spec(spec: &TestSpec) -> String {
         n => format!("{n} streams"),
     };
     let mut text = format!(
-        "{} {dir}, {end}, {streams}, length {}",
-        spec.protocol.upper_name(),
+        "{} {}, {end}, {streams}, length {}",
+        transport(spec),
+        direction(spec.direction),
         bytes(u64::from(spec.len))
     );
-    if spec.protocol == Protocol::Udp
-        && let Some(r) = spec.bitrate
+    if spec.protocol != Protocol::Tcp
+        && let Some(r) = spec.bitrate.filter(|r| r.0 > 0)
     {
         text.push_str(&format!(", {}", rate(r.0 as f64)));
     }
     text
+}
+
+/// `TCP`, `UDP`, `DCCP CCID 3`.
+fn transport(spec: &TestSpec) -> String {
+    match spec.dccp.and_then(|d| d.ccid) {
+        Some(ccid) => format!("{} CCID {ccid}", spec.protocol.upper_name()),
+        None => spec.protocol.upper_name().to_string(),
+    }
+}
+
+fn direction(d: Direction) -> &'static str {
+    match d {
+        Direction::Normal => "TX (this peer sends)",
+        Direction::Reverse => "RX (this peer receives)",
+        Direction::Bidir => "TX+RX (both send)",
+    }
+}
+
+/// A one-line description of a sweep: `UDP packet-size sweep, TX (this peer sends), 2 s per
+/// size, 10 Mbits/sec, 8 sizes 16–1420 B`.
+pub fn describe_sweep(spec: &TestSpec, sizes: &[u32]) -> String {
+    let mut text = format!(
+        "{} packet-size sweep, {}",
+        transport(spec),
+        direction(spec.direction)
+    );
+    if let Some(t) = spec.total_time() {
+        text.push_str(&format!(", {} s per size", t.as_secs_f64()));
+    }
+    if let Some(r) = spec.bitrate.filter(|r| r.0 > 0) {
+        text.push_str(&format!(", {}", rate(r.0 as f64)));
+    }
+    match sizes {
+        [] => {}
+        [one] => text.push_str(&format!(", {one} B")),
+        [first, .., last] => text.push_str(&format!(", {} sizes {first}–{last} B", sizes.len())),
+    }
+    text
+}
+
+/// A sweep's rows as an HTML table body (size, throughput, packets/s, loss or why it failed).
+pub fn sweep_rows(result: &SweepResult) -> String {
+    result
+        .points
+        .iter()
+        .map(|p| match &p.error {
+            Some(e) => format!(
+                "<tr data-len='{}'><td>{} B</td><td colspan='3' class='error'>failed: {}</td></tr>",
+                p.len,
+                p.len,
+                escape(e)
+            ),
+            None => format!(
+                "<tr data-len='{}'><td>{} B</td><td data-bps='{}'>{}</td><td>{:.0}</td><td>{}/{} ({:.2}%)</td></tr>",
+                p.len,
+                p.len,
+                p.bits_per_second,
+                escape(&rate(p.bits_per_second)),
+                p.packets_per_second,
+                p.lost,
+                p.lost + p.packets,
+                p.lost_percent
+            ),
+        })
+        .collect()
+}
+
+/// A datagram test's stream view: the live lines `perfpeer test --cbr` prints (from whichever
+/// end received), its summary, and the CCID's figures for DCCP.
+pub fn stream_text(result: &TestResult) -> String {
+    if result.spec.protocol == Protocol::Tcp {
+        return "A TCP test has no datagram stream figures: see the other tabs.\n".into();
+    }
+    let mut out = format!("{}\n", cbr::header());
+    let sides = std::iter::once(&result.local).chain(result.remote.as_ref());
+    for side in sides {
+        for line in side.intervals.iter().filter_map(cbr::interval_line) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out.push_str(&cbr::summary(result));
+    out.push_str(&dccp_text::text(result));
+    out
 }
 
 /// One line of the result's summary card. `key` is stable (`flow0-received`, …) for tests.
@@ -226,6 +307,7 @@ pub fn tab_text(tab: Tab, result: &TestResult) -> String {
             };
             netperf::render(result, &opts).unwrap_or_else(|e| format!("{e}\n"))
         }
+        Tab::Stream => stream_text(result),
         Tab::Json => json_text(result),
     }
 }
@@ -294,8 +376,8 @@ pub fn explain(code: ErrorCode, message: &str, target: Option<&str>) -> Notice {
     }
 }
 
-/// What the Peer screen says about DCCP: the CCIDs offered, or why DCCP is unavailable. (Tests
-/// over DCCP, sweeps and constant-bitrate streams are run from the CLI for now.)
+/// What the Peer screen (and the form's DCCP hint) says about DCCP: the CCIDs offered, or why
+/// DCCP is unavailable.
 pub fn dccp_support(d: &perfpeer_shared::dccp::DccpSupport) -> String {
     if !d.available {
         return format!(
@@ -312,11 +394,55 @@ pub fn dccp_support(d: &perfpeer_shared::dccp::DccpSupport) -> String {
     } else {
         ccids.join(", ")
     };
-    format!("available ({offered}; {family}); run DCCP tests with perfpeer test --dccp")
+    format!("available ({offered}; {family})")
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
+
+    #[test]
+    fn sweeps_and_dccp_specs_read_plainly() {
+        use perfpeer_shared::dccp::{DEFAULT_SERVICE, DccpSpec};
+        use perfpeer_shared::spec::{Protocol, TestSpec};
+        use perfpeer_shared::sweep::{SweepPoint, SweepResult};
+        let mut spec = TestSpec::new(Protocol::Dccp);
+        spec.dccp = Some(DccpSpec {
+            service: DEFAULT_SERVICE,
+            ccid: Some(3),
+        });
+        spec.end = perfpeer_shared::spec::EndCondition::Time {
+            duration: std::time::Duration::from_secs(2),
+        };
+        spec.bitrate = None;
+        assert!(
+            super::describe_spec(&spec).starts_with("DCCP CCID 3 TX (this peer sends), 2 s"),
+            "{}",
+            super::describe_spec(&spec)
+        );
+        assert_eq!(
+            super::describe_sweep(&spec, &[16, 32, 1420]),
+            "DCCP CCID 3 packet-size sweep, TX (this peer sends), 2 s per size, 3 sizes 16–1420 B"
+        );
+        let mut ok = SweepPoint::failed(16, "");
+        ok.error = None;
+        ok.bits_per_second = 1e6;
+        ok.packets_per_second = 7812.5;
+        ok.packets = 15625;
+        let result = SweepResult {
+            protocol: Protocol::Dccp,
+            ccid: Some(3),
+            bitrate: None,
+            seconds_per_size: 2.0,
+            points: vec![ok, SweepPoint::failed(1420, "<too big>")],
+        };
+        let rows = super::sweep_rows(&result);
+        assert_eq!(rows.matches("<tr").count(), 2);
+        assert!(
+            rows.contains("1.00 Mbits/sec") && (rows.contains(">7812<") || rows.contains(">7813<")),
+            "{rows}"
+        );
+        assert!(rows.contains("failed: &lt;too big&gt;"), "escaped: {rows}");
+    }
 
     #[test]
     fn dccp_line_names_the_ccids_or_the_reason() {
@@ -328,7 +454,7 @@ pub(crate) mod tests {
         };
         assert_eq!(
             super::dccp_support(&d),
-            "available (CCID 2, CCID 3; IPv4 and IPv6); run DCCP tests with perfpeer test --dccp"
+            "available (CCID 2, CCID 3; IPv4 and IPv6)"
         );
         d = perfpeer_shared::dccp::DccpSupport {
             available: false,

@@ -6,9 +6,10 @@
 use perfpeer_shared::PROTOCOL_VERSION;
 use perfpeer_shared::control::{ClientMsg, ErrorCode, PeerInfo, RunningTest, ServerMsg};
 use perfpeer_shared::report::{IntervalReport, PeerRole, TestResult};
-use perfpeer_shared::spec::TestSpec;
+use perfpeer_shared::spec::{Protocol, TestSpec};
+use perfpeer_shared::sweep::{SweepPoint, SweepResult};
 
-use crate::form::{self, FormError, FormInput};
+use crate::form::{self, FormError, FormInput, TestRequest};
 use crate::history::{Filter, History, Request};
 use crate::present::{Notice, explain};
 
@@ -40,13 +41,23 @@ pub enum Tab {
     Ttcp,
     /// `format::netperf` tables.
     Netperf,
+    /// Datagram tests (UDP, DCCP): `format::cbr`'s per-interval stream lines and summary, and
+    /// `format::dccp`'s CCID figures.
+    Stream,
     /// The `-J` JSON.
     Json,
 }
 
 impl Tab {
     /// Every tab, in the order shown.
-    pub const ALL: [Tab; 5] = [Tab::Iperf3, Tab::Iperf2, Tab::Ttcp, Tab::Netperf, Tab::Json];
+    pub const ALL: [Tab; 6] = [
+        Tab::Iperf3,
+        Tab::Iperf2,
+        Tab::Ttcp,
+        Tab::Netperf,
+        Tab::Stream,
+        Tab::Json,
+    ];
 
     /// Id suffix in the markup (`tab-…` button, `text-…` block).
     pub fn id(self) -> &'static str {
@@ -55,6 +66,7 @@ impl Tab {
             Tab::Iperf2 => "iperf2",
             Tab::Ttcp => "ttcp",
             Tab::Netperf => "netperf",
+            Tab::Stream => "stream",
             Tab::Json => "json",
         }
     }
@@ -81,14 +93,69 @@ pub struct RunState {
     pub target: String,
     /// What runs.
     pub spec: TestSpec,
-    /// Known once `started` arrived; needed to `attach` after a reconnect.
+    /// Known once `started` (or `sweep_started`) arrived; needed to `attach` after a reconnect.
     pub test_id: Option<String>,
-    /// The client's (this peer's) intervals.
+    /// A packet-size sweep's progress, when this run is one.
+    pub sweep: Option<SweepRun>,
+    /// The client's (this peer's) intervals (of the running size, in a sweep).
     pub client: Vec<IntervalReport>,
     /// The far end's intervals.
     pub server: Vec<IntervalReport>,
     /// Cancel was asked for.
     pub cancelling: bool,
+}
+
+impl RunState {
+    /// A run that has shown nothing yet; `sizes` makes it a sweep.
+    fn new(
+        target: String,
+        spec: TestSpec,
+        test_id: Option<String>,
+        sizes: Option<Vec<u32>>,
+    ) -> Self {
+        RunState {
+            target,
+            spec,
+            test_id,
+            sweep: sizes.map(|sizes| SweepRun {
+                sizes,
+                points: Vec::new(),
+                current_test: None,
+            }),
+            client: Vec::new(),
+            server: Vec::new(),
+            cancelling: false,
+        }
+    }
+}
+
+/// A sweep in progress.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepRun {
+    /// Every size, in order.
+    pub sizes: Vec<u32>,
+    /// Rows of the sizes done so far.
+    pub points: Vec<SweepPoint>,
+    /// Test id of the running size, whose intervals are in the run's lists.
+    pub current_test: Option<String>,
+}
+
+impl SweepRun {
+    /// The size running now, if any is left.
+    pub fn running_size(&self) -> Option<u32> {
+        self.sizes.get(self.points.len()).copied()
+    }
+}
+
+/// A finished sweep with what it ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedSweep {
+    /// The other peer.
+    pub target: String,
+    /// Each size's test.
+    pub spec: TestSpec,
+    /// The rows.
+    pub result: SweepResult,
 }
 
 /// Everything the view draws.
@@ -110,8 +177,10 @@ pub struct Model {
     pub screen: Screen,
     /// The test in progress.
     pub run: Option<RunState>,
-    /// The last finished test.
+    /// The last finished test (`None` while a finished sweep is shown).
     pub result: Option<TestResult>,
+    /// The last finished sweep (`None` while a test's result is shown).
+    pub sweep: Option<FinishedSweep>,
     /// Selected result tab.
     pub tab: Tab,
     /// An error to show, in plain words.
@@ -234,6 +303,7 @@ impl Default for Model {
             screen: Screen::Connect,
             run: None,
             result: None,
+            sweep: None,
             tab: Tab::Iperf3,
             notice: None,
             form_error: None,
@@ -342,7 +412,7 @@ impl Model {
     }
 
     fn start(&mut self, input: &FormInput) -> Vec<Cmd> {
-        match form::to_request(input) {
+        match form::to_request(input).and_then(|r| self.check_dccp(r)) {
             Err(e) => {
                 self.form_error = Some(e);
                 Vec::new()
@@ -359,20 +429,38 @@ impl Model {
                 });
                 Vec::new()
             }
-            Ok((target, spec)) => {
+            Ok(request) => {
                 self.form_error = None;
                 self.notice = None;
-                self.run = Some(RunState {
-                    target: target.clone(),
-                    spec: spec.clone(),
-                    test_id: None,
-                    client: Vec::new(),
-                    server: Vec::new(),
-                    cancelling: false,
-                });
+                self.run = Some(RunState::new(
+                    request.target.clone(),
+                    request.spec.clone(),
+                    None,
+                    request.sweep.clone(),
+                ));
                 self.screen = Screen::Running;
-                vec![Cmd::Send(ClientMsg::Run { target, spec })]
+                vec![Cmd::Send(request.message())]
             }
+        }
+    }
+
+    /// A DCCP request to a peer that cannot open DCCP sockets is refused here, with the reason
+    /// the peer gave (the far peer's support is checked when the test starts).
+    fn check_dccp(&self, request: TestRequest) -> Result<TestRequest, FormError> {
+        match &self.peer {
+            Some(peer) if request.spec.protocol == Protocol::Dccp && !peer.dccp.available => {
+                Err(FormError {
+                    field: "protocol",
+                    message: format!(
+                        "This peer cannot run DCCP: {}",
+                        peer.dccp
+                            .reason
+                            .as_deref()
+                            .unwrap_or("its kernel offers no DCCP sockets")
+                    ),
+                })
+            }
+            _ => Ok(request),
         }
     }
 
@@ -387,25 +475,63 @@ impl Model {
                 spec,
             } => {
                 // Also the first message of an `attach` replay: start the interval lists afresh.
-                let cancelling = self.run.as_ref().is_some_and(|r| r.cancelling);
-                self.run = Some(RunState {
+                self.restart_run(RunState::new(target, spec, Some(test_id), None));
+                Vec::new()
+            }
+            ServerMsg::SweepStarted {
+                sweep_id,
+                target,
+                spec,
+                sizes,
+            } => {
+                // Also the first message of an `attach` replay: start afresh.
+                self.restart_run(RunState::new(target, spec, Some(sweep_id), Some(sizes)));
+                Vec::new()
+            }
+            ServerMsg::SweepPoint { sweep_id, point } => {
+                if let Some(run) = &mut self.run
+                    && run.test_id.as_deref() == Some(sweep_id.as_str())
+                    && let Some(sweep) = &mut run.sweep
+                {
+                    sweep.points.push(point);
+                }
+                Vec::new()
+            }
+            ServerMsg::SweepResult { result, .. } => {
+                let (target, spec) = match self.run.take() {
+                    Some(run) => (run.target, run.spec),
+                    None => (String::new(), TestSpec::new(result.protocol)),
+                };
+                self.result = None;
+                self.share = None;
+                self.sweep = Some(FinishedSweep {
                     target,
                     spec,
-                    test_id: Some(test_id),
-                    client: Vec::new(),
-                    server: Vec::new(),
-                    cancelling,
+                    result,
                 });
-                Vec::new()
+                self.screen = Screen::Result;
+                if self.can_send() {
+                    vec![Cmd::Send(ClientMsg::ListTests)]
+                } else {
+                    Vec::new()
+                }
             }
             ServerMsg::Interval {
                 test_id,
                 role,
                 report,
             } => {
-                if let Some(run) = &mut self.run
-                    && run.test_id.as_deref().is_none_or(|id| id == test_id)
-                {
+                if let Some(run) = &mut self.run {
+                    if let Some(sweep) = &mut run.sweep {
+                        // Each size is a test of its own: its intervals start the lists afresh.
+                        if sweep.current_test.as_deref() != Some(test_id.as_str()) {
+                            sweep.current_test = Some(test_id.clone());
+                            run.client.clear();
+                            run.server.clear();
+                        }
+                    } else if run.test_id.as_deref().is_some_and(|id| id != test_id) {
+                        return Vec::new();
+                    }
                     match role {
                         PeerRole::Client => run.client.push(report),
                         PeerRole::Server => run.server.push(report),
@@ -428,6 +554,7 @@ impl Model {
                     self.share = None;
                 }
                 self.result = Some(result);
+                self.sweep = None;
                 self.tab = Tab::Iperf3;
                 self.screen = Screen::Result;
                 if self.can_send() {
@@ -444,6 +571,12 @@ impl Model {
             // Far-end messages are not for a browser.
             _ => Vec::new(),
         }
+    }
+
+    /// Replaces the run's state, keeping a cancel already asked for.
+    fn restart_run(&mut self, mut run: RunState) {
+        run.cancelling = self.run.as_ref().is_some_and(|r| r.cancelling);
+        self.run = Some(run);
     }
 
     fn on_welcome(&mut self, peer: PeerInfo, authorized: bool) -> Vec<Cmd> {

@@ -3,7 +3,10 @@
 //! redone only when a different result arrives.
 
 use perfpeer_shared::control::PeerInfo;
-use perfpeer_shared::spec::EndCondition;
+use perfpeer_shared::format::{cbr, sweep as sweep_text};
+use perfpeer_shared::report::IntervalReport;
+use perfpeer_shared::spec::{EndCondition, Protocol};
+use perfpeer_shared::sweep::SweepResult;
 use wasm_bindgen::JsValue;
 use web_sys::{Blob, BlobPropertyBag, HtmlAnchorElement, HtmlElement, Url};
 
@@ -11,15 +14,18 @@ use crate::dom::{by_id, el, set_text, set_value, show, toggle_class, value};
 use crate::form::FormInput;
 use crate::history::{self, Filter};
 use crate::present::{self, escape};
-use crate::store::{Link, Model, RunState, Screen, Tab};
+use crate::store::{FinishedSweep, Link, Model, RunState, Screen, Tab};
 use perfpeer_shared::format::{chart, html};
 
 /// What the view keeps between renders.
 #[derive(Default)]
 pub struct View {
     shown_result: Option<String>,
+    shown_sweep: Option<SweepResult>,
     json_url: Option<String>,
     html_url: Option<String>,
+    sweep_json_url: Option<String>,
+    sweep_text_url: Option<String>,
     history_html: String,
     overlay_key: String,
 }
@@ -41,7 +47,10 @@ impl View {
             toggle_class(nav, "active", model.screen == screen);
         }
         show("nav-run", model.run.is_some());
-        show("nav-result", model.result.is_some());
+        show(
+            "nav-result",
+            model.result.is_some() || model.sweep.is_some(),
+        );
         show("nav-history", model.authorized);
         show("open-history", model.authorized);
         render_link(model);
@@ -53,8 +62,14 @@ impl View {
         if let Some(run) = &model.run {
             render_run(run);
         }
-        self.render_result(model);
-        render_share(model);
+        show("result-sweep", model.sweep.is_some());
+        show("result-test", model.sweep.is_none());
+        if let Some(sweep) = &model.sweep {
+            self.render_sweep(sweep);
+        } else {
+            self.render_result(model);
+            render_share(model);
+        }
         if model.screen == Screen::History {
             self.render_history(model);
         }
@@ -69,8 +84,40 @@ impl View {
         }
     }
 
+    fn render_sweep(&mut self, done: &FinishedSweep) {
+        if self.shown_sweep.as_ref() == Some(&done.result) {
+            return;
+        }
+        let sweep = &done.result;
+        self.shown_sweep = Some(sweep.clone());
+        self.shown_result = None;
+        let sizes: Vec<u32> = sweep.points.iter().map(|p| p.len).collect();
+        let title = present::describe_sweep(&done.spec, &sizes);
+        set_text("result-title", &format!("{title} → {}", done.target));
+        el("sweep-rows").set_inner_html(&present::sweep_rows(sweep));
+        el("sweep-chart").set_inner_html(&sweep_text::svg(sweep));
+        let text = sweep_text::text(sweep, done.spec.dccp.map(|d| d.service));
+        set_text("sweep-text", &text);
+        let json = serde_json::to_string_pretty(sweep).unwrap_or_default();
+        set_download(
+            &mut self.sweep_json_url,
+            "sweep-json-download",
+            &json,
+            "application/json",
+            "perfpeer-sweep.json",
+        );
+        set_download(
+            &mut self.sweep_text_url,
+            "sweep-text-download",
+            &text,
+            "text/plain",
+            "perfpeer-sweep.txt",
+        );
+    }
+
     fn render_result(&mut self, model: &Model) {
         let Some(result) = &model.result else { return };
+        show("tab-stream", result.spec.protocol != Protocol::Tcp);
         for tab in Tab::ALL {
             toggle_class(&format!("tab-{}", tab.id()), "active", model.tab == tab);
             show(&format!("text-{}", tab.id()), model.tab == tab);
@@ -79,6 +126,7 @@ impl View {
             return;
         }
         self.shown_result = Some(result.id.clone());
+        self.shown_sweep = None;
         set_text(
             "result-title",
             &format!(
@@ -293,6 +341,10 @@ fn render_peer(peer: &PeerInfo, model: &Model) {
     set_text("peer-ports", &format!("data port {}", peer.data_port));
     set_text("peer-cc", &peer.congestion_controls.join(", "));
     set_text("peer-dccp", &present::dccp_support(&peer.dccp));
+    set_text(
+        "dccp-hint",
+        &format!("DCCP on this peer: {}", present::dccp_support(&peer.dccp)),
+    );
     let bitrate = match peer.max_bitrate {
         0 => "no rate cap".to_string(),
         b => format!("at most {}", present::rate(b as f64)),
@@ -326,7 +378,10 @@ fn render_peer(peer: &PeerInfo, model: &Model) {
 }
 
 fn render_form_error(model: &Model) {
-    for f in ["target", "seconds", "bytes", "streams", "len", "bitrate"] {
+    for f in [
+        "target", "protocol", "ccid", "sizes", "cbr", "seconds", "bytes", "streams", "len",
+        "bitrate",
+    ] {
         let bad = model.form_error.as_ref().is_some_and(|e| e.field == f);
         toggle_class(&format!("f-{f}"), "invalid", bad);
     }
@@ -340,24 +395,68 @@ fn render_form_error(model: &Model) {
 }
 
 fn render_run(run: &RunState) {
-    set_text(
-        "run-title",
-        &format!("{} → {}", present::describe_spec(&run.spec), run.target),
-    );
+    let title = match &run.sweep {
+        Some(sweep) => {
+            let now = sweep.running_size().map_or(String::new(), |len| {
+                format!(
+                    " · now {len} B ({} of {})",
+                    sweep.points.len() + 1,
+                    sweep.sizes.len()
+                )
+            });
+            format!(
+                "{} → {}{now}",
+                present::describe_sweep(&run.spec, &sweep.sizes),
+                run.target
+            )
+        }
+        None => format!("{} → {}", present::describe_spec(&run.spec), run.target),
+    };
+    set_text("run-title", &title);
     let live = crate::live::live(&run.spec, &run.client, &run.server);
     set_text("live-current", &live.current);
     set_text("live-average", &live.average);
     set_text("live-extra", &live.extra);
     set_text("live-elapsed", &live.elapsed);
     set_text("live-remaining", &live.remaining);
+    let progress = match &run.sweep {
+        // A sweep's bar counts sizes, with the running one's share.
+        Some(sweep) => {
+            (sweep.points.len() as f64 + live.progress) / sweep.sizes.len().max(1) as f64
+        }
+        None => live.progress,
+    };
     let _ = by_id::<HtmlElement>("progress-bar")
         .style()
-        .set_property("width", &format!("{:.1}%", live.progress * 100.0));
+        .set_property("width", &format!("{:.1}%", progress * 100.0));
     let x_max = match run.spec.end {
         EndCondition::Time { duration } => Some((duration + run.spec.omit).as_secs_f64()),
         EndCondition::Bytes { .. } => None,
     };
     el("run-chart").set_inner_html(&chart::svg(&chart::series(&run.client), x_max));
+    show("run-sweep", run.sweep.is_some());
+    if let Some(sweep) = &run.sweep {
+        let partial = SweepResult {
+            protocol: run.spec.protocol,
+            ccid: None,
+            bitrate: None,
+            seconds_per_size: 0.0,
+            points: sweep.points.clone(),
+        };
+        let mut rows = present::sweep_rows(&partial);
+        if let Some(len) = sweep.running_size() {
+            rows.push_str(&format!(
+                "<tr class='running'><td>{len} B</td><td colspan='3'>running…</td></tr>"
+            ));
+        }
+        el("run-sweep-rows").set_inner_html(&rows);
+    }
+    // Datagram tests: the stream's lines as `perfpeer test --cbr` prints them, newest last.
+    let datagrams = run.spec.protocol != Protocol::Tcp && run.sweep.is_none();
+    show("run-lines", datagrams);
+    if datagrams {
+        set_text("run-lines", &stream_lines(&run.client, &run.server));
+    }
     set_text(
         "cancel",
         if run.cancelling {
@@ -368,11 +467,33 @@ fn render_run(run: &RunState) {
     );
 }
 
+/// Lines kept on the Running screen's stream view.
+const STREAM_LINES: usize = 12;
+
+fn stream_lines(client: &[IntervalReport], server: &[IntervalReport]) -> String {
+    let lines: Vec<String> = client
+        .iter()
+        .chain(server)
+        .filter_map(cbr::interval_line)
+        .collect();
+    let from = lines.len().saturating_sub(STREAM_LINES);
+    let mut out = format!("{}\n", cbr::header());
+    for line in &lines[from..] {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 /// The form as typed.
 pub fn read_form() -> FormInput {
     FormInput {
         target: value("f-target"),
+        mode: value("f-mode"),
         protocol: value("f-protocol"),
+        ccid: value("f-ccid"),
+        sizes: value("f-sizes"),
+        cbr: value("f-cbr"),
         direction: value("f-direction"),
         end: value("f-end"),
         seconds: value("f-seconds"),
@@ -385,7 +506,11 @@ pub fn read_form() -> FormInput {
 
 /// Puts a preset's values in the form, keeping the target.
 pub fn fill_form(input: &FormInput) {
+    set_value("f-mode", &input.mode);
     set_value("f-protocol", &input.protocol);
+    set_value("f-ccid", &input.ccid);
+    set_value("f-sizes", &input.sizes);
+    set_value("f-cbr", &input.cbr);
     set_value("f-direction", &input.direction);
     set_value("f-end", &input.end);
     set_value("f-seconds", &input.seconds);
@@ -396,10 +521,21 @@ pub fn fill_form(input: &FormInput) {
     sync_form();
 }
 
-/// Shows only the fields that apply: bytes or seconds, the rate for UDP.
+/// Shows only the fields that apply: bytes or seconds for one test, sizes for a sweep, the
+/// stream's rate for a constant-bitrate stream, the rate for datagrams, the CCID for DCCP.
 pub fn sync_form() {
-    let bytes = value("f-end") == "bytes";
+    let mode = value("f-mode");
+    let protocol = value("f-protocol");
+    let one_test = mode == "test";
+    let bytes = one_test && value("f-end") == "bytes";
+    show("row-end", one_test);
     show("row-seconds", !bytes);
     show("row-bytes", bytes);
-    show("row-bitrate", value("f-protocol") == "udp");
+    show("row-sizes", mode == "sweep");
+    show("row-cbr", mode == "cbr");
+    show("row-dccp", protocol == "dccp");
+    show(
+        "row-bitrate",
+        mode != "cbr" && (protocol != "tcp" || mode == "sweep"),
+    );
 }

@@ -5,13 +5,13 @@
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use fantoccini::{Client, Locator};
+use fantoccini::Client;
 use perfpeer_shared::report::TestResult;
 use perfpeer_shared::units::{format_bits, format_bytes};
 use perfpeer_tests::Peer;
 use serde_json::Value;
 
-use super::{open_ui, rate, save_screenshot, select, text, wait_shown, with_browser};
+use super::{click, js, open_ui, rate, save_screenshot, select, text, wait_shown, with_browser};
 
 /// A plain HTTP/1.0 GET without any token: (status, body).
 fn http_get(addr: &str, path: &str) -> (u16, String) {
@@ -46,19 +46,6 @@ fn stored_result(peer: &Peer, id: &str) -> TestResult {
     let (status, body) = http_get(&peer.control, &format!("/r/{id}.json"));
     assert_eq!(status, 200, "{body}");
     serde_json::from_str(&body).expect("the stored result parses")
-}
-
-async fn js(c: &Client, script: &str) -> Value {
-    c.execute(script, vec![]).await.expect("script runs")
-}
-
-async fn click(c: &Client, css: &str) {
-    c.find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("no {css}: {e}"))
-        .click()
-        .await
-        .expect("click");
 }
 
 /// Waits until `script` returns `true`.

@@ -142,6 +142,7 @@ impl Model {
             confirm_delete: false,
         });
         self.result = Some(result);
+        self.sweep = None;
         self.tab = Tab::Iperf3;
         self.screen = Screen::Result;
     }

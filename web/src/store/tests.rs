@@ -461,3 +461,120 @@ mod stored {
         assert!(anon.update(Msg::Delete).is_empty());
     }
 }
+
+fn sweep_point(len: u32) -> perfpeer_shared::sweep::SweepPoint {
+    perfpeer_shared::sweep::SweepPoint::failed(len, "test row")
+}
+
+#[test]
+fn a_sweep_shows_each_size_and_attaches_again_after_a_drop() {
+    let mut m = connected();
+    let cmds = m.update(Msg::Start(FormInput {
+        target: "pc".into(),
+        mode: "sweep".into(),
+        sizes: "64,128".into(),
+        seconds: "1".into(),
+        ..FormInput::default()
+    }));
+    let [Cmd::Send(ClientMsg::Sweep { sizes, spec, .. })] = &cmds[..] else {
+        panic!("{cmds:?}")
+    };
+    assert_eq!(
+        (sizes.clone(), spec.protocol),
+        (vec![64, 128], Protocol::Udp)
+    );
+    let spec = spec.clone();
+    m.update(Msg::Server(ServerMsg::SweepStarted {
+        sweep_id: "s1".into(),
+        target: "pc".into(),
+        spec: spec.clone(),
+        sizes: vec![64, 128],
+    }));
+    let live = |m: &mut Model, test: &str, i: u64| {
+        m.update(Msg::Server(ServerMsg::Interval {
+            test_id: test.into(),
+            role: PeerRole::Client,
+            report: interval(i),
+        }))
+    };
+    live(&mut m, "t1", 0);
+    live(&mut m, "t1", 1);
+    assert_eq!(m.run.as_ref().unwrap().client.len(), 2);
+    m.update(Msg::Server(ServerMsg::SweepPoint {
+        sweep_id: "s1".into(),
+        point: sweep_point(64),
+    }));
+    // The next size's intervals start the live figures afresh.
+    live(&mut m, "t2", 0);
+    let run = m.run.as_ref().unwrap();
+    assert_eq!(run.client.len(), 1);
+    let sweep = run.sweep.as_ref().unwrap();
+    assert_eq!((sweep.points.len(), sweep.running_size()), (1, Some(128)));
+    // A drop: the reconnect attaches to the sweep by its id.
+    m.update(Msg::SocketClosed);
+    m.update(Msg::SocketOpen);
+    let cmds = m.update(welcome(true));
+    assert!(
+        cmds.contains(&Cmd::Send(ClientMsg::Attach {
+            test_id: "s1".into()
+        })),
+        "{cmds:?}"
+    );
+    // A point of another sweep is not ours.
+    m.update(Msg::Server(ServerMsg::SweepPoint {
+        sweep_id: "other".into(),
+        point: sweep_point(999),
+    }));
+    assert_eq!(
+        m.run.as_ref().unwrap().sweep.as_ref().unwrap().points.len(),
+        1
+    );
+    let result = perfpeer_shared::sweep::SweepResult {
+        protocol: Protocol::Udp,
+        ccid: None,
+        bitrate: None,
+        seconds_per_size: 1.0,
+        points: vec![sweep_point(64), sweep_point(128)],
+    };
+    m.update(Msg::Server(ServerMsg::SweepResult {
+        sweep_id: "s1".into(),
+        result: result.clone(),
+    }));
+    assert_eq!(m.screen, Screen::Result);
+    assert!(m.run.is_none() && m.result.is_none());
+    let done = m.sweep.unwrap();
+    assert_eq!(
+        (done.result, done.target, done.spec),
+        (result, "pc".to_string(), spec)
+    );
+}
+
+#[test]
+fn dccp_is_refused_at_the_form_when_this_peer_has_none() {
+    let mut m = booted(Some("tok"));
+    let mut peer = PeerInfo::default();
+    peer.dccp.available = false;
+    peer.dccp.reason = Some("this kernel has no DCCP (removed from Linux in 6.16)".into());
+    m.update(Msg::Server(ServerMsg::Welcome {
+        protocol_version: PROTOCOL_VERSION,
+        peer,
+        authorized: true,
+    }));
+    let dccp = FormInput {
+        target: "pc".into(),
+        protocol: "dccp".into(),
+        ..FormInput::default()
+    };
+    assert!(m.update(Msg::Start(dccp.clone())).is_empty());
+    let e = m.form_error.clone().unwrap();
+    assert_eq!(e.field, "protocol");
+    assert!(e.message.contains("removed from Linux in 6.16"), "{e:?}");
+    assert!(m.run.is_none());
+    // With DCCP here, the same form starts a DCCP run.
+    m.peer.as_mut().unwrap().dccp.available = true;
+    let cmds = m.update(Msg::Start(dccp));
+    assert!(
+        matches!(&cmds[..], [Cmd::Send(ClientMsg::Run { spec, .. })] if spec.protocol == Protocol::Dccp),
+        "{cmds:?}"
+    );
+}
