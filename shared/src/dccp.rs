@@ -158,6 +158,43 @@ pub struct TfrcRx {
     pub p: f64,
 }
 
+/// CCID 3's state at the end of one interval, at the end that carries data: the sender's allowed
+/// rate X with the X_recv, p and RTT it knows, or the receiver's X_recv, p and RTT.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct TfrcSample {
+    /// Allowed sending rate X, bytes/s (sender only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x_bytes_per_sec: Option<f64>,
+    /// Receive rate X_recv, bytes/s.
+    pub x_recv_bytes_per_sec: f64,
+    /// Loss event rate p (0–1).
+    pub p: f64,
+    /// RTT estimate, µs.
+    pub rtt_us: u32,
+}
+
+impl From<&TfrcTx> for TfrcSample {
+    fn from(t: &TfrcTx) -> Self {
+        TfrcSample {
+            x_bytes_per_sec: Some(t.x_bytes_per_sec),
+            x_recv_bytes_per_sec: t.x_recv_bytes_per_sec,
+            p: t.p,
+            rtt_us: t.rtt_us,
+        }
+    }
+}
+
+impl From<&TfrcRx> for TfrcSample {
+    fn from(r: &TfrcRx) -> Self {
+        TfrcSample {
+            x_bytes_per_sec: None,
+            x_recv_bytes_per_sec: r.x_recv_bytes_per_sec,
+            p: r.p,
+            rtt_us: r.rtt_us,
+        }
+    }
+}
+
 /// What the kernel says about one DCCP data stream (in its [`crate::report::SocketInfo`]).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct DccpStreamInfo {

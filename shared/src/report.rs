@@ -92,6 +92,9 @@ pub struct StreamInterval {
     pub tcp: Option<TcpSample>,
     /// UDP receiver figures (UDP receiver only).
     pub udp_rx: Option<UdpRxSample>,
+    /// CCID 3's TFRC state at the end of the interval (DCCP with CCID 3 only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tfrc: Option<crate::dccp::TfrcSample>,
 }
 
 /// One reporting interval at one end.

@@ -22,6 +22,10 @@ const RUNS: &[(&str, &str)] = &[
     ("ccid3_v6", "::1 --dccp --ccid 3 -t 3 -J"),
     ("ccid2_v6_reverse_p2", "::1 --dccp --ccid 2 -R -P 2 -t 3 -J"),
     (
+        "ccid2_v4_bidir",
+        "127.0.0.1 --dccp --ccid 2 --bidir -t 3 -J",
+    ),
+    (
         "ccid3_v4_rate",
         "127.0.0.1 --dccp --ccid 3 -b 4M -l 1000 -t 3 -J",
     ),
@@ -32,7 +36,7 @@ const RUNS: &[(&str, &str)] = &[
         "::1 --dccp --ccid 2 --sweep-len 64,...,1024 -t 1 -J",
     ),
     ("cbr_json", "127.0.0.1 --dccp --ccid 3 --cbr mp3 -t 5 -J"),
-    ("cbr_text", "::1 --dccp --ccid 2 --cbr 48k --len 160 -t 3"),
+    ("cbr_text", "::1 --dccp --ccid 3 --cbr 48k --len 160 -t 3"),
     ("ccid3_text", "127.0.0.1 --dccp --ccid 3 -t 2"),
 ];
 
@@ -238,6 +242,7 @@ fn dccp_in_a_debian_12_guest() {
         ("ccid2_v4", 2, 1),
         ("ccid3_v6", 3, 1),
         ("ccid2_v6_reverse_p2", 2, 2),
+        ("ccid2_v4_bidir", 2, 2),
         ("ccid3_v4_rate", 3, 1),
     ] {
         let r = run(name);
@@ -291,16 +296,27 @@ fn check_text(cbr: &Run, ccid3: &Run) -> String {
     let live: Vec<&str> = cbr
         .out
         .lines()
-        .filter(|l| l.contains("Kbits/s") && l.contains(" ms"))
+        .filter(|l| l.contains("Kbits/s") && l.contains(" ms") && !l.contains("TFRC"))
         .collect();
     assert!(live.len() >= 2, "live CBR lines: {}", cbr.out);
     assert!(cbr.out.contains("longest gap"), "{}", cbr.out);
+    // CCID 3: the sender's TFRC state every interval, X near the stream's rate.
+    let tfrc: Vec<&str> = cbr
+        .out
+        .lines()
+        .filter(|l| l.contains("TFRC #1 sender: X "))
+        .collect();
+    assert!(tfrc.len() >= 2, "live TFRC lines: {}", cbr.out);
     assert!(
         ccid3.out.contains("TX CCID 3") && ccid3.out.contains("TFRC"),
         "{}",
         ccid3.out
     );
-    format!("cbr_text live line: {}", live[0].trim())
+    format!(
+        "cbr_text live lines: {}\n{}",
+        live[0].trim(),
+        tfrc[0].trim()
+    )
 }
 
 fn check_sweep(v: &Value) -> Vec<String> {

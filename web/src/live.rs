@@ -207,6 +207,7 @@ mod tests {
                 packets: None,
                 tcp: None,
                 udp_rx,
+                tfrc: None,
             }],
         };
         let client = [at(StreamRole::Sender, 400, None)];

@@ -133,7 +133,11 @@ pub fn stream_text(result: &TestResult) -> String {
     let mut out = format!("{}\n", cbr::header());
     let sides = std::iter::once(&result.local).chain(result.remote.as_ref());
     for side in sides {
-        for line in side.intervals.iter().filter_map(cbr::interval_line) {
+        let lines = side
+            .intervals
+            .iter()
+            .flat_map(|r| cbr::interval_line(r).into_iter().chain(cbr::tfrc_lines(r)));
+        for line in lines {
             out.push_str(&line);
             out.push('\n');
         }

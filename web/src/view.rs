@@ -474,7 +474,7 @@ fn stream_lines(client: &[IntervalReport], server: &[IntervalReport]) -> String 
     let lines: Vec<String> = client
         .iter()
         .chain(server)
-        .filter_map(cbr::interval_line)
+        .flat_map(|r| cbr::interval_line(r).into_iter().chain(cbr::tfrc_lines(r)))
         .collect();
     let from = lines.len().saturating_sub(STREAM_LINES);
     let mut out = format!("{}\n", cbr::header());

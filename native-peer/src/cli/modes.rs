@@ -207,10 +207,13 @@ pub async fn run_cbr(
 }
 
 fn print_live(ev: &TestEvent) {
-    if let TestEvent::Interval { report, .. } = ev
-        && let Some(line) = cbr::interval_line(report)
-    {
-        println!("{line}");
+    if let TestEvent::Interval { report, .. } = ev {
+        if let Some(line) = cbr::interval_line(report) {
+            println!("{line}");
+        }
+        for line in cbr::tfrc_lines(report) {
+            println!("{line}");
+        }
     }
 }
 

@@ -12,6 +12,7 @@ use perfpeer_shared::report::{
 use super::sockopt::{TcpInfo, tcp_info};
 use super::udp_stats::UdpRxSnapshot;
 use super::{DataSocket, Engine, StreamCounters};
+use perfpeer_shared::dccp::TfrcSample;
 use std::sync::Arc;
 
 /// Cumulative counters of one stream at one instant.
@@ -71,6 +72,18 @@ impl Sampled {
             (DataSocket::Tcp(s), StreamRole::Sender) => tcp_info(&**s),
             _ => None,
         }
+    }
+
+    /// CCID 3's state now, from the half-connection that carries this stream's data.
+    fn tfrc(&self) -> Option<TfrcSample> {
+        let DataSocket::Dccp(d) = &self.socket else {
+            return None;
+        };
+        let info = d.info(self.role == StreamRole::Sender);
+        info.tfrc_tx
+            .as_ref()
+            .map(TfrcSample::from)
+            .or(info.tfrc_rx.as_ref().map(TfrcSample::from))
     }
 
     fn read(&mut self) -> (Snap, Option<TcpInfo>) {
@@ -154,6 +167,7 @@ impl Sampler {
                 udp_rx: snap
                     .udp
                     .map(|u| u.interval_since(&s.last.udp.unwrap_or_default())),
+                tfrc: s.tfrc(),
             });
             s.last = snap;
         }

@@ -24,10 +24,11 @@ const MAX_UNIDENTIFIED: usize = 64;
 
 static LISTENING: AtomicBool = AtomicBool::new(false);
 
-/// Why this peer cannot be the far end of `spec` over DCCP (`None`: it can).
-pub fn refusal(spec: &TestSpec) -> Option<String> {
+/// Why this peer cannot be the far end of `spec` over DCCP for a client on IPv6 (`ipv6`) or
+/// IPv4 (`None`: it can).
+pub fn refusal(spec: &TestSpec, ipv6: bool) -> Option<String> {
     let support = dccp::support();
-    if let Some(why) = support.refusal(false) {
+    if let Some(why) = support.refusal(ipv6) {
         return Some(format!("this peer cannot run DCCP: {why}"));
     }
     if let Some(why) = spec

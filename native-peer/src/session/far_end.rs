@@ -37,12 +37,18 @@ fn refuse(code: ErrorCode, message: impl Into<String>) -> SessionError {
     }
 }
 
-/// Checks `spec` against the peer's caps.
-pub fn check_caps(spec: &TestSpec, state: &ServerState) -> Result<(), SessionError> {
+/// Checks `spec` against the peer's caps (and, for DCCP, this kernel's DCCP in the client's
+/// address family: the data streams use the control connection's).
+pub fn check_caps(
+    spec: &TestSpec,
+    state: &ServerState,
+    client: SocketAddr,
+) -> Result<(), SessionError> {
     spec.validate()
         .map_err(|e| refuse(ErrorCode::InvalidSpec, e.to_string()))?;
+    let ipv6 = client.ip().to_canonical().is_ipv6();
     if spec.protocol == perfpeer_shared::spec::Protocol::Dccp
-        && let Some(why) = crate::server::dccp_listener::refusal(spec)
+        && let Some(why) = crate::server::dccp_listener::refusal(spec, ipv6)
     {
         return Err(refuse(ErrorCode::InvalidSpec, why));
     }
@@ -77,7 +83,7 @@ pub async fn serve(
     state: &Arc<ServerState>,
     client: SocketAddr,
 ) -> Result<(), SessionError> {
-    check_caps(&spec, state)?;
+    check_caps(&spec, state, client)?;
     let _slot = state.slots.clone().try_acquire_owned().map_err(|_| {
         refuse(
             ErrorCode::OverLimit,

@@ -31,6 +31,7 @@ fn interval(i: u64, bytes: u64) -> IntervalReport {
             packets: None,
             tcp: None,
             udp_rx: None,
+            tfrc: None,
         }],
     }
 }

@@ -72,6 +72,34 @@ pub fn interval_line(report: &IntervalReport) -> Option<String> {
     ))
 }
 
+/// CCID 3's state at the end of an interval, one line per stream that reported it (the sender's
+/// allowed rate X, and X_recv, loss event rate p and RTT), for DCCP tests' live view.
+pub fn tfrc_lines(report: &IntervalReport) -> Vec<String> {
+    report
+        .streams
+        .iter()
+        .filter_map(|s| {
+            let t = s.tfrc?;
+            let x = t
+                .x_bytes_per_sec
+                .map_or(String::new(), |x| format!("X {}/s  ", format_bits(x * 8.0)));
+            Some(format!(
+                "{:7.2}-{:<7.2} TFRC #{} {}: {x}X_recv {}/s  p {:.4}  RTT {:.1} ms",
+                report.start.as_secs_f64(),
+                report.end.as_secs_f64(),
+                s.id,
+                match s.role {
+                    StreamRole::Sender => "sender",
+                    StreamRole::Receiver => "receiver",
+                },
+                format_bits(t.x_recv_bytes_per_sec * 8.0),
+                t.p,
+                f64::from(t.rtt_us) / 1000.0
+            ))
+        })
+        .collect()
+}
+
 fn gap_text(gap: Option<f64>) -> String {
     gap.map_or("-".into(), |g| format!("{g:.1} ms"))
 }
@@ -132,6 +160,7 @@ mod tests {
                     jitter_ms: 0.25,
                     max_gap_ms: Some(53.4),
                 }),
+                tfrc: None,
             }],
         };
         let line = interval_line(&report).unwrap();
@@ -140,6 +169,21 @@ mod tests {
         assert!(
             line.contains("37.0  1/38 (2.6%)  0.250 ms  53.4 ms"),
             "{line}"
+        );
+        assert!(tfrc_lines(&report).is_empty(), "no TFRC without CCID 3");
+        let mut sender = report.clone();
+        sender.streams[0].role = StreamRole::Sender;
+        sender.streams[0].tfrc = Some(crate::dccp::TfrcSample {
+            x_bytes_per_sec: Some(6000.0),
+            x_recv_bytes_per_sec: 5920.0,
+            p: 0.0125,
+            rtt_us: 1500,
+        });
+        assert_eq!(
+            tfrc_lines(&sender),
+            vec![
+                "   1.00-2.00    TFRC #1 sender: X 48.0 Kbits/s  X_recv 47.4 Kbits/s  p 0.0125  RTT 1.5 ms"
+            ]
         );
     }
 }

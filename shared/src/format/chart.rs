@@ -239,6 +239,7 @@ mod tests {
             packets: None,
             tcp: None,
             udp_rx: None,
+            tfrc: None,
         }
     }
 

@@ -1166,6 +1166,7 @@ mod tests {
             packets: None,
             tcp: Some(tcp),
             udp_rx: None,
+            tfrc: None,
         }
     }
 
@@ -1262,6 +1263,7 @@ mod tests {
             packets: None,
             tcp: None,
             udp_rx: Some(sample),
+            tfrc: None,
         };
         local.intervals = vec![interval(0.0, vec![s])];
         let tx = StreamFinal {
@@ -1291,6 +1293,7 @@ mod tests {
             packets: None,
             tcp: None,
             udp_rx: None,
+            tfrc: None,
         };
         local.intervals = vec![interval(
             0.0,
