@@ -17,7 +17,8 @@
 //!                             S: interval{…}    (each interval, live)
 //!                             S: senders_done   (byte-count test: its senders finished)
 //! C: stop                     both ends stop sending and drain
-//! C: final{report}            S: final{report}  (intervals travel live, not in final)
+//! C: final{report}            S: final{report, result_id?}  (the far end keeps the test
+//!                             first; intervals travel live, not in final)
 //! ```
 
 use serde::{Deserialize, Serialize};

@@ -39,7 +39,8 @@ fn numbers(line: &str) -> Vec<f64> {
 }
 
 /// The far end's stored record of the one test this peer served, as `perfpeer results show`
-/// renders it in `format` (netperf, json, ...).
+/// renders it in `format` (netperf, json, ...). The far end keeps the test before it sends its
+/// final report, so the record is complete once the client has printed.
 fn stored(peer: &Peer, format: &str) -> String {
     let store = peer.dir.to_str().unwrap();
     let run = |args: &[&str]| {
@@ -53,6 +54,7 @@ fn stored(peer: &Peer, format: &str) -> String {
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     assert_eq!(ids.len(), 1, "one stored test: {list}");
+    assert!(list.contains("complete"), "kept as complete: {list}");
     run(&[
         "results",
         "--data-dir",

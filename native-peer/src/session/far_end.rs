@@ -147,13 +147,8 @@ pub async fn serve(
             report,
         })?;
     }
-    let mut summary = report.clone();
-    summary.intervals.clear();
-    let result_id = rec.as_ref().map(|r| r.id().to_string());
-    chan.send(&ServerMsg::Final {
-        report: summary,
-        result_id,
-    })?;
+    // The client sends its final report without waiting for ours: take it first, so the test
+    // is kept (with both ends' figures) before our `final` announces where.
     let (remote, status) =
         match tokio::time::timeout(CLIENT_FINAL_TIMEOUT, chan.recv::<ClientMsg>()).await {
             Ok(Ok(ClientMsg::Final { report })) => (Some(report), TestStatus::Complete),
@@ -165,12 +160,15 @@ pub async fn serve(
             ),
         };
     tracing::info!(test_id, complete = remote.is_some(), "test ended");
-    if let Some(rec) = rec {
+    let mut summary = report.clone();
+    summary.intervals.clear();
+    let result_id = rec.map(|rec| {
+        let id = rec.id().to_string();
         let started_unix_ms = started
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
             .unwrap_or(0);
-        let result = TestResult {
+        rec.finish(&TestResult {
             id: test_id,
             spec,
             started_unix_ms,
@@ -178,9 +176,13 @@ pub async fn serve(
             local: report,
             remote,
             status,
-        };
-        rec.finish(&result);
-    }
+        });
+        id
+    });
+    chan.send(&ServerMsg::Final {
+        report: summary,
+        result_id,
+    })?;
     Ok(())
 }
 
