@@ -13,9 +13,8 @@ use perfpeer_shared::format::iperf2 as fmt;
 use perfpeer_shared::report::{PeerRole, TestStatus};
 use perfpeer_shared::spec::Protocol;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
-use super::test::{TestFlags, cancel_on_ctrl_c};
+use super::test::{TestFlags, cancel_on_ctrl_c, serve_printing};
 use crate::compat::iperf2::codec::DEFAULT_PORT;
 use crate::compat::iperf2::{client, server};
 use crate::session::client::TestEvent;
@@ -128,30 +127,20 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
     let config = server::ServerConfig {
         max_duration: Duration::from_secs(args.max_duration),
     };
-    let (tx, mut events) = mpsc::unbounded_channel();
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            stop.cancel();
-        }
-    });
+    let (tx, events) = mpsc::unbounded_channel();
     print!(
         "{}",
         fmt::server_banner(args.port, args.flags.spec(true).ok().and_then(|s| s.window))
     );
-    let serve = server::run(SocketAddr::new(ip, args.port), config, tx, shutdown);
-    tokio::pin!(serve);
-    loop {
-        tokio::select! {
-            r = &mut serve => {
-                r.with_context(|| format!("cannot serve on port {}", args.port))?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            Some(ev) = events.recv() => match ev {
-                server::ServerEvent::Finished(result) => print!("{}", fmt::text(&result)),
-                server::ServerEvent::Refused { from, reason } => println!("[ ID] {from}: {reason}"),
-            },
-        }
-    }
+    let addr = SocketAddr::new(ip, args.port);
+    serve_printing(
+        args.port,
+        |shutdown| server::run(addr, config, tx, shutdown),
+        events,
+        |ev| match ev {
+            server::ServerEvent::Finished(result) => print!("{}", fmt::text(&result)),
+            server::ServerEvent::Refused { from, reason } => println!("[ ID] {from}: {reason}"),
+        },
+    )
+    .await
 }

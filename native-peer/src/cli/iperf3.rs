@@ -6,15 +6,14 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::Args;
 use perfpeer_shared::format::iperf3::{self as fmt, Preamble};
 use perfpeer_shared::report::PeerRole;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::output::{Printer, Style};
-use super::test::{TestFlags, cancel_on_ctrl_c, finish, print_while};
+use super::test::{TestFlags, cancel_on_ctrl_c, finish, print_while, serve_printing};
 use crate::compat::iperf3::codec::DEFAULT_PORT;
 use crate::compat::iperf3::{client, server};
 use crate::session::target::resolve_host;
@@ -92,14 +91,7 @@ async fn run_server(args: &Iperf3Args) -> anyhow::Result<ExitCode> {
         max_duration: Duration::from_secs(args.max_duration),
         one_off: args.one_off,
     };
-    let (tx, mut events) = mpsc::unbounded_channel();
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            stop.cancel();
-        }
-    });
+    let (tx, events) = mpsc::unbounded_channel();
     if style == Style::Text {
         println!("-----------------------------------------------------------");
         println!(
@@ -108,20 +100,13 @@ async fn run_server(args: &Iperf3Args) -> anyhow::Result<ExitCode> {
         );
         println!("-----------------------------------------------------------");
     }
-    let serve = server::run(addr, config, tx, shutdown);
-    tokio::pin!(serve);
-    loop {
-        tokio::select! {
-            r = &mut serve => {
-                while let Ok(ev) = events.try_recv() {
-                    print_server_event(&ev, style);
-                }
-                r.with_context(|| format!("cannot serve on port {}", args.port))?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            Some(ev) = events.recv() => print_server_event(&ev, style),
-        }
-    }
+    serve_printing(
+        args.port,
+        |shutdown| server::run(addr, config, tx, shutdown),
+        events,
+        |ev| print_server_event(&ev, style),
+    )
+    .await
 }
 
 fn print_server_event(ev: &server::ServerEvent, style: Style) {

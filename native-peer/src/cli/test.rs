@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use clap::Args;
 use perfpeer_shared::report::{TestResult, TestStatus};
 use perfpeer_shared::spec::{Direction, EndCondition, Protocol, RequestResponse, TestSpec};
@@ -361,6 +361,33 @@ pub fn cancel_on_ctrl_c() -> CancellationToken {
         }
     });
     cancel
+}
+
+/// Runs a stock-tool server (`perfpeer iperf3 -s`, `perfpeer iperf -s`) until it ends or Ctrl-C
+/// stops it, handing each of its events to `print`.
+pub async fn serve_printing<E, F>(
+    port: u16,
+    serve: impl FnOnce(CancellationToken) -> F,
+    mut events: mpsc::UnboundedReceiver<E>,
+    mut print: impl FnMut(E),
+) -> anyhow::Result<ExitCode>
+where
+    F: std::future::Future<Output = std::io::Result<()>>,
+{
+    let serve = serve(cancel_on_ctrl_c());
+    tokio::pin!(serve);
+    loop {
+        tokio::select! {
+            r = &mut serve => {
+                while let Ok(ev) = events.try_recv() {
+                    print(ev);
+                }
+                r.with_context(|| format!("cannot serve on port {port}"))?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            Some(ev) = events.recv() => print(ev),
+        }
+    }
 }
 
 /// Prints live events while `test` runs; returns its outcome.

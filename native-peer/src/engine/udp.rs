@@ -144,18 +144,28 @@ pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
                 }
                 Datagram::Other => {}
             },
-            Err(e) if is_retry(&e) || e.kind() == io::ErrorKind::ConnectionRefused => {}
+            Err(e) if is_receive_retry(&e) => {}
             Err(e) => return Err(e),
         }
-        if w.control.aborted() {
-            return Ok(());
-        }
-        if let Some(draining) = w.control.draining_for()
-            && (last_arrival.elapsed() > DRAIN_IDLE || draining > DRAIN_LIMIT)
-        {
+        if receiver_done(w, last_arrival) {
             return Ok(());
         }
     }
+}
+
+/// A receive error that only means "nothing yet" (a timeout, or an ICMP refusal surfacing on a
+/// connected socket before the sender's first datagram).
+pub(super) fn is_receive_retry(e: &io::Error) -> bool {
+    is_retry(e) || e.kind() == io::ErrorKind::ConnectionRefused
+}
+
+/// Whether a datagram receiver stops now: the test was aborted, or it is draining and the
+/// stream went quiet (or the drain ran out of time).
+pub(super) fn receiver_done(w: &Worker, last_arrival: Instant) -> bool {
+    w.control.aborted()
+        || w.control
+            .draining_for()
+            .is_some_and(|draining| last_arrival.elapsed() > DRAIN_IDLE || draining > DRAIN_LIMIT)
 }
 
 pub(super) fn lock(m: &std::sync::Mutex<UdpRxStats>) -> std::sync::MutexGuard<'_, UdpRxStats> {

@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::udp::{DRAIN_IDLE, DRAIN_LIMIT, lock, signal_end, wall_clock};
+use super::udp::{is_receive_retry, lock, receiver_done, signal_end, wall_clock};
 use super::wire::{Datagram, DatagramFormat};
 use super::{POLL, Worker, is_retry};
 
@@ -265,15 +265,10 @@ pub(super) fn receive(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
                     return Ok(());
                 }
             }
-            Err(e) if is_retry(&e) || e.kind() == io::ErrorKind::ConnectionRefused => {}
+            Err(e) if is_receive_retry(&e) => {}
             Err(e) => return Err(e),
         }
-        if w.control.aborted() {
-            return Ok(());
-        }
-        if let Some(draining) = w.control.draining_for()
-            && (last_arrival.elapsed() > DRAIN_IDLE || draining > DRAIN_LIMIT)
-        {
+        if receiver_done(w, last_arrival) {
             return Ok(());
         }
     }
