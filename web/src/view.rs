@@ -26,6 +26,7 @@ pub struct View {
     html_url: Option<String>,
     sweep_json_url: Option<String>,
     sweep_text_url: Option<String>,
+    sweep_html_url: Option<String>,
     history_html: String,
     overlay_key: String,
 }
@@ -92,8 +93,12 @@ impl View {
         self.shown_sweep = Some(sweep.clone());
         self.shown_result = None;
         let sizes: Vec<u32> = sweep.points.iter().map(|p| p.len).collect();
-        let title = present::describe_sweep(&done.spec, &sizes);
-        set_text("result-title", &format!("{title} → {}", done.target));
+        let title = format!(
+            "{} → {}",
+            present::describe_sweep(&done.spec, &sizes),
+            done.target
+        );
+        set_text("result-title", &title);
         el("sweep-rows").set_inner_html(&present::sweep_rows(sweep));
         el("sweep-chart").set_inner_html(&sweep_text::svg(sweep));
         let text = sweep_text::text(sweep, done.spec.dccp.map(|d| d.service));
@@ -112,6 +117,14 @@ impl View {
             &text,
             "text/plain",
             "perfpeer-sweep.txt",
+        );
+        // A self-contained page, like a test's "Download as a file".
+        set_download(
+            &mut self.sweep_html_url,
+            "sweep-html-download",
+            &html::sweep_page(sweep, &title),
+            "text/html",
+            "perfpeer-sweep.html",
         );
     }
 

@@ -1,12 +1,14 @@
 //! A result as one self-contained HTML page: summary, throughput chart (inline SVG) and the
 //! iperf3, iperf2, ttcp and netperf renderings, with the result's JSON embedded. No script and
 //! nothing fetched, so the same page serves `/r/<id>` and opens offline as a downloaded file.
+//! A packet-size sweep gets a page of the same kind ([`sweep_page`]).
 
 use std::fmt::Write;
 
-use crate::format::{chart, iperf2, iperf3, netperf, ttcp};
+use crate::format::{chart, iperf2, iperf3, netperf, sweep, ttcp};
 use crate::report::{PeerRole, TestResult, TestStatus};
 use crate::spec::{Direction, EndCondition};
+use crate::sweep::SweepResult;
 use crate::units::{format_bits, format_bytes};
 
 /// Escapes text for HTML content and attribute values.
@@ -253,9 +255,95 @@ pub fn page(result: &TestResult) -> String {
     h
 }
 
+/// A sweep as one self-contained page: `title` (what ran, against which peer), the rows as a
+/// table, the two-panel chart, the CLI's text table and the `SweepResult` JSON (also embedded
+/// for tools as `<script id='perfpeer-sweep'>`).
+pub fn sweep_page(result: &SweepResult, title: &str) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' content='width=device-width,initial-scale=1'>\
+         <title>perfpeer sweep: {t}</title><style>{STYLE}</style></head><body><main><h1>{t}</h1>\
+         <section class='card'><table><tr><td>Size</td><td>Throughput</td><td>Packets/s</td><td>Lost/Total</td></tr>",
+        t = escape(title)
+    );
+    for p in &result.points {
+        match &p.error {
+            Some(e) => {
+                let _ = write!(
+                    h,
+                    "<tr><td>{} B</td><td colspan='3'>failed: {}</td></tr>",
+                    p.len,
+                    escape(e)
+                );
+            }
+            None => {
+                let _ = write!(
+                    h,
+                    "<tr><td>{} B</td><td>{}/sec</td><td>{:.0}</td><td>{}/{} ({:.2}%)</td></tr>",
+                    p.len,
+                    escape(format_bits(p.bits_per_second).trim()),
+                    p.packets_per_second,
+                    p.lost,
+                    p.lost + p.packets,
+                    p.lost_percent
+                );
+            }
+        }
+    }
+    let json = serde_json::to_string_pretty(result).unwrap_or_default();
+    let raw = serde_json::to_string(result)
+        .unwrap_or_default()
+        .replace("</", "<\\/");
+    let _ = write!(
+        h,
+        "</table></section><section class='card'>{}</section><section class='card'>\
+         <details open><summary>Text (perfpeer test --sweep-len)</summary><pre>{}</pre></details>\
+         <details><summary>JSON (perfpeer test --sweep-len -J)</summary><pre>{}</pre></details></section>\
+         <script type='application/json' id='perfpeer-sweep'>{raw}</script></main></body></html>",
+        sweep::svg(result),
+        escape(&sweep::text(result, None)),
+        escape(&json)
+    );
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_page_is_self_contained() {
+        use crate::spec::Protocol;
+        use crate::sweep::SweepPoint;
+        let mut ok = SweepPoint::failed(64, "");
+        ok.error = None;
+        ok.bits_per_second = 2e6;
+        ok.packets_per_second = 3906.0;
+        let result = SweepResult {
+            protocol: Protocol::Udp,
+            ccid: None,
+            bitrate: Some(2_000_000),
+            seconds_per_size: 1.0,
+            points: vec![ok, SweepPoint::failed(1400, "</script><b>")],
+        };
+        let page = sweep_page(&result, "UDP sweep → pc");
+        assert!(page.starts_with("<!doctype html>") && page.ends_with("</html>"));
+        assert!(page.contains("<h1>UDP sweep → pc</h1>"));
+        assert!(
+            page.contains("<td>64 B</td><td>2.00 Mbits/sec</td><td>3906</td>"),
+            "{page}"
+        );
+        assert!(page.contains("failed: &lt;/script&gt;&lt;b&gt;"), "escaped");
+        assert!(page.contains("<svg") && !page.contains("src=") && !page.contains("href="));
+        let embedded = page
+            .split("<script type='application/json' id='perfpeer-sweep'>")
+            .nth(1)
+            .and_then(|rest| rest.split("</script>").next())
+            .unwrap();
+        let back: SweepResult = serde_json::from_str(&embedded.replace("<\\/", "</")).unwrap();
+        assert_eq!(back, result);
+    }
 
     #[test]
     fn escaping() {

@@ -66,6 +66,19 @@ async fn sweep_from_the_form(c: &Client, pc: &Peer) {
     )
     .await;
     assert_eq!(circles, Value::from(4), "two sizes in each of two panels");
+    // So does the self-contained page ("Download as a file").
+    let page = js(
+        c,
+        "return fetch(document.getElementById('sweep-html-download').href).then(r => r.text());",
+    )
+    .await;
+    let page = page.as_str().expect("page text");
+    assert!(
+        page.starts_with("<!doctype html>")
+            && page.contains("<svg")
+            && page.contains("<td>1000 B</td>"),
+        "{page}"
+    );
     let table = text(c, "sweep-text").await;
     assert!(table.starts_with("Packet-size sweep: UDP"), "{table}");
     assert!(
