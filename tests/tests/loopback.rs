@@ -53,9 +53,11 @@ fn udp_at_a_rate_reports_loss_and_jitter() {
     let received = u64_at(&v, "/end/sum_received/bytes");
     assert!(received <= sent, "received {received} > sent {sent}");
     let rate = f64_at(&v, "/end/sum_sent/bits_per_second");
+    // Never above the rate; below it only when the sender was starved of CPU for longer than
+    // its catch-up can make good before the end (a loaded 2-core machine running other tests).
     assert!(
-        (rate - 20e6).abs() < 1e6,
-        "paced rate {rate} is not 20 Mbit/s ± 5%"
+        (16e6..=21e6).contains(&rate),
+        "paced rate {rate} is not 20 Mbit/s (+5 %, -20 %)"
     );
     // Received + lost = sent, datagram for datagram.
     let packets_sent = u64_at(&v, "/end/sum_sent/packets");
