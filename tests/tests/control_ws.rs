@@ -392,6 +392,20 @@ async fn run_can_target_a_stock_iperf3_server() {
     assert!(received > 0);
 }
 
+/// The body of a plain `GET path` to the peer's control port.
+fn http_get(peer: &Peer, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(&peer.control).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200"),
+        "{answer}"
+    );
+    answer.split_once("\r\n\r\n").unwrap().1.to_string()
+}
+
 /// The next message, which must be an `error` with `code`; returns its text.
 async fn expect_error(ws: &mut Ws, code: ErrorCode) -> String {
     match recv(ws).await {
@@ -485,6 +499,24 @@ async fn sweep_runs_one_paced_test_per_size_and_can_be_attached_again() {
         panic!("no sweep_result: {:?}", replay.last());
     };
     assert_eq!(result.points, points);
+    // The peer kept the sweep before announcing it; its link opens without the token.
+    let result_id = replay
+        .iter()
+        .find_map(|m| match m {
+            ServerMsg::Stored { test_id, result_id } if *test_id == sweep_id => {
+                Some(result_id.clone())
+            }
+            _ => None,
+        })
+        .expect("a stored message for the sweep");
+    let kept: perfpeer_shared::sweep::SweepResult =
+        serde_json::from_str(&http_get(&dut, &format!("/r/{result_id}.json"))).unwrap();
+    assert_eq!(&kept, result);
+    let page = http_get(&dut, &format!("/r/{result_id}"));
+    assert!(
+        page.contains("Packet-size sweep: UDP") && page.contains("<td>1000 B</td>"),
+        "{page}"
+    );
     assert_eq!(
         points.iter().map(|p| p.len).collect::<Vec<_>>(),
         vec![200, 1000]

@@ -150,6 +150,8 @@ impl SweepRun {
 /// A finished sweep with what it ran.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinishedSweep {
+    /// Its id from `sweep_started` (a `stored` message with it gives the share link).
+    pub sweep_id: String,
     /// The other peer.
     pub target: String,
     /// Each size's test.
@@ -497,14 +499,18 @@ impl Model {
                 }
                 Vec::new()
             }
-            ServerMsg::SweepResult { result, .. } => {
+            ServerMsg::SweepResult { sweep_id, result } => {
                 let (target, spec) = match self.run.take() {
                     Some(run) => (run.target, run.spec),
                     None => (String::new(), TestSpec::new(result.protocol)),
                 };
                 self.result = None;
-                self.share = None;
+                // The peer kept the sweep (`stored` came just before): keep its share link.
+                if self.share.as_ref().is_some_and(|s| s.test_id != sweep_id) {
+                    self.share = None;
+                }
                 self.sweep = Some(FinishedSweep {
+                    sweep_id,
                     target,
                     spec,
                     result,

@@ -69,8 +69,8 @@ impl View {
             self.render_sweep(sweep);
         } else {
             self.render_result(model);
-            render_share(model);
         }
+        render_share(model);
         if model.screen == Screen::History {
             self.render_history(model);
         }
@@ -249,10 +249,13 @@ fn history_row(e: &history::Entry, tz: i32, picked: bool) -> String {
 
 /// The share box: shown with a stored result; its switches only for the token holder.
 fn render_share(model: &Model) {
-    let share = model
-        .share
-        .as_ref()
-        .filter(|s| model.result.as_ref().is_some_and(|r| r.id == s.test_id));
+    let share = model.share.as_ref().filter(|s| {
+        model.result.as_ref().is_some_and(|r| r.id == s.test_id)
+            || model
+                .sweep
+                .as_ref()
+                .is_some_and(|w| w.sweep_id == s.test_id)
+    });
     show("share", share.is_some());
     let Some(share) = share else { return };
     let origin = crate::dom::window().location().origin().unwrap_or_default();

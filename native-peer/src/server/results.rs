@@ -1,18 +1,18 @@
-//! Result pages and the history API: `/r/<id>` (a self-contained HTML page; the id is the
-//! permission, no token), `/r/<id>.json`, and with the token `GET /api/results`,
+//! Result pages and the history API: `/r/<id>` (a self-contained HTML page of a test or a kept
+//! sweep; the id is the permission, no token), `/r/<id>.json`, and with the token `GET /api/results`,
 //! `GET /api/results/<id>` (`{"summary", "result"}`, link on or off), `DELETE /api/results/<id>`
 //! and `POST /api/results/<id>/link` (`{"enabled": false}` turns a share link off). Unknown or
 //! disabled ids are a plain 404.
 
 use std::sync::Arc;
 
-use perfpeer_shared::format::html;
+use perfpeer_shared::format::{html, sweep};
 use warp::Filter;
 use warp::http::StatusCode;
 use warp::reply::{Reply, Response};
 
 use super::state::ServerState;
-use crate::store::Store;
+use crate::store::{Store, StoredSweep};
 
 /// Largest body of the link switch.
 const MAX_BODY: u64 = 1024;
@@ -173,17 +173,34 @@ async fn result_page(name: String, state: Arc<ServerState>) -> Response {
         return missing();
     }
     with_store(&state, move |s| {
-        Ok(match s.get(&id)? {
-            Some(found) if found.summary.link_enabled => {
+        let page = |body: String| {
+            warp::reply::with_header(warp::reply::html(body), "cache-control", "no-cache")
+                .into_response()
+        };
+        if let Some(found) = s.get(&id)? {
+            return Ok(match (found.summary.link_enabled, json) {
+                (false, _) => missing(),
+                (true, true) => warp::reply::json(&found.result).into_response(),
+                (true, false) => page(html::page(&found.result)),
+            });
+        }
+        Ok(match s.sweep(&id)? {
+            Some(sweep) if sweep.link_enabled => {
                 if json {
-                    warp::reply::json(&found.result).into_response()
+                    warp::reply::json(&sweep.result).into_response()
                 } else {
-                    let reply = warp::reply::html(html::page(&found.result));
-                    warp::reply::with_header(reply, "cache-control", "no-cache").into_response()
+                    page(html::sweep_page(&sweep.result, &sweep_title(&sweep)))
                 }
             }
             _ => missing(),
         })
     })
     .await
+}
+
+/// A kept sweep's heading: the text table's title line and the other peer.
+fn sweep_title(sweep: &StoredSweep) -> String {
+    let text = sweep::text(&sweep.result, sweep.spec.dccp.map(|d| d.service));
+    let first = text.lines().next().unwrap_or("Packet-size sweep");
+    format!("{first} → {}", sweep.peer)
 }

@@ -268,9 +268,31 @@ pub fn start_sweep(
     log
 }
 
+/// Keeps a finished sweep in the store (if this peer keeps results); its result id.
+async fn keep_sweep(
+    state: &ServerState,
+    target: &str,
+    spec: &TestSpec,
+    result: &perfpeer_shared::sweep::SweepResult,
+) -> Option<String> {
+    let store = state.store()?.clone();
+    let (target, spec, result) = (target.to_string(), spec.clone(), result.clone());
+    match tokio::task::spawn_blocking(move || store.save_sweep(&target, &spec, &result)).await {
+        Ok(Ok(id)) => Some(id),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "cannot keep the sweep");
+            None
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot keep the sweep");
+            None
+        }
+    }
+}
+
 /// Runs the sweep, writing the running size's intervals and each size's row to `log`; the
-/// same abandonment and shutdown rules as a single run. Sweeps are not stored in the history
-/// (a sweep is many tests; its rows are its result).
+/// same abandonment and shutdown rules as a single run. The finished sweep is kept whole (its
+/// rows are its result; its sizes' tests are not kept one by one) with a share link.
 async fn drive_sweep(
     state: Arc<ServerState>,
     log: Arc<RunLog>,
@@ -326,7 +348,13 @@ async fn drive_sweep(
                     on_event(ev, &mut running);
                 }
                 break match joined {
-                    Ok(result) => ServerMsg::SweepResult { sweep_id: sweep_id.clone(), result },
+                    Ok(result) => {
+                        // Kept before it is announced, like a test.
+                        if let Some(result_id) = keep_sweep(&state, &target, &spec, &result).await {
+                            log.push(ServerMsg::Stored { test_id: sweep_id.clone(), result_id });
+                        }
+                        ServerMsg::SweepResult { sweep_id: sweep_id.clone(), result }
+                    }
                     Err(e) => ServerMsg::error(perfpeer_shared::control::ErrorCode::Internal, e.to_string()),
                 };
             }

@@ -5,9 +5,11 @@
 //!
 //! - [`schema`]: numbered migrations.
 //! - [`record`]: the recorder a running test writes through.
+//! - [`sweeps`]: packet-size sweeps, kept whole with a share link of their own.
 
 mod record;
 pub mod schema;
+mod sweeps;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -21,6 +23,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 pub use record::Recording;
+pub use sweeps::StoredSweep;
 
 /// Name of the database file in the data directory.
 pub const FILE_NAME: &str = "results.db";
@@ -316,20 +319,26 @@ impl Store {
         Ok(Some(Stored { summary, result }))
     }
 
-    /// Deletes a result; whether it existed.
+    /// Deletes a result (a test's or a sweep's); whether it existed.
     pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        Ok(self
-            .conn()
-            .execute("DELETE FROM results WHERE id = ?1", [id])?
-            > 0)
+        let conn = self.conn();
+        let tests = conn.execute("DELETE FROM results WHERE id = ?1", [id])?;
+        let sweeps = conn.execute("DELETE FROM sweeps WHERE id = ?1", [id])?;
+        Ok(tests + sweeps > 0)
     }
 
-    /// Turns a result's share link on or off; whether it existed.
+    /// Turns a result's (a test's or a sweep's) share link on or off; whether it existed.
     pub fn set_link(&self, id: &str, enabled: bool) -> Result<bool, StoreError> {
-        Ok(self.conn().execute(
+        let conn = self.conn();
+        let tests = conn.execute(
             "UPDATE results SET link_enabled = ?2 WHERE id = ?1",
             params![id, enabled],
-        )? > 0)
+        )?;
+        let sweeps = conn.execute(
+            "UPDATE sweeps SET link_enabled = ?2 WHERE id = ?1",
+            params![id, enabled],
+        )?;
+        Ok(tests + sweeps > 0)
     }
 }
 

@@ -34,6 +34,15 @@ pub const MIGRATIONS: &[&str] = &[
     // 2: share links that the token holder can turn off; newest-first listing.
     "ALTER TABLE results ADD COLUMN link_enabled INTEGER NOT NULL DEFAULT 1;
      CREATE INDEX results_by_time ON results(created_ms DESC);",
+    // 3: packet-size sweeps started from a browser, each kept whole (its rows are its result).
+    "CREATE TABLE sweeps (
+        id TEXT PRIMARY KEY,
+        created_ms INTEGER NOT NULL,
+        peer TEXT NOT NULL,
+        spec_json TEXT NOT NULL,
+        result_json TEXT NOT NULL,
+        link_enabled INTEGER NOT NULL DEFAULT 1
+     );",
 ];
 
 /// The schema version this build writes.

@@ -192,3 +192,45 @@ fn a_corrupted_file_is_kept_aside_and_a_fresh_store_starts() {
     assert!(kept, "the old file is kept");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_sweep_is_kept_whole_and_its_link_switches_and_deletes_like_a_tests() {
+    use perfpeer_shared::sweep::{SweepPoint, SweepResult};
+    let dir = temp_dir("sweep");
+    let (store, _) = Store::open(&dir).unwrap();
+    let spec = TestSpec::new(Protocol::Udp);
+    let sweep = SweepResult {
+        protocol: Protocol::Udp,
+        ccid: None,
+        bitrate: Some(2_000_000),
+        seconds_per_size: 1.0,
+        points: vec![
+            SweepPoint::failed(64, "refused"),
+            SweepPoint::failed(128, "x"),
+        ],
+    };
+    let id = store.save_sweep("pc:5210", &spec, &sweep).unwrap();
+    assert_eq!(id.len(), 32);
+    let kept = store.sweep(&id).unwrap().unwrap();
+    assert_eq!(
+        (
+            kept.peer.as_str(),
+            &kept.spec,
+            &kept.result,
+            kept.link_enabled
+        ),
+        ("pc:5210", &spec, &sweep, true)
+    );
+    assert!(store.get(&id).unwrap().is_none(), "not a test");
+    assert!(store.set_link(&id, false).unwrap());
+    assert!(!store.sweep(&id).unwrap().unwrap().link_enabled);
+    drop(store);
+    // Kept across a reopen; deleted for good.
+    let (store, _) = Store::open(&dir).unwrap();
+    assert!(store.sweep(&id).unwrap().is_some());
+    assert!(store.delete(&id).unwrap());
+    assert!(store.sweep(&id).unwrap().is_none());
+    assert!(!store.delete(&id).unwrap());
+    assert!(store.sweep("nope").unwrap().is_none());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

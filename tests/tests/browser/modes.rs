@@ -79,6 +79,19 @@ async fn sweep_from_the_form(c: &Client, pc: &Peer) {
             && page.contains("<td>1000 B</td>"),
         "{page}"
     );
+    // The peer kept the sweep: its share link opens without the token.
+    wait_shown(c, "share", Duration::from_secs(2)).await;
+    let shared = js(
+        c,
+        "return fetch(document.getElementById('share-url').value).then(r => r.text());",
+    )
+    .await;
+    assert!(
+        shared
+            .as_str()
+            .is_some_and(|p| p.contains("<td>200 B</td>")),
+        "{shared}"
+    );
     let table = text(c, "sweep-text").await;
     assert!(table.starts_with("Packet-size sweep: UDP"), "{table}");
     assert!(

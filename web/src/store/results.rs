@@ -121,6 +121,7 @@ impl Model {
                 if self.share.as_ref().is_some_and(|s| s.result_id == id) {
                     self.share = None;
                     self.result = None;
+                    self.sweep = None;
                     self.screen = Screen::History;
                 }
             }

@@ -536,11 +536,20 @@ fn a_sweep_shows_each_size_and_attaches_again_after_a_drop() {
         seconds_per_size: 1.0,
         points: vec![sweep_point(64), sweep_point(128)],
     };
+    m.update(Msg::Server(ServerMsg::Stored {
+        test_id: "s1".into(),
+        result_id: "r1".into(),
+    }));
     m.update(Msg::Server(ServerMsg::SweepResult {
         sweep_id: "s1".into(),
         result: result.clone(),
     }));
     assert_eq!(m.screen, Screen::Result);
+    assert_eq!(
+        m.share.as_ref().map(|s| s.result_id.as_str()),
+        Some("r1"),
+        "the kept sweep's share link"
+    );
     assert!(m.run.is_none() && m.result.is_none());
     let done = m.sweep.unwrap();
     assert_eq!(
