@@ -517,6 +517,25 @@ async fn sweep_runs_one_paced_test_per_size_and_can_be_attached_again() {
         page.contains("Packet-size sweep: UDP") && page.contains("<td>1000 B</td>"),
         "{page}"
     );
+    // `perfpeer results` lists it as a sweep and shows it as the CLI's table or JSON.
+    let results = |args: &[&str]| {
+        let mut all = vec!["results", "--data-dir", dut.dir.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let out = perfpeer_tests::Running::spawn(&perfpeer_tests::perfpeer_bin(), &all)
+            .wait(Duration::from_secs(20));
+        assert!(out.status.success(), "{all:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let list = results(&["list"]);
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with(&result_id) && l.contains(" sweep ")),
+        "{list}"
+    );
+    assert!(results(&["show", &result_id[..8]]).starts_with("Packet-size sweep: UDP"));
+    let json: perfpeer_shared::sweep::SweepResult =
+        serde_json::from_str(&results(&["show", &result_id, "--format", "json"])).unwrap();
+    assert_eq!(&json, result);
     assert_eq!(
         points.iter().map(|p| p.len).collect::<Vec<_>>(),
         vec![200, 1000]

@@ -14,6 +14,10 @@ use crate::present::rate;
 pub struct Entry {
     /// Result id: the share link's secret.
     pub id: String,
+    /// `test`, or `sweep` (a packet-size sweep kept whole: `bytes` is its total and
+    /// `bits_per_second` its best size's rate).
+    #[serde(default = "test_kind")]
+    pub kind: String,
     /// When the test began, ms since the Unix epoch.
     pub created_ms: u64,
     /// `cli`, `browser` or `far_end`.
@@ -45,23 +49,55 @@ pub struct Entry {
     pub link_enabled: bool,
 }
 
+fn test_kind() -> String {
+    "test".into()
+}
+
+impl Entry {
+    /// Whether this line is a kept sweep (opened as a table, not overlaid).
+    pub fn is_sweep(&self) -> bool {
+        self.kind == "sweep"
+    }
+}
+
 /// The list's body parsed.
 pub fn parse_list(body: &str) -> Result<Vec<Entry>, String> {
     serde_json::from_str(body).map_err(|e| format!("the peer's history list did not parse: {e}"))
 }
 
-/// One stored result with its list facts (`GET /api/results/<id>`).
+/// One stored result with its list facts (`GET /api/results/<id>`): a test's result, or a kept
+/// sweep.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Opened {
     /// The list facts (link state).
     pub summary: Entry,
-    /// The result with both ends' intervals.
-    pub result: TestResult,
+    /// A test's result with both ends' intervals.
+    #[serde(default)]
+    pub result: Option<TestResult>,
+    /// A kept sweep.
+    #[serde(default)]
+    pub sweep: Option<KeptSweep>,
 }
 
-/// A stored result's body parsed.
+/// A sweep as the peer keeps it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct KeptSweep {
+    /// The other peer.
+    pub peer: String,
+    /// What each size ran.
+    pub spec: perfpeer_shared::spec::TestSpec,
+    /// The rows.
+    pub result: perfpeer_shared::sweep::SweepResult,
+}
+
+/// A stored result's body parsed (it holds a test's result or a sweep).
 pub fn parse_opened(body: &str) -> Result<Opened, String> {
-    serde_json::from_str(body).map_err(|e| format!("the stored result did not parse: {e}"))
+    let opened: Opened =
+        serde_json::from_str(body).map_err(|e| format!("the stored result did not parse: {e}"))?;
+    if opened.result.is_none() && opened.sweep.is_none() {
+        return Err("the stored result holds neither a test nor a sweep".into());
+    }
+    Ok(opened)
 }
 
 /// The history filters; an empty field lets everything through.
@@ -231,6 +267,9 @@ pub fn row(e: &Entry, tz_offset_min: i32) -> Row {
     if e.role == "server" {
         what.push_str(" (far end)");
     }
+    if e.is_sweep() {
+        what.push_str(" size sweep");
+    }
     let mut status = e.status.clone();
     if let Some(r) = e
         .reason
@@ -247,7 +286,11 @@ pub fn row(e: &Entry, tz_offset_min: i32) -> Row {
         when: when(e.created_ms, tz_offset_min),
         what,
         peer: e.peer.clone(),
-        throughput: e.bits_per_second.map_or_else(|| "–".into(), rate),
+        throughput: match e.bits_per_second {
+            None => "–".into(),
+            Some(b) if e.is_sweep() => format!("best {}", rate(b)),
+            Some(b) => rate(b),
+        },
         status,
     }
 }
@@ -282,8 +325,12 @@ impl History {
             .collect()
     }
 
-    /// Ticks or unticks `id`; the comparison chart goes until asked again.
+    /// Ticks or unticks `id` (a test: sweeps are not overlaid); the comparison chart goes until
+    /// asked again.
     pub fn toggle(&mut self, id: &str) {
+        if self.entries.iter().any(|e| e.id == id && e.is_sweep()) {
+            return;
+        }
         match self.picked.iter().position(|p| p == id) {
             Some(i) => {
                 self.picked.remove(i);

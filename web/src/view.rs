@@ -233,12 +233,21 @@ impl View {
 fn history_row(e: &history::Entry, tz: i32, picked: bool) -> String {
     let r = history::row(e, tz);
     let id = escape(&r.id);
+    // Sweeps open as a table; only tests can be overlaid.
+    let pick = if e.is_sweep() {
+        "<span class='no-pick'></span>".to_string()
+    } else {
+        format!(
+            "<input type='checkbox' data-pick='{id}' aria-label='overlay'{}>",
+            if picked { " checked" } else { "" }
+        )
+    };
     format!(
-        "<li data-id='{id}' data-protocol='{}'><input type='checkbox' data-pick='{id}' aria-label='overlay'{}>\
+        "<li data-id='{id}' data-protocol='{}' data-kind='{}'>{pick}\
          <button type='button' class='open' data-open='{id}'><span class='when'>{}</span>\
          <span class='rate'>{}</span><span class='peer'>{} · {}</span><span class='status'>{}</span></button></li>",
         escape(&e.protocol),
-        if picked { " checked" } else { "" },
+        escape(&e.kind),
         escape(&r.when),
         escape(&r.throughput),
         escape(&r.what),

@@ -1,16 +1,17 @@
 //! `perfpeer results`: the result history on this machine — list, show a result in any tool's
-//! layout, export it as a self-contained HTML file, delete it.
+//! layout (a kept sweep as its table or JSON), export it as a self-contained HTML file, delete
+//! it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use perfpeer_shared::format::{html, iperf2, iperf3, netperf, ttcp};
+use perfpeer_shared::format::{html, iperf2, iperf3, netperf, sweep, ttcp};
 use perfpeer_shared::units::{format_bits, format_bytes};
 
 use crate::server::token;
-use crate::store::Store;
+use crate::store::{Store, StoredSweep};
 
 /// Flags of `perfpeer results`.
 #[derive(Debug, Args)]
@@ -72,13 +73,23 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
     }
     match args.action {
         Action::List { limit } => list(&store, limit)?,
-        Action::Show { id, format } => {
-            let result = find(&store, &id)?.result;
-            print!("{}", render(&result, format)?);
-        }
+        Action::Show { id, format } => match find(&store, &id)? {
+            Found::Test(found) => print!("{}", render(&found.result, format)?),
+            // A sweep has one layout (its table), or its SweepResult JSON.
+            Found::Sweep(sweep) if format == Format::Json => {
+                println!("{}", serde_json::to_string_pretty(&sweep.result)?)
+            }
+            Found::Sweep(sweep) => print!(
+                "{}",
+                sweep::text(&sweep.result, sweep.spec.dccp.map(|d| d.service))
+            ),
+        },
         Action::Export { id, html: path } => {
-            let result = find(&store, &id)?.result;
-            std::fs::write(&path, html::page(&result))
+            let page = match find(&store, &id)? {
+                Found::Test(found) => html::page(&found.result),
+                Found::Sweep(s) => html::sweep_page(&s.result, &s.title()),
+            };
+            std::fs::write(&path, page)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             println!("{}", path.display());
         }
@@ -106,16 +117,31 @@ fn list(store: &Store, limit: u32) -> anyhow::Result<()> {
             .bytes
             .map(|b| format_bytes(b as f64).trim().to_string())
             .unwrap_or_else(|| "-".into());
+        // A sweep's rate is its best size's.
+        let what = if r.kind == "sweep" { "sweep" } else { &r.role };
         println!(
-            "{}  {when}  {:8} {:6} {:3} {:7} {:>12} {:>14}  {}  {}",
-            r.id, r.origin, r.role, r.protocol, r.direction, bytes, rate, r.status, r.peer
+            "{}  {when}  {:8} {:6} {:4} {:7} {:>12} {:>14}  {}  {}",
+            r.id, r.origin, what, r.protocol, r.direction, bytes, rate, r.status, r.peer
         );
     }
     Ok(())
 }
 
-fn find(store: &Store, id: &str) -> anyhow::Result<crate::store::Stored> {
+/// A kept test or sweep.
+enum Found {
+    Test(Box<crate::store::Stored>),
+    Sweep(Box<StoredSweep>),
+}
+
+fn get(store: &Store, id: &str) -> anyhow::Result<Option<Found>> {
     if let Some(found) = store.get(id)? {
+        return Ok(Some(Found::Test(Box::new(found))));
+    }
+    Ok(store.sweep(id)?.map(|s| Found::Sweep(Box::new(s))))
+}
+
+fn find(store: &Store, id: &str) -> anyhow::Result<Found> {
+    if let Some(found) = get(store, id)? {
         return Ok(found);
     }
     let matches: Vec<String> = store
@@ -125,7 +151,7 @@ fn find(store: &Store, id: &str) -> anyhow::Result<crate::store::Stored> {
         .filter(|i| i.starts_with(id))
         .collect();
     match matches.as_slice() {
-        [one] => Ok(store.get(one)?.context("the result vanished")?),
+        [one] => get(store, one)?.context("the result vanished"),
         [] => bail!("no result {id} (see `perfpeer results list`)"),
         _ => bail!(
             "{id} matches {} results: give more of the id",

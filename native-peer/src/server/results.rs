@@ -1,18 +1,19 @@
 //! Result pages and the history API: `/r/<id>` (a self-contained HTML page of a test or a kept
 //! sweep; the id is the permission, no token), `/r/<id>.json`, and with the token `GET /api/results`,
-//! `GET /api/results/<id>` (`{"summary", "result"}`, link on or off), `DELETE /api/results/<id>`
+//! `GET /api/results/<id>` (`{"summary", "result"}`, or `{"summary", "sweep"}` for a kept sweep;
+//! link on or off), `DELETE /api/results/<id>`
 //! and `POST /api/results/<id>/link` (`{"enabled": false}` turns a share link off). Unknown or
 //! disabled ids are a plain 404.
 
 use std::sync::Arc;
 
-use perfpeer_shared::format::{html, sweep};
+use perfpeer_shared::format::html;
 use warp::Filter;
 use warp::http::StatusCode;
 use warp::reply::{Reply, Response};
 
 use super::state::ServerState;
-use crate::store::{Store, StoredSweep};
+use crate::store::Store;
 
 /// Largest body of the link switch.
 const MAX_BODY: u64 = 1024;
@@ -46,8 +47,15 @@ pub fn routes(
         .and(auth(state.clone()))
         .then(|id: String, state: Arc<ServerState>| async move {
             with_store(&state, move |s| {
-                Ok(match s.get(&id)? {
-                    Some(found) => warp::reply::json(&found).into_response(),
+                if let Some(found) = s.get(&id)? {
+                    return Ok(warp::reply::json(&found).into_response());
+                }
+                Ok(match s.sweep(&id)? {
+                    Some(sweep) => warp::reply::json(&serde_json::json!({
+                        "summary": sweep.summary(),
+                        "sweep": sweep,
+                    }))
+                    .into_response(),
                     None => not_found_json(),
                 })
             })
@@ -189,18 +197,11 @@ async fn result_page(name: String, state: Arc<ServerState>) -> Response {
                 if json {
                     warp::reply::json(&sweep.result).into_response()
                 } else {
-                    page(html::sweep_page(&sweep.result, &sweep_title(&sweep)))
+                    page(html::sweep_page(&sweep.result, &sweep.title()))
                 }
             }
             _ => missing(),
         })
     })
     .await
-}
-
-/// A kept sweep's heading: the text table's title line and the other peer.
-fn sweep_title(sweep: &StoredSweep) -> String {
-    let text = sweep::text(&sweep.result, sweep.spec.dccp.map(|d| d.service));
-    let first = text.lines().next().unwrap_or("Packet-size sweep");
-    format!("{first} → {}", sweep.peer)
 }

@@ -70,6 +70,10 @@ impl Origin {
 pub struct Summary {
     /// Result id (the share link's secret).
     pub id: String,
+    /// `test`, or `sweep` (a packet-size sweep kept whole: `bytes` is its total and
+    /// `bits_per_second` its best size's rate).
+    #[serde(default = "test_kind")]
+    pub kind: String,
     /// When it began, ms since the Unix epoch.
     pub created_ms: u64,
     /// cli, browser or far_end.
@@ -267,15 +271,21 @@ impl Store {
         Ok(())
     }
 
-    /// The history, newest first (at most `limit`).
+    /// The history (tests and kept sweeps), newest first (at most `limit`).
     pub fn list(&self, limit: u32) -> Result<Vec<Summary>, StoreError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(
-            "SELECT id, created_ms, origin, role, peer, protocol, direction, status, reason, bytes, bits_per_second, link_enabled
-             FROM results ORDER BY created_ms DESC LIMIT ?1",
-        )?;
-        let rows = stmt.query_map([limit], summary_of)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let mut rows: Vec<Summary> = {
+            let conn = self.conn();
+            let mut stmt = conn.prepare(
+                "SELECT id, created_ms, origin, role, peer, protocol, direction, status, reason, bytes, bits_per_second, link_enabled
+                 FROM results ORDER BY created_ms DESC LIMIT ?1",
+            )?;
+            let rows = stmt.query_map([limit], summary_of)?;
+            rows.collect::<Result<_, _>>()?
+        };
+        rows.extend(self.sweep_summaries(limit)?);
+        rows.sort_by_key(|r| std::cmp::Reverse(r.created_ms));
+        rows.truncate(limit as usize);
+        Ok(rows)
     }
 
     /// One result with both ends' intervals.
@@ -356,9 +366,14 @@ fn is_corruption(e: &rusqlite::Error) -> bool {
     )
 }
 
+fn test_kind() -> String {
+    "test".into()
+}
+
 fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Summary> {
     Ok(Summary {
         id: r.get(0)?,
+        kind: test_kind(),
         created_ms: r.get::<_, i64>(1)? as u64,
         origin: r.get(2)?,
         role: r.get(3)?,

@@ -8,7 +8,7 @@ use perfpeer_shared::sweep::SweepResult;
 use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, now_ms};
+use super::{Store, StoreError, Summary, now_ms};
 
 /// A kept sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,6 +25,52 @@ pub struct StoredSweep {
     pub result: SweepResult,
     /// Whether `/r/<id>` answers.
     pub link_enabled: bool,
+}
+
+/// A unit enum's serde name (`udp`, `normal`), as the results table stores it.
+fn word<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+impl StoredSweep {
+    /// Its page heading: the table's title line and the other peer.
+    pub fn title(&self) -> String {
+        let service = self.spec.dccp.map(|d| d.service);
+        format!(
+            "{} → {}",
+            perfpeer_shared::format::sweep::title(&self.result, service),
+            self.peer
+        )
+    }
+
+    /// Its line in the history list: kind `sweep`, its total bytes and its best size's rate;
+    /// `complete` when every size has figures, else `failed` saying how many did not.
+    pub fn summary(&self) -> Summary {
+        let points = &self.result.points;
+        let failed = points.iter().filter(|p| p.error.is_some()).count();
+        Summary {
+            id: self.id.clone(),
+            kind: "sweep".into(),
+            created_ms: self.created_ms,
+            origin: "browser".into(),
+            role: "client".into(),
+            peer: self.peer.clone(),
+            protocol: word(&self.spec.protocol),
+            direction: word(&self.spec.direction),
+            status: if failed == 0 { "complete" } else { "failed" }.into(),
+            reason: (failed > 0).then(|| format!("{failed} of {} sizes failed", points.len())),
+            bytes: Some(points.iter().map(|p| p.bytes).sum()),
+            bits_per_second: points
+                .iter()
+                .filter(|p| p.error.is_none())
+                .map(|p| p.bits_per_second)
+                .reduce(f64::max),
+            link_enabled: self.link_enabled,
+        }
+    }
 }
 
 impl Store {
@@ -47,6 +93,24 @@ impl Store {
             ],
         )?;
         Ok(id)
+    }
+
+    /// The kept sweeps' history lines, newest first (at most `limit`).
+    pub(super) fn sweep_summaries(&self, limit: u32) -> Result<Vec<Summary>, StoreError> {
+        let ids: Vec<String> = {
+            let conn = self.conn();
+            let mut stmt =
+                conn.prepare("SELECT id FROM sweeps ORDER BY created_ms DESC LIMIT ?1")?;
+            let rows = stmt.query_map([limit], |r| r.get(0))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(sweep) = self.sweep(&id)? {
+                out.push(sweep.summary());
+            }
+        }
+        Ok(out)
     }
 
     /// The sweep with `id`, link on or off.

@@ -222,6 +222,36 @@ fn a_sweep_is_kept_whole_and_its_link_switches_and_deletes_like_a_tests() {
         ("pc:5210", &spec, &sweep, true)
     );
     assert!(store.get(&id).unwrap().is_none(), "not a test");
+    // Listed with the tests, newest first, as a sweep whose failed sizes are counted.
+    let list = store.list(10).unwrap();
+    assert_eq!(list.len(), 1);
+    let line = &list[0];
+    assert_eq!(
+        (
+            line.id.as_str(),
+            line.kind.as_str(),
+            line.protocol.as_str(),
+            line.status.as_str()
+        ),
+        (id.as_str(), "sweep", "udp", "failed")
+    );
+    assert_eq!(line.reason.as_deref(), Some("2 of 2 sizes failed"));
+    store
+        .begin(
+            "t",
+            Origin::Cli,
+            PeerRole::Client,
+            "pc",
+            &spec,
+            &Default::default(),
+        )
+        .unwrap();
+    let list = store.list(10).unwrap();
+    assert_eq!(
+        list.iter().map(|l| l.kind.as_str()).collect::<Vec<_>>(),
+        vec!["test", "sweep"]
+    );
+    assert_eq!(store.list(1).unwrap().len(), 1, "the limit holds over both");
     assert!(store.set_link(&id, false).unwrap());
     assert!(!store.sweep(&id).unwrap().unwrap().link_enabled);
     drop(store);

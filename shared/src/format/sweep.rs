@@ -10,8 +10,9 @@ use crate::units::format_bits;
 
 use super::chart::nice_max;
 
-/// The table, with a title line naming the transport, CCID, rate and time per size.
-pub fn text(result: &SweepResult, service: Option<u32>) -> String {
+/// The sweep's title line: `Packet-size sweep: DCCP CCID 3 (service PERF), unlimited, 2.0 s per
+/// size`.
+pub fn title(result: &SweepResult, service: Option<u32>) -> String {
     let mut title = format!("Packet-size sweep: {}", result.protocol.upper_name());
     if let Some(ccid) = result.ccid {
         title += &format!(" CCID {ccid}");
@@ -23,8 +24,13 @@ pub fn text(result: &SweepResult, service: Option<u32>) -> String {
         format!("{}/sec", format_bits(b as f64))
     });
     title += &format!(", {rate}, {:.1} s per size", result.seconds_per_size);
+    title
+}
+
+/// The table, with a title line naming the transport, CCID, rate and time per size.
+pub fn text(result: &SweepResult, service: Option<u32>) -> String {
     let mut out = vec![
-        title,
+        title(result, service),
         "    Size       Throughput      Packets/s    Lost/Total".to_string(),
     ];
     for p in &result.points {

@@ -101,6 +101,50 @@ async fn sweep_from_the_form(c: &Client, pc: &Peer) {
     save_screenshot(c, "browser-sweep").await;
 }
 
+/// The kept sweep is on the History screen; opening it shows its table again.
+async fn the_sweep_reopens_from_the_history(c: &Client) {
+    click(c, "#nav-history").await;
+    wait_shown(c, "screen-history", Duration::from_secs(5)).await;
+    let row = "#history-list li[data-kind='sweep'] button.open";
+    let mut listed = false;
+    for _ in 0..50 {
+        if js(c, &format!("return !!document.querySelector(\"{row}\");")).await == Value::Bool(true)
+        {
+            listed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(listed, "no sweep row: {}", text(c, "history-list").await);
+    assert!(
+        text(c, "history-list").await.contains("UDP TX size sweep"),
+        "{}",
+        text(c, "history-list").await
+    );
+    let id = js(
+        c,
+        &format!("return document.querySelector(\"{row}\").dataset.open;"),
+    )
+    .await;
+    let id = id.as_str().expect("the row's id").to_string();
+    click(c, row).await;
+    // The Result screen comes back only with the peer's answer for this id.
+    wait_shown(c, "screen-result", Duration::from_secs(10)).await;
+    wait_shown(c, "result-sweep", Duration::from_secs(2)).await;
+    let url = js(c, "return document.getElementById('share-url').value;").await;
+    assert!(
+        url.as_str()
+            .is_some_and(|u| u.ends_with(&format!("/r/{id}"))),
+        "{url} vs {id}"
+    );
+    let rows = js(
+        c,
+        "return document.querySelectorAll('#sweep-rows tr').length;",
+    )
+    .await;
+    assert_eq!(rows, Value::from(2), "the reopened sweep's rows");
+}
+
 async fn audio_stream_from_the_form(c: &Client, pc: &Peer) {
     new_test(c, pc, "cbr").await;
     wait_shown(c, "row-cbr", Duration::from_secs(2)).await;
@@ -167,6 +211,7 @@ async fn a_phone_runs_a_sweep_and_an_audio_stream_and_hears_why_dccp_is_missing(
     with_browser(|c| async move {
         open_ui(&c, &dut).await;
         sweep_from_the_form(&c, &pc).await;
+        the_sweep_reopens_from_the_history(&c).await;
         audio_stream_from_the_form(&c, &pc).await;
         dccp_is_refused_when_missing(&c, &pc).await;
     })

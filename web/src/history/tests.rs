@@ -176,3 +176,43 @@ fn picking_fetching_and_the_overlay_lines() {
     h.forget("bb22");
     assert!(h.picked.is_empty() && h.loaded.len() == 1 && h.entries.len() == 1);
 }
+
+#[test]
+fn a_kept_sweep_is_a_row_that_opens_as_a_sweep_and_is_not_overlaid() {
+    let body = r#"[{"id":"cc33","kind":"sweep","created_ms":1764684187000,"origin":"browser",
+      "role":"client","peer":"pc:5210","protocol":"dccp","direction":"normal","status":"failed",
+      "reason":"1 of 8 sizes failed","bytes":900000,"bits_per_second":4500000.0,"link_enabled":true}]"#;
+    let mut h = History {
+        entries: parse_list(body).unwrap(),
+        ..History::default()
+    };
+    assert!(h.entries[0].is_sweep());
+    assert!(
+        !history().entries[0].is_sweep(),
+        "a line without kind is a test"
+    );
+    let r = row(&h.entries[0], 0);
+    assert_eq!(r.what, "DCCP TX size sweep");
+    assert_eq!(r.throughput, "best 4.50 Mbits/sec");
+    assert_eq!(r.status, "failed: 1 of 8 sizes failed");
+    h.toggle("cc33");
+    assert!(h.picked.is_empty(), "sweeps are not overlaid");
+    let spec = serde_json::to_string(&perfpeer_shared::spec::TestSpec::new(
+        perfpeer_shared::spec::Protocol::Dccp,
+    ))
+    .unwrap();
+    let opened = parse_opened(&format!(
+        r#"{{"summary":{},"sweep":{{"id":"cc33","created_ms":1,"peer":"pc:5210","spec":{spec},
+        "result":{{"protocol":"dccp","bitrate":null,"seconds_per_size":2.0,"points":[]}},
+        "link_enabled":true}}}}"#,
+        &body[1..body.len() - 1]
+    ))
+    .unwrap();
+    assert!(opened.result.is_none());
+    assert_eq!(opened.sweep.unwrap().peer, "pc:5210");
+    assert!(
+        parse_opened(r#"{"summary":{"id":"x","created_ms":1,"protocol":"tcp","direction":"normal","status":"complete"}}"#)
+            .unwrap_err()
+            .contains("neither")
+    );
+}

@@ -4,7 +4,7 @@
 
 use perfpeer_shared::report::TestResult;
 
-use super::{Cmd, Model, Screen, Share, Tab};
+use super::{Cmd, FinishedSweep, Model, Screen, Share, Tab};
 use crate::history::{self, Purpose, Request};
 use crate::present::Notice;
 
@@ -89,14 +89,28 @@ impl Model {
                 }
             }
             Request::Get { id, purpose } => match history::parse_opened(body).ok().filter(|_| ok) {
-                Some(opened) if purpose == Purpose::Open => {
-                    self.show_stored(id, opened.summary.link_enabled, opened.result)
+                Some(history::Opened {
+                    summary,
+                    sweep: Some(sweep),
+                    ..
+                }) if purpose == Purpose::Open => {
+                    self.show_stored_sweep(id, summary.link_enabled, sweep)
                 }
-                Some(opened) => self.history.keep(&id, opened.result),
-                None if purpose == Purpose::Open => {
+                Some(history::Opened {
+                    summary,
+                    result: Some(result),
+                    ..
+                }) if purpose == Purpose::Open => {
+                    self.show_stored(id, summary.link_enabled, result)
+                }
+                Some(history::Opened {
+                    result: Some(result),
+                    ..
+                }) if purpose == Purpose::Compare => self.history.keep(&id, result),
+                _ if purpose == Purpose::Open => {
                     self.notice = Some(failed("Could not open the result", status, body));
                 }
-                None => {
+                _ => {
                     self.history.comparing = false;
                     self.history.error = Some(format!(
                         "Could not load a result to compare: {}.",
@@ -133,6 +147,23 @@ impl Model {
             }
         }
         Vec::new()
+    }
+
+    fn show_stored_sweep(&mut self, id: String, link_enabled: bool, kept: history::KeptSweep) {
+        self.share = Some(Share {
+            result_id: id.clone(),
+            test_id: id.clone(),
+            link_enabled,
+            confirm_delete: false,
+        });
+        self.result = None;
+        self.sweep = Some(FinishedSweep {
+            sweep_id: id,
+            target: kept.peer,
+            spec: kept.spec,
+            result: kept.result,
+        });
+        self.screen = Screen::Result;
     }
 
     fn show_stored(&mut self, id: String, link_enabled: bool, result: TestResult) {
