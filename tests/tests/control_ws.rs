@@ -451,6 +451,15 @@ async fn sweep_runs_one_paced_test_per_size_and_can_be_attached_again() {
     send(&mut ws, &sweep(&short_spec(Protocol::Tcp), vec![64])).await;
     let message = expect_error(&mut ws, ErrorCode::InvalidSpec).await;
     assert!(message.contains("UDP or DCCP"), "{message}");
+    for (sizes, needle) in [
+        (vec![64; 65], "1 to 64 sizes"),
+        (vec![], "1 to 64 sizes"),
+        (vec![64, 0], "out of range"),
+    ] {
+        send(&mut ws, &sweep(&spec, sizes)).await;
+        let message = expect_error(&mut ws, ErrorCode::InvalidSpec).await;
+        assert!(message.contains(needle), "{message}");
+    }
     // A real sweep; the browser leaves after the first size and attaches again.
     send(&mut ws, &sweep(&spec, vec![200, 1000])).await;
     let sweep_id = match recv(&mut ws).await {
