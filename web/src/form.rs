@@ -296,29 +296,20 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
 
 /// A stream's rate and packet size: a preset (`mp3`), or a rate with the Length field.
 fn cbr_rate_len(text: &str, len: Option<u32>) -> Result<(BitRate, u32), FormError> {
-    if let Some(p) = cbr::preset(text.trim()) {
-        return Ok((BitRate(p.bits_per_second), len.unwrap_or(p.len)));
-    }
-    let names: Vec<&str> = cbr::PRESETS.iter().map(|p| p.name).collect();
-    let rate = parse_rate(text).map_err(|_| {
-        err(
+    cbr::rate_and_len(text, len).map_err(|e| match e {
+        cbr::StreamError::NotARate => err(
             "cbr",
             format!(
                 "The stream takes a rate (like 48k) or a preset ({})",
-                names.join(", ")
+                cbr::preset_names()
             ),
-        )
-    })?;
-    if rate.0 == 0 {
-        return Err(err("cbr", "The stream needs a rate above 0"));
-    }
-    let len = len.ok_or_else(|| {
-        err(
+        ),
+        cbr::StreamError::ZeroRate => err("cbr", "The stream needs a rate above 0"),
+        cbr::StreamError::NeedsLen => err(
             "len",
             "A stream at a rate needs a Length: the bytes in each packet (160 for audio)",
-        )
-    })?;
-    Ok((rate, len))
+        ),
+    })
 }
 
 #[cfg(test)]

@@ -133,11 +133,7 @@ pub fn stream_text(result: &TestResult) -> String {
     let mut out = format!("{}\n", cbr::header());
     let sides = std::iter::once(&result.local).chain(result.remote.as_ref());
     for side in sides {
-        let lines = side
-            .intervals
-            .iter()
-            .flat_map(|r| cbr::interval_line(r).into_iter().chain(cbr::tfrc_lines(r)));
-        for line in lines {
+        for line in side.intervals.iter().flat_map(cbr::lines) {
             out.push_str(&line);
             out.push('\n');
         }

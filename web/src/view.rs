@@ -496,11 +496,7 @@ fn render_run(run: &RunState) {
 const STREAM_LINES: usize = 12;
 
 fn stream_lines(client: &[IntervalReport], server: &[IntervalReport]) -> String {
-    let lines: Vec<String> = client
-        .iter()
-        .chain(server)
-        .flat_map(|r| cbr::interval_line(r).into_iter().chain(cbr::tfrc_lines(r)))
-        .collect();
+    let lines: Vec<String> = client.iter().chain(server).flat_map(cbr::lines).collect();
     let from = lines.len().saturating_sub(STREAM_LINES);
     let mut out = format!("{}\n", cbr::header());
     for line in &lines[from..] {

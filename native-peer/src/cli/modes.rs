@@ -5,14 +5,14 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Args;
 use perfpeer_shared::dccp::{DccpSpec, parse_service};
 use perfpeer_shared::format::{cbr, dccp as dccp_text, sweep as sweep_text};
 use perfpeer_shared::report::TestStatus;
 use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
 use perfpeer_shared::sweep::parse_sizes;
-use perfpeer_shared::units::{BitRate, parse_rate};
+use perfpeer_shared::units::BitRate;
 use tokio::sync::mpsc;
 
 use super::output::Style;
@@ -111,23 +111,16 @@ impl ModeFlags {
 
 /// `--cbr 48k` with `--len 160`, or `--cbr mp3`.
 fn cbr_rate_len(text: &str, len: Option<u32>) -> anyhow::Result<(BitRate, u32)> {
-    if let Some(p) = cbr::preset(text) {
-        return Ok((BitRate(p.bits_per_second), len.unwrap_or(p.len)));
-    }
-    let rate = parse_rate(text).with_context(|| {
-        let names: Vec<&str> = cbr::PRESETS.iter().map(|p| p.name).collect();
-        format!(
+    cbr::rate_and_len(text, len).map_err(|e| match e {
+        cbr::StreamError::NotARate => anyhow::anyhow!(
             "--cbr takes a rate (e.g. 48k) or a preset ({})",
-            names.join(", ")
-        )
-    })?;
-    if rate.0 == 0 {
-        bail!("--cbr needs a rate above 0");
-    }
-    let Some(len) = len else {
-        bail!("--cbr {text} needs --len BYTES (bytes per packet), e.g. --cbr 48k --len 160");
-    };
-    Ok((rate, len))
+            cbr::preset_names()
+        ),
+        cbr::StreamError::ZeroRate => anyhow::anyhow!("--cbr needs a rate above 0"),
+        cbr::StreamError::NeedsLen => anyhow::anyhow!(
+            "--cbr {text} needs --len BYTES (bytes per packet), e.g. --cbr 48k --len 160"
+        ),
+    })
 }
 
 /// Runs one short test per size and prints the table (or, with -J, the `SweepResult` JSON).
@@ -208,10 +201,7 @@ pub async fn run_cbr(
 
 fn print_live(ev: &TestEvent) {
     if let TestEvent::Interval { report, .. } = ev {
-        if let Some(line) = cbr::interval_line(report) {
-            println!("{line}");
-        }
-        for line in cbr::tfrc_lines(report) {
+        for line in cbr::lines(report) {
             println!("{line}");
         }
     }

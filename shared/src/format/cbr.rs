@@ -3,7 +3,7 @@
 //! name the classic audio streams. Only lays out figures the report model derived.
 
 use crate::report::{IntervalReport, StreamRole, TestResult};
-use crate::units::format_bits;
+use crate::units::{BitRate, format_bits, parse_rate};
 
 /// A named constant-bitrate stream: rate in bit/s and payload bytes per packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +40,44 @@ pub fn preset(name: &str) -> Option<CbrPreset> {
         .iter()
         .copied()
         .find(|p| p.name.eq_ignore_ascii_case(name))
+}
+
+/// Why a stream's rate and packet size cannot be had from what was given (each caller words it
+/// in its own terms: flags at the CLI, fields in the browser).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamError {
+    /// Neither a preset nor a rate.
+    NotARate,
+    /// A rate of 0.
+    ZeroRate,
+    /// A rate without a packet size.
+    NeedsLen,
+}
+
+/// A stream's rate and packet size: a preset by name (its packet size unless `len` is given), or
+/// a rate (K/M/G ×1000) with `len`.
+pub fn rate_and_len(text: &str, len: Option<u32>) -> Result<(BitRate, u32), StreamError> {
+    if let Some(p) = preset(text.trim()) {
+        return Ok((BitRate(p.bits_per_second), len.unwrap_or(p.len)));
+    }
+    let rate = parse_rate(text).map_err(|_| StreamError::NotARate)?;
+    if rate.0 == 0 {
+        return Err(StreamError::ZeroRate);
+    }
+    Ok((rate, len.ok_or(StreamError::NeedsLen)?))
+}
+
+/// The presets' names, comma-separated, for messages.
+pub fn preset_names() -> String {
+    PRESETS.map(|p| p.name).join(", ")
+}
+
+/// The lines a constant-bitrate view prints for one interval: the receiver's [`interval_line`],
+/// then the CCID 3 state of each stream that reported it ([`tfrc_lines`]).
+pub fn lines(report: &IntervalReport) -> Vec<String> {
+    let mut out: Vec<String> = interval_line(report).into_iter().collect();
+    out.extend(tfrc_lines(report));
+    out
 }
 
 /// Column header of the live lines.
@@ -138,6 +176,17 @@ mod tests {
     use std::time::Duration;
 
     #[test]
+    fn rates_and_lengths_from_a_preset_or_a_rate() {
+        assert_eq!(rate_and_len(" mp3 ", None), Ok((BitRate(48_000), 160)));
+        assert_eq!(rate_and_len("g711", Some(80)), Ok((BitRate(64_000), 80)));
+        assert_eq!(rate_and_len("48k", Some(160)), Ok((BitRate(48_000), 160)));
+        assert_eq!(rate_and_len("48k", None), Err(StreamError::NeedsLen));
+        assert_eq!(rate_and_len("0", Some(160)), Err(StreamError::ZeroRate));
+        assert_eq!(rate_and_len("loud", Some(160)), Err(StreamError::NotARate));
+        assert_eq!(preset_names(), "mp3, g711");
+    }
+
+    #[test]
     fn presets_and_a_live_line() {
         let mp3 = preset("MP3").unwrap();
         assert_eq!((mp3.bits_per_second, mp3.len), (48_000, 160));
@@ -171,6 +220,7 @@ mod tests {
             "{line}"
         );
         assert!(tfrc_lines(&report).is_empty(), "no TFRC without CCID 3");
+        assert_eq!(lines(&report), vec![line.clone()]);
         let mut sender = report.clone();
         sender.streams[0].role = StreamRole::Sender;
         sender.streams[0].tfrc = Some(crate::dccp::TfrcSample {
