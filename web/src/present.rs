@@ -7,7 +7,6 @@ use perfpeer_shared::format::iperf3::{self, Preamble};
 use perfpeer_shared::format::{cbr, dccp as dccp_text, iperf2, netperf, ttcp};
 use perfpeer_shared::report::{PeerRole, TestResult, TestStatus};
 use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
-use perfpeer_shared::sweep::SweepResult;
 use perfpeer_shared::units::{format_bits, format_bytes};
 
 use crate::store::Tab;
@@ -95,33 +94,6 @@ pub fn describe_sweep(spec: &TestSpec, sizes: &[u32]) -> String {
         [first, .., last] => text.push_str(&format!(", {} sizes {first}–{last} B", sizes.len())),
     }
     text
-}
-
-/// A sweep's rows as an HTML table body (size, throughput, packets/s, loss or why it failed).
-pub fn sweep_rows(result: &SweepResult) -> String {
-    result
-        .points
-        .iter()
-        .map(|p| match &p.error {
-            Some(e) => format!(
-                "<tr data-len='{}'><td>{} B</td><td colspan='3' class='error'>failed: {}</td></tr>",
-                p.len,
-                p.len,
-                escape(e)
-            ),
-            None => format!(
-                "<tr data-len='{}'><td>{} B</td><td data-bps='{}'>{}</td><td>{:.0}</td><td>{}/{} ({:.2}%)</td></tr>",
-                p.len,
-                p.len,
-                p.bits_per_second,
-                escape(&rate(p.bits_per_second)),
-                p.packets_per_second,
-                p.lost,
-                p.lost + p.packets,
-                p.lost_percent
-            ),
-        })
-        .collect()
 }
 
 /// A datagram test's stream view: the live lines `perfpeer test --cbr` prints (from whichever
@@ -435,7 +407,7 @@ pub(crate) mod tests {
             seconds_per_size: 2.0,
             points: vec![ok, SweepPoint::failed(1420, "<too big>")],
         };
-        let rows = super::sweep_rows(&result);
+        let rows = perfpeer_shared::format::html::sweep_rows(&result.points);
         assert_eq!(rows.matches("<tr").count(), 2);
         assert!(
             rows.contains("1.00 Mbits/sec") && (rows.contains(">7812<") || rows.contains(">7813<")),

@@ -99,7 +99,7 @@ impl View {
             done.target
         );
         set_text("result-title", &title);
-        el("sweep-rows").set_inner_html(&present::sweep_rows(sweep));
+        el("sweep-rows").set_inner_html(&html::sweep_rows(&sweep.points));
         el("sweep-chart").set_inner_html(&sweep_text::svg(sweep));
         let text = sweep_text::text(sweep, done.spec.dccp.map(|d| d.service));
         set_text("sweep-text", &text);
@@ -461,14 +461,7 @@ fn render_run(run: &RunState) {
     el("run-chart").set_inner_html(&chart::svg(&chart::series(&run.client), x_max));
     show("run-sweep", run.sweep.is_some());
     if let Some(sweep) = &run.sweep {
-        let partial = SweepResult {
-            protocol: run.spec.protocol,
-            ccid: None,
-            bitrate: None,
-            seconds_per_size: 0.0,
-            points: sweep.points.clone(),
-        };
-        let mut rows = present::sweep_rows(&partial);
+        let mut rows = html::sweep_rows(&sweep.points);
         if let Some(len) = sweep.running_size() {
             rows.push_str(&format!(
                 "<tr class='running'><td>{len} B</td><td colspan='3'>running…</td></tr>"

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use crate::format::{chart, iperf2, iperf3, netperf, sweep, ttcp};
 use crate::report::{PeerRole, TestResult, TestStatus};
 use crate::spec::{Direction, EndCondition};
-use crate::sweep::SweepResult;
+use crate::sweep::{SweepPoint, SweepResult};
 use crate::units::{format_bits, format_bytes};
 
 /// Escapes text for HTML content and attribute values.
@@ -255,6 +255,37 @@ pub fn page(result: &TestResult) -> String {
     h
 }
 
+/// A sweep's rows as table rows: size, throughput, packets/s and lost/total, or why the size
+/// failed. Each row carries its size (`data-len`) and, with figures, its bit/s (`data-bps`). The
+/// page below and the browser's tables use it.
+pub fn sweep_rows(points: &[SweepPoint]) -> String {
+    let mut h = String::new();
+    for p in points {
+        let _ = match &p.error {
+            Some(e) => write!(
+                h,
+                "<tr data-len='{}'><td>{} B</td><td colspan='3' class='error'>failed: {}</td></tr>",
+                p.len,
+                p.len,
+                escape(e)
+            ),
+            None => write!(
+                h,
+                "<tr data-len='{}' data-bps='{}'><td>{} B</td><td>{}/sec</td><td>{:.0}</td><td>{}/{} ({:.2}%)</td></tr>",
+                p.len,
+                p.bits_per_second,
+                p.len,
+                escape(format_bits(p.bits_per_second).trim()),
+                p.packets_per_second,
+                p.lost,
+                p.lost + p.packets,
+                p.lost_percent
+            ),
+        };
+    }
+    h
+}
+
 /// A sweep as one self-contained page: `title` (what ran, against which peer), the rows as a
 /// table, the two-panel chart, the CLI's text table and the `SweepResult` JSON (also embedded
 /// for tools as `<script id='perfpeer-sweep'>`).
@@ -267,30 +298,7 @@ pub fn sweep_page(result: &SweepResult, title: &str) -> String {
          <section class='card'><table><tr><td>Size</td><td>Throughput</td><td>Packets/s</td><td>Lost/Total</td></tr>",
         t = escape(title)
     );
-    for p in &result.points {
-        match &p.error {
-            Some(e) => {
-                let _ = write!(
-                    h,
-                    "<tr><td>{} B</td><td colspan='3'>failed: {}</td></tr>",
-                    p.len,
-                    escape(e)
-                );
-            }
-            None => {
-                let _ = write!(
-                    h,
-                    "<tr><td>{} B</td><td>{}/sec</td><td>{:.0}</td><td>{}/{} ({:.2}%)</td></tr>",
-                    p.len,
-                    escape(format_bits(p.bits_per_second).trim()),
-                    p.packets_per_second,
-                    p.lost,
-                    p.lost + p.packets,
-                    p.lost_percent
-                );
-            }
-        }
-    }
+    h.push_str(&sweep_rows(&result.points));
     let json = serde_json::to_string_pretty(result).unwrap_or_default();
     let raw = serde_json::to_string(result)
         .unwrap_or_default()

@@ -31,7 +31,7 @@ async fn sweep_from_the_form(c: &Client, pc: &Peer) {
     let rows = js(
         c,
         "return [...document.querySelectorAll('#sweep-rows tr')].map(r => \
-         [Number(r.dataset.len), Number((r.querySelector('[data-bps]') || {dataset: {bps: -1}}).dataset.bps)]);",
+         [Number(r.dataset.len), Number(r.dataset.bps ?? -1)]);",
     )
     .await;
     let rows: Vec<(u32, f64)> = serde_json::from_value(rows).expect("rows");
