@@ -11,7 +11,7 @@ use perfpeer_shared::format::{html, iperf2, iperf3, netperf, sweep, ttcp};
 use perfpeer_shared::units::{format_bits, format_bytes};
 
 use crate::server::token;
-use crate::store::{Store, StoredSweep};
+use crate::store::{Kept, Store};
 
 /// Flags of `perfpeer results`.
 #[derive(Debug, Args)]
@@ -74,20 +74,20 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
     match args.action {
         Action::List { limit } => list(&store, limit)?,
         Action::Show { id, format } => match find(&store, &id)? {
-            Found::Test(found) => print!("{}", render(&found.result, format)?),
+            Kept::Test(found) => print!("{}", render(&found.result, format)?),
             // A sweep has one layout (its table), or its SweepResult JSON.
-            Found::Sweep(sweep) if format == Format::Json => {
+            Kept::Sweep(sweep) if format == Format::Json => {
                 println!("{}", serde_json::to_string_pretty(&sweep.result)?)
             }
-            Found::Sweep(sweep) => print!(
+            Kept::Sweep(sweep) => print!(
                 "{}",
                 sweep::text(&sweep.result, sweep.spec.dccp.map(|d| d.service))
             ),
         },
         Action::Export { id, html: path } => {
             let page = match find(&store, &id)? {
-                Found::Test(found) => html::page(&found.result),
-                Found::Sweep(s) => html::sweep_page(&s.result, &s.title()),
+                Kept::Test(found) => html::page(&found.result),
+                Kept::Sweep(s) => html::sweep_page(&s.result, &s.title()),
             };
             std::fs::write(&path, page)
                 .with_context(|| format!("cannot write {}", path.display()))?;
@@ -127,21 +127,8 @@ fn list(store: &Store, limit: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A kept test or sweep.
-enum Found {
-    Test(Box<crate::store::Stored>),
-    Sweep(Box<StoredSweep>),
-}
-
-fn get(store: &Store, id: &str) -> anyhow::Result<Option<Found>> {
-    if let Some(found) = store.get(id)? {
-        return Ok(Some(Found::Test(Box::new(found))));
-    }
-    Ok(store.sweep(id)?.map(|s| Found::Sweep(Box::new(s))))
-}
-
-fn find(store: &Store, id: &str) -> anyhow::Result<Found> {
-    if let Some(found) = get(store, id)? {
+fn find(store: &Store, id: &str) -> anyhow::Result<Kept> {
+    if let Some(found) = store.kept(id)? {
         return Ok(found);
     }
     let matches: Vec<String> = store
@@ -151,7 +138,7 @@ fn find(store: &Store, id: &str) -> anyhow::Result<Found> {
         .filter(|i| i.starts_with(id))
         .collect();
     match matches.as_slice() {
-        [one] => get(store, one)?.context("the result vanished"),
+        [one] => store.kept(one)?.context("the result vanished"),
         [] => bail!("no result {id} (see `perfpeer results list`)"),
         _ => bail!(
             "{id} matches {} results: give more of the id",

@@ -13,7 +13,7 @@ use warp::http::StatusCode;
 use warp::reply::{Reply, Response};
 
 use super::state::ServerState;
-use crate::store::Store;
+use crate::store::{Kept, Store};
 
 /// Largest body of the link switch.
 const MAX_BODY: u64 = 1024;
@@ -47,11 +47,9 @@ pub fn routes(
         .and(auth(state.clone()))
         .then(|id: String, state: Arc<ServerState>| async move {
             with_store(&state, move |s| {
-                if let Some(found) = s.get(&id)? {
-                    return Ok(warp::reply::json(&found).into_response());
-                }
-                Ok(match s.sweep(&id)? {
-                    Some(sweep) => warp::reply::json(&serde_json::json!({
+                Ok(match s.kept(&id)? {
+                    Some(Kept::Test(found)) => warp::reply::json(&found).into_response(),
+                    Some(Kept::Sweep(sweep)) => warp::reply::json(&serde_json::json!({
                         "summary": sweep.summary(),
                         "sweep": sweep,
                     }))
@@ -185,15 +183,15 @@ async fn result_page(name: String, state: Arc<ServerState>) -> Response {
             warp::reply::with_header(warp::reply::html(body), "cache-control", "no-cache")
                 .into_response()
         };
-        if let Some(found) = s.get(&id)? {
-            return Ok(match (found.summary.link_enabled, json) {
-                (false, _) => missing(),
-                (true, true) => warp::reply::json(&found.result).into_response(),
-                (true, false) => page(html::page(&found.result)),
-            });
-        }
-        Ok(match s.sweep(&id)? {
-            Some(sweep) if sweep.link_enabled => {
+        Ok(match s.kept(&id)? {
+            Some(Kept::Test(found)) if found.summary.link_enabled => {
+                if json {
+                    warp::reply::json(&found.result).into_response()
+                } else {
+                    page(html::page(&found.result))
+                }
+            }
+            Some(Kept::Sweep(sweep)) if sweep.link_enabled => {
                 if json {
                     warp::reply::json(&sweep.result).into_response()
                 } else {

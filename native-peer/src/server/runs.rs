@@ -277,17 +277,12 @@ async fn keep_sweep(
 ) -> Option<String> {
     let store = state.store()?.clone();
     let (target, spec, result) = (target.to_string(), spec.clone(), result.clone());
-    match tokio::task::spawn_blocking(move || store.save_sweep(&target, &spec, &result)).await {
-        Ok(Ok(id)) => Some(id),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "cannot keep the sweep");
-            None
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot keep the sweep");
-            None
-        }
-    }
+    let kept = tokio::task::spawn_blocking(move || store.save_sweep(&target, &spec, &result))
+        .await
+        .map_err(|e| e.to_string())
+        .and_then(|saved| saved.map_err(|e| e.to_string()));
+    kept.inspect_err(|e| tracing::warn!(error = %e, "cannot keep the sweep"))
+        .ok()
 }
 
 /// Runs the sweep, writing the running size's intervals and each size's row to `log`; the

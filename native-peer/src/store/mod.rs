@@ -107,6 +107,15 @@ pub struct Stored {
     pub result: TestResult,
 }
 
+/// Whatever is kept under a result id: a test or a sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kept {
+    /// A test.
+    Test(Box<Stored>),
+    /// A packet-size sweep.
+    Sweep(Box<StoredSweep>),
+}
+
 /// The status word for a finished result.
 pub fn status_word(status: &TestStatus) -> (&'static str, Option<String>) {
     match status {
@@ -203,14 +212,7 @@ impl Store {
     ) -> Result<String, StoreError> {
         let id = crate::engine::wire::cookie_to_hex(&crate::engine::wire::random_cookie());
         let role = role_word(role);
-        let protocol = serde_json::to_value(spec.protocol)?
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        let direction = serde_json::to_value(spec.direction)?
-            .as_str()
-            .unwrap_or("")
-            .to_string();
+        let (protocol, direction) = (word(&spec.protocol), word(&spec.direction));
         self.conn().execute(
             "INSERT INTO results (id, test_id, created_ms, origin, role, peer, protocol, direction, spec_json, host_json, status)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'running')",
@@ -329,6 +331,14 @@ impl Store {
         Ok(Some(Stored { summary, result }))
     }
 
+    /// The test or sweep kept under `id`, link on or off.
+    pub fn kept(&self, id: &str) -> Result<Option<Kept>, StoreError> {
+        if let Some(found) = self.get(id)? {
+            return Ok(Some(Kept::Test(Box::new(found))));
+        }
+        Ok(self.sweep(id)?.map(|s| Kept::Sweep(Box::new(s))))
+    }
+
     /// Deletes a result (a test's or a sweep's); whether it existed.
     pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
         let conn = self.conn();
@@ -364,6 +374,14 @@ fn is_corruption(e: &rusqlite::Error) -> bool {
         e.sqlite_error_code(),
         Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)
     )
+}
+
+/// A unit enum's serde name (`udp`, `normal`), as the tables store it.
+fn word<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 fn test_kind() -> String {

@@ -8,7 +8,7 @@ use perfpeer_shared::sweep::SweepResult;
 use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, Summary, now_ms};
+use super::{Store, StoreError, Summary, now_ms, word};
 
 /// A kept sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,14 +25,6 @@ pub struct StoredSweep {
     pub result: SweepResult,
     /// Whether `/r/<id>` answers.
     pub link_enabled: bool,
-}
-
-/// A unit enum's serde name (`udp`, `normal`), as the results table stores it.
-fn word<T: Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 impl StoredSweep {
@@ -97,20 +89,12 @@ impl Store {
 
     /// The kept sweeps' history lines, newest first (at most `limit`).
     pub(super) fn sweep_summaries(&self, limit: u32) -> Result<Vec<Summary>, StoreError> {
-        let ids: Vec<String> = {
-            let conn = self.conn();
-            let mut stmt =
-                conn.prepare("SELECT id FROM sweeps ORDER BY created_ms DESC LIMIT ?1")?;
-            let rows = stmt.query_map([limit], |r| r.get(0))?;
-            rows.collect::<Result<_, _>>()?
-        };
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            if let Some(sweep) = self.sweep(&id)? {
-                out.push(sweep.summary());
-            }
-        }
-        Ok(out)
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM sweeps ORDER BY created_ms DESC LIMIT ?1"
+        ))?;
+        let rows = stmt.query_map([limit], SweepRow::read)?;
+        rows.map(|row| Ok(row?.decode()?.summary())).collect()
     }
 
     /// The sweep with `id`, link on or off.
@@ -118,30 +102,48 @@ impl Store {
         let row = self
             .conn()
             .query_row(
-                "SELECT id, created_ms, peer, spec_json, result_json, link_enabled FROM sweeps WHERE id = ?1",
+                &format!("SELECT {COLUMNS} FROM sweeps WHERE id = ?1"),
                 [id],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, bool>(5)?,
-                    ))
-                },
+                SweepRow::read,
             )
             .optional()?;
-        let Some((id, created_ms, peer, spec, result, link_enabled)) = row else {
-            return Ok(None);
-        };
-        Ok(Some(StoredSweep {
-            id,
-            created_ms: created_ms.max(0) as u64,
-            peer,
-            spec: serde_json::from_str(&spec)?,
-            result: serde_json::from_str(&result)?,
-            link_enabled,
-        }))
+        row.map(SweepRow::decode).transpose()
+    }
+}
+
+/// The columns [`SweepRow::read`] reads, in order.
+const COLUMNS: &str = "id, created_ms, peer, spec_json, result_json, link_enabled";
+
+/// A `sweeps` row as SQLite gives it, its JSON not yet decoded.
+struct SweepRow {
+    id: String,
+    created_ms: i64,
+    peer: String,
+    spec_json: String,
+    result_json: String,
+    link_enabled: bool,
+}
+
+impl SweepRow {
+    fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<SweepRow> {
+        Ok(SweepRow {
+            id: r.get(0)?,
+            created_ms: r.get(1)?,
+            peer: r.get(2)?,
+            spec_json: r.get(3)?,
+            result_json: r.get(4)?,
+            link_enabled: r.get(5)?,
+        })
+    }
+
+    fn decode(self) -> Result<StoredSweep, StoreError> {
+        Ok(StoredSweep {
+            id: self.id,
+            created_ms: self.created_ms.max(0) as u64,
+            peer: self.peer,
+            spec: serde_json::from_str(&self.spec_json)?,
+            result: serde_json::from_str(&self.result_json)?,
+            link_enabled: self.link_enabled,
+        })
     }
 }
