@@ -9,6 +9,7 @@
 //! - `hostinfo`: facts about this host.
 //! - `dccp`: DCCP sockets behind a platform seam, and whether this kernel has DCCP.
 
+mod admission;
 mod cli;
 mod compat;
 mod dccp;
