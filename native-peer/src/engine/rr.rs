@@ -30,6 +30,8 @@ fn write_all(mut sock: &TcpStream, buf: &[u8], w: &Worker) -> io::Result<Io> {
     let mut off = 0;
     while off < buf.len() {
         match sock.write(&buf[off..]) {
+            // A partial write: the peer reads slowly, maybe a byte at a time; do not outlive it.
+            Ok(n) if off + n < buf.len() && w.control.aborted() => return Ok(Io::Stopped),
             Ok(n) => off += n,
             Err(e) if is_retry(&e) => {
                 if w.control.aborted() {
@@ -43,7 +45,7 @@ fn write_all(mut sock: &TcpStream, buf: &[u8], w: &Worker) -> io::Result<Io> {
 }
 
 /// Reads exactly `buf.len()` bytes; `count` is called with each chunk read. `on_idle` is asked
-/// at each socket timeout whether to give up (`Some(result)`).
+/// at each socket timeout and after each partial read whether to give up (`Some(result)`).
 fn read_full(
     mut sock: &TcpStream,
     buf: &mut [u8],
@@ -63,6 +65,13 @@ fn read_full(
             Ok(n) => {
                 fill += n;
                 count(n);
+                // A partial message: the peer may trickle it a byte at a time, so a read never
+                // times out; ask here too.
+                if fill < buf.len()
+                    && let Some(r) = on_idle()
+                {
+                    return r;
+                }
             }
             Err(e) if is_retry(&e) => {
                 if let Some(r) = on_idle() {

@@ -14,7 +14,7 @@ use super::{POLL, Worker, is_retry};
 /// How long a receiver waits for the sender's EOF after stop before giving up.
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 /// Largest read; one read per call keeps syscalls few.
-const MAX_READ: usize = 1 << 20;
+pub(super) const MAX_READ: usize = 1 << 20;
 
 pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     sock.set_write_timeout(Some(POLL))?;
@@ -51,6 +51,10 @@ pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
                     off += n;
                     total += n as u64;
                     w.counters.bytes.store(total, Ordering::Relaxed);
+                    // A receiver that reads a byte now and then never lets a write time out.
+                    if off < chunk && w.control.aborted() {
+                        break 'outer;
+                    }
                 }
                 Err(e) if is_retry(&e) => {
                     if w.control.stopping() {
@@ -86,18 +90,19 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
                 total += n as u64;
                 w.counters.bytes.store(total, Ordering::Relaxed);
             }
-            Err(e) if is_retry(&e) => {
-                if w.control.aborted() {
-                    return Ok(());
-                }
-                if w.control.draining_for().is_some_and(|d| d > DRAIN_LIMIT) {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "sender never closed the stream",
-                    ));
-                }
-            }
+            Err(e) if is_retry(&e) => {}
             Err(e) => return Err(e),
+        }
+        // Checked after every read, not only when one times out: a sender that trickles a byte
+        // now and then never lets a read time out, and must not hold the stream past its end.
+        if w.control.aborted() {
+            return Ok(());
+        }
+        if w.control.stopping() && w.control.draining_for().is_some_and(|d| d > DRAIN_LIMIT) {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "sender never closed the stream",
+            ));
         }
     }
 }

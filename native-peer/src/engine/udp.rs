@@ -41,6 +41,7 @@ pub(super) fn send(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
     let epoch = w.control.epoch;
     let mut seq = 0u64;
     let mut bytes = 0u64;
+    let mut refused = Refusals::default();
     while !w.control.stopping() {
         if w.control.take_budget(w.len).is_none() {
             break;
@@ -65,7 +66,10 @@ pub(super) fn send(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
                 std::thread::yield_now();
                 continue;
             }
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                refused.on_refusal()?;
+                continue;
+            }
             Err(e) => return Err(e),
         }
         if let Some(p) = &mut pacer {
@@ -150,6 +154,29 @@ pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
         if receiver_done(w, last_arrival) {
             return Ok(());
         }
+    }
+}
+
+/// ICMP refusals (port or host unreachable, surfacing as ECONNREFUSED on a connected socket) a
+/// sender takes before it stops its stream: the receiver is gone, or its address never wanted
+/// the stream. One is tolerated twice over: a stale error from an earlier test on the same ports.
+const REFUSALS_TO_STOP: u32 = 3;
+
+/// Counts a sender's ICMP refusals.
+#[derive(Debug, Default)]
+pub(super) struct Refusals(u32);
+
+impl Refusals {
+    /// Counts one; an error once the receiver has refused [`REFUSALS_TO_STOP`] times.
+    pub(super) fn on_refusal(&mut self) -> io::Result<()> {
+        self.0 += 1;
+        if self.0 >= REFUSALS_TO_STOP {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                "the receiver's address refuses datagrams (ICMP unreachable): stream stopped",
+            ));
+        }
+        Ok(())
     }
 }
 

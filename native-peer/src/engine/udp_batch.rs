@@ -9,12 +9,12 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::udp::{is_receive_retry, lock, receiver_done, signal_end, wall_clock};
+use super::udp::{Refusals, is_receive_retry, lock, receiver_done, signal_end, wall_clock};
 use super::wire::{Datagram, DatagramFormat};
 use super::{POLL, Worker, is_retry};
 
 /// Datagrams per system call.
-const BATCH: usize = 32;
+pub(super) const BATCH: usize = 32;
 /// Bytes kept of each datagram when the payload is not copied out: enough for any header.
 const HEADER_SLOT: usize = 64;
 
@@ -151,6 +151,7 @@ fn send_gso(sock: &UdpSocket, w: &Worker, segments: usize) -> io::Result<u64> {
     let mut buf: Vec<u8> = one.repeat(segments);
     let epoch = w.control.epoch;
     let (mut seq, mut reserved) = (0u64, 0usize);
+    let mut refused = Refusals::default();
     while !w.control.stopping() {
         while reserved < segments && w.control.take_budget(w.len).is_some() {
             reserved += 1;
@@ -173,7 +174,7 @@ fn send_gso(sock: &UdpSocket, w: &Worker, segments: usize) -> io::Result<u64> {
             Err(e) if is_retry(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
                 std::thread::yield_now();
             }
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => refused.on_refusal()?,
             Err(e) => return Err(e),
         }
     }
@@ -187,6 +188,7 @@ fn send_mmsg(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
     let mut bufs: Vec<Vec<u8>> = vec![one; BATCH];
     let epoch = w.control.epoch;
     let (mut seq, mut bytes, mut reserved) = (0u64, 0u64, 0usize);
+    let mut refused = Refusals::default();
     while !w.control.stopping() {
         while reserved < BATCH && w.control.take_budget(w.len).is_some() {
             reserved += 1;
@@ -210,7 +212,7 @@ fn send_mmsg(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
             Err(e) if is_retry(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
                 std::thread::yield_now();
             }
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => refused.on_refusal()?,
             Err(e) => return Err(e),
         }
     }
