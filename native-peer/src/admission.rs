@@ -7,7 +7,7 @@
 //! prefix).
 
 use std::collections::{HashMap, VecDeque};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -90,11 +90,6 @@ impl Admitted {
     pub fn evicted(&self) -> &CancellationToken {
         &self.evicted
     }
-
-    /// The source it was admitted for.
-    pub fn source(&self) -> Source {
-        self.source
-    }
 }
 
 impl Drop for Admitted {
@@ -126,6 +121,23 @@ impl Admission {
 
     /// Admits a connection from `ip`, shedding another source's oldest if that is fair.
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Admitted, Refusal> {
+        self.admit_with(ip, true)
+    }
+
+    /// [`Admission::admit`] for a connection from `from`; a refusal is counted in `log`.
+    pub fn admit_or_warn(self: &Arc<Self>, from: SocketAddr, log: &LogLimit) -> Option<Admitted> {
+        self.admit(from.ip())
+            .inspect_err(|refusal| log.warn(from, refusal))
+            .ok()
+    }
+
+    /// Admits a connection from `ip` only if there is a free place: for holders that cannot
+    /// give theirs up at once (a thread blocked in a read, a running test).
+    pub fn admit_without_shedding(self: &Arc<Self>, ip: IpAddr) -> Result<Admitted, Refusal> {
+        self.admit_with(ip, false)
+    }
+
+    fn admit_with(self: &Arc<Self>, ip: IpAddr, shed: bool) -> Result<Admitted, Refusal> {
         let source = Source::of(ip);
         let mut held = lock(&self.held);
         let own = held.by_source.get(&source).map_or(0, VecDeque::len);
@@ -139,7 +151,7 @@ impl Admission {
                 .max_by_key(|(_, q)| q.len())
                 .map(|(s, q)| (*s, q.len()));
             match heaviest {
-                Some((victim, n)) if n > own + 1 => {
+                Some((victim, n)) if shed && n > own + 1 => {
                     let queue = held.by_source.get_mut(&victim).expect("heaviest exists");
                     if let Some((_, token)) = queue.pop_front() {
                         token.cancel();
@@ -166,7 +178,8 @@ impl Admission {
     }
 
     /// Connections held now (all sources).
-    pub fn held(&self) -> usize {
+    #[cfg(test)]
+    fn held(&self) -> usize {
         lock(&self.held).total
     }
 }
@@ -253,7 +266,10 @@ mod tests {
             Source::of(ip("2001:db8::1")),
             Source::of(ip("2001:db8:0:1::1"))
         );
-        assert_eq!(Source::of(ip("::ffff:10.0.0.1")), Source::of(ip("10.0.0.1")));
+        assert_eq!(
+            Source::of(ip("::ffff:10.0.0.1")),
+            Source::of(ip("10.0.0.1"))
+        );
         assert_eq!(Source::of(ip("2001:db8::1")).to_string(), "2001:db8::/64");
     }
 
@@ -279,7 +295,10 @@ mod tests {
         });
         let flood: Vec<Admitted> = (0..4).map(|_| a.admit(ip("10.0.0.1")).unwrap()).collect();
         let second = a.admit(ip("10.0.0.2")).expect("a second source gets in");
-        assert!(flood[0].evicted().is_cancelled(), "the oldest of the flood goes");
+        assert!(
+            flood[0].evicted().is_cancelled(),
+            "the oldest of the flood goes"
+        );
         assert!(!flood[1].evicted().is_cancelled());
         assert_eq!(a.held(), 4);
         // Two sources at 3 and 1: the second may take one more from the flood (3 > 1 + 1) ...
@@ -293,6 +312,20 @@ mod tests {
         assert_eq!(a.held(), 2);
         drop(second);
         assert_eq!(a.held(), 1);
+    }
+
+    #[test]
+    fn without_shedding_a_full_admission_refuses() {
+        let a = Admission::new(Caps {
+            total: 2,
+            per_source: 2,
+        });
+        let flood: Vec<Admitted> = (0..2).map(|_| a.admit(ip("10.0.0.1")).unwrap()).collect();
+        assert_eq!(
+            a.admit_without_shedding(ip("10.0.0.2")).unwrap_err(),
+            Refusal::Full
+        );
+        assert!(flood.iter().all(|p| !p.evicted().is_cancelled()));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! - `dccp`: DCCP sockets behind a platform seam, and whether this kernel has DCCP.
 
 mod admission;
+mod budget;
 mod cli;
 mod compat;
 mod dccp;

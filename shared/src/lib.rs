@@ -23,4 +23,5 @@ pub mod sweep;
 pub mod units;
 
 /// Version of perfpeer's own control protocol; peers refuse a different major version.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// 2: a UDP data stream is bound only after its client echoes the data port's challenge.
+pub const PROTOCOL_VERSION: u32 = 2;

@@ -284,6 +284,17 @@ impl TestSpec {
         }
     }
 
+    /// How long the test should take: its time, or for a byte count at a rate, the bytes at that
+    /// rate (`None`: a byte count sent as fast as it goes).
+    pub fn expected_duration(&self) -> Option<Duration> {
+        match self.end {
+            EndCondition::Time { .. } => self.total_time(),
+            EndCondition::Bytes { bytes } => self.bitrate.filter(|r| r.0 > 0).map(|rate| {
+                Duration::from_secs_f64(bytes as f64 * 8.0 / rate.0 as f64) + self.omit
+            }),
+        }
+    }
+
     /// Target rate of one stream (the test's rate spread evenly over the streams of a direction).
     pub fn per_stream_rate(&self) -> Option<BitRate> {
         self.bitrate
@@ -390,6 +401,23 @@ mod tests {
         let udp = TestSpec::new(Protocol::Udp);
         assert_eq!(udp.validate(), Ok(()));
         assert_eq!(udp.bitrate, Some(BitRate(1_000_000)));
+    }
+
+    #[test]
+    fn a_byte_count_at_a_rate_is_expected_to_take_its_time() {
+        let mut s = TestSpec::new(Protocol::Tcp);
+        s.end = EndCondition::Bytes {
+            bytes: 2_000_000_000_000,
+        };
+        assert_eq!(s.total_time(), None);
+        s.bitrate = None;
+        assert_eq!(s.expected_duration(), None, "as fast as it goes");
+        s.bitrate = Some(BitRate(100_000_000));
+        assert_eq!(s.expected_duration(), Some(Duration::from_secs(160_000)));
+        s.end = EndCondition::Time {
+            duration: Duration::from_secs(3),
+        };
+        assert_eq!(s.expected_duration(), Some(Duration::from_secs(3)));
     }
 
     #[test]

@@ -47,6 +47,11 @@ pub struct IperfArgs {
     /// Server: longest test accepted, seconds.
     #[arg(long, default_value_t = 3600)]
     max_duration: u64,
+    /// Server: memory the buffers of the tests served may take at once (K/M/G = x1024); a test
+    /// that would go over is refused. Default: an eighth of this machine's memory, between 16M
+    /// and 1G.
+    #[arg(long, value_name = "SIZE", value_parser = super::serve::parse_memory_arg)]
+    max_memory: Option<u64>,
     #[command(flatten)]
     flags: TestFlags,
 }
@@ -126,6 +131,9 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
     };
     let config = server::ServerConfig {
         max_duration: Duration::from_secs(args.max_duration),
+        max_memory: args
+            .max_memory
+            .unwrap_or_else(crate::budget::MemoryBudget::default_limit),
     };
     let (tx, events) = mpsc::unbounded_channel();
     print!(

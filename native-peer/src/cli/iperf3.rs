@@ -39,6 +39,11 @@ pub struct Iperf3Args {
     /// Server: longest test accepted, seconds.
     #[arg(long, default_value_t = 3600)]
     max_duration: u64,
+    /// Server: memory the buffers of the tests served may take at once (K/M/G = x1024); a test
+    /// that would go over is refused. Default: an eighth of this machine's memory, between 16M
+    /// and 1G.
+    #[arg(long, value_name = "SIZE", value_parser = super::serve::parse_memory_arg)]
+    max_memory: Option<u64>,
     /// Client: 64-bit UDP datagram counters.
     #[arg(long = "udp-counters-64bit")]
     udp_counters_64bit: bool,
@@ -89,6 +94,9 @@ async fn run_server(args: &Iperf3Args) -> anyhow::Result<ExitCode> {
     let config = server::ServerConfig {
         max_tests: args.max_tests,
         max_duration: Duration::from_secs(args.max_duration),
+        max_memory: args
+            .max_memory
+            .unwrap_or_else(crate::budget::MemoryBudget::default_limit),
         one_off: args.one_off,
     };
     let (tx, events) = mpsc::unbounded_channel();

@@ -45,10 +45,28 @@ pub struct ServeArgs {
     /// Where the token (and later, results) are kept.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+    /// Take data streams from any address, not only from the one whose control connection
+    /// opened the test (for NAT setups that map a client's connections to different addresses).
+    /// Off by default: otherwise anyone who learns a test's cookie can aim its streams elsewhere.
+    #[arg(long)]
+    data_from_any_address: bool,
+    /// Memory the buffers of the tests this peer serves may take at once (K/M/G = x1024); a test
+    /// that would go over is refused. Default: an eighth of this machine's memory, between 16M
+    /// and 1G.
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory_arg)]
+    max_memory: Option<u64>,
     /// DCCP service codes the data port accepts besides the default PERF (a number, 0x hex, or
     /// up to 4 ASCII letters; repeatable).
     #[arg(long, value_name = "CODE", value_parser = perfpeer_shared::dccp::parse_service)]
     dccp_service: Vec<u32>,
+}
+
+pub(super) fn parse_memory_arg(s: &str) -> Result<u64, String> {
+    match perfpeer_shared::units::parse_size(s) {
+        Ok(n) if n < 1 << 20 => Err("at least 1M: a single test needs more than that".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn parse_rate_arg(s: &str) -> Result<BitRate, String> {
@@ -86,6 +104,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
         max_duration: Duration::from_secs(args.max_duration),
         max_bitrate: args.max_bitrate,
         token: token.clone(),
+        data_from_any_address: args.data_from_any_address,
+        max_memory: args
+            .max_memory
+            .unwrap_or_else(crate::budget::MemoryBudget::default_limit),
     };
     let shutdown = CancellationToken::new();
     let state = ServerState::new(config, info, shutdown.clone());

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use perfpeer_shared::report::StreamRole;
 use perfpeer_shared::rr::RrFinal;
-use perfpeer_shared::spec::{EndCondition, RequestResponse, TestSpec};
+use perfpeer_shared::spec::{EndCondition, Protocol, RequestResponse, TestSpec};
 use perfpeer_shared::units::BitRate;
 
 use self::udp_stats::UdpRxStats;
@@ -429,6 +429,35 @@ fn payload(len: usize) -> Vec<u8> {
             state as u8
         })
         .collect()
+}
+
+/// What one stream costs besides its buffers: the part of its thread's stack it touches, its
+/// counters and socket.
+const STREAM_OVERHEAD: u64 = 64 * 1024;
+
+/// Bytes of memory this end's workers take for `spec`'s streams in `roles`: payload and receive
+/// buffers as the workers allocate them, and socket buffers asked for with `-w` (which the
+/// kernel doubles). This is what the peer's memory budget is charged before a test starts, so
+/// it errs on the high side.
+pub fn memory_needed(spec: &TestSpec, roles: impl IntoIterator<Item = StreamRole>) -> u64 {
+    let len = u64::from(spec.len.max(64));
+    let window = spec.window.map_or(0, |w| 2 * 2 * u64::from(w));
+    let per_stream = |role: StreamRole| -> u64 {
+        let buffers = match (spec.rr, spec.protocol, role) {
+            (Some(rr), _, _) => len + u64::from(rr.response_len),
+            (None, Protocol::Tcp, StreamRole::Sender) => len,
+            (None, Protocol::Tcp, StreamRole::Receiver) => {
+                len.clamp(64 * 1024, tcp::MAX_READ as u64)
+            }
+            // Datagrams: a batch of them at once (sendmmsg / GSO, recvmmsg), plus one whole
+            // 64 KiB datagram buffer.
+            (None, Protocol::Udp | Protocol::Dccp, _) => {
+                len.next_multiple_of(64) * udp_batch::BATCH as u64 + 64 * 1024
+            }
+        };
+        buffers + window + STREAM_OVERHEAD
+    };
+    roles.into_iter().map(per_stream).sum()
 }
 
 /// Whether an I/O error only means "try again" on a socket with a timeout.

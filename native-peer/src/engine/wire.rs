@@ -4,7 +4,10 @@
 //!   `"PPT1"` | stream id (u32 BE) | cookie (16 bytes).
 //! - UDP control datagrams: `"PPU1"` | kind (u8) | 3 zero bytes | stream id (u32 BE) | body:
 //!   hello (kind 1) and hello-ack (kind 2) carry the 16-byte cookie; fin (kind 3) carries the
-//!   number of datagrams sent (u64 BE).
+//!   number of datagrams sent (u64 BE); challenge (kind 4) carries a 16-byte nonce; confirm
+//!   (kind 5) carries the cookie and then the nonce. A UDP stream is bound in two round trips:
+//!   hello → challenge (the same size, so a forged hello reflects nothing larger), confirm (the
+//!   nonce echoed, which only a receiver at that address could have seen) → hello-ack.
 //! - UDP data datagrams start with a 16-byte header: sequence number (u64 BE, from 1) | send
 //!   time seconds (u32 BE) | nanoseconds (u32 BE). A data header never starts with `"PPU1"`
 //!   (that would need a sequence number above 5·10^18), so both kinds share one socket.
@@ -13,6 +16,9 @@ use std::time::Duration;
 
 /// The secret a client presents on each data stream; it ties the stream to one test.
 pub type Cookie = [u8; 16];
+
+/// The value a UDP stream's challenge carries: the client proves it receives by echoing it.
+pub type Nonce = [u8; 16];
 
 /// Length of a TCP stream hello.
 pub const STREAM_HELLO_LEN: usize = 24;
@@ -104,12 +110,28 @@ pub enum UdpControl {
         /// Cookie.
         cookie: Cookie,
     },
-    /// Server → client: the stream is bound.
+    /// Server → client: the stream is bound (after a confirm).
     HelloAck {
         /// Stream id.
         stream_id: u32,
         /// Cookie.
         cookie: Cookie,
+    },
+    /// Server → client, in answer to a hello: prove you receive at this address.
+    Challenge {
+        /// Stream id.
+        stream_id: u32,
+        /// A fresh random value; only the hello's source address is sent it.
+        nonce: Nonce,
+    },
+    /// Client → server: the challenge's nonce, echoed with the cookie.
+    Confirm {
+        /// Stream id.
+        stream_id: u32,
+        /// Cookie.
+        cookie: Cookie,
+        /// The nonce of the challenge.
+        nonce: Nonce,
     },
     /// Sender → receiver: the sender stopped after `packets` datagrams.
     Fin {
@@ -127,8 +149,10 @@ impl UdpControl {
             UdpControl::Hello { stream_id, .. } => (1u8, stream_id),
             UdpControl::HelloAck { stream_id, .. } => (2, stream_id),
             UdpControl::Fin { stream_id, .. } => (3, stream_id),
+            UdpControl::Challenge { stream_id, .. } => (4, stream_id),
+            UdpControl::Confirm { stream_id, .. } => (5, stream_id),
         };
-        let mut out = Vec::with_capacity(28);
+        let mut out = Vec::with_capacity(44);
         out.extend_from_slice(UDP_MAGIC);
         out.extend_from_slice(&[kind, 0, 0, 0]);
         out.extend_from_slice(&id.to_be_bytes());
@@ -137,6 +161,11 @@ impl UdpControl {
                 out.extend_from_slice(&cookie)
             }
             UdpControl::Fin { packets, .. } => out.extend_from_slice(&packets.to_be_bytes()),
+            UdpControl::Challenge { nonce, .. } => out.extend_from_slice(&nonce),
+            UdpControl::Confirm { cookie, nonce, .. } => {
+                out.extend_from_slice(&cookie);
+                out.extend_from_slice(&nonce);
+            }
         }
         out
     }
@@ -168,6 +197,21 @@ impl UdpControl {
                 Ok(UdpControl::Fin {
                     stream_id,
                     packets: u64_at(buf, 12),
+                })
+            }
+            4 => {
+                need(buf, 28, "UDP challenge")?;
+                Ok(UdpControl::Challenge {
+                    stream_id,
+                    nonce: buf[12..28].try_into().expect("16 bytes"),
+                })
+            }
+            5 => {
+                need(buf, 44, "UDP confirm")?;
+                Ok(UdpControl::Confirm {
+                    stream_id,
+                    cookie: buf[12..28].try_into().expect("16 bytes"),
+                    nonce: buf[28..44].try_into().expect("16 bytes"),
                 })
             }
             other => Err(WireError::BadKind(other)),
@@ -243,6 +287,15 @@ mod tests {
                 stream_id: 2,
                 packets: 1 << 40,
             },
+            UdpControl::Challenge {
+                stream_id: 3,
+                nonce: [9; 16],
+            },
+            UdpControl::Confirm {
+                stream_id: 3,
+                cookie: COOKIE,
+                nonce: [9; 16],
+            },
         ] {
             let bytes = msg.encode();
             assert!(UdpControl::is_control(&bytes));
@@ -259,6 +312,33 @@ mod tests {
             Err(WireError::BadKind(9))
         );
         assert!(UdpControl::decode(b"PPU1\x01\0\0\0\0\0\0\x01short").is_err());
+    }
+
+    #[test]
+    fn a_challenge_is_no_larger_than_the_hello_it_answers() {
+        let hello = UdpControl::Hello {
+            stream_id: 1,
+            cookie: COOKIE,
+        }
+        .encode();
+        let challenge = UdpControl::Challenge {
+            stream_id: 1,
+            nonce: [0xab; 16],
+        }
+        .encode();
+        assert_eq!(challenge.len(), hello.len());
+        assert_eq!(&challenge[..12], b"PPU1\x04\0\0\0\0\0\0\x01");
+        assert_eq!(&challenge[12..], &[0xab; 16]);
+        let confirm = UdpControl::Confirm {
+            stream_id: 1,
+            cookie: COOKIE,
+            nonce: [0xab; 16],
+        }
+        .encode();
+        assert_eq!(confirm.len(), 44);
+        assert_eq!(&confirm[12..28], &COOKIE);
+        // A confirm cut short is not a confirm.
+        assert!(UdpControl::decode(&confirm[..43]).is_err());
     }
 
     #[test]

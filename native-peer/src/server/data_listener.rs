@@ -1,6 +1,7 @@
 //! The data port: accepts TCP data streams and UDP stream hellos, and hands each one to the
-//! test whose cookie it presents. Anything else is dropped without a reply, so nothing is ever
-//! sent to an address that has not proven it belongs to a test.
+//! test whose cookie it presents, if it comes from the address that opened the test. Anything
+//! else is dropped without a reply, and a UDP stream is sent nothing until its address has
+//! proven it receives (a challenge echoed), so the port reflects nothing to a forged source.
 
 use std::io;
 use std::net::SocketAddr;
@@ -10,16 +11,27 @@ use std::time::Duration;
 use socket2::{Domain, SockAddr, Socket, Type};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, UdpSocket};
-use tokio::sync::Semaphore;
 
-use super::state::{IncomingStream, ServerState};
+use super::state::{IncomingStream, ServerState, StreamRefusal};
+use crate::admission::{Admission, Caps, LogLimit};
 use crate::engine::DataSocket;
-use crate::engine::wire::{STREAM_HELLO_LEN, StreamHello, UdpControl};
+use crate::engine::wire::{Cookie, STREAM_HELLO_LEN, StreamHello, UdpControl};
 
 /// Time a new data connection has to present its hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
-/// Data connections that may be waiting for their hello at once.
-const MAX_UNIDENTIFIED: usize = 256;
+/// Data connections that may be waiting for their hello at once, from all sources and from one.
+/// A flood from one source is shed for another's connections (see [`crate::admission`]).
+pub const UNIDENTIFIED_CAPS: Caps = Caps {
+    total: 512,
+    per_source: 512,
+};
+
+static DROPPED_TCP: LogLimit = LogLimit::new(
+    "data connections dropped before their hello",
+    Duration::from_secs(10),
+);
+static DROPPED_UDP: LogLimit =
+    LogLimit::new("UDP stream hellos not answered", Duration::from_secs(10));
 
 /// Binds the TCP and UDP data listeners on `addr`, both on the same port number (port 0: a
 /// free port for both).
@@ -64,7 +76,7 @@ fn dual_stack(socket: &Socket, addr: SocketAddr) -> io::Result<()> {
 
 /// Accepts TCP data streams until shutdown.
 pub async fn run_tcp(listener: TcpListener, state: Arc<ServerState>) {
-    let unidentified = Arc::new(Semaphore::new(MAX_UNIDENTIFIED));
+    let unidentified = Admission::new(UNIDENTIFIED_CAPS);
     let mut backoff = Duration::from_millis(10);
     loop {
         let accepted = tokio::select! {
@@ -78,28 +90,32 @@ pub async fn run_tcp(listener: TcpListener, state: Arc<ServerState>) {
             }
             Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
-                tracing::warn!(error = %e, "data accept failed");
+                DROPPED_TCP.warn("accept", e);
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(1));
                 continue;
             }
         };
-        let Ok(permit) = unidentified.clone().try_acquire_owned() else {
-            tracing::warn!(%from, "too many unidentified data connections; dropping one");
+        let Some(place) = unidentified.admit_or_warn(from, &DROPPED_TCP) else {
             continue;
         };
         let state = state.clone();
         tokio::spawn(async move {
-            if let Err(reason) = identify_tcp(stream, &state).await {
-                tracing::debug!(%from, reason, "data connection dropped");
+            let outcome = tokio::select! {
+                r = identify_tcp(stream, from, &state) => r,
+                _ = place.evicted().cancelled() => Err("shed for another source's connection".into()),
+            };
+            if let Err(reason) = outcome {
+                DROPPED_TCP.warn(from, reason);
             }
-            drop(permit);
+            drop(place);
         });
     }
 }
 
 async fn identify_tcp(
     mut stream: tokio::net::TcpStream,
+    from: SocketAddr,
     state: &ServerState,
 ) -> Result<(), String> {
     let mut hello = [0u8; STREAM_HELLO_LEN];
@@ -117,12 +133,16 @@ async fn identify_tcp(
         socket: DataSocket::Tcp(Arc::new(std_stream)),
     };
     state
-        .deliver(&hello.cookie, incoming)
-        .map_err(|_| "unknown cookie".to_string())
+        .deliver(&hello.cookie, from, incoming)
+        .map_err(|(refusal, _)| refusal.to_string())
 }
 
-/// Answers UDP stream hellos until shutdown: each valid one gets its own socket on the data port,
-/// connected to the client, which the kernel then prefers for that client's datagrams.
+/// Binds UDP streams until shutdown, in two round trips: a hello with the test's cookie, from
+/// the address of the test's control connection, is answered with a challenge of the same
+/// size; a confirm that echoes the challenge's nonce proves the source receives there, and only
+/// then does the stream get its own socket on the data port, connected to the client (the
+/// kernel then prefers it for that client's datagrams), and the hello-ack. Nothing else gets a
+/// reply, so the data port sends nothing to an address that did not ask for it.
 pub async fn run_udp(socket: UdpSocket, state: Arc<ServerState>) {
     let local = match socket.local_addr() {
         Ok(a) => a,
@@ -135,26 +155,52 @@ pub async fn run_udp(socket: UdpSocket, state: Arc<ServerState>) {
             r = socket.recv_from(&mut buf) => r,
         };
         let Ok((n, from)) = received else { continue };
-        let Ok(UdpControl::Hello { stream_id, cookie }) = UdpControl::decode(&buf[..n]) else {
-            continue; // stray data or garbage: no reply
-        };
-        if !state.is_pending(&cookie) {
-            continue;
-        }
-        match connected_udp_socket(local, from) {
-            Ok(udp) => {
-                let ack = UdpControl::HelloAck { stream_id, cookie }.encode();
-                let _ = udp.send(&ack);
-                let incoming = IncomingStream {
-                    id: stream_id,
-                    socket: DataSocket::Udp(Arc::new(udp)),
-                };
-                if state.deliver(&cookie, incoming).is_err() {
-                    tracing::debug!(%from, "UDP stream for a test that is no longer waiting");
+        match UdpControl::decode(&buf[..n]) {
+            Ok(UdpControl::Hello { stream_id, cookie }) => {
+                match state.challenge(&cookie, stream_id, from) {
+                    Ok(nonce) => {
+                        let challenge = UdpControl::Challenge { stream_id, nonce }.encode();
+                        let _ = socket.send_to(&challenge, from).await;
+                    }
+                    // An unknown cookie is stray data or a guess: not worth a log line.
+                    Err(StreamRefusal::UnknownCookie) => {}
+                    Err(refusal) => DROPPED_UDP.warn(from, refusal),
                 }
             }
-            Err(e) => tracing::warn!(%from, error = %e, "cannot create a UDP stream socket"),
+            Ok(UdpControl::Confirm {
+                stream_id,
+                cookie,
+                nonce,
+            }) if state.confirms(&cookie, stream_id, from, &nonce) => {
+                bind_udp_stream(local, from, stream_id, cookie, &state);
+            }
+            // Stray data, garbage, a wrong nonce: no reply.
+            _ => {}
         }
+    }
+}
+
+/// Gives a confirmed UDP stream its connected socket, acks it, and hands it to its test.
+fn bind_udp_stream(
+    local: SocketAddr,
+    from: SocketAddr,
+    stream_id: u32,
+    cookie: Cookie,
+    state: &ServerState,
+) {
+    match connected_udp_socket(local, from) {
+        Ok(udp) => {
+            let ack = UdpControl::HelloAck { stream_id, cookie }.encode();
+            let _ = udp.send(&ack);
+            let incoming = IncomingStream {
+                id: stream_id,
+                socket: DataSocket::Udp(Arc::new(udp)),
+            };
+            if let Err((refusal, _)) = state.deliver(&cookie, from, incoming) {
+                DROPPED_UDP.warn(from, refusal);
+            }
+        }
+        Err(e) => DROPPED_UDP.warn(from, format!("cannot create a UDP stream socket: {e}")),
     }
 }
 

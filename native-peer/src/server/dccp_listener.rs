@@ -5,12 +5,13 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use perfpeer_shared::spec::TestSpec;
 
 use super::state::{IncomingStream, ServerState};
+use crate::admission::{Admission, Caps, LogLimit};
 use crate::dccp::{self, DccpListener, DccpSocket};
 use crate::engine::DataSocket;
 use crate::engine::wire::{STREAM_HELLO_LEN, StreamHello};
@@ -20,7 +21,15 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often the accept loop looks at the shutdown token.
 const ACCEPT_POLL: Duration = Duration::from_millis(200);
 /// Connections that may be waiting for their hello at once.
-const MAX_UNIDENTIFIED: usize = 64;
+const UNIDENTIFIED_CAPS: Caps = Caps {
+    total: 64,
+    per_source: 32,
+};
+
+static DROPPED: LogLimit = LogLimit::new(
+    "DCCP connections dropped before their hello",
+    Duration::from_secs(10),
+);
 
 static LISTENING: AtomicBool = AtomicBool::new(false);
 
@@ -63,7 +72,9 @@ pub fn spawn(addr: SocketAddr, services: Vec<u32>, state: Arc<ServerState>) {
 }
 
 fn accept_loop(listener: DccpListener, state: Arc<ServerState>) {
-    let unidentified = Arc::new(AtomicUsize::new(0));
+    // A thread per connection until its hello: the places are never shed (a blocked read cannot
+    // be taken back), so threads stay within the caps.
+    let unidentified = Admission::new(UNIDENTIFIED_CAPS);
     let mut backoff = Duration::from_millis(10);
     while !state.shutdown.is_cancelled() {
         let (socket, from) = match listener.accept(ACCEPT_POLL) {
@@ -82,31 +93,33 @@ fn accept_loop(listener: DccpListener, state: Arc<ServerState>) {
                 continue;
             }
             Err(e) => {
-                tracing::warn!(error = %e, "DCCP accept failed");
+                DROPPED.warn("accept", e);
                 std::thread::sleep(backoff);
                 backoff = (backoff * 2).min(Duration::from_secs(1));
                 continue;
             }
         };
-        if unidentified.fetch_add(1, Ordering::Relaxed) >= MAX_UNIDENTIFIED {
-            unidentified.fetch_sub(1, Ordering::Relaxed);
-            tracing::warn!(%from, "too many unidentified DCCP connections; dropping one");
-            continue;
-        }
-        let (state, count) = (state.clone(), unidentified.clone());
+        let place = match unidentified.admit_without_shedding(from.ip()) {
+            Ok(p) => p,
+            Err(refusal) => {
+                DROPPED.warn(from, refusal);
+                continue;
+            }
+        };
+        let state = state.clone();
         let _ = std::thread::Builder::new()
             .name("pp-dccp-hello".into())
             .spawn(move || {
-                if let Err(reason) = identify(socket, &state) {
-                    tracing::debug!(%from, reason, "DCCP connection dropped");
+                if let Err(reason) = identify(socket, from, &state) {
+                    DROPPED.warn(from, reason);
                 }
-                count.fetch_sub(1, Ordering::Relaxed);
+                drop(place);
             });
     }
     LISTENING.store(false, Ordering::Relaxed);
 }
 
-fn identify(socket: DccpSocket, state: &ServerState) -> Result<(), String> {
+fn identify(socket: DccpSocket, from: SocketAddr, state: &ServerState) -> Result<(), String> {
     socket
         .set_read_timeout(Some(HELLO_TIMEOUT))
         .map_err(|e| e.to_string())?;
@@ -123,6 +136,6 @@ fn identify(socket: DccpSocket, state: &ServerState) -> Result<(), String> {
         socket: DataSocket::Dccp(Arc::new(socket)),
     };
     state
-        .deliver(&hello.cookie, incoming)
-        .map_err(|_| "unknown cookie".to_string())
+        .deliver(&hello.cookie, from, incoming)
+        .map_err(|(refusal, _)| refusal.to_string())
 }

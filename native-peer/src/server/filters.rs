@@ -111,6 +111,8 @@ mod tests {
             max_duration: Duration::from_secs(60),
             max_bitrate: None,
             token: Some("secret-token".into()),
+            data_from_any_address: false,
+            max_memory: 64 << 20,
         };
         let info = PeerInfo {
             name: "t".into(),

@@ -2,6 +2,7 @@
 //! streams (by cookie), and the tests running now.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,8 +13,10 @@ use perfpeer_shared::units::BitRate;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::admission::{Admission, Caps};
+use crate::budget::MemoryBudget;
 use crate::engine::DataSocket;
-use crate::engine::wire::Cookie;
+use crate::engine::wire::{Cookie, Nonce, random_cookie};
 
 /// Limits and access settings of `perfpeer serve`.
 #[derive(Debug, Clone)]
@@ -26,6 +29,12 @@ pub struct ServeConfig {
     pub max_bitrate: Option<BitRate>,
     /// Token for privileged requests; `None` means open (`--open`).
     pub token: Option<String>,
+    /// Data streams may come from another address than their control connection
+    /// (`--data-from-any-address`, for NAT setups that map them apart). Off: the data port takes
+    /// a stream only from the IP address that opened the test.
+    pub data_from_any_address: bool,
+    /// Bytes of buffers the tests this peer serves may hold at once (`--max-memory`).
+    pub max_memory: u64,
 }
 
 /// A data stream that presented a cookie on the data port.
@@ -36,6 +45,35 @@ pub struct IncomingStream {
     /// Its socket.
     pub socket: DataSocket,
 }
+
+/// Why the data port did not take a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum StreamRefusal {
+    /// No test waits for streams with that cookie.
+    #[error("unknown cookie")]
+    UnknownCookie,
+    /// The stream came from another address than the test's control connection.
+    #[error("from another address than the test's control connection")]
+    WrongSource,
+    /// The test has all its streams, or answered all the hellos it will.
+    #[error("the test takes no more streams")]
+    Full,
+}
+
+/// A test waiting for its data streams.
+struct PendingTest {
+    tx: mpsc::Sender<IncomingStream>,
+    /// The address of the control connection that opened the test.
+    client_ip: IpAddr,
+    /// Nonces sent in answer to UDP hellos, by stream id and the hello's source.
+    challenges: HashMap<(u32, SocketAddr), Nonce>,
+    /// Challenges this test may still send: a cookie leaked to a third party cannot turn the
+    /// data port into a reflector.
+    challenges_left: u32,
+}
+
+/// Challenges a pending test may send per stream (a client retries ten times), plus a margin.
+const CHALLENGES_PER_STREAM: u32 = 16;
 
 /// Everything the handlers share.
 pub struct ServerState {
@@ -49,7 +87,12 @@ pub struct ServerState {
     pub shutdown: CancellationToken,
     /// Tests started from a browser with `run`, attachable by test id.
     pub runs: super::runs::Runs,
-    pending: Mutex<HashMap<Cookie, mpsc::Sender<IncomingStream>>>,
+    /// Buffers of running tests, within `config.max_memory`.
+    pub memory: Arc<MemoryBudget>,
+    /// Tests this peer is the far end of, by the client's address: one address may hold half
+    /// the slots (rounded up), so it cannot keep every other client out.
+    pub far_tests: Arc<Admission>,
+    pending: Mutex<HashMap<Cookie, PendingTest>>,
     store: std::sync::OnceLock<Arc<crate::store::Store>>,
     running: Mutex<HashMap<String, (RunningTest, Instant)>>,
 }
@@ -59,6 +102,11 @@ impl ServerState {
     pub fn new(config: ServeConfig, info: PeerInfo, shutdown: CancellationToken) -> Arc<Self> {
         Arc::new(ServerState {
             slots: Arc::new(Semaphore::new(config.max_tests as usize)),
+            memory: MemoryBudget::new(config.max_memory),
+            far_tests: Admission::new(Caps {
+                total: config.max_tests as usize,
+                per_source: (config.max_tests as usize).div_ceil(2),
+            }),
             config,
             info,
             shutdown,
@@ -89,15 +137,27 @@ impl ServerState {
         }
     }
 
-    /// Registers a test waiting for its streams; they arrive on the returned receiver until the
-    /// guard is dropped.
+    /// Registers a test waiting for its streams, opened by a control connection from
+    /// `client_ip`; they arrive on the returned receiver until the guard is dropped.
     pub fn expect_streams(
         self: &Arc<Self>,
         cookie: Cookie,
         count: usize,
+        client_ip: IpAddr,
     ) -> (PendingGuard, mpsc::Receiver<IncomingStream>) {
         let (tx, rx) = mpsc::channel(count.max(1));
-        lock(&self.pending).insert(cookie, tx);
+        let streams = u32::try_from(count).unwrap_or(u32::MAX);
+        lock(&self.pending).insert(
+            cookie,
+            PendingTest {
+                tx,
+                client_ip: client_ip.to_canonical(),
+                challenges: HashMap::new(),
+                challenges_left: streams
+                    .saturating_add(1)
+                    .saturating_mul(CHALLENGES_PER_STREAM),
+            },
+        );
         (
             PendingGuard {
                 state: self.clone(),
@@ -107,18 +167,71 @@ impl ServerState {
         )
     }
 
-    /// Hands a stream to the test with `cookie`; gives it back if there is none.
-    pub fn deliver(&self, cookie: &Cookie, stream: IncomingStream) -> Result<(), IncomingStream> {
-        let tx = lock(&self.pending).get(cookie).cloned();
-        match tx {
-            Some(tx) => tx.try_send(stream).map_err(|e| e.into_inner()),
-            None => Err(stream),
-        }
+    /// Whether a stream from `from` may join a test opened from `client_ip`.
+    fn source_allowed(&self, client_ip: IpAddr, from: SocketAddr) -> bool {
+        self.config.data_from_any_address || from.ip().to_canonical() == client_ip
     }
 
-    /// Whether a test is waiting for streams with `cookie`.
-    pub fn is_pending(&self, cookie: &Cookie) -> bool {
-        lock(&self.pending).contains_key(cookie)
+    /// Hands a stream from `from` to the test with `cookie`; gives it back if there is none, or
+    /// if the stream came from another address than the test's control connection.
+    pub fn deliver(
+        &self,
+        cookie: &Cookie,
+        from: SocketAddr,
+        stream: IncomingStream,
+    ) -> Result<(), (StreamRefusal, IncomingStream)> {
+        let pending = lock(&self.pending);
+        let Some(test) = pending.get(cookie) else {
+            return Err((StreamRefusal::UnknownCookie, stream));
+        };
+        if !self.source_allowed(test.client_ip, from) {
+            return Err((StreamRefusal::WrongSource, stream));
+        }
+        test.tx
+            .try_send(stream)
+            .map_err(|e| (StreamRefusal::Full, e.into_inner()))
+    }
+
+    /// The nonce to challenge a UDP hello from `from` with: the same one for the same stream
+    /// and source, so a retried hello is answered alike; an error if the cookie is unknown, the
+    /// source is not the test's, or the test has sent all the challenges it may.
+    pub fn challenge(
+        &self,
+        cookie: &Cookie,
+        stream_id: u32,
+        from: SocketAddr,
+    ) -> Result<Nonce, StreamRefusal> {
+        let mut pending = lock(&self.pending);
+        let test = pending
+            .get_mut(cookie)
+            .ok_or(StreamRefusal::UnknownCookie)?;
+        if !self.source_allowed(test.client_ip, from) {
+            return Err(StreamRefusal::WrongSource);
+        }
+        if test.challenges_left == 0 {
+            return Err(StreamRefusal::Full);
+        }
+        test.challenges_left -= 1;
+        Ok(*test
+            .challenges
+            .entry((stream_id, from))
+            .or_insert_with(random_cookie))
+    }
+
+    /// Whether `nonce` is the one sent to `from` for stream `stream_id` of the test with
+    /// `cookie`: then `from` has proven it receives there.
+    pub fn confirms(
+        &self,
+        cookie: &Cookie,
+        stream_id: u32,
+        from: SocketAddr,
+        nonce: &Nonce,
+    ) -> bool {
+        lock(&self.pending).get(cookie).is_some_and(|test| {
+            test.challenges
+                .get(&(stream_id, from))
+                .is_some_and(|sent| constant_time_eq(sent, nonce))
+        })
     }
 
     /// Lists a running test until the guard is dropped.

@@ -99,13 +99,14 @@ impl WsMessage for Message {
 pub async fn connect(
     server: SocketAddr,
     target: &str,
+    bind: Option<IpAddr>,
     timeout: Duration,
 ) -> Result<ControlChannel, SessionError> {
     let unreachable = |reason: String| SessionError::Unreachable {
         target: target.to_string(),
         reason,
     };
-    let tcp = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(server))
+    let tcp = tokio::time::timeout(timeout, connect_tcp(server, bind))
         .await
         .map_err(|_| {
             unreachable(format!(
@@ -132,6 +133,25 @@ pub async fn connect(
         other => unreachable(format!("WebSocket handshake failed: {other}")),
     })?;
     Ok(ControlChannel::spawn(ws))
+}
+
+/// A TCP connection to `server`, from `bind` if given: the far end takes data streams only from
+/// the control connection's address, so both leave from the same one (as iperf3's -B does).
+async fn connect_tcp(
+    server: SocketAddr,
+    bind: Option<IpAddr>,
+) -> std::io::Result<tokio::net::TcpStream> {
+    let socket = if server.is_ipv6() {
+        tokio::net::TcpSocket::new_v6()?
+    } else {
+        tokio::net::TcpSocket::new_v4()?
+    };
+    if let Some(ip) = bind {
+        socket
+            .bind(SocketAddr::new(ip, 0))
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot bind to {ip}: {e}")))?;
+    }
+    socket.connect(server).await
 }
 
 /// Says hello and checks the version; returns whether the token was accepted.
@@ -198,7 +218,7 @@ pub async fn run_test(
     if spec.protocol == perfpeer_shared::spec::Protocol::Dccp {
         check_local_dccp(spec, server.is_ipv6())?;
     }
-    let mut chan = connect(server, target, opts.connect_timeout).await?;
+    let mut chan = connect(server, target, opts.bind, opts.connect_timeout).await?;
     hello(&mut chan, opts.token.clone()).await?;
     chan.send(&ClientMsg::Open { spec: spec.clone() })?;
     let (test_id, cookie, data_port) = match chan.recv::<ServerMsg>().await? {

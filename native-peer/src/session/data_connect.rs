@@ -1,6 +1,7 @@
 //! The client's side of data-stream setup (blocking; run it off the async runtime): connect each
-//! TCP stream and present the cookie, bind each UDP stream with a hello until it is acked, or
-//! connect each DCCP stream (service code, CCID) and send the hello as its first packet.
+//! TCP stream and present the cookie, bind each UDP stream (hello, the server's challenge echoed
+//! in a confirm, its ack), or connect each DCCP stream (service code, CCID) and send the hello
+//! as its first packet.
 
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
@@ -15,10 +16,10 @@ use crate::dccp::DccpSocket;
 use crate::engine::wire::{Cookie, StreamHello, UdpControl};
 use crate::engine::{DataSocket, StreamSetup, sockopt};
 
-/// How often an unanswered UDP hello is repeated.
+/// How often an unanswered UDP hello (or confirm) is repeated.
 const HELLO_RETRY: Duration = Duration::from_millis(200);
-/// Hellos sent per stream before relying on the server's `ready` instead of an ack.
-const HELLO_TRIES: usize = 10;
+/// Hellos and confirms sent per stream before relying on the server's `ready` instead of an ack.
+const HELLO_TRIES: usize = 20;
 
 /// Opens every stream of `spec` to `server`, presenting `cookie`.
 pub fn open_streams(
@@ -148,31 +149,33 @@ fn connect_udp(
     socket.connect(&SockAddr::from(server))?;
     let udp: UdpSocket = socket.into();
     udp.set_read_timeout(Some(HELLO_RETRY))?;
-    let hello = UdpControl::Hello {
+    bind_udp(&udp, server, id, cookie)?;
+    Ok(udp)
+}
+
+/// Binds a UDP stream: hellos until the server's challenge, then confirms (its nonce echoed)
+/// until the ack. Each step is sent again after [`HELLO_RETRY`], [`HELLO_TRIES`] times in all;
+/// acks can be lost, so running out of tries is not an error: the server's `ready` tells
+/// whether the stream arrived.
+fn bind_udp(udp: &UdpSocket, server: SocketAddr, id: u32, cookie: Cookie) -> io::Result<()> {
+    let mut outgoing = UdpControl::Hello {
         stream_id: id,
         cookie,
     }
     .encode();
     let mut buf = [0u8; 64];
     for _ in 0..HELLO_TRIES {
-        udp.send(&hello)?;
-        match udp.recv(&mut buf) {
-            Ok(n) => {
-                if let Ok(UdpControl::HelloAck {
-                    stream_id,
-                    cookie: c,
-                }) = UdpControl::decode(&buf[..n])
-                    && stream_id == id
-                    && c == cookie
-                {
-                    return Ok(udp);
-                }
-            }
+        udp.send(&outgoing)?;
+        let n = match udp.recv(&mut buf) {
+            Ok(n) => n,
             Err(e)
                 if matches!(
                     e.kind(),
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) => {}
+                ) =>
+            {
+                continue;
+            }
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                 return Err(io::Error::new(
                     e.kind(),
@@ -180,8 +183,22 @@ fn connect_udp(
                 ));
             }
             Err(e) => return Err(e),
+        };
+        match UdpControl::decode(&buf[..n]) {
+            Ok(UdpControl::Challenge { stream_id, nonce }) if stream_id == id => {
+                outgoing = UdpControl::Confirm {
+                    stream_id: id,
+                    cookie,
+                    nonce,
+                }
+                .encode();
+            }
+            Ok(UdpControl::HelloAck {
+                stream_id,
+                cookie: c,
+            }) if stream_id == id && c == cookie => return Ok(()),
+            _ => {}
         }
     }
-    // Acks can be lost; the server's `ready` tells whether the hellos arrived.
-    Ok(udp)
+    Ok(())
 }

@@ -26,7 +26,34 @@ const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
 /// Wait for `begin` after `ready`.
 const BEGIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Grace past the test's own length before the far end stops it by itself.
-const OVERRUN_GRACE: Duration = Duration::from_secs(10);
+pub(crate) const OVERRUN_GRACE: Duration = Duration::from_secs(10);
+
+/// When a far end (ours, or a stock-tool server's) stops a test by itself, whatever its client
+/// does: the test's own length (its time, or its byte count at its rate), capped by the peer's
+/// longest test, plus a grace.
+pub(crate) fn far_end_limit(spec: &TestSpec, max_duration: Duration) -> Duration {
+    spec.expected_duration()
+        .map_or(max_duration, |t| t.min(max_duration))
+        + OVERRUN_GRACE
+}
+
+/// Refuses a test longer than the peer's longest: by time, or by its byte count at its rate.
+pub(crate) fn check_duration(spec: &TestSpec, max_duration: Duration) -> Result<(), String> {
+    match spec.expected_duration() {
+        Some(t) if t > max_duration => Err(match spec.end {
+            perfpeer_shared::spec::EndCondition::Bytes { .. } => format!(
+                "this test's byte count takes about {:.0} s at its rate, and this peer accepts tests of at most {} s (its --max-duration): send fewer bytes or at a higher rate",
+                t.as_secs_f64(),
+                max_duration.as_secs()
+            ),
+            perfpeer_shared::spec::EndCondition::Time { .. } => format!(
+                "this peer accepts tests of at most {} s (its --max-duration)",
+                max_duration.as_secs()
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
 /// Wait for the client's final report.
 const CLIENT_FINAL_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -53,12 +80,14 @@ pub fn check_caps(
         return Err(refuse(ErrorCode::InvalidSpec, why));
     }
     let cfg = &state.config;
-    if spec.total_time().is_some_and(|t| t > cfg.max_duration) {
+    check_duration(spec, cfg.max_duration).map_err(|why| refuse(ErrorCode::OverLimit, why))?;
+    if let Some(cap) = cfg.max_bitrate
+        && spec.rr.is_some()
+    {
         return Err(refuse(
             ErrorCode::OverLimit,
             format!(
-                "this peer accepts tests of at most {} s (its --max-duration)",
-                cfg.max_duration.as_secs()
+                "this peer caps every test at {cap} per direction (its --max-bitrate), and a request/response test has no rate to cap: run --rr against a peer without --max-bitrate"
             ),
         ));
     }
@@ -93,10 +122,23 @@ pub async fn serve(
             ),
         )
     })?;
+    let _place = state
+        .far_tests
+        .admit_without_shedding(client.ip())
+        .map_err(|_| {
+            refuse(
+                ErrorCode::OverLimit,
+                "this peer is running as many tests for your address as it runs for one; try again when one ends",
+            )
+        })?;
+    let plan = spec.stream_plan();
+    let _memory = state
+        .memory
+        .charge(memory_needed(&spec, &plan))
+        .map_err(|e| refuse(ErrorCode::OverLimit, e.to_string()))?;
     let cookie = random_cookie();
     let test_id = cookie_to_hex(&random_cookie())[..12].to_string();
-    let plan = spec.stream_plan();
-    let (pending, incoming) = state.expect_streams(cookie, plan.len());
+    let (pending, incoming) = state.expect_streams(cookie, plan.len(), client.ip());
     chan.send(&ServerMsg::Accepted {
         test_id: test_id.clone(),
         cookie: cookie_to_hex(&cookie),
@@ -119,7 +161,7 @@ pub async fn serve(
     tracing::info!(test_id, %client, protocol = ?spec.protocol, direction = ?spec.direction, streams = spec.streams, "test begins");
     let started = SystemTime::now();
     let mut m = Measurement::start(PeerRole::Server, &spec, setups)?;
-    let limit = spec.total_time().unwrap_or(state.config.max_duration) + OVERRUN_GRACE;
+    let limit = far_end_limit(&spec, state.config.max_duration);
     let mut rec = state.store().and_then(|s| {
         Recording::begin(
             s,
@@ -231,6 +273,21 @@ async fn collect_streams(
         .collect();
     setups.sort_by_key(|s| s.id);
     Ok(setups)
+}
+
+/// Memory the far end's streams of `plan` (`(id, client_sends)`) take: the client's senders
+/// are our receivers.
+pub(crate) fn memory_needed(spec: &TestSpec, plan: &[(u32, bool)]) -> u64 {
+    crate::engine::memory_needed(
+        spec,
+        plan.iter().map(|&(_, client_sends)| {
+            if client_sends {
+                StreamRole::Receiver
+            } else {
+                StreamRole::Sender
+            }
+        }),
+    )
 }
 
 /// The server sets the per-test options after accept (MSS is the client's to set before connect).

@@ -16,8 +16,11 @@ use tokio::net::{TcpStream, UdpSocket};
 use tokio_util::sync::CancellationToken;
 
 use super::codec::{ACK_LEN, Amount, Header, ServerReport, UDP_HEADER_AT, ack, flags};
+use crate::admission::{Admission, Admitted, Caps, LogLimit};
+use crate::budget::MemoryBudget;
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions};
+use crate::session::far_end;
 use crate::session::measure::Measurement;
 
 /// Time a new TCP connection has to send its header.
@@ -28,12 +31,31 @@ const REPORT_REPEATS: usize = 9;
 const UDP_IDLE: Duration = Duration::from_secs(10);
 /// Quiet time after which the client is taken to have the report.
 const REPORT_QUIET: Duration = Duration::from_millis(250);
+/// Largest write of a reverse (`-R`) TCP stream, whatever buffer length the header asks for:
+/// the size of a write does not show on a TCP stream, and the header's field is the client's
+/// word (up to 2 GiB).
+const MAX_TCP_WRITE: u32 = 1 << 20;
+/// TCP connections that have not sent their header yet, from all sources and from one.
+const UNIDENTIFIED_CAPS: Caps = Caps {
+    total: 512,
+    per_source: 512,
+};
+/// UDP flows served at once (each has a thread), from all sources and from one. A flow from a
+/// source with fewer sheds the oldest of the source with the most.
+const UDP_FLOW_CAPS: Caps = Caps {
+    total: 128,
+    per_source: 32,
+};
+
+static DROPPED: LogLimit = LogLimit::new("iperf2 connections dropped", Duration::from_secs(10));
 
 /// Limits of the server.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// Longest test accepted.
     pub max_duration: Duration,
+    /// Bytes of buffers the streams may hold at once (`--max-memory`).
+    pub max_memory: u64,
 }
 
 /// What the server reports to its printer.
@@ -54,6 +76,8 @@ struct Shared {
     config: ServerConfig,
     next_id: AtomicU32,
     udp_flows: Mutex<HashSet<SocketAddr>>,
+    udp_places: Arc<Admission>,
+    memory: Arc<MemoryBudget>,
     events: tokio::sync::mpsc::UnboundedSender<ServerEvent>,
     shutdown: CancellationToken,
 }
@@ -68,27 +92,34 @@ pub async fn run(
     let (tcp, udp) = crate::server::data_listener::bind(addr)?;
     let local = udp.local_addr()?;
     let shared = Arc::new(Shared {
+        memory: MemoryBudget::new(config.max_memory),
         config,
         next_id: AtomicU32::new(1),
         udp_flows: Mutex::new(HashSet::new()),
+        udp_places: Admission::new(UDP_FLOW_CAPS),
         events,
         shutdown,
     });
     tokio::spawn(udp_flows(udp, local, shared.clone()));
+    let unidentified = Admission::new(UNIDENTIFIED_CAPS);
     loop {
         let (stream, from) = tokio::select! {
             _ = shared.shutdown.cancelled() => return Ok(()),
             a = tcp.accept() => match a {
                 Ok(a) => a,
-                Err(_) => {
+                Err(e) => {
+                    DROPPED.warn("accept", e);
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
             },
         };
+        let Some(place) = unidentified.admit_or_warn(from, &DROPPED) else {
+            continue;
+        };
         let shared = shared.clone();
         tokio::spawn(async move {
-            if let Err(reason) = tcp_stream(stream, from, &shared).await {
+            if let Err(reason) = tcp_stream(stream, from, place, &shared).await {
                 let _ = shared.events.send(ServerEvent::Refused { from, reason });
             }
         });
@@ -117,19 +148,16 @@ fn spec_for(protocol: Protocol, header: Option<&Header>, max: Duration) -> TestS
     spec
 }
 
-async fn tcp_stream(
-    mut stream: TcpStream,
-    from: SocketAddr,
-    shared: &Shared,
-) -> Result<(), String> {
+/// Reads a TCP stream's first bytes: its test header, if it sends one, and how long it was.
+async fn read_header(stream: &mut TcpStream) -> Result<(Option<Header>, usize), String> {
     let mut first = [0u8; 4];
     tokio::time::timeout(HEADER_TIMEOUT, stream.read_exact(&mut first))
         .await
         .map_err(|_| "no data in time".to_string())?
         .map_err(|e| e.to_string())?;
     let word = u32::from_be_bytes(first);
-    let (header, header_len) = match Header::length_from_flags(word).map_err(|e| e.to_string())? {
-        None => (None, 4),
+    match Header::length_from_flags(word).map_err(|e| e.to_string())? {
+        None => Ok((None, 4)),
         Some(len) => {
             let mut rest = vec![0u8; len];
             rest[..4].copy_from_slice(&first);
@@ -137,9 +165,23 @@ async fn tcp_stream(
                 .await
                 .map_err(|_| "header cut short".to_string())?
                 .map_err(|e| e.to_string())?;
-            (Some(Header::decode(&rest).map_err(|e| e.to_string())?), len)
+            Ok((Some(Header::decode(&rest).map_err(|e| e.to_string())?), len))
         }
+    }
+}
+
+async fn tcp_stream(
+    mut stream: TcpStream,
+    from: SocketAddr,
+    place: Admitted,
+    shared: &Shared,
+) -> Result<(), String> {
+    let header = tokio::select! {
+        h = read_header(&mut stream) => h,
+        _ = place.evicted().cancelled() => Err("shed for another source's connection".into()),
     };
+    drop(place);
+    let (header, header_len) = header?;
     if let Some(h) = &header {
         if h.wants_connect_back() || h.is_full_duplex() || h.flags & flags::BOUNCEBACK != 0 {
             return Err("refused a dual/full-duplex/bounce-back test: perfpeer never connects back to a client; use -R, or two tests".into());
@@ -151,6 +193,7 @@ async fn tcp_stream(
     }
     let reverse = header.as_ref().is_some_and(Header::is_reverse);
     let mut spec = spec_for(Protocol::Tcp, header.as_ref(), shared.config.max_duration);
+    spec.len = spec.len.min(MAX_TCP_WRITE);
     spec.direction = if reverse {
         Direction::Reverse
     } else {
@@ -169,6 +212,10 @@ async fn tcp_stream(
         role,
         socket: DataSocket::Tcp(Arc::new(socket)),
     };
+    let _memory = shared
+        .memory
+        .charge(crate::engine::memory_needed(&spec, [role]))
+        .map_err(|e| e.to_string())?;
     let started = now_ms();
     let m = Measurement::start_with(
         PeerRole::Server,
@@ -177,7 +224,7 @@ async fn tcp_stream(
         &WireOptions::default(),
     )
     .map_err(|e| e.to_string())?;
-    let limit = spec.total_time().unwrap_or(shared.config.max_duration) + Duration::from_secs(10);
+    let limit = far_end::far_end_limit(&spec, shared.config.max_duration);
     let ended = run_stream(&m, role, &spec, limit, shared).await;
     let (_, mut local, errors) = m.finish(ended.is_err()).await;
     if !reverse {
@@ -259,18 +306,31 @@ async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>) {
         {
             continue;
         }
-        if !shared
+        if shared
             .udp_flows
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(from)
+            .contains(&from)
         {
             continue;
         }
+        let Some(place) = shared.udp_places.admit_or_warn(from, &DROPPED) else {
+            continue;
+        };
+        shared
+            .udp_flows
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(from);
         let first = buf[..n].to_vec();
         let shared = shared.clone();
         tokio::spawn(async move {
-            if let Err(reason) = udp_flow(first, local, from, &shared).await {
+            let served = tokio::select! {
+                r = udp_flow(first, local, from, &shared) => r,
+                _ = place.evicted().cancelled() => Err("shed for another source's flow".into()),
+            };
+            drop(place);
+            if let Err(reason) = served {
                 let _ = shared.events.send(ServerEvent::Refused { from, reason });
             }
             shared
@@ -300,6 +360,10 @@ async fn udp_flow(
     spec.end = EndCondition::Time {
         duration: shared.config.max_duration,
     };
+    let _memory = shared
+        .memory
+        .charge(crate::engine::memory_needed(&spec, [StreamRole::Receiver]))
+        .map_err(|e| e.to_string())?;
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
     let udp = Arc::new(socket);
     let setup = StreamSetup {
@@ -318,8 +382,16 @@ async fn udp_flow(
     let limit =
         header_time(&header).unwrap_or(shared.config.max_duration) + Duration::from_secs(10);
     let ended = run_stream(&m, StreamRole::Receiver, &spec, limit, shared).await;
-    let (_, local_report, _) = m.finish(ended.is_err()).await;
-    if let Some(rx) = local_report.streams.first() {
+    let (_, local_report, errors) = m.finish(ended.is_err()).await;
+    // The report goes only to a flow that ended with its fin (not to one that went quiet or
+    // failed), and never more bytes of reports than the flow sent: iperf2's UDP protocol has no
+    // way to prove its source address, so a forged flow must reflect nothing larger than itself.
+    let report_budget = local_report
+        .streams
+        .first()
+        .filter(|_| ended.is_ok() && errors.is_empty())
+        .map_or(0, |rx| rx.bytes);
+    if let Some(rx) = local_report.streams.first().filter(|_| report_budget > 0) {
         let stats = rx.udp_rx.unwrap_or_default();
         let report = ServerReport {
             bytes: rx.bytes,
@@ -330,7 +402,7 @@ async fn udp_flow(
             jitter: Duration::from_secs_f64(stats.jitter_ms / 1000.0),
         };
         let udp2 = udp.clone();
-        tokio::task::spawn_blocking(move || send_report(&udp2, &report))
+        tokio::task::spawn_blocking(move || send_report(&udp2, &report, report_budget))
             .await
             .map_err(|e| e.to_string())?;
     }
@@ -358,12 +430,16 @@ fn header_time(h: &Header) -> Option<Duration> {
     }
 }
 
-/// Sends the report, again each time another fin arrives, until the client falls quiet.
-fn send_report(udp: &std::net::UdpSocket, report: &ServerReport) {
+/// Sends the report, again each time another fin arrives, until the client falls quiet; at most
+/// `budget` bytes of reports in all.
+fn send_report(udp: &std::net::UdpSocket, report: &ServerReport, budget: u64) {
     let bytes = report.encode();
+    let repeats = usize::try_from(budget / bytes.len() as u64)
+        .unwrap_or(usize::MAX)
+        .min(REPORT_REPEATS);
     let _ = udp.set_read_timeout(Some(REPORT_QUIET));
     let mut buf = [0u8; 65_536];
-    for _ in 0..REPORT_REPEATS {
+    for _ in 0..repeats {
         let _ = udp.send(&bytes);
         match udp.recv(&mut buf) {
             Ok(n) if n > ACK_LEN => continue,

@@ -21,20 +21,37 @@ use super::codec::{
     stream_id,
 };
 use super::control::{Control, Iperf3Error, STEP_TIMEOUT};
+use crate::admission::{Admission, Admitted, Caps, LogLimit};
+use crate::budget::MemoryBudget;
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions};
+use crate::session::far_end;
 use crate::session::measure::Measurement;
 
 /// Limits of the server.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
-    /// Tests at once; one more is answered ACCESS_DENIED, as a busy iperf3 does.
+    /// Tests at once; one more is answered ACCESS_DENIED, as a busy iperf3 does. One client
+    /// address may hold half of them (rounded up).
     pub max_tests: u32,
     /// Longest test accepted.
     pub max_duration: Duration,
     /// Serve one test, then stop (`-1`).
     pub one_off: bool,
+    /// Bytes of buffers the tests may hold at once (`--max-memory`).
+    pub max_memory: u64,
 }
+
+/// Connections that have not sent their cookie yet, from all sources and from one.
+const UNIDENTIFIED_CAPS: Caps = Caps {
+    total: 512,
+    per_source: 512,
+};
+
+static DROPPED: LogLimit = LogLimit::new(
+    "iperf3 connections dropped before their cookie",
+    Duration::from_secs(10),
+);
 
 /// What the server reports to its printer.
 #[derive(Debug)]
@@ -77,6 +94,8 @@ struct Pending {
 struct Shared {
     config: ServerConfig,
     slots: Arc<Semaphore>,
+    tests_by_source: Arc<Admission>,
+    memory: Arc<MemoryBudget>,
     pending: Mutex<Vec<Pending>>,
     events: mpsc::UnboundedSender<ServerEvent>,
     shutdown: CancellationToken,
@@ -96,6 +115,11 @@ pub async fn run(
     let (tcp, udp) = crate::server::data_listener::bind(addr)?;
     let shared = Arc::new(Shared {
         slots: Arc::new(Semaphore::new(config.max_tests as usize)),
+        tests_by_source: Admission::new(Caps {
+            total: config.max_tests as usize,
+            per_source: (config.max_tests as usize).div_ceil(2),
+        }),
+        memory: MemoryBudget::new(config.max_memory),
         config,
         pending: Mutex::new(Vec::new()),
         events,
@@ -103,36 +127,46 @@ pub async fn run(
     });
     let local = udp.local_addr()?;
     tokio::spawn(udp_connects(udp, local, shared.clone()));
+    let unidentified = Admission::new(UNIDENTIFIED_CAPS);
     loop {
         let (stream, from) = tokio::select! {
             _ = shared.shutdown.cancelled() => return Ok(()),
             a = tcp.accept() => match a {
                 Ok(a) => a,
                 Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
+                    DROPPED.warn("accept", e);
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }
             },
         };
+        let Some(place) = unidentified.admit_or_warn(from, &DROPPED) else {
+            continue;
+        };
         let shared = shared.clone();
-        tokio::spawn(async move { on_connection(stream, from, shared).await });
+        tokio::spawn(async move { on_connection(stream, from, place, shared).await });
     }
 }
 
-async fn on_connection(stream: TcpStream, from: SocketAddr, shared: Arc<Shared>) {
+async fn on_connection(stream: TcpStream, from: SocketAddr, place: Admitted, shared: Arc<Shared>) {
     let from = SocketAddr::new(from.ip().to_canonical(), from.port());
     let mut control = Control::new(stream);
-    let cookie = match control.read_cookie().await {
+    let cookie = tokio::select! {
+        c = control.read_cookie() => c,
+        _ = place.evicted().cancelled() => Err(Iperf3Error::Aborted("shed for another source's connection".into())),
+    };
+    drop(place);
+    let cookie = match cookie {
         Ok(c) => c,
         Err(e) => {
-            tracing::debug!(%from, error = %e, "connection without a valid cookie");
+            DROPPED.warn(from, e);
             return;
         }
     };
+    // A data stream joins its test only from the address of the test's control connection.
     let waiting = lock(&shared.pending)
         .iter()
-        .find(|p| p.cookie == cookie && !p.udp)
+        .find(|p| p.cookie == cookie && !p.udp && p.client_ip == from.ip())
         .map(|p| p.tx.clone());
     if let Some(tx) = waiting {
         match control_into_std(control) {
@@ -141,11 +175,17 @@ async fn on_connection(stream: TcpStream, from: SocketAddr, shared: Arc<Shared>)
         }
         return;
     }
-    let Ok(slot) = shared.slots.clone().try_acquire_owned() else {
+    let slot = shared.slots.clone().try_acquire_owned().ok().zip(
+        shared
+            .tests_by_source
+            .admit_without_shedding(from.ip())
+            .ok(),
+    );
+    let Some(slot) = slot else {
         let _ = control.write_state(State::AccessDenied).await;
         let _ = shared.events.send(ServerEvent::Failed {
             client: from,
-            error: "refused: busy (--max-tests reached)".into(),
+            error: "refused: busy (--max-tests reached, or this client's share of it)".into(),
         });
         return;
     };
@@ -201,13 +241,18 @@ async fn serve_test(
         }
     };
     let spec = requested.spec;
-    if spec.total_time().unwrap_or_default() > shared.config.max_duration {
+    if let Err(why) = far_end::check_duration(&spec, shared.config.max_duration) {
         let _ = control.write_state(State::AccessDenied).await;
-        return Err(Iperf3Error::Aborted(format!(
-            "refused: longer than --max-duration {} s",
-            shared.config.max_duration.as_secs()
-        )));
+        return Err(Iperf3Error::Aborted(format!("refused: {why}")));
     }
+    let plan = spec.stream_plan();
+    let _memory = match shared.memory.charge(far_end::memory_needed(&spec, &plan)) {
+        Ok(charge) => charge,
+        Err(e) => {
+            let _ = control.write_state(State::AccessDenied).await;
+            return Err(Iperf3Error::Aborted(format!("refused: {e}")));
+        }
+    };
     let count = usize::from(spec.total_streams());
     let (tx, mut rx) = mpsc::channel(count);
     let udp = spec.protocol == Protocol::Udp;
@@ -222,9 +267,19 @@ async fn serve_test(
     let mut sockets = Vec::with_capacity(count);
     let deadline = tokio::time::Instant::now() + STEP_TIMEOUT;
     while sockets.len() < count {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Some(s)) => sockets.push(s),
-            _ => return Err(Iperf3Error::Timeout("data streams")),
+        tokio::select! {
+            s = tokio::time::timeout_at(deadline, rx.recv()) => match s {
+                Ok(Some(s)) => sockets.push(s),
+                _ => return Err(Iperf3Error::Timeout("data streams")),
+            },
+            // The client says nothing while it connects its streams: a closed control
+            // connection (or anything else) ends the test now and frees its slot.
+            state = control.next_state() => {
+                return Err(match state {
+                    Err(e) => e,
+                    Ok(other) => Iperf3Error::Codec(CodecError::BadState(other.byte() as i8)),
+                });
+            }
         }
     }
     drop(guard);
@@ -367,8 +422,8 @@ async fn run_until_test_end(
     spec: &TestSpec,
     shared: &Shared,
 ) -> Result<(), Iperf3Error> {
-    // iperf3's own safety margin: the client ends the test; we give up well after it should have.
-    let limit = spec.total_time().unwrap_or(shared.config.max_duration) + Duration::from_secs(40);
+    // The client ends the test; we give up when it should have, plus a grace.
+    let limit = far_end::far_end_limit(spec, shared.config.max_duration);
     let deadline = tokio::time::Instant::from_std(Instant::now() + limit);
     loop {
         tokio::select! {
