@@ -15,6 +15,10 @@ pub struct TwoHosts {
     pub ns_a: String,
     /// Namespace of host B.
     pub ns_b: String,
+    /// Host A's end of the link.
+    pub dev_a: String,
+    /// Host B's end of the link.
+    pub dev_b: String,
 }
 
 fn ip(args: &[&str]) -> Result<(), String> {
@@ -39,6 +43,18 @@ fn in_ns(ns: &str, args: &[&str]) -> Result<(), String> {
     ip(&full)
 }
 
+fn enter(ns: &str) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(format!("/var/run/netns/{ns}"))
+        .map_err(|e| format!("namespace {ns}: {e}"))?;
+    // SAFETY: setns with an open namespace file descriptor; it changes only this thread.
+    if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } == 0 {
+        Ok(())
+    } else {
+        Err(format!("setns {ns}: {}", std::io::Error::last_os_error()))
+    }
+}
+
 /// Whether this process may create namespaces (root with iproute2).
 pub fn available() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -56,8 +72,10 @@ impl TwoHosts {
         let hosts = TwoHosts {
             ns_a: format!("ppA-{id}"),
             ns_b: format!("ppB-{id}"),
+            dev_a: format!("ppa{id}"),
+            dev_b: format!("ppb{id}"),
         };
-        let (va, vb) = (format!("ppa{id}"), format!("ppb{id}"));
+        let (va, vb) = (hosts.dev_a.clone(), hosts.dev_b.clone());
         ip(&["netns", "add", &hosts.ns_a])?;
         ip(&["netns", "add", &hosts.ns_b])?;
         ip(&[
@@ -138,6 +156,28 @@ impl TwoHosts {
             ],
         )?;
         Ok(hosts)
+    }
+
+    /// Gives host A a second address (`addr`, in the link's /24), for a third party on the
+    /// link: another host's address as far as host B can tell.
+    pub fn add_address_a(&self, addr: &str) -> Result<(), String> {
+        in_ns(
+            &self.ns_a,
+            &[
+                "ip",
+                "addr",
+                "add",
+                &format!("{addr}/24"),
+                "dev",
+                &self.dev_a,
+            ],
+        )
+    }
+
+    /// Moves the calling thread into host A's network namespace: sockets it opens from now on
+    /// are host A's. Use a thread of its own (and a runtime of its own on it).
+    pub fn enter_a(&self) -> Result<(), String> {
+        enter(&self.ns_a)
     }
 
     /// Command prefix that runs a program in host A.

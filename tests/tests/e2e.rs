@@ -12,6 +12,8 @@ mod dccp_host;
 mod dccp_vm;
 /// Bad input and failures: unreachable peers, garbage, oversized frames, dying peers, caps.
 mod faults;
+/// The far end as an attacker would try it: reflection, deadlines, floods, memory.
+mod hardening;
 /// The result history: pages, JSON, the token holder's API, restarts, the results CLI.
 mod history;
 /// Stock iperf 2 and ttcp peers, the stock-tool targets of `perfpeer test`, argv[0] roles.

@@ -66,6 +66,14 @@ fn caps_are_enforced_with_a_reason() {
         "{}",
         stderr_of(&out)
     );
+    // A request/response test cannot "pass -b": its refusal says what it can do instead.
+    let out = perfpeer_test(&[&peer.control, "-t", "1", "--rr"]);
+    assert!(!out.status.success());
+    let text = stderr_of(&out);
+    assert!(
+        text.contains("--max-bitrate") && !text.contains("pass -b"),
+        "{text}"
+    );
     let v = perfpeer_json(&[&peer.control, "-t", "1", "-b", "10M"]);
     assert!(u64_at(&v, "/end/sum_received/bytes") > 0);
 }
