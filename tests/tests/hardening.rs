@@ -225,8 +225,8 @@ fn a_forged_udp_hello_reflects_nothing() {
     });
     let (_hosts, seen) = worker.join().expect("host A's thread");
     let (third, began, (bytes, _)) = seen[0];
-    assert!(!began, "a stream bound from a forged source ({third})");
     assert_eq!(bytes, 0, "{third}, a third party, was sent {bytes} bytes");
+    assert!(!began, "a stream bound from a forged source ({third})");
     let (other_port, began, (bytes, datagrams)) = seen[1];
     assert!(
         !began,
