@@ -55,9 +55,9 @@ rm -rf "$stage"
 "$bindgen" --target web --no-typescript --remove-name-section --remove-producers-section \
     --out-dir "$stage" \
     "$out/$target/release/perfpeer_web.wasm"
-cp web/static/style.css "$stage/"
+cp web/static/style.css web/static/boot.js "$stage/"
 
-hash=$(cat "$stage/perfpeer_web.js" "$stage/perfpeer_web_bg.wasm" "$stage/style.css" \
+hash=$(cat "$stage/perfpeer_web.js" "$stage/perfpeer_web_bg.wasm" "$stage/style.css" "$stage/boot.js" \
     | sha256sum | cut -c1-12)
 if [ -f "web/dist/assets/$hash/perfpeer_web_bg.wasm" ] && [ -f web/dist/index.html ] \
     && grep -q "assets/$hash/" web/dist/index.html \
@@ -69,7 +69,7 @@ fi
 new=web/dist.new
 rm -rf "$new"
 mkdir -p "$new/assets/$hash"
-cp "$stage/perfpeer_web.js" "$stage/perfpeer_web_bg.wasm" "$stage/style.css" "$new/assets/$hash/"
+cp "$stage/perfpeer_web.js" "$stage/perfpeer_web_bg.wasm" "$stage/style.css" "$stage/boot.js" "$new/assets/$hash/"
 sed "s|ASSET_DIR|assets/$hash|g" web/static/index.html > "$new/index.html"
 for f in "$new/index.html" "$new/assets/$hash"/*; do
     gzip -9 -n -k "$f"

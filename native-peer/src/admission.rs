@@ -184,6 +184,36 @@ impl Admission {
     }
 }
 
+/// Accepts connections on `listener` until one is admitted, or `shutdown` (`None`). Refusals and
+/// accept errors (out of descriptors, say: backed off, not spun on) are counted in `log`.
+pub async fn accept_admitted(
+    listener: &tokio::net::TcpListener,
+    admission: &Arc<Admission>,
+    log: &LogLimit,
+    shutdown: &tokio_util::sync::CancellationToken,
+) -> Option<(tokio::net::TcpStream, SocketAddr, Admitted)> {
+    let mut backoff = Duration::from_millis(10);
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.cancelled() => return None,
+            a = listener.accept() => a,
+        };
+        match accepted {
+            Ok((stream, from)) => {
+                backoff = Duration::from_millis(10);
+                if let Some(place) = admission.admit_or_warn(from, log) {
+                    return Some((stream, from, place));
+                }
+            }
+            Err(e) => {
+                log.warn("accept", e);
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -35,7 +35,11 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("perfpeer: error: {err:#}");
-            ExitCode::from(1)
+            if err.downcast_ref::<cli::UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }

@@ -5,13 +5,14 @@
 pub mod netns;
 
 use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The token every test peer is started with.
-pub const TOKEN: &str = "e2e-test-token";
+pub const TOKEN: &str = "e2e-test-token-2026";
 
 /// Path of the `perfpeer` binary, built once per test run with the same profile as the tests.
 pub fn perfpeer_bin() -> PathBuf {
@@ -86,7 +87,10 @@ impl Peer {
         ])
         .arg(&dir)
         .args(extra);
-        if !extra.contains(&"--open") && !extra.contains(&"--token") {
+        if !extra.contains(&"--open")
+            && !extra.contains(&"--token")
+            && !extra.contains(&"--token-file")
+        {
             cmd.args(["--token", TOKEN]);
         }
         let log = std::fs::OpenOptions::new()
@@ -327,6 +331,53 @@ pub fn f64_at(v: &serde_json::Value, pointer: &str) -> f64 {
     v.pointer(pointer)
         .and_then(|x| x.as_f64())
         .unwrap_or_else(|| panic!("no number at {pointer} in {v}"))
+}
+
+/// A TCP connection to `to` from the address `from` (the whole of 127/8 is this machine's).
+pub fn connect_from(from: [u8; 4], to: SocketAddr) -> Option<TcpStream> {
+    // SAFETY: socket/bind/connect on a fresh descriptor that the returned stream owns.
+    unsafe {
+        use std::os::fd::FromRawFd;
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        if fd < 0 {
+            return None;
+        }
+        let stream = TcpStream::from_raw_fd(fd);
+        let sin = |ip: [u8; 4], port: u16| libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from_be_bytes(ip).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let local = sin(from, 0);
+        if libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), len) != 0 {
+            return None;
+        }
+        let SocketAddr::V4(to) = to else { return None };
+        let remote = sin(to.ip().octets(), to.port());
+        if libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), len) != 0 {
+            return None;
+        }
+        Some(stream)
+    }
+}
+
+/// Raises this process's open-file limit to its hard limit, for a test holding many sockets.
+pub fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit on a local struct.
+    unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
 }
 
 #[cfg(test)]

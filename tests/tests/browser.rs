@@ -544,7 +544,7 @@ async fn a_result_page_and_its_exported_file_show_the_stored_numbers() {
     let json = {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(&peer.control).unwrap();
-        write!(s, "GET /r/{id}.json HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+        write!(s, "GET /r/{id}.json HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
         let mut body = String::new();
         s.read_to_string(&mut body).unwrap();
         body.split_once("\r\n\r\n").unwrap().1.to_string()

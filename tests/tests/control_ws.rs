@@ -396,7 +396,7 @@ async fn run_can_target_a_stock_iperf3_server() {
 fn http_get(peer: &Peer, path: &str) -> String {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(&peer.control).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
     let mut answer = String::new();
     s.read_to_string(&mut answer).unwrap();
     assert!(

@@ -26,3 +26,5 @@ mod loopback;
 mod netperf_cli;
 /// Two hosts in network namespaces on a shaped 20 Mbit/s link.
 mod shaped_link;
+/// The control port against other sites' pages, rebinding, token guessing and floods.
+mod web_security;

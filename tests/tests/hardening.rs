@@ -13,7 +13,7 @@ use perfpeer_shared::control::{ClientMsg, ErrorCode, ServerMsg};
 use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
 use perfpeer_shared::units::BitRate;
 use perfpeer_tests::netns::{self, ADDR_A, ADDR_B, TwoHosts};
-use perfpeer_tests::{Peer, Running, have, perfpeer_test, wait_for};
+use perfpeer_tests::{Peer, Running, connect_from, have, perfpeer_test, raise_fd_limit, wait_for};
 use tokio_tungstenite::tungstenite::Message;
 
 type Ws =
@@ -396,21 +396,6 @@ fn a_byte_count_beyond_max_duration_at_its_rate_is_refused() {
     );
 }
 
-/// Raises this process's open-file limit to its hard limit, for a test holding many sockets.
-fn raise_fd_limit() {
-    // SAFETY: getrlimit/setrlimit on a local struct.
-    unsafe {
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-    }
-}
-
 /// 700 connections from 127.0.0.2 to the data port that never send a hello (more than the
 /// port's places for unidentified connections): a test from 127.0.0.1 still gets its stream,
 /// and the peer logs the flood as counts, not a line per connection.
@@ -437,38 +422,6 @@ fn a_pre_hello_flood_from_one_address_does_not_deny_another() {
         "{lines} log lines about dropped connections: not rate-limited"
     );
     drop(flood);
-}
-
-/// A TCP connection to `to` from the address `from` (any free port).
-fn connect_from(from: [u8; 4], to: SocketAddr) -> Option<TcpStream> {
-    // SAFETY: a plain socket/bind/connect sequence on a fresh descriptor owned by the stream.
-    unsafe {
-        use std::os::fd::FromRawFd;
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
-        if fd < 0 {
-            return None;
-        }
-        let stream = TcpStream::from_raw_fd(fd);
-        let sin = |ip: [u8; 4], port: u16| libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: port.to_be(),
-            sin_addr: libc::in_addr {
-                s_addr: u32::from_be_bytes(ip).to_be(),
-            },
-            sin_zero: [0; 8],
-        };
-        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        let local = sin(from, 0);
-        if libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), len) != 0 {
-            return None;
-        }
-        let SocketAddr::V4(to) = to else { return None };
-        let remote = sin(to.ip().octets(), to.port());
-        if libc::connect(fd, (&remote as *const libc::sockaddr_in).cast(), len) != 0 {
-            return None;
-        }
-        Some(stream)
-    }
 }
 
 /// A reverse test of 128 streams with 16 MiB writes needs about 2 GiB of buffers on the far

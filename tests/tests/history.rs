@@ -11,7 +11,8 @@ fn http(peer: &Peer, method: &str, path: &str, headers: &str, body: &str) -> (u1
     let mut s = TcpStream::connect(&peer.control).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let req = format!(
-        "{method} {path} HTTP/1.0\r\nHost: x\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.0\r\nHost: {}\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        peer.control,
         body.len()
     );
     s.write_all(req.as_bytes()).unwrap();

@@ -61,6 +61,12 @@ fn with_role(mut argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     argv
 }
 
+/// A usage error found after parsing (a flag's value that clap cannot judge alone): printed
+/// like clap's and exits 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
 /// Runs the chosen subcommand on a fresh tokio runtime.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -6,7 +6,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
+
+use super::UsageError;
 use clap::Args;
 use perfpeer_shared::control::PeerInfo;
 use perfpeer_shared::units::{BitRate, parse_rate};
@@ -36,9 +38,23 @@ pub struct ServeArgs {
     /// Highest bitrate accepted per direction (e.g. 100M); tests must then ask for a rate.
     #[arg(long, value_parser = parse_rate_arg)]
     max_bitrate: Option<BitRate>,
-    /// Access token for privileged requests (default: generated once, kept in the data dir).
-    #[arg(long, conflicts_with = "open")]
+    /// Access token for privileged requests, at least 16 characters (8 of them different).
+    /// Visible to other local users in `ps`: prefer --token-file or PERFPEER_TOKEN. Default:
+    /// generated once, kept in the data dir.
+    #[arg(long, env = "PERFPEER_TOKEN", hide_env_values = true, conflicts_with_all = ["open", "token_file"])]
     token: Option<String>,
+    /// Reads the access token from the first line of FILE.
+    #[arg(long, value_name = "FILE", conflicts_with = "open")]
+    token_file: Option<PathBuf>,
+    /// A host name the control port answers to besides its IP addresses, `localhost` and this
+    /// machine's name (repeatable). A request naming any other host is refused: that is what
+    /// stops DNS rebinding.
+    #[arg(long = "host-name", value_name = "NAME")]
+    host_names: Vec<String>,
+    /// A page origin (`http://host:port`) that may use /ws and the API besides the peer's own
+    /// page (repeatable). Pages from any other site are refused.
+    #[arg(long = "allow-origin", value_name = "URL", value_parser = parse_origin)]
+    allowed_origins: Vec<String>,
     /// No token: anyone who reaches the control port may use every request.
     #[arg(long)]
     open: bool,
@@ -61,6 +77,17 @@ pub struct ServeArgs {
     dccp_service: Vec<u32>,
 }
 
+fn parse_origin(s: &str) -> Result<String, String> {
+    let rest = s
+        .strip_prefix("http://")
+        .or_else(|| s.strip_prefix("https://"))
+        .ok_or("an origin starts with http:// or https://")?;
+    if rest.trim_end_matches('/').is_empty() || rest.trim_end_matches('/').contains('/') {
+        return Err("an origin is scheme://host[:port], with no path".into());
+    }
+    Ok(s.to_string())
+}
+
 pub(super) fn parse_memory_arg(s: &str) -> Result<u64, String> {
     match perfpeer_shared::units::parse_size(s) {
         Ok(n) if n < 1 << 20 => Err("at least 1M: a single test needs more than that".into()),
@@ -80,6 +107,7 @@ fn parse_rate_arg(s: &str) -> Result<BitRate, String> {
 /// Runs the peer until a signal.
 pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     super::init_logging("info");
+    raise_fd_limit();
     let token = resolve_token(&args)?;
     let bound = bind(&args)?;
     let control = bound.control_addr()?;
@@ -108,6 +136,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
         max_memory: args
             .max_memory
             .unwrap_or_else(crate::budget::MemoryBudget::default_limit),
+        host_names: args.host_names.clone(),
+        allowed_origins: args.allowed_origins.clone(),
     };
     let shutdown = CancellationToken::new();
     let state = ServerState::new(config, info, shutdown.clone());
@@ -126,6 +156,24 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     server::run(bound, state).await;
     tracing::info!("stopped");
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Lifts the soft limit on open files to the hard one: the listeners' caps (connections
+/// before their hello, HTTP, WebSockets) add up to more than a common soft limit of 1024, and
+/// running out of descriptors would refuse everyone, not just the source that caused it.
+fn raise_fd_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit on a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max.min(65_536).max(limit.rlim_cur);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
 }
 
 /// Keeps results in the data directory; a peer without a usable store still serves tests.
@@ -150,11 +198,27 @@ fn resolve_token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
     if args.open {
         return Ok(None);
     }
-    if let Some(t) = &args.token {
-        if !token::is_valid(t) {
-            bail!("--token must be 8 to 128 characters of A-Z a-z 0-9 - _ . ~");
+    let chosen = match &args.token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --token-file {}", path.display()))?
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+        ),
+        None => args.token.clone(),
+    };
+    if let Some(t) = chosen {
+        if !token::strong(&t) {
+            return Err(UsageError(format!(
+                "the access token must be {} to 128 characters of A-Z a-z 0-9 - _ . ~, at least 8 of them different (or leave it out: the peer makes a strong one)",
+                token::MIN_CHOSEN_LEN
+            ))
+            .into());
         }
-        return Ok(Some(t.clone()));
+        return Ok(Some(t));
     }
     let dir = token::data_dir(args.data_dir.as_deref());
     let t = token::load_or_create(&dir)

@@ -13,7 +13,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, UdpSocket};
 
 use super::state::{IncomingStream, ServerState, StreamRefusal};
-use crate::admission::{Admission, Caps, LogLimit};
+use crate::admission::{Admission, Caps, LogLimit, accept_admitted};
 use crate::engine::DataSocket;
 use crate::engine::wire::{Cookie, STREAM_HELLO_LEN, StreamHello, UdpControl};
 
@@ -77,28 +77,9 @@ fn dual_stack(socket: &Socket, addr: SocketAddr) -> io::Result<()> {
 /// Accepts TCP data streams until shutdown.
 pub async fn run_tcp(listener: TcpListener, state: Arc<ServerState>) {
     let unidentified = Admission::new(UNIDENTIFIED_CAPS);
-    let mut backoff = Duration::from_millis(10);
-    loop {
-        let accepted = tokio::select! {
-            _ = state.shutdown.cancelled() => return,
-            a = listener.accept() => a,
-        };
-        let (stream, from) = match accepted {
-            Ok(a) => {
-                backoff = Duration::from_millis(10);
-                a
-            }
-            Err(e) => {
-                // Out of file descriptors and the like: back off instead of spinning.
-                DROPPED_TCP.warn("accept", e);
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(1));
-                continue;
-            }
-        };
-        let Some(place) = unidentified.admit_or_warn(from, &DROPPED_TCP) else {
-            continue;
-        };
+    while let Some((stream, from, place)) =
+        accept_admitted(&listener, &unidentified, &DROPPED_TCP, &state.shutdown).await
+    {
         let state = state.clone();
         tokio::spawn(async move {
             let outcome = tokio::select! {

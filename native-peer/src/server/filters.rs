@@ -8,18 +8,24 @@ use std::sync::Arc;
 use perfpeer_shared::control::MAX_CONTROL_MESSAGE;
 use warp::Filter;
 
+use super::http::ClientAddr;
 use super::state::ServerState;
-use super::{assets, handlers};
+use super::{assets, guard, handlers};
+use crate::admission::{Admission, Caps};
 
-/// Every route of the control port.
+/// Every route of the control port, behind the `Host`/`Origin` guard; every refusal is a short
+/// JSON error.
 pub fn routes(
     state: Arc<ServerState>,
 ) -> impl Filter<Extract = (impl warp::Reply,), Error = Infallible> + Clone {
-    ws(state.clone())
-        .or(super::results::routes(state.clone()))
-        .or(info(state))
-        .or(index())
-        .or(static_files())
+    guard::checked(state.host_policy.clone())
+        .and(
+            ws(state.clone())
+                .or(super::results::routes(state.clone()))
+                .or(info(state))
+                .or(index())
+                .or(static_files()),
+        )
         .recover(handle_rejection)
 }
 
@@ -29,21 +35,45 @@ fn with_state(
     warp::any().map(move || state.clone())
 }
 
+/// WebSockets held at once, from all sources and from one (a browser tab keeps one; a
+/// perfpeer client one per test).
+const WS_CAPS: Caps = Caps {
+    total: 256,
+    per_source: 32,
+};
+
+/// A WebSocket refused because its source holds its share.
+#[derive(Debug)]
+pub struct TooManySockets;
+impl warp::reject::Reject for TooManySockets {}
+
 /// `GET /ws`: the control WebSocket.
 pub fn ws(
     state: Arc<ServerState>,
 ) -> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejection> + Clone {
+    let sockets = Admission::new(WS_CAPS);
     warp::path("ws")
         .and(warp::path::end())
         .and(warp::ws())
         .and(with_state(state))
-        .and(warp::addr::remote())
-        .map(
-            |ws: warp::ws::Ws, state: Arc<ServerState>, remote: Option<SocketAddr>| {
-                let remote = remote.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
-                ws.max_message_size(MAX_CONTROL_MESSAGE)
-                    .max_frame_size(MAX_CONTROL_MESSAGE)
-                    .on_upgrade(move |socket| handlers::on_socket(socket, state, remote))
+        .and(warp::ext::optional::<ClientAddr>())
+        .and_then(
+            move |ws: warp::ws::Ws, state: Arc<ServerState>, remote: Option<ClientAddr>| {
+                let sockets = sockets.clone();
+                async move {
+                    let remote =
+                        remote.map_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)), |c| c.0);
+                    let place = sockets
+                        .admit(remote.ip())
+                        .map_err(|_| warp::reject::custom(TooManySockets))?;
+                    Ok::<_, warp::Rejection>(
+                        ws.max_message_size(MAX_CONTROL_MESSAGE)
+                            .max_frame_size(MAX_CONTROL_MESSAGE)
+                            .on_upgrade(move |socket| {
+                                handlers::on_socket(socket, state, remote, place)
+                            }),
+                    )
+                }
             },
         )
 }
@@ -83,15 +113,41 @@ pub fn static_files() -> impl Filter<Extract = (impl warp::Reply,), Error = warp
 }
 
 async fn handle_rejection(err: warp::Rejection) -> Result<impl warp::Reply, Infallible> {
+    use warp::http::StatusCode;
+    // Fixed words per kind: never the rejection's Debug text, never the client's input.
     let (code, message) = if err.is_not_found() {
-        (warp::http::StatusCode::NOT_FOUND, "not found".to_string())
+        (StatusCode::NOT_FOUND, "not found")
     } else if err.find::<super::results::Unauthorized>().is_some() {
         (
-            warp::http::StatusCode::UNAUTHORIZED,
-            "this needs the peer's access token (Authorization: Bearer …)".to_string(),
+            StatusCode::UNAUTHORIZED,
+            "this needs the peer's access token (Authorization: Bearer …)",
         )
+    } else if err.find::<super::token::TooManyFailures>().is_some() {
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many wrong tokens from this address: wait a minute",
+        )
+    } else if err.find::<guard::ForeignHost>().is_some() {
+        (
+            StatusCode::MISDIRECTED_REQUEST,
+            "this peer does not answer to that host name (start it with --host-name NAME)",
+        )
+    } else if err.find::<guard::CrossOrigin>().is_some() {
+        (
+            StatusCode::FORBIDDEN,
+            "requests from another site's page are refused (start the peer with --allow-origin URL)",
+        )
+    } else if err.find::<TooManySockets>().is_some() {
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many WebSockets from this address",
+        )
+    } else if err.find::<warp::reject::MethodNotAllowed>().is_some() {
+        (StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+    } else if err.find::<warp::reject::PayloadTooLarge>().is_some() {
+        (StatusCode::PAYLOAD_TOO_LARGE, "request body too large")
     } else {
-        (warp::http::StatusCode::BAD_REQUEST, format!("{err:?}"))
+        (StatusCode::BAD_REQUEST, "bad request")
     };
     let body = warp::reply::json(&serde_json::json!({ "error": message }));
     Ok(warp::reply::with_status(body, code))
@@ -113,6 +169,8 @@ mod tests {
             token: Some("secret-token".into()),
             data_from_any_address: false,
             max_memory: 64 << 20,
+            host_names: Vec::new(),
+            allowed_origins: Vec::new(),
         };
         let info = PeerInfo {
             name: "t".into(),
@@ -155,7 +213,7 @@ mod tests {
         assert_eq!(res.body().as_ref(), expected);
         let html = String::from_utf8_lossy(page.body);
         if assets::UI_BUILT {
-            assert!(html.contains("/perfpeer_web.js"), "{html}");
+            assert!(html.contains("/boot.js"), "{html}");
         } else {
             assert!(
                 html.contains("run <code>scripts/build-web.sh</code>"),

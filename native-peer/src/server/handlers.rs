@@ -14,6 +14,7 @@ use warp::ws::{Message, WebSocket};
 
 use super::runs::{self, RunLog};
 use super::state::ServerState;
+use crate::admission::Admitted;
 use crate::session::SessionError;
 use crate::session::channel::{ControlChannel, Frame, WsMessage};
 use crate::session::far_end;
@@ -22,6 +23,9 @@ use crate::session::far_end;
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a connection stays open after its last reply, for the client to read it and close.
 const LINGER: Duration = Duration::from_secs(2);
+/// A connection that sends no request for this long (pings do not count) is closed; the
+/// browser's page reconnects by itself when it needs the peer again.
+const IDLE_LIMIT: Duration = Duration::from_secs(600);
 /// Malformed frames tolerated on one connection before it is closed.
 const MAX_BAD_FRAMES: u32 = 16;
 /// Messages of a run's log sent at once when replaying it (the outgoing queue holds 256).
@@ -52,11 +56,27 @@ impl WsMessage for Message {
     }
 }
 
-/// Serves one WebSocket connection until it closes.
-pub async fn on_socket(ws: WebSocket, state: Arc<ServerState>, remote: SocketAddr) {
+/// Serves one WebSocket connection until it closes, or until its place is taken by another
+/// source's (see [`crate::admission`]).
+pub async fn on_socket(
+    ws: WebSocket,
+    state: Arc<ServerState>,
+    remote: SocketAddr,
+    place: Admitted,
+) {
+    tokio::select! {
+        _ = serve_socket(ws, &state, remote) => {}
+        _ = place.evicted().cancelled() => {
+            tracing::debug!(%remote, "WebSocket shed for another source's");
+        }
+    }
+}
+
+async fn serve_socket(ws: WebSocket, state: &Arc<ServerState>, remote: SocketAddr) {
+    let state = state.clone();
     let mut chan = ControlChannel::spawn(ws);
     let authorized =
-        match tokio::time::timeout(HELLO_TIMEOUT, expect_hello(&mut chan, &state)).await {
+        match tokio::time::timeout(HELLO_TIMEOUT, expect_hello(&mut chan, &state, remote)).await {
             Ok(Ok(a)) => a,
             Ok(Err(e)) => {
                 reply_error(&chan, &e);
@@ -69,7 +89,18 @@ pub async fn on_socket(ws: WebSocket, state: Arc<ServerState>, remote: SocketAdd
         };
     let mut bad_frames = 0;
     loop {
-        let msg = match chan.recv::<ClientMsg>().await {
+        let Ok(received) = tokio::time::timeout(IDLE_LIMIT, chan.recv::<ClientMsg>()).await else {
+            let _ = chan.send(&ServerMsg::error(
+                ErrorCode::PeerLost,
+                format!(
+                    "closing: no request for {} minutes (reconnect to go on)",
+                    IDLE_LIMIT.as_secs() / 60
+                ),
+            ));
+            chan.linger(LINGER).await;
+            break;
+        };
+        let msg = match received {
             Ok(m) => m,
             Err(SessionError::BadMessage(e)) => {
                 bad_frames += 1;
@@ -144,13 +175,19 @@ fn message_name(msg: &ClientMsg) -> String {
 async fn expect_hello(
     chan: &mut ControlChannel,
     state: &ServerState,
+    remote: SocketAddr,
 ) -> Result<bool, SessionError> {
     match chan.recv::<ClientMsg>().await? {
         ClientMsg::Hello {
             protocol_version,
             token,
         } => {
-            let authorized = state.authorizes(token.as_deref());
+            let authorized = state
+                .authorizes(remote.ip(), token.as_deref())
+                .map_err(|e| SessionError::Refused {
+                    code: ErrorCode::Unauthorized,
+                    message: e.to_string(),
+                })?;
             chan.send(&ServerMsg::Welcome {
                 protocol_version: PROTOCOL_VERSION,
                 peer: state.info.clone(),

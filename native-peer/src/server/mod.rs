@@ -5,7 +5,9 @@ pub mod assets;
 pub mod data_listener;
 pub mod dccp_listener;
 pub mod filters;
+pub mod guard;
 pub mod handlers;
+pub mod http;
 pub mod results;
 pub mod runs;
 pub mod state;
@@ -69,11 +71,6 @@ fn bind_control(addr: SocketAddr) -> io::Result<TcpListener> {
 pub async fn run(bound: Bound, state: Arc<ServerState>) {
     let tcp = tokio::spawn(data_listener::run_tcp(bound.data_tcp, state.clone()));
     let udp = tokio::spawn(data_listener::run_udp(bound.data_udp, state.clone()));
-    let shutdown = state.shutdown.clone();
-    warp::serve(filters::routes(state))
-        .incoming(bound.control)
-        .graceful(shutdown.cancelled_owned())
-        .run()
-        .await;
+    http::serve(bound.control, state).await;
     let _ = tokio::join!(tcp, udp);
 }

@@ -12,6 +12,7 @@ use warp::Filter;
 use warp::http::StatusCode;
 use warp::reply::{Reply, Response};
 
+use super::http::ClientAddr;
 use super::state::ServerState;
 use crate::store::{Kept, Store};
 
@@ -109,14 +110,16 @@ fn auth(
     state: Arc<ServerState>,
 ) -> impl Filter<Extract = (Arc<ServerState>,), Error = warp::Rejection> + Clone {
     warp::header::optional::<String>("authorization")
+        .and(warp::ext::optional::<ClientAddr>())
         .and(with_state(state))
         .and_then(
-            |header: Option<String>, state: Arc<ServerState>| async move {
+            |header: Option<String>, client: Option<ClientAddr>, state: Arc<ServerState>| async move {
                 let token = header.as_deref().and_then(|h| h.strip_prefix("Bearer "));
-                if state.authorizes(token) {
-                    Ok(state)
-                } else {
-                    Err(warp::reject::custom(Unauthorized))
+                let ip = client.map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |c| c.0.ip());
+                match state.authorizes(ip, token) {
+                    Ok(true) => Ok(state),
+                    Ok(false) => Err(warp::reject::custom(Unauthorized)),
+                    Err(too_many) => Err(warp::reject::custom(too_many)),
                 }
             },
         )

@@ -13,6 +13,8 @@ use perfpeer_shared::units::BitRate;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::guard::HostPolicy;
+use super::token::{FailedAttempts, TooManyFailures, constant_time_eq};
 use crate::admission::{Admission, Caps};
 use crate::budget::MemoryBudget;
 use crate::engine::DataSocket;
@@ -35,6 +37,11 @@ pub struct ServeConfig {
     pub data_from_any_address: bool,
     /// Bytes of buffers the tests this peer serves may hold at once (`--max-memory`).
     pub max_memory: u64,
+    /// Host names the control port answers to besides IP literals, `localhost` and this
+    /// machine's name (`--host-name`).
+    pub host_names: Vec<String>,
+    /// Origins whose pages may use `/ws` and the API besides the peer's own (`--allow-origin`).
+    pub allowed_origins: Vec<String>,
 }
 
 /// A data stream that presented a cookie on the data port.
@@ -89,6 +96,10 @@ pub struct ServerState {
     pub runs: super::runs::Runs,
     /// Buffers of running tests, within `config.max_memory`.
     pub memory: Arc<MemoryBudget>,
+    /// The names and origins the control port answers to.
+    pub host_policy: Arc<HostPolicy>,
+    /// Wrong tokens by source.
+    failed_tokens: FailedAttempts,
     /// Tests this peer is the far end of, by the client's address: one address may hold half
     /// the slots (rounded up), so it cannot keep every other client out.
     pub far_tests: Arc<Admission>,
@@ -103,6 +114,12 @@ impl ServerState {
         Arc::new(ServerState {
             slots: Arc::new(Semaphore::new(config.max_tests as usize)),
             memory: MemoryBudget::new(config.max_memory),
+            host_policy: Arc::new(HostPolicy::new(
+                &info.name,
+                &config.host_names,
+                &config.allowed_origins,
+            )),
+            failed_tokens: FailedAttempts::default(),
             far_tests: Admission::new(Caps {
                 total: config.max_tests as usize,
                 per_source: (config.max_tests as usize).div_ceil(2),
@@ -127,13 +144,13 @@ impl ServerState {
         self.store.get()
     }
 
-    /// Whether `token` grants privileged requests.
-    pub fn authorizes(&self, token: Option<&str>) -> bool {
-        match &self.config.token {
-            None => true,
-            Some(expected) => {
-                token.is_some_and(|t| constant_time_eq(t.as_bytes(), expected.as_bytes()))
-            }
+    /// Whether `token`, sent from `ip`, grants privileged requests; [`TooManyFailures`] while
+    /// that source is held back for guessing.
+    pub fn authorizes(&self, ip: IpAddr, token: Option<&str>) -> Result<bool, TooManyFailures> {
+        match (&self.config.token, token) {
+            (None, _) => Ok(true),
+            (Some(_), None) => Ok(false),
+            (Some(expected), Some(given)) => self.failed_tokens.check(ip, given, expected),
         }
     }
 
@@ -272,10 +289,6 @@ impl ServerState {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Removes a pending test's cookie when dropped.

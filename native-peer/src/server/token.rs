@@ -1,8 +1,15 @@
-//! The access token: given with `--token`, or generated once and kept in the data directory so
-//! the URL a phone bookmarked keeps working across restarts.
+//! The access token: given with `--token`, `--token-file` or `PERFPEER_TOKEN`, or generated
+//! once and kept in the data directory so the URL a phone bookmarked keeps working across
+//! restarts; and the count of wrong tokens by source that slows guessing down.
 
+use std::collections::HashMap;
 use std::io;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::admission::Source;
 
 use crate::engine::wire::{cookie_to_hex, random_cookie};
 
@@ -38,11 +45,80 @@ pub fn load_or_create(dir: &Path) -> io::Result<String> {
     Ok(token)
 }
 
-/// Whether `t` is acceptable as a token: 8 to 128 URL-safe characters.
+/// Whether `t` is acceptable as a token: 8 to 128 URL-safe characters (what a stored token
+/// must be; a token given by the user must also be [`strong`]).
 pub fn is_valid(t: &str) -> bool {
     (8..=128).contains(&t.len())
         && t.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b))
+}
+
+/// Shortest token a user may choose.
+pub const MIN_CHOSEN_LEN: usize = 16;
+/// Fewest different characters in a chosen token.
+const MIN_DISTINCT: usize = 8;
+
+/// Whether a token the user chose is strong enough to stand against guessing at the rate the
+/// peer allows: at least 16 characters, at least 8 of them different.
+pub fn strong(t: &str) -> bool {
+    let distinct: std::collections::HashSet<u8> = t.bytes().collect();
+    is_valid(t) && t.len() >= MIN_CHOSEN_LEN && distinct.len() >= MIN_DISTINCT
+}
+
+/// A source that guessed wrong too often.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("too many wrong tokens from this address: wait a minute")]
+pub struct TooManyFailures;
+impl warp::reject::Reject for TooManyFailures {}
+
+/// Wrong tokens a source may send per [`FAILURE_WINDOW`].
+const MAX_FAILURES: u32 = 10;
+/// The period failures are counted over.
+const FAILURE_WINDOW: Duration = Duration::from_secs(60);
+/// Sources remembered at once (the oldest window is forgotten beyond it).
+const MAX_SOURCES: usize = 4096;
+
+/// Wrong tokens by source: after [`MAX_FAILURES`] in a minute, a source's token is not even
+/// checked until the minute is over, so guessing runs at 10 a minute, not thousands a second.
+/// Other sources are not slowed.
+#[derive(Debug, Default)]
+pub struct FailedAttempts {
+    by_source: Mutex<HashMap<Source, (Instant, u32)>>,
+}
+
+impl FailedAttempts {
+    /// Checks `given` against `expected` for a request from `ip`: whether it matches, or
+    /// [`TooManyFailures`] while the source is held back.
+    pub fn check(&self, ip: IpAddr, given: &str, expected: &str) -> Result<bool, TooManyFailures> {
+        let source = Source::of(ip);
+        let now = Instant::now();
+        let mut map = self.by_source.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((since, n)) = map.get(&source)
+            && now.duration_since(*since) < FAILURE_WINDOW
+            && *n >= MAX_FAILURES
+        {
+            return Err(TooManyFailures);
+        }
+        let right = constant_time_eq(given.as_bytes(), expected.as_bytes());
+        if !right {
+            if map.len() >= MAX_SOURCES {
+                map.retain(|_, (since, _)| now.duration_since(*since) < FAILURE_WINDOW);
+            }
+            if map.len() < MAX_SOURCES {
+                let entry = map.entry(source).or_insert((now, 0));
+                if now.duration_since(entry.0) >= FAILURE_WINDOW {
+                    *entry = (now, 0);
+                }
+                entry.1 += 1;
+            }
+        }
+        Ok(right)
+    }
+}
+
+/// Compares without an early exit, so the time taken tells nothing of where they differ.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn write_private(path: &Path, text: &str) -> io::Result<()> {
@@ -83,5 +159,36 @@ mod tests {
         assert!(!is_valid("short"));
         assert!(!is_valid("has space in it"));
         assert!(!is_valid("#fragment"));
+    }
+
+    #[test]
+    fn chosen_tokens_must_be_strong() {
+        assert!(!strong("abcdefgh"), "8 characters");
+        assert!(!strong("aaaaaaaaaaaaaaaaaaaa"), "one character");
+        assert!(!strong("abababababababababab"), "two characters");
+        assert!(strong("correct-horse-battery"));
+        assert!(
+            strong(&cookie_to_hex(&random_cookie())),
+            "a generated token"
+        );
+    }
+
+    #[test]
+    fn guessing_is_held_back_per_source() {
+        let attempts = FailedAttempts::default();
+        let guesser: IpAddr = "10.0.0.9".parse().unwrap();
+        let owner: IpAddr = "10.0.0.2".parse().unwrap();
+        for _ in 0..MAX_FAILURES {
+            assert!(!attempts.check(guesser, "wrong", "right-token").unwrap());
+        }
+        // Held back now, even with the right token ...
+        assert!(
+            attempts
+                .check(guesser, "right-token", "right-token")
+                .is_err()
+        );
+        // ... while another source is not slowed at all.
+        assert!(attempts.check(owner, "right-token", "right-token").unwrap());
+        assert!(!attempts.check(owner, "wrong", "right-token").unwrap());
     }
 }

@@ -11,6 +11,26 @@ use crate::spec::{Direction, EndCondition};
 use crate::sweep::{SweepPoint, SweepResult};
 use crate::units::{format_bits, format_bytes};
 
+/// The content security policy of a result page, served with `/r/<id>`: no script, nothing
+/// fetched, inline styles and data images only, never framed.
+pub const PAGE_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; \
+     base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// The same policy in the page itself, for the downloaded file that no server sends headers
+/// with (a `<meta>` policy cannot say `frame-ancestors`).
+const META_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; \
+     base-uri 'none'; form-action 'none'";
+
+/// The head every page opens with: charset, policy, viewport.
+fn head_start() -> String {
+    format!(
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>\
+         <meta http-equiv='Content-Security-Policy' content=\"{META_POLICY}\">\
+         <meta name='referrer' content='no-referrer'>\
+         <meta name='viewport' content='width=device-width,initial-scale=1'>"
+    )
+}
+
 /// Escapes text for HTML content and attribute values.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -208,11 +228,10 @@ fn iperf3_intervals(result: &TestResult) -> String {
 /// The whole page.
 pub fn page(result: &TestResult) -> String {
     let title = format!("perfpeer result: {}", headline(result));
-    let mut h = String::new();
+    let mut h = head_start();
     let _ = write!(
         h,
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' content='width=device-width,initial-scale=1'>\
-         <title>{}</title><style>{STYLE}</style></head><body><main><h1>{}</h1>",
+        "<title>{}</title><style>{STYLE}</style></head><body><main><h1>{}</h1>",
         escape(&title),
         escape(&headline(result))
     );
@@ -290,11 +309,10 @@ pub fn sweep_rows(points: &[SweepPoint]) -> String {
 /// table, the two-panel chart, the CLI's text table and the `SweepResult` JSON (also embedded
 /// for tools as `<script id='perfpeer-sweep'>`).
 pub fn sweep_page(result: &SweepResult, title: &str) -> String {
-    let mut h = String::new();
+    let mut h = head_start();
     let _ = write!(
         h,
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' content='width=device-width,initial-scale=1'>\
-         <title>perfpeer sweep: {t}</title><style>{STYLE}</style></head><body><main><h1>{t}</h1>\
+        "<title>perfpeer sweep: {t}</title><style>{STYLE}</style></head><body><main><h1>{t}</h1>\
          <section class='card'><table><tr><td>Size</td><td>Throughput</td><td>Packets/s</td><td>Lost/Total</td></tr>",
         t = escape(title)
     );
@@ -337,6 +355,13 @@ mod tests {
         };
         let page = sweep_page(&result, "UDP sweep → pc");
         assert!(page.starts_with("<!doctype html>") && page.ends_with("</html>"));
+        assert!(
+            page.contains(&format!(
+                "<meta http-equiv='Content-Security-Policy' content=\"{META_POLICY}\">"
+            )),
+            "a downloaded page carries its own policy: {page}"
+        );
+        assert!(META_POLICY.contains("default-src 'none'") && !META_POLICY.contains("script"));
         assert!(page.contains("<h1>UDP sweep → pc</h1>"));
         assert!(
             page.contains("<td>64 B</td><td>2.00 Mbits/sec</td><td>3906</td>"),

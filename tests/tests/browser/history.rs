@@ -16,7 +16,7 @@ use super::{click, js, open_ui, rate, save_screenshot, select, text, wait_shown,
 /// A plain HTTP/1.0 GET without any token: (status, body).
 fn http_get(addr: &str, path: &str) -> (u16, String) {
     let mut s = std::net::TcpStream::connect(addr).expect("connect to the peer");
-    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
     let mut answer = String::new();
     s.read_to_string(&mut answer).unwrap();
     let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");

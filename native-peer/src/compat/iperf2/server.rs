@@ -16,7 +16,7 @@ use tokio::net::{TcpStream, UdpSocket};
 use tokio_util::sync::CancellationToken;
 
 use super::codec::{ACK_LEN, Amount, Header, ServerReport, UDP_HEADER_AT, ack, flags};
-use crate::admission::{Admission, Admitted, Caps, LogLimit};
+use crate::admission::{Admission, Admitted, Caps, LogLimit, accept_admitted};
 use crate::budget::MemoryBudget;
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions};
@@ -102,21 +102,9 @@ pub async fn run(
     });
     tokio::spawn(udp_flows(udp, local, shared.clone()));
     let unidentified = Admission::new(UNIDENTIFIED_CAPS);
-    loop {
-        let (stream, from) = tokio::select! {
-            _ = shared.shutdown.cancelled() => return Ok(()),
-            a = tcp.accept() => match a {
-                Ok(a) => a,
-                Err(e) => {
-                    DROPPED.warn("accept", e);
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-        };
-        let Some(place) = unidentified.admit_or_warn(from, &DROPPED) else {
-            continue;
-        };
+    while let Some((stream, from, place)) =
+        accept_admitted(&tcp, &unidentified, &DROPPED, &shared.shutdown).await
+    {
         let shared = shared.clone();
         tokio::spawn(async move {
             if let Err(reason) = tcp_stream(stream, from, place, &shared).await {
@@ -124,6 +112,7 @@ pub async fn run(
             }
         });
     }
+    Ok(())
 }
 
 fn now_ms() -> u64 {

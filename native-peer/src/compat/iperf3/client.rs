@@ -305,6 +305,12 @@ fn udp_stream(
                 {
                     break;
                 }
+                // An ICMP refusal can be stale, or the server's stream socket not quite up
+                // yet: it counts as one unanswered try, the last of which gives up.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    std::thread::sleep(Duration::from_millis(100));
+                    break;
+                }
                 Err(e) => return Err(e.into()),
             }
         }

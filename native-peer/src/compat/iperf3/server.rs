@@ -21,7 +21,7 @@ use super::codec::{
     stream_id,
 };
 use super::control::{Control, Iperf3Error, STEP_TIMEOUT};
-use crate::admission::{Admission, Admitted, Caps, LogLimit};
+use crate::admission::{Admission, Admitted, Caps, LogLimit, accept_admitted};
 use crate::budget::MemoryBudget;
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions};
@@ -128,24 +128,13 @@ pub async fn run(
     let local = udp.local_addr()?;
     tokio::spawn(udp_connects(udp, local, shared.clone()));
     let unidentified = Admission::new(UNIDENTIFIED_CAPS);
-    loop {
-        let (stream, from) = tokio::select! {
-            _ = shared.shutdown.cancelled() => return Ok(()),
-            a = tcp.accept() => match a {
-                Ok(a) => a,
-                Err(e) => {
-                    DROPPED.warn("accept", e);
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            },
-        };
-        let Some(place) = unidentified.admit_or_warn(from, &DROPPED) else {
-            continue;
-        };
+    while let Some((stream, from, place)) =
+        accept_admitted(&tcp, &unidentified, &DROPPED, &shared.shutdown).await
+    {
         let shared = shared.clone();
         tokio::spawn(async move { on_connection(stream, from, place, shared).await });
     }
+    Ok(())
 }
 
 async fn on_connection(stream: TcpStream, from: SocketAddr, place: Admitted, shared: Arc<Shared>) {
