@@ -219,6 +219,10 @@ pub struct PeerInfo {
     /// Whether this peer can run DCCP tests, with which CCIDs, or why not.
     #[serde(default)]
     pub dccp: crate::dccp::DccpSupport,
+    /// Why results are not being kept right now (a full disk, a read-only data directory), if
+    /// they are not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_problem: Option<String>,
 }
 
 /// A test running on a peer.

@@ -333,6 +333,38 @@ pub fn f64_at(v: &serde_json::Value, pointer: &str) -> f64 {
         .unwrap_or_else(|| panic!("no number at {pointer} in {v}"))
 }
 
+/// A plain HTTP/1.0 request to the control endpoint `control` (`host:port`, also sent as the
+/// `Host`); returns the status code and the body.
+pub fn http_request(
+    control: &str,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &str,
+) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = TcpStream::connect(control).expect("connect to the control port");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = format!(
+        "{method} {path} HTTP/1.0\r\nHost: {control}\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut bytes = Vec::new();
+    let _ = s.read_to_end(&mut bytes);
+    let out = String::from_utf8_lossy(&bytes);
+    let status = out
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
 /// A TCP connection to `to` from the address `from` (the whole of 127/8 is this machine's).
 pub fn connect_from(from: [u8; 4], to: SocketAddr) -> Option<TcpStream> {
     // SAFETY: socket/bind/connect on a fresh descriptor that the returned stream owns.

@@ -26,5 +26,7 @@ mod loopback;
 mod netperf_cli;
 /// Two hosts in network namespaces on a shaped 20 Mbit/s link.
 mod shaped_link;
+/// The history's disk and the CLI's stdout broken as users break them.
+mod store_and_pipes;
 /// The control port against other sites' pages, rebinding, token guessing and floods.
 mod web_security;

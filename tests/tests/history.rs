@@ -1,5 +1,3 @@
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use perfpeer_tests::{
@@ -8,26 +6,7 @@ use perfpeer_tests::{
 
 /// A plain HTTP/1.0 request; returns the status code and the body.
 fn http(peer: &Peer, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(&peer.control).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let req = format!(
-        "{method} {path} HTTP/1.0\r\nHost: {}\r\n{headers}Content-Length: {}\r\n\r\n{body}",
-        peer.control,
-        body.len()
-    );
-    s.write_all(req.as_bytes()).unwrap();
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    let status = out
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    perfpeer_tests::http_request(&peer.control, method, path, headers, body)
 }
 
 fn result_id_from(stdout: &str) -> String {

@@ -366,6 +366,9 @@ fn render_peer(peer: &PeerInfo, model: &Model) {
     set_text("peer-ports", &format!("data port {}", peer.data_port));
     set_text("peer-cc", &peer.congestion_controls.join(", "));
     set_text("peer-dccp", &present::dccp_support(&peer.dccp));
+    // A full disk or a read-only data directory: say so where the peer is described.
+    set_text("peer-store", peer.store_problem.as_deref().unwrap_or(""));
+    show("peer-store-row", peer.store_problem.is_some());
     set_text(
         "dccp-hint",
         &format!("DCCP on this peer: {}", present::dccp_support(&peer.dccp)),

@@ -80,7 +80,7 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     let server = resolve_host(&host, args.port, opts.family)
         .await
         .map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
-    print!(
+    out!(
         "{}",
         fmt::client_banner(&host, args.port, spec.protocol, spec.window)
     );
@@ -92,14 +92,14 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     let print = |ev: &TestEvent| match ev {
         TestEvent::Started { sockets, .. } => {
             for s in sockets {
-                print!("{}", fmt::connected_line(s.id, &s.local, &s.remote));
+                out!("{}", fmt::connected_line(s.id, &s.local, &s.remote));
             }
-            print!("{}", fmt::header(udp_rx));
+            out!("{}", fmt::header(udp_rx));
         }
         TestEvent::Interval {
             role: PeerRole::Client,
             report,
-        } if args.flags.interval_given() => print!("{}", fmt::interval_rows(report)),
+        } if args.flags.interval_given() => out!("{}", fmt::interval_rows(report)),
         TestEvent::Interval { .. } | TestEvent::Stored { .. } => {}
     };
     let outcome = loop {
@@ -112,7 +112,7 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
         print(&ev);
     }
     let result = outcome.with_context(|| format!("test against {host} failed"))?;
-    print!("{}", fmt::final_rows(&result));
+    out!("{}", fmt::final_rows(&result));
     Ok(match result.status {
         TestStatus::Complete => ExitCode::SUCCESS,
         TestStatus::Partial { reason } => {
@@ -136,7 +136,7 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(crate::budget::MemoryBudget::default_limit),
     };
     let (tx, events) = mpsc::unbounded_channel();
-    print!(
+    out!(
         "{}",
         fmt::server_banner(args.port, args.flags.spec(true).ok().and_then(|s| s.window))
     );
@@ -146,8 +146,8 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
         |shutdown| server::run(addr, config, tx, shutdown),
         events,
         |ev| match ev {
-            server::ServerEvent::Finished(result) => print!("{}", fmt::text(&result)),
-            server::ServerEvent::Refused { from, reason } => println!("[ ID] {from}: {reason}"),
+            server::ServerEvent::Finished(result) => out!("{}", fmt::text(&result)),
+            server::ServerEvent::Refused { from, reason } => outln!("[ ID] {from}: {reason}"),
         },
     )
     .await

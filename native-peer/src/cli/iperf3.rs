@@ -101,12 +101,13 @@ async fn run_server(args: &Iperf3Args) -> anyhow::Result<ExitCode> {
     };
     let (tx, events) = mpsc::unbounded_channel();
     if style == Style::Text {
-        println!("-----------------------------------------------------------");
-        println!(
+        outln!("-----------------------------------------------------------");
+        outln!(
             "Server listening on {} (perfpeer, up to {} tests at once)",
-            args.port, args.max_tests
+            args.port,
+            args.max_tests
         );
-        println!("-----------------------------------------------------------");
+        outln!("-----------------------------------------------------------");
     }
     serve_printing(
         args.port,
@@ -135,24 +136,24 @@ fn print_server_event(ev: &server::ServerEvent, style: Style) {
                 spec,
                 sockets,
             };
-            print!(
+            out!(
                 "{}{}",
                 fmt::text_preamble(&p),
                 fmt::text_interval_header(spec, PeerRole::Server)
             );
         }
         (E::Interval { spec, report, .. }, Style::Text) => {
-            print!("{}", fmt::text_interval(spec, PeerRole::Server, report))
+            out!("{}", fmt::text_interval(spec, PeerRole::Server, report))
         }
-        (E::Finished(result), Style::Text) => print!("{}", fmt::text_summary(result)),
-        (E::Finished(result), _) => println!(
+        (E::Finished(result), Style::Text) => out!("{}", fmt::text_summary(result)),
+        (E::Finished(result), _) => outln!(
             "{}",
             serde_json::to_string_pretty(&fmt::json(result)).unwrap_or_default()
         ),
         (E::Failed { client, error }, Style::Text) => {
-            println!("iperf3: error from {client}: {error}")
+            outln!("iperf3: error from {client}: {error}")
         }
-        (E::Failed { client, error }, _) => println!(
+        (E::Failed { client, error }, _) => outln!(
             "{}",
             serde_json::json!({ "error": format!("{client}: {error}") })
         ),

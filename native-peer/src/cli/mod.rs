@@ -1,6 +1,24 @@
 //! The command line: `perfpeer serve` and `perfpeer test`. Each subcommand's flags live in its
 //! own module and are validated into typed settings before anything runs.
 
+/// `print!` for everything the CLI writes to stdout: never panics, and once stdout is closed
+/// (`| head`), prints nothing more while the command goes on (a server keeps serving).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        let _written = $crate::cli::write_stdout(format_args!($($arg)*));
+    }};
+}
+
+/// `println!` the same way as [`out!`].
+macro_rules! outln {
+    () => {{
+        let _written = $crate::cli::write_stdout(format_args!("\n"));
+    }};
+    ($($arg:tt)*) => {{
+        let _written = $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)));
+    }};
+}
+
 mod iperf;
 mod iperf3;
 mod modes;
@@ -59,6 +77,25 @@ fn with_role(mut argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
         argv.insert(1, name.into());
     }
     argv
+}
+
+/// Set once a write to stdout failed (a closed pipe, most often).
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes `args` to stdout and flushes; after the first failure (stdout closed: EPIPE, since
+/// Rust ignores SIGPIPE), writes nothing more. Returns whether it was written.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) -> bool {
+    use std::io::Write;
+    use std::sync::atomic::Ordering;
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return false;
+    }
+    let mut out = std::io::stdout().lock();
+    let written = out.write_fmt(args).and_then(|()| out.flush()).is_ok();
+    if !written {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    }
+    written
 }
 
 /// A usage error found after parsing (a flag's value that clap cannot judge alone): printed

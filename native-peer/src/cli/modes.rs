@@ -146,12 +146,12 @@ pub async fn run_sweep(
     let result = crate::sweep::run(peer, spec, &sizes, opts, tx, cancel).await;
     let _ = progress.await;
     if style == Style::Text {
-        print!(
+        out!(
             "{}",
             sweep_text::text(&result, spec.dccp.map(|d| d.service))
         );
     } else {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        outln!("{}", serde_json::to_string_pretty(&result)?);
     }
     let all_ok = result.points.iter().all(|p| p.error.is_none());
     Ok(if all_ok {
@@ -169,7 +169,7 @@ pub async fn run_cbr(
 ) -> anyhow::Result<ExitCode> {
     let cancel = super::test::cancel_on_ctrl_c();
     let (tx, mut events) = mpsc::unbounded_channel();
-    println!(
+    outln!(
         "Constant bitrate over {}: {} in {}-byte packets ({:.1} packets/s); Ctrl-C ends it",
         spec.protocol.upper_name(),
         spec.bitrate.map_or("?".into(), |b| b.to_string()),
@@ -177,7 +177,7 @@ pub async fn run_cbr(
         spec.bitrate
             .map_or(0.0, |b| b.0 as f64 / 8.0 / f64::from(spec.len))
     );
-    println!("{}", cbr::header());
+    outln!("{}", cbr::header());
     let test = crate::targets::run(peer, spec, opts, tx, cancel);
     tokio::pin!(test);
     let outcome = loop {
@@ -190,10 +190,10 @@ pub async fn run_cbr(
         print_live(&ev);
     }
     let result = outcome.with_context(|| format!("constant-bitrate stream to {peer} failed"))?;
-    print!("{}", cbr::summary(&result));
-    print!("{}", dccp_text::text(&result));
+    out!("{}", cbr::summary(&result));
+    out!("{}", dccp_text::text(&result));
     if let TestStatus::Partial { reason } = &result.status {
-        println!("(partial: {reason})");
+        outln!("(partial: {reason})");
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
@@ -202,7 +202,7 @@ pub async fn run_cbr(
 fn print_live(ev: &TestEvent) {
     if let TestEvent::Interval { report, .. } = ev {
         for line in cbr::lines(report) {
-            println!("{line}");
+            outln!("{line}");
         }
     }
 }

@@ -74,12 +74,12 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
     match args.action {
         Action::List { limit } => list(&store, limit)?,
         Action::Show { id, format } => match find(&store, &id)? {
-            Kept::Test(found) => print!("{}", render(&found.result, format)?),
+            Kept::Test(found) => out!("{}", render(&found.result, format)?),
             // A sweep has one layout (its table), or its SweepResult JSON.
             Kept::Sweep(sweep) if format == Format::Json => {
-                println!("{}", serde_json::to_string_pretty(&sweep.result)?)
+                outln!("{}", serde_json::to_string_pretty(&sweep.result)?)
             }
-            Kept::Sweep(sweep) => print!(
+            Kept::Sweep(sweep) => out!(
                 "{}",
                 sweep::text(&sweep.result, sweep.spec.dccp.map(|d| d.service))
             ),
@@ -91,7 +91,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
             };
             std::fs::write(&path, page)
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            println!("{}", path.display());
+            outln!("{}", path.display());
         }
         Action::Delete { id } => {
             if !store.delete(&id)? {
@@ -105,7 +105,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
 fn list(store: &Store, limit: u32) -> anyhow::Result<()> {
     let rows = store.list(limit)?;
     if rows.is_empty() {
-        println!("no results yet in {}", store.path().display());
+        outln!("no results yet in {}", store.path().display());
     }
     for r in rows {
         let when = perfpeer_shared::format::iperf3::http_date(r.created_ms / 1000);
@@ -119,9 +119,17 @@ fn list(store: &Store, limit: u32) -> anyhow::Result<()> {
             .unwrap_or_else(|| "-".into());
         // A sweep's rate is its best size's.
         let what = if r.kind == "sweep" { "sweep" } else { &r.role };
-        println!(
+        outln!(
             "{}  {when}  {:8} {:6} {:4} {:7} {:>12} {:>14}  {}  {}",
-            r.id, r.origin, what, r.protocol, r.direction, bytes, rate, r.status, r.peer
+            r.id,
+            r.origin,
+            what,
+            r.protocol,
+            r.direction,
+            bytes,
+            rate,
+            r.status,
+            r.peer
         );
     }
     Ok(())

@@ -18,7 +18,7 @@ use crate::engine::sockopt;
 use crate::hostinfo;
 use crate::server::state::{ServeConfig, ServerState};
 use crate::server::{self, token};
-use crate::store::Store;
+use crate::store::{Retention, Store};
 
 /// Flags of `perfpeer serve`.
 #[derive(Debug, Args)]
@@ -66,6 +66,13 @@ pub struct ServeArgs {
     /// Off by default: otherwise anyone who learns a test's cookie can aim its streams elsewhere.
     #[arg(long)]
     data_from_any_address: bool,
+    /// Results (tests and sweeps) kept in the history; the oldest go first.
+    #[arg(long, default_value_t = 1000, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    keep_results: u32,
+    /// Largest size of the result database (K/M/G = x1024); the oldest results go first. On a
+    /// router, keep the data dir in RAM (--data-dir /tmp/perfpeer) or make this small.
+    #[arg(long, default_value = "64M", value_name = "SIZE", value_parser = parse_store_size)]
+    max_results_size: u64,
     /// Memory the buffers of the tests this peer serves may take at once (K/M/G = x1024); a test
     /// that would go over is refused. Default: an eighth of this machine's memory, between 16M
     /// and 1G.
@@ -86,6 +93,16 @@ fn parse_origin(s: &str) -> Result<String, String> {
         return Err("an origin is scheme://host[:port], with no path".into());
     }
     Ok(s.to_string())
+}
+
+fn parse_store_size(s: &str) -> Result<u64, String> {
+    match perfpeer_shared::units::parse_size(s) {
+        Ok(n) if n < 1 << 20 => {
+            Err("at least 1M: one result with its intervals can take that".into())
+        }
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 pub(super) fn parse_memory_arg(s: &str) -> Result<u64, String> {
@@ -126,6 +143,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
         max_duration_s: args.max_duration,
         max_bitrate: args.max_bitrate.map_or(0, |b| b.0),
         dccp: crate::dccp::support(),
+        store_problem: None,
     };
     let config = ServeConfig {
         max_tests: args.max_tests,
@@ -180,11 +198,15 @@ fn raise_fd_limit() {
 fn open_store(args: &ServeArgs, state: &ServerState) {
     let dir = token::data_dir(args.data_dir.as_deref());
     match Store::open(&dir) {
-        Ok((store, note)) => {
+        Ok((mut store, note)) => {
             if let Some(note) = note {
                 tracing::warn!("{note}");
                 eprintln!("perfpeer: {note}");
             }
+            store.set_retention(Retention {
+                max_results: args.keep_results,
+                max_bytes: args.max_results_size,
+            });
             state.set_store(std::sync::Arc::new(store));
         }
         Err(e) => {
@@ -243,7 +265,7 @@ fn bind(args: &ServeArgs) -> anyhow::Result<server::Bound> {
 }
 
 fn announce(control: SocketAddr, data: SocketAddr, token: Option<&str>) {
-    println!(
+    outln!(
         "perfpeer {} serving: control and web UI on port {}, data on port {} (TCP and UDP)",
         hostinfo::VERSION,
         control.port(),
@@ -269,17 +291,17 @@ fn announce(control: SocketAddr, data: SocketAddr, token: Option<&str>) {
         .iter()
         .map(|ip| format!("http://{}/{fragment}", SocketAddr::new(*ip, control.port())))
         .collect();
-    println!("Open from a phone or browser on the same network:");
+    outln!("Open from a phone or browser on the same network:");
     for url in &urls {
-        println!("  {url}");
+        outln!("  {url}");
     }
     if token.is_none() {
-        println!("(open mode: no access token)");
+        outln!("(open mode: no access token)");
     }
     if std::io::stdout().is_terminal()
         && let Ok(code) = qrcode::QrCode::new(urls[0].as_bytes())
     {
-        println!(
+        outln!(
             "{}",
             code.render::<qrcode::render::unicode::Dense1x2>()
                 .quiet_zone(true)

@@ -321,7 +321,7 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         outcome.map_err(anyhow::Error::new),
         &args.peer,
     )?;
-    print!("{dccp_lines}");
+    out!("{dccp_lines}");
     Ok(code)
 }
 

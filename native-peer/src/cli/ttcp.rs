@@ -102,7 +102,7 @@ pub async fn run(args: TtcpArgs) -> anyhow::Result<ExitCode> {
     }
     let say = |text: String| {
         if args.sink {
-            print!("{text}")
+            out!("{text}")
         } else {
             eprint!("{text}")
         }

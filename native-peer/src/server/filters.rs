@@ -85,7 +85,7 @@ pub fn info(
     warp::path!("api" / "info")
         .and(warp::get())
         .and(with_state(state))
-        .map(|s: Arc<ServerState>| warp::reply::json(&s.info))
+        .map(|s: Arc<ServerState>| warp::reply::json(&s.peer_info()))
 }
 
 /// `GET /`: the web UI's page (embedded; see [`super::assets`]).

@@ -190,7 +190,7 @@ async fn expect_hello(
                 })?;
             chan.send(&ServerMsg::Welcome {
                 protocol_version: PROTOCOL_VERSION,
-                peer: state.info.clone(),
+                peer: state.peer_info(),
                 authorized,
             })?;
             if protocol_version != PROTOCOL_VERSION {

@@ -139,6 +139,18 @@ impl ServerState {
         let _ = self.store.set(store);
     }
 
+    /// What this peer tells about itself now: its fixed facts and whether results are kept.
+    pub fn peer_info(&self) -> PeerInfo {
+        let store_problem = match self.store() {
+            Some(store) => store.problem(),
+            None => Some("results are not kept: the data directory could not be opened".into()),
+        };
+        PeerInfo {
+            store_problem,
+            ..self.info.clone()
+        }
+    }
+
     /// The result store, if this peer keeps results.
     pub fn store(&self) -> Option<&Arc<crate::store::Store>> {
         self.store.get()

@@ -38,7 +38,7 @@ pub fn load_or_create(dir: &Path) -> io::Result<String> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
     }
-    std::fs::create_dir_all(dir)
+    crate::store::create_private_dir(dir)
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
     let token = cookie_to_hex(&random_cookie());
     write_private(&path, &token)?;

@@ -4,9 +4,18 @@
 //! is next opened belonged to a peer that died, and becomes `aborted` with its intervals so far.
 //!
 //! - [`schema`]: numbered migrations.
+//! - [`owner`]: which process writes a running test, so only a dead writer's rows are aborted.
+//! - [`plausible`]: a far side's report checked before it is kept.
+//!
+//! The database is the owner's alone (0600, in a 0700 directory it creates), bounded by a
+//! [`Retention`] (oldest results pruned first, never a running one), opened read-only where
+//! the directory cannot be written, and the last write failure (a full disk) is kept for
+//! `/api/info` to show.
 //! - [`record`]: the recorder a running test writes through.
 //! - [`sweeps`]: packet-size sweeps, kept whole with a share link of their own.
 
+mod owner;
+mod plausible;
 mod record;
 pub mod schema;
 mod sweeps;
@@ -134,10 +143,37 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// How much history the store keeps: the newest `max_results` results and sweeps, and no more
+/// than `max_bytes` of database. The oldest go first; a running test is never pruned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Results (tests and sweeps) kept.
+    pub max_results: u32,
+    /// Bytes the database may take (its pages in use).
+    pub max_bytes: u64,
+}
+
+impl Default for Retention {
+    /// 1000 results in at most 64 MiB: weeks of testing on a PC, and still bounded on a
+    /// router's flash (which should keep its data dir in RAM: see README).
+    fn default() -> Retention {
+        Retention {
+            max_results: 1000,
+            max_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Interval JSON kept per test and side; a longer test keeps its first part (and its result).
+pub(crate) const MAX_INTERVAL_BYTES: usize = 8 << 20;
+
 /// The result database.
 pub struct Store {
     conn: Mutex<Connection>,
     path: PathBuf,
+    retention: Retention,
+    read_only: bool,
+    last_error: Mutex<Option<String>>,
 }
 
 impl Store {
@@ -145,20 +181,41 @@ impl Store {
     /// moved aside (kept, renamed `results.db.corrupt-<time>`) and a fresh one is started; the
     /// returned message says so. Tests left `running` by a peer that died become `aborted`.
     pub fn open(dir: &Path) -> Result<(Store, Option<String>), StoreError> {
-        std::fs::create_dir_all(dir)?;
+        create_private_dir(dir)?;
         let path = dir.join(FILE_NAME);
         match Store::open_file(&path) {
             Ok(store) => Ok((store, None)),
-            Err(StoreError::Sql(e)) if is_corruption(&e) => {
+            // A directory (or file system) we may read but not write: history stays readable.
+            Err(e) if is_read_only(&e) && path.exists() => {
+                let store = Store::open_read_only(&path)?;
+                let msg = format!(
+                    "{} cannot be written ({e}): history is readable, new results are not kept",
+                    path.display()
+                );
+                *store.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(msg.clone());
+                Ok((store, Some(msg)))
+            }
+            Err(e) => Store::open_after_corruption(dir, &path, e),
+        }
+    }
+
+    /// A file that is not a readable database is kept aside and a fresh one started.
+    fn open_after_corruption(
+        dir: &Path,
+        path: &Path,
+        e: StoreError,
+    ) -> Result<(Store, Option<String>), StoreError> {
+        match e {
+            StoreError::Sql(e) if is_corruption(&e) => {
                 let aside = dir.join(format!("{FILE_NAME}.corrupt-{}", now_ms()));
-                std::fs::rename(&path, &aside)?;
+                std::fs::rename(path, &aside)?;
                 for suffix in ["-wal", "-shm"] {
                     let _ = std::fs::rename(
                         dir.join(format!("{FILE_NAME}{suffix}")),
                         dir.join(format!("{}{suffix}", aside.display())),
                     );
                 }
-                let store = Store::open_file(&path)?;
+                let store = Store::open_file(path)?;
                 let msg = format!(
                     "{} is not a readable result database ({e}); kept it as {} and started a fresh one",
                     path.display(),
@@ -166,11 +223,12 @@ impl Store {
                 );
                 Ok((store, Some(msg)))
             }
-            Err(e) => Err(e),
+            e => Err(e),
         }
     }
 
     fn open_file(path: &Path) -> Result<Store, StoreError> {
+        create_private_file(path)?;
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -184,11 +242,118 @@ impl Store {
             )));
         }
         schema::migrate_to(&mut conn, schema::current_version())?;
-        conn.execute("UPDATE results SET status = 'aborted', reason = 'the peer stopped during the test' WHERE status = 'running'", [])?;
+        abort_orphans(&conn)?;
         Ok(Store {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
+            retention: Retention::default(),
+            read_only: false,
+            last_error: Mutex::new(None),
         })
+    }
+
+    /// Opens a database this process may only read. SQLite reads a WAL database read-only
+    /// when its -wal and -shm files are there (a peer that was killed left them); a database
+    /// without them is read as immutable.
+    fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        use rusqlite::OpenFlags;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+        let plain = Connection::open_with_flags(path, flags).and_then(|c| {
+            c.query_row("PRAGMA user_version", [], |r| r.get::<_, u32>(0))
+                .map(|_| c)
+        });
+        let conn = match plain {
+            Ok(c) => c,
+            Err(_) => {
+                Connection::open_with_flags(format!("file:{}?immutable=1", path.display()), flags)?
+            }
+        };
+        let version: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > schema::current_version() {
+            return Err(StoreError::Sql(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_READONLY),
+                Some("a newer perfpeer's database".into()),
+            )));
+        }
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+            retention: Retention::default(),
+            read_only: true,
+            last_error: Mutex::new(None),
+        })
+    }
+
+    /// Keeps no more than `retention` from now on (and prunes to it now).
+    pub fn set_retention(&mut self, retention: Retention) {
+        self.retention = retention;
+        if !self.read_only {
+            let _ = self.prune();
+        }
+    }
+
+    /// The last write that failed (a full disk, a read-only directory), until one succeeds.
+    pub fn problem(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Records the outcome of a write, for [`Store::problem`].
+    fn noted<T>(&self, r: Result<T, StoreError>) -> Result<T, StoreError> {
+        let mut last = self.last_error.lock().unwrap_or_else(|p| p.into_inner());
+        match &r {
+            Ok(_) if !self.read_only => *last = None,
+            Ok(_) => {}
+            Err(e) => *last = Some(format!("results are not being kept: {e}")),
+        }
+        r
+    }
+
+    /// Deletes the oldest finished results and sweeps beyond the retention's count, then more
+    /// while the database is over its size.
+    fn prune(&self) -> Result<(), StoreError> {
+        let conn = self.conn();
+        let keep = i64::from(self.retention.max_results);
+        conn.execute(
+            "DELETE FROM results WHERE status != 'running' AND id IN (
+                 SELECT id FROM results WHERE status != 'running'
+                 ORDER BY created_ms DESC LIMIT -1 OFFSET ?1)",
+            params![keep],
+        )?;
+        conn.execute(
+            "DELETE FROM sweeps WHERE id IN (
+                 SELECT id FROM sweeps ORDER BY created_ms DESC LIMIT -1 OFFSET ?1)",
+            params![keep],
+        )?;
+        for _ in 0..64 {
+            let used: i64 = conn.query_row(
+                "SELECT (page_count - freelist_count) * page_size FROM pragma_page_count, pragma_freelist_count, pragma_page_size",
+                [],
+                |r| r.get(0),
+            )?;
+            if used as u64 <= self.retention.max_bytes {
+                break;
+            }
+            // The oldest tenth of what is finished (at least one), tests and sweeps alike.
+            let removed = conn.execute(
+                "DELETE FROM results WHERE id IN (
+                     SELECT id FROM results WHERE status != 'running'
+                     ORDER BY created_ms ASC
+                     LIMIT max(1, (SELECT count(*) FROM results) / 10))",
+                [],
+            )? + conn.execute(
+                "DELETE FROM sweeps WHERE id IN (
+                     SELECT id FROM sweeps ORDER BY created_ms ASC
+                     LIMIT max(1, (SELECT count(*) FROM sweeps) / 10))",
+                [],
+            )?;
+            if removed == 0 {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// The database file.
@@ -213,31 +378,41 @@ impl Store {
         let id = crate::engine::wire::cookie_to_hex(&crate::engine::wire::random_cookie());
         let role = role_word(role);
         let (protocol, direction) = (word(&spec.protocol), word(&spec.direction));
-        self.conn().execute(
-            "INSERT INTO results (id, test_id, created_ms, origin, role, peer, protocol, direction, spec_json, host_json, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'running')",
-            params![id, test_id, now_ms() as i64, origin.as_str(), role, peer, protocol, direction, serde_json::to_string(spec)?, serde_json::to_string(host)?],
-        )?;
+        let inserted = self.conn().execute(
+            "INSERT INTO results (id, test_id, created_ms, origin, role, peer, protocol, direction, spec_json, host_json, status, owner)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'running', ?11)",
+            params![id, test_id, now_ms() as i64, origin.as_str(), role, peer, protocol, direction, serde_json::to_string(spec)?, serde_json::to_string(host)?, owner::this_process()],
+        );
+        self.noted(inserted.map_err(StoreError::from))?;
         Ok(id)
     }
 
-    /// Appends one interval of one end.
+    /// Appends one interval of one end; returns the bytes of JSON it took.
     pub fn append_interval(
         &self,
         id: &str,
         role: PeerRole,
         seq: u32,
         report: &IntervalReport,
-    ) -> Result<(), StoreError> {
-        self.conn().execute(
+    ) -> Result<usize, StoreError> {
+        let json = serde_json::to_string(report)?;
+        let written = self.conn().execute(
             "INSERT OR REPLACE INTO intervals (result_id, role, seq, report_json) VALUES (?1, ?2, ?3, ?4)",
-            params![id, role_word(role), seq, serde_json::to_string(report)?],
-        )?;
-        Ok(())
+            params![id, role_word(role), seq, json],
+        );
+        self.noted(written.map_err(StoreError::from))
+            .map(|_| json.len())
     }
 
     /// Writes the finished result (its intervals are stored apart, so they are left out here).
     pub fn finish(&self, id: &str, result: &TestResult) -> Result<(), StoreError> {
+        let checked = checked_remote(result);
+        let written = self.write_finished(id, &checked);
+        self.noted(written)?;
+        self.noted(self.prune())
+    }
+
+    fn write_finished(&self, id: &str, result: &TestResult) -> Result<(), StoreError> {
         let (status, reason) = status_word(&result.status);
         let mut slim = result.clone();
         slim.local.intervals.clear();
@@ -256,10 +431,16 @@ impl Store {
             .into_iter()
             .flatten()
         {
+            let mut budget = MAX_INTERVAL_BYTES;
             for (seq, report) in side.intervals.iter().enumerate() {
+                let json = serde_json::to_string(report)?;
+                budget = match budget.checked_sub(json.len()) {
+                    Some(left) => left,
+                    None => break,
+                };
                 tx.execute(
                     "INSERT OR IGNORE INTO intervals (result_id, role, seq, report_json) VALUES (?1, ?2, ?3, ?4)",
-                    params![id, role_word(side.role), seq as u32, serde_json::to_string(report)?],
+                    params![id, role_word(side.role), seq as u32, json],
                 )?;
             }
         }
@@ -359,6 +540,88 @@ impl Store {
             params![id, enabled],
         )?;
         Ok(tests + sweeps > 0)
+    }
+}
+
+/// `result` with its far side's report dropped if it does not fit the test (the reason goes
+/// into the status), and the report's intervals bounded.
+fn checked_remote(result: &TestResult) -> TestResult {
+    let mut checked = result.clone();
+    if let Some(remote) = &result.remote
+        && let Some(problem) = plausible::remote_problem(result, remote)
+    {
+        tracing::warn!(
+            problem,
+            "the far side's report does not fit its test; kept without it"
+        );
+        checked.remote = None;
+        checked.status = TestStatus::Partial {
+            reason: format!("the other end's report was not kept: {problem}"),
+        };
+    }
+    checked
+}
+
+/// Marks `running` rows aborted whose writer is gone (not those of a live peer).
+fn abort_orphans(conn: &Connection) -> Result<(), StoreError> {
+    let owners: Vec<Option<String>> = conn
+        .prepare("SELECT DISTINCT owner FROM results WHERE status = 'running'")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for owner in owners.iter().filter(|o| !owner::is_alive(o.as_deref())) {
+        conn.execute(
+            "UPDATE results SET status = 'aborted', reason = 'the peer stopped during the test'
+             WHERE status = 'running' AND owner IS ?1",
+            params![owner],
+        )?;
+    }
+    Ok(())
+}
+
+/// Creates `dir` (and its parents) readable by the owner only; an existing one is left as it is.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// Makes the database file the owner's alone (0600), creating it if it is missing, so SQLite
+/// (which gives its WAL and index files the database's mode) never makes a readable one.
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)?;
+    let mode = file.metadata()?.permissions().mode();
+    if mode & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))?;
+    }
+    Ok(())
+}
+
+/// Whether opening failed because the file or its directory cannot be written.
+fn is_read_only(e: &StoreError) -> bool {
+    match e {
+        StoreError::Io(io) => matches!(
+            io.kind(),
+            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+        ),
+        StoreError::Sql(rusqlite::Error::SqliteFailure(f, _)) => matches!(
+            f.code,
+            rusqlite::ErrorCode::ReadOnly
+                | rusqlite::ErrorCode::CannotOpen
+                | rusqlite::ErrorCode::PermissionDenied
+        ),
+        _ => false,
     }
 }
 

@@ -16,6 +16,8 @@ pub struct Recording {
     store: Arc<Store>,
     id: String,
     next_seq: HashMap<PeerRole, u32>,
+    /// Interval JSON written per end; past [`super::MAX_INTERVAL_BYTES`] no more is.
+    interval_bytes: HashMap<PeerRole, usize>,
     finished: bool,
 }
 
@@ -34,6 +36,7 @@ impl Recording {
                 store: store.clone(),
                 id,
                 next_seq: HashMap::new(),
+                interval_bytes: HashMap::new(),
                 finished: false,
             }),
             Err(e) => {
@@ -48,11 +51,15 @@ impl Recording {
         &self.id
     }
 
-    /// Writes one interval of one end.
+    /// Writes one interval of one end (while the test's share of interval space lasts).
     pub fn interval(&mut self, role: PeerRole, report: &IntervalReport) {
         let seq = self.next_seq.entry(role).or_insert(0);
-        if let Err(e) = self.store.append_interval(&self.id, role, *seq, report) {
-            tracing::warn!(error = %e, "cannot record an interval");
+        let written = self.interval_bytes.entry(role).or_insert(0);
+        if *written < super::MAX_INTERVAL_BYTES {
+            match self.store.append_interval(&self.id, role, *seq, report) {
+                Ok(n) => *written += n,
+                Err(e) => tracing::warn!(error = %e, "cannot record an interval"),
+            }
         }
         *seq += 1;
     }

@@ -43,6 +43,10 @@ pub const MIGRATIONS: &[&str] = &[
         result_json TEXT NOT NULL,
         link_enabled INTEGER NOT NULL DEFAULT 1
      );",
+    // 4: who writes a running test (boot id, pid, start time), so only a dead writer's rows are
+    // marked aborted; sweeps by time, for pruning.
+    "ALTER TABLE results ADD COLUMN owner TEXT;
+     CREATE INDEX sweeps_by_time ON sweeps(created_ms DESC);",
 ];
 
 /// The schema version this build writes.

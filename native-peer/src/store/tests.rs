@@ -126,6 +126,15 @@ fn a_running_test_is_aborted_on_reopen_and_keeps_its_intervals() {
         std::mem::forget(rec);
         id
     };
+    // While its writer lives (this process), opening the store again leaves it running ...
+    let (store, _) = Store::open(&dir).unwrap();
+    assert_eq!(store.get(&id).unwrap().unwrap().summary.status, "running");
+    drop(store);
+    // ... and once the writer is gone, it is aborted.
+    Connection::open(dir.join(FILE_NAME))
+        .unwrap()
+        .execute("UPDATE results SET owner = 'another-boot:1:1'", [])
+        .unwrap();
     let (store, _) = Store::open(&dir).unwrap();
     let got = store.get(&id).unwrap().unwrap();
     assert_eq!(got.summary.status, "aborted");
@@ -262,5 +271,115 @@ fn a_sweep_is_kept_whole_and_its_link_switches_and_deletes_like_a_tests() {
     assert!(store.sweep(&id).unwrap().is_none());
     assert!(!store.delete(&id).unwrap());
     assert!(store.sweep("nope").unwrap().is_none());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A finished test with `intervals` one-second intervals on each side.
+fn finished(store: &Arc<Store>, spec: &TestSpec, intervals: u64) -> String {
+    let mut rec =
+        Recording::begin(store, "t", Origin::FarEnd, PeerRole::Server, "c", spec).unwrap();
+    let mut r = result(spec);
+    r.local.intervals = (0..intervals).map(|i| interval(i, 1000)).collect();
+    r.remote.as_mut().unwrap().intervals = r.local.intervals.clone();
+    let id = rec.id().to_string();
+    for i in &r.local.intervals {
+        rec.interval(PeerRole::Server, i);
+    }
+    rec.finish(&r);
+    id
+}
+
+#[test]
+fn the_database_is_the_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("modes").join("nested");
+    let (store, _) = Store::open(&dir).unwrap();
+    let store = Arc::new(store);
+    finished(&store, &TestSpec::new(Protocol::Tcp), 2);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&dir.join(FILE_NAME)), 0o600);
+    assert_eq!(mode(&dir.join(format!("{FILE_NAME}-wal"))), 0o600);
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn retention_keeps_the_newest_results_within_count_and_size() {
+    let dir = temp_dir("retention");
+    let (mut store, _) = Store::open(&dir).unwrap();
+    store.set_retention(Retention {
+        max_results: 5,
+        max_bytes: 64 << 20,
+    });
+    let store = Arc::new(store);
+    let spec = TestSpec::new(Protocol::Tcp);
+    let ids: Vec<String> = (0..12).map(|_| finished(&store, &spec, 2)).collect();
+    let kept: Vec<String> = store.list(100).unwrap().into_iter().map(|s| s.id).collect();
+    assert_eq!(kept.len(), 5);
+    assert!(
+        ids[7..].iter().all(|id| kept.contains(id)),
+        "the newest stay"
+    );
+    drop(store);
+
+    // By size: long tests until the database would pass 1 MiB.
+    let dir2 = temp_dir("retention-size");
+    let (mut store, _) = Store::open(&dir2).unwrap();
+    store.set_retention(Retention {
+        max_results: 1000,
+        max_bytes: 1 << 20,
+    });
+    let store = Arc::new(store);
+    let mut long = TestSpec::new(Protocol::Tcp);
+    long.end = perfpeer_shared::spec::EndCondition::Time {
+        duration: Duration::from_secs(600),
+    };
+    for _ in 0..40 {
+        finished(&store, &long, 600);
+    }
+    let used: i64 = Connection::open(dir2.join(FILE_NAME))
+        .unwrap()
+        .query_row(
+            "SELECT (page_count - freelist_count) * page_size FROM pragma_page_count, pragma_freelist_count, pragma_page_size",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(used <= 1 << 20, "{used} bytes in use");
+    assert!(!store.list(100).unwrap().is_empty(), "the newest are kept");
+    for d in [dir, dir2] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
+
+#[test]
+fn an_implausible_far_report_is_kept_without_it() {
+    let dir = temp_dir("plausible");
+    let (store, _) = Store::open(&dir).unwrap();
+    let store = Arc::new(store);
+    let spec = TestSpec::new(Protocol::Tcp);
+    let rec = Recording::begin(&store, "t", Origin::FarEnd, PeerRole::Server, "c", &spec).unwrap();
+    let id = rec.id().to_string();
+    let mut r = result(&spec);
+    // A 10 s test whose client claims 100 000 intervals and a stream the test never had.
+    r.remote.as_mut().unwrap().intervals = (0..100_000).map(|i| interval(i, 1)).collect();
+    r.remote.as_mut().unwrap().streams[0].id = 99;
+    rec.finish(&r);
+    let got = store.get(&id).unwrap().unwrap();
+    assert!(got.result.remote.is_none());
+    assert_eq!(got.summary.status, "failed");
+    assert!(
+        got.summary
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("report was not kept")),
+        "{:?}",
+        got.summary.reason
+    );
+    let rows: i64 = Connection::open(dir.join(FILE_NAME))
+        .unwrap()
+        .query_row("SELECT count(*) FROM intervals", [], |r| r.get(0))
+        .unwrap();
+    assert!(rows < 100, "{rows} intervals stored");
     std::fs::remove_dir_all(&dir).unwrap();
 }
