@@ -12,6 +12,8 @@
 mod admission;
 mod budget;
 mod cli;
+#[cfg(test)]
+mod codec_fuzz;
 mod compat;
 mod dccp;
 mod engine;

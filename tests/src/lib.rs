@@ -2,6 +2,7 @@
 //! `perfpeer serve` processes on free loopback ports (or inside a network namespace), run
 //! `perfpeer test` and read its JSON. Every process started here is killed when its handle drops.
 
+pub mod fuzz;
 pub mod netns;
 
 use std::io::{BufRead, BufReader};
@@ -143,6 +144,11 @@ impl Peer {
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// The process id of `perfpeer serve`.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Whether the process is still running.

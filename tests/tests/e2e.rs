@@ -12,6 +12,8 @@ mod dccp_host;
 mod dccp_vm;
 /// Bad input and failures: unreachable peers, garbage, oversized frames, dying peers, caps.
 mod faults;
+/// A fuzz target per listener, a fixed number of cases from a fixed seed, corpus first.
+mod fuzz_listeners;
 /// The far end as an attacker would try it: reflection, deadlines, floods, memory.
 mod hardening;
 /// The result history: pages, JSON, the token holder's API, restarts, the results CLI.

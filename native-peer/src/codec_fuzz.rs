@@ -1,0 +1,202 @@
+//! Codec-level fuzzing of every decoder that reads an anonymous peer's bytes (perfpeer's data
+//! hellos and datagrams, iperf3's cookie, states, frame lengths, parameter and result JSON,
+//! iperf 2's headers and server reports, the `/ws` control messages): a fixed number of cases
+//! from a fixed seed, random bytes and mutations of valid messages. The properties: no panic,
+//! length fields bounded before use, and valid messages read back as written.
+
+use perfpeer_shared::control::ClientMsg;
+use perfpeer_shared::report::{PeerRole, SideReport};
+use perfpeer_shared::spec::{Protocol, TestSpec};
+
+use crate::compat::{iperf2, iperf3};
+use crate::engine::wire::{DataHeader, DatagramFormat, StreamHello, UdpControl};
+
+/// Cases per decoder.
+const CASES: usize = 20_000;
+
+/// xorshift64*, seeded: every run sees the same cases.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    /// Random bytes, or `seed` with a few edits (flips, extreme words, cuts, random tails).
+    fn input(&mut self, seed: &[u8]) -> Vec<u8> {
+        if self.below(4) == 0 {
+            let n = self.below(128);
+            return (0..n).map(|_| self.next_u64() as u8).collect();
+        }
+        let mut out = seed.to_vec();
+        for _ in 0..1 + self.below(3) {
+            match self.below(4) {
+                0 if !out.is_empty() => {
+                    let i = self.below(out.len());
+                    out[i] ^= 1 << self.below(8);
+                }
+                1 if out.len() >= 4 => {
+                    let i = self.below(out.len() - 3);
+                    let w = [0u32, 0x7fff_ffff, 0x8000_0000, u32::MAX][self.below(4)];
+                    out[i..i + 4].copy_from_slice(&w.to_be_bytes());
+                }
+                2 if !out.is_empty() => out.truncate(self.below(out.len())),
+                _ => out.extend((0..self.below(16)).map(|_| self.next_u64() as u8)),
+            }
+        }
+        out
+    }
+}
+
+fn each_case(seeds: &[Vec<u8>], mut check: impl FnMut(&[u8])) {
+    let mut rng = Rng(0x0005_eed0_ffee);
+    for case in 0..CASES {
+        let input = rng.input(&seeds[case % seeds.len()]);
+        check(&input);
+    }
+}
+
+#[test]
+fn perfpeer_data_plane_decoders() {
+    let cookie = [7u8; 16];
+    let hello = StreamHello {
+        stream_id: 3,
+        cookie,
+    }
+    .encode();
+    let controls: Vec<Vec<u8>> = [
+        UdpControl::Hello {
+            stream_id: 1,
+            cookie,
+        },
+        UdpControl::Confirm {
+            stream_id: 1,
+            cookie,
+            nonce: [9; 16],
+        },
+        UdpControl::Fin {
+            stream_id: 1,
+            packets: 10,
+        },
+    ]
+    .iter()
+    .map(UdpControl::encode)
+    .collect();
+    each_case(&[hello.to_vec()], |b| {
+        if let Ok(h) = StreamHello::decode(b) {
+            assert_eq!(StreamHello::decode(&h.encode()), Ok(h));
+        }
+    });
+    each_case(&controls, |b| {
+        if let Ok(c) = UdpControl::decode(b) {
+            assert_eq!(UdpControl::decode(&c.encode()), Ok(c));
+        }
+        let _ = DataHeader::read(b);
+        for format in [
+            DatagramFormat::Perfpeer,
+            DatagramFormat::Iperf3 { counter64: true },
+            DatagramFormat::Iperf2 { seq64: false },
+            DatagramFormat::Ttcp,
+        ] {
+            let _ = format.classify(b);
+        }
+    });
+}
+
+#[test]
+fn iperf3_decoders() {
+    let spec = TestSpec::new(Protocol::Tcp);
+    let params = serde_json::to_vec(&iperf3::codec::params_json(&spec, false)).unwrap();
+    let results = serde_json::to_vec(&serde_json::json!({
+        "cpu_util_total": 1.0, "cpu_util_user": 0.5, "cpu_util_system": 0.5,
+        "sender_has_retransmits": 1,
+        "streams": [{"id": 1, "bytes": 1000, "retransmits": 0, "jitter": 0.0,
+                     "errors": 0, "packets": 0, "start_time": 0.0, "end_time": 1.0}]
+    }))
+    .unwrap();
+    let local = SideReport::empty(PeerRole::Server, Default::default());
+    each_case(&[params.clone(), results.clone()], |b| {
+        if let Ok(p) = iperf3::codec::Params::parse(b)
+            && let Ok(r) = p.into_requested()
+        {
+            assert!(
+                r.spec.validate().is_ok(),
+                "accepted an invalid spec: {:?}",
+                r.spec
+            );
+        }
+        if let Ok(r) = iperf3::codec::Results::parse(b) {
+            let _ = r.into_report(&local, PeerRole::Client, Protocol::Tcp);
+        }
+        if b.len() >= 4 {
+            let prefix: [u8; 4] = b[..4].try_into().unwrap();
+            if let Ok(n) = iperf3::codec::frame_len(prefix, iperf3::codec::MAX_PARAMS_LEN) {
+                assert!(n <= iperf3::codec::MAX_PARAMS_LEN);
+            }
+        }
+        if b.len() >= iperf3::codec::COOKIE_LEN {
+            let c: [u8; iperf3::codec::COOKIE_LEN] =
+                b[..iperf3::codec::COOKIE_LEN].try_into().unwrap();
+            let _ = iperf3::codec::Cookie::from_bytes(&c);
+        }
+        if let Some(&first) = b.first() {
+            let _ = iperf3::codec::State::from_byte(first);
+        }
+    });
+}
+
+#[test]
+fn iperf2_decoders() {
+    let header = iperf2::codec::Header::new(
+        iperf2::codec::Amount::Time(std::time::Duration::from_secs(10)),
+        1,
+        5001,
+        false,
+    )
+    .encode();
+    each_case(&[header.to_vec()], |b| {
+        if b.len() >= 4 {
+            let word = u32::from_be_bytes(b[..4].try_into().unwrap());
+            if let Ok(Some(len)) = iperf2::codec::Header::length_from_flags(word) {
+                assert!(len <= 256, "a header length of {len} bytes");
+            }
+        }
+        let _ = iperf2::codec::Header::decode(b);
+        let _ = iperf2::codec::ServerReport::decode(b);
+    });
+}
+
+#[test]
+fn control_messages_from_a_websocket() {
+    let spec = TestSpec::new(Protocol::Udp);
+    let seeds: Vec<Vec<u8>> = [
+        ClientMsg::Open { spec: spec.clone() },
+        ClientMsg::Run {
+            target: "pc".into(),
+            spec,
+        },
+        ClientMsg::Hello {
+            protocol_version: 2,
+            token: Some("t".into()),
+        },
+    ]
+    .iter()
+    .map(|m| m.to_json().into_bytes())
+    .collect();
+    each_case(&seeds, |b| {
+        if let Ok(msg) = ClientMsg::parse(&String::from_utf8_lossy(b)) {
+            if let ClientMsg::Open { spec } | ClientMsg::Run { spec, .. } = &msg {
+                let _ = spec.validate();
+                let _ = spec.stream_plan();
+            }
+            assert_eq!(ClientMsg::parse(&msg.to_json()).ok(), Some(msg));
+        }
+    });
+}
