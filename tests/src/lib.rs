@@ -339,6 +339,37 @@ pub fn f64_at(v: &serde_json::Value, pointer: &str) -> f64 {
         .unwrap_or_else(|| panic!("no number at {pointer} in {v}"))
 }
 
+/// Waits (at most `limit`) until something listens on TCP or UDP `port` of this machine,
+/// without connecting to it (a one-shot server such as `iperf3 -s -1` would take a probe for its
+/// test): reads the kernel's socket tables for a listening TCP socket (state 0A) or an
+/// unconnected UDP one (state 07) on that port.
+pub fn wait_listening(port: u16, limit: Duration) -> bool {
+    let tables = [
+        ("/proc/net/tcp", "0A"),
+        ("/proc/net/tcp6", "0A"),
+        ("/proc/net/udp", "07"),
+        ("/proc/net/udp6", "07"),
+    ];
+    let listening = || {
+        tables.iter().any(|&(table, wanted)| {
+            std::fs::read_to_string(table).is_ok_and(|text| {
+                text.lines().skip(1).any(|line| {
+                    let mut fields = line.split_whitespace();
+                    let local = fields.nth(1).unwrap_or("");
+                    let state = fields.nth(1).unwrap_or("");
+                    state == wanted
+                        && local
+                            .rsplit(':')
+                            .next()
+                            .and_then(|p| u16::from_str_radix(p, 16).ok())
+                            == Some(port)
+                })
+            })
+        })
+    };
+    wait_for(limit, listening)
+}
+
 /// A plain HTTP/1.0 request to the control endpoint `control` (`host:port`, also sent as the
 /// `Host`); returns the status code and the body.
 pub fn http_request(

@@ -3,7 +3,9 @@ use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::path::Path;
 use std::time::Duration;
 
-use perfpeer_tests::{Running, free_port, have, json_of, perfpeer_bin, u64_at, wait_for};
+use perfpeer_tests::{
+    Running, free_port, have, json_of, perfpeer_bin, u64_at, wait_for, wait_listening,
+};
 
 fn perfpeer(args: &[&str]) -> std::process::Output {
     Running::spawn(&perfpeer_bin(), args).wait(Duration::from_secs(30))
@@ -100,7 +102,7 @@ fn our_iperf2_client_against_stock_server() {
             sargs.push("-u");
         }
         let server = Running::spawn(Path::new("iperf"), &sargs);
-        std::thread::sleep(Duration::from_millis(400));
+        assert!(wait_listening(port, Duration::from_secs(10)));
         let target = format!("iperf://127.0.0.1:{port}");
         let mut args = vec!["test", target.as_str(), "-t", "2", "-J"];
         if udp {
@@ -134,7 +136,7 @@ fn iperf3_and_ttcp_targets_in_perfpeer_test() {
     }
     let port = free_port();
     let _server = Running::spawn(Path::new("iperf3"), &["-s", "-p", &port.to_string()]);
-    std::thread::sleep(Duration::from_millis(400));
+    assert!(wait_listening(port, Duration::from_secs(10)));
     let target = format!("iperf3://127.0.0.1:{port}");
     let v = json_of(
         &perfpeer(&["test", &target, "-t", "1", "-J"]),
@@ -202,7 +204,10 @@ fn ttcp_transmit_into_receive_tcp_and_udp() {
             targs.push("-u");
         }
         let receiver = Running::spawn(&perfpeer_bin(), &rargs);
-        std::thread::sleep(Duration::from_millis(300));
+        assert!(wait_listening(
+            port.parse().unwrap(),
+            Duration::from_secs(10)
+        ));
         let t = perfpeer(&targs);
         let r = receiver.wait(Duration::from_secs(10));
         let (tt, rt) = (text(&t), text(&r));

@@ -26,7 +26,10 @@ fn our_server(extra: &[&str]) -> (Running, u16) {
 fn stock_server() -> (Running, u16) {
     let port = free_port();
     let server = Running::spawn(Path::new("iperf3"), &["-s", "-1", "-p", &port.to_string()]);
-    std::thread::sleep(Duration::from_millis(400));
+    assert!(
+        perfpeer_tests::wait_listening(port, Duration::from_secs(10)),
+        "stock iperf3 -s never listened on {port}"
+    );
     (server, port)
 }
 
