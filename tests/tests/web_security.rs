@@ -331,3 +331,42 @@ fn trickling_and_silent_connections_are_cut_off_and_do_not_deny_others() {
         );
     }
 }
+
+/// WebSockets are capped per source: the 33rd from one address is refused while a second
+/// address still gets one; closing one frees its place.
+#[tokio::test]
+async fn websockets_are_capped_per_source() {
+    let peer = Peer::start(&[]);
+    let to: SocketAddr = peer.control.parse().unwrap();
+    let upgrade = format!(
+        "GET /ws HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+        peer.control
+    );
+    let open_one = |from: [u8; 4]| -> (TcpStream, String) {
+        let mut s = connect_from(from, to).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(upgrade.as_bytes()).unwrap();
+        let mut buf = [0u8; 256];
+        let n = s.read(&mut buf).unwrap_or(0);
+        let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+        (s, head)
+    };
+    let mut held = Vec::new();
+    for i in 0..32 {
+        let (s, head) = open_one([127, 0, 0, 2]);
+        assert!(head.starts_with("HTTP/1.1 101"), "socket {i}: {head}");
+        held.push(s);
+    }
+    let (_, head) = open_one([127, 0, 0, 2]);
+    assert!(head.starts_with("HTTP/1.1 429"), "the 33rd: {head}");
+    let (_, head) = open_one([127, 0, 0, 1]);
+    assert!(head.starts_with("HTTP/1.1 101"), "another address: {head}");
+    held.truncate(31);
+    assert!(
+        perfpeer_tests::wait_for(Duration::from_secs(5), || {
+            open_one([127, 0, 0, 2]).1.starts_with("HTTP/1.1 101")
+        }),
+        "a closed socket's place did not come back"
+    );
+}
