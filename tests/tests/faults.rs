@@ -37,13 +37,20 @@ fn unreachable_peer_fails_fast_with_a_clear_error() {
 
 #[test]
 fn bad_flags_exit_non_zero_without_a_panic() {
+    // Usage errors exit 2 whether clap finds them or the spec's own check does.
     for args in [
         &["127.0.0.1", "-P", "0"][..],
+        &["127.0.0.1", "-P", "129"][..],
         &["127.0.0.1", "-u", "-l", "4"][..],
+        &["127.0.0.1", "-u", "-l", "70000"][..],
+        &["127.0.0.1", "-t", "-5"][..],
+        &["127.0.0.1", "-t", "abc"][..],
+        &["127.0.0.1", "--connect-timeout", "0"][..],
+        &["127.0.0.1", "--sweep-len", "64,x"][..],
         &["127.0.0.1", "--bogus"][..],
     ] {
         let out = perfpeer_test(args);
-        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr_of(&out));
         let err = stderr_of(&out);
         assert!(!err.contains("panicked"), "{err}");
         assert!(err.lines().count() <= 8, "a short error, not a dump: {err}");

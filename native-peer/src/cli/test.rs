@@ -13,6 +13,7 @@ use perfpeer_shared::units::{BitRate, parse_rate, parse_size};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::UsageError;
 use super::output::{Printer, Style};
 use crate::session::client::{ClientOptions, TestEvent};
 use crate::session::target::Family;
@@ -289,12 +290,15 @@ impl TestFlags {
 /// Runs the test and prints it; exit 0 only for a complete test.
 pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
+    // Every flag error is a usage error (exit 2), whether clap or the spec's check found it.
+    let usage = |e: anyhow::Error| anyhow::Error::from(UsageError(format!("{e:#}")));
     let spec = args
         .modes
-        .apply(args.flags.spec(false)?, args.flags.given())?;
-    let opts = args.flags.options()?;
+        .apply(args.flags.spec(false).map_err(usage)?, args.flags.given())
+        .map_err(usage)?;
+    let opts = args.flags.options().map_err(usage)?;
     let style = args.flags.style();
-    if let Some(sizes) = args.modes.sweep_sizes()? {
+    if let Some(sizes) = args.modes.sweep_sizes().map_err(usage)? {
         return super::modes::run_sweep(&args.peer, &spec, sizes, &opts, style).await;
     }
     if args.modes.is_cbr() && style == Style::Text {
