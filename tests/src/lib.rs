@@ -250,12 +250,27 @@ pub fn data_home() -> PathBuf {
 }
 
 /// A TCP port that was free a moment ago (and whose UDP twin was too), for stock tools that
-/// cannot pick their own.
+/// cannot pick their own. It is taken below the kernel's ephemeral range, so the thousands of
+/// outgoing connections other tests make (floods, fuzzing) cannot take it as their source port
+/// before the tool binds it; ports are handed out in turn from a start that differs per process.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000; // up to 31999, below the default ephemeral range (32768–60999)
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(7919) % SPAN,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
     loop {
-        let tcp = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = tcp.local_addr().expect("addr").port();
-        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+        let port = (LOW + NEXT.fetch_add(1, Ordering::Relaxed) % SPAN) as u16;
+        let free = ["127.0.0.1", "0.0.0.0"].iter().all(|ip| {
+            std::net::TcpListener::bind((*ip, port)).is_ok()
+                && std::net::UdpSocket::bind((*ip, port)).is_ok()
+        }) && std::net::TcpListener::bind(("::", port)).is_ok();
+        if free {
             return port;
         }
     }

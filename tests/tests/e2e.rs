@@ -22,6 +22,8 @@ mod history;
 mod interop_iperf2_ttcp;
 /// Stock iperf3 against our iperf3 server and our client against stock iperf3.
 mod interop_iperf3;
+/// The binary's modules import only downward, as docs/architecture.md draws them.
+mod layers;
 /// Tests over loopback: every direction and protocol, agreement of both ends, JSON keys.
 mod loopback;
 /// `perfpeer netperf` against a perfpeer peer: netperf's tables, figures that agree with `-J`.

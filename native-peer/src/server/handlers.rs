@@ -12,12 +12,12 @@ use perfpeer_shared::control::{ClientMsg, ErrorCode, ServerMsg};
 use perfpeer_shared::spec::TestSpec;
 use warp::ws::{Message, WebSocket};
 
+use super::far_end;
 use super::runs::{self, RunLog};
 use super::state::ServerState;
 use crate::admission::Admitted;
 use crate::session::SessionError;
 use crate::session::channel::{ControlChannel, Frame, WsMessage};
-use crate::session::far_end;
 
 /// Time a new connection has to say hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);

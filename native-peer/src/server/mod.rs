@@ -4,6 +4,7 @@
 pub mod assets;
 pub mod data_listener;
 pub mod dccp_listener;
+pub mod far_end;
 pub mod filters;
 pub mod guard;
 pub mod handlers;

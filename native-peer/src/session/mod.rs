@@ -2,15 +2,14 @@
 //! the engine at both ends and exchange final reports.
 //!
 //! - [`channel`]: the control connection as queues of text frames (any WebSocket library).
-//! - [`client`]: the end that starts a test (`perfpeer test`, or a browser's `run`).
-//! - [`far_end`]: the end that accepts one (`perfpeer serve`).
+//! - [`client`]: the end that starts a test (`perfpeer test`, or a browser's `run`); the end that
+//!   accepts one is `server::far_end`, above this layer.
 //! - [`data_connect`]: the client opening its data streams.
 //! - [`measure`]: one end's measurement (engine + sampler + CPU) from begin to final report.
 
 pub mod channel;
 pub mod client;
 pub mod data_connect;
-pub mod far_end;
 pub mod measure;
 pub mod target;
 

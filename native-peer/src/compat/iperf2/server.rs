@@ -20,7 +20,7 @@ use crate::admission::{Admission, Admitted, Caps, LogLimit, accept_admitted};
 use crate::budget::MemoryBudget;
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions};
-use crate::session::far_end;
+use crate::server::far_end;
 use crate::session::measure::Measurement;
 
 /// Time a new TCP connection has to send its header.

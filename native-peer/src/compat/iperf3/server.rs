@@ -25,7 +25,7 @@ use crate::admission::{Admission, Admitted, Caps, LogLimit, accept_admitted};
 use crate::budget::MemoryBudget;
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions};
-use crate::session::far_end;
+use crate::server::far_end;
 use crate::session::measure::Measurement;
 
 /// Limits of the server.
@@ -371,7 +371,7 @@ fn assign_roles(spec: &TestSpec, sockets: Vec<DataSocket>) -> Vec<StreamSetup> {
         .zip(plan)
         .enumerate()
         .map(|(i, (socket, (_, client_sends)))| {
-            crate::session::far_end::apply_server_options(&socket, spec);
+            crate::server::far_end::apply_server_options(&socket, spec);
             let role = if client_sends {
                 StreamRole::Receiver
             } else {

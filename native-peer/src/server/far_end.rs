@@ -1,6 +1,6 @@
 //! The far end of a test (what `iperf3 -s` is): accept a spec within the caps, collect the data
 //! streams, measure until the client says stop, report. A client that vanishes ends the test
-//! within [`super::channel::PEER_TIMEOUT`] and frees its slot.
+//! within [`crate::session::channel::PEER_TIMEOUT`] and frees its slot.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -13,12 +13,12 @@ use perfpeer_shared::spec::TestSpec;
 use socket2::SockRef;
 use tokio::sync::mpsc;
 
-use super::SessionError;
-use super::channel::ControlChannel;
-use super::measure::Measurement;
+use super::state::{IncomingStream, ServerState};
 use crate::engine::wire::{cookie_to_hex, random_cookie};
 use crate::engine::{DataSocket, StreamSetup, sockopt};
-use crate::server::state::{IncomingStream, ServerState};
+use crate::session::SessionError;
+use crate::session::channel::ControlChannel;
+use crate::session::measure::Measurement;
 use crate::store::{Origin, Recording};
 
 /// Wait for all data streams after `accepted`.
@@ -75,7 +75,7 @@ pub fn check_caps(
         .map_err(|e| refuse(ErrorCode::InvalidSpec, e.to_string()))?;
     let ipv6 = client.ip().to_canonical().is_ipv6();
     if spec.protocol == perfpeer_shared::spec::Protocol::Dccp
-        && let Some(why) = crate::server::dccp_listener::refusal(spec, ipv6)
+        && let Some(why) = super::dccp_listener::refusal(spec, ipv6)
     {
         return Err(refuse(ErrorCode::InvalidSpec, why));
     }

@@ -1,0 +1,120 @@
+//! The binary's modules import only downward, in the order docs/architecture.md draws: cli →
+//! sweep → targets → compat → server → session → store/engine → dccp/hostinfo/admission/budget
+//! (modules of one layer do not import each other). Reads
+//! every `crate::<module>` path in native-peer/src and fails on one that points up or sideways,
+//! except the few listed below with the reason each is still there.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Each top-level module of native-peer and its layer (higher imports lower).
+const LAYERS: &[(&str, u8)] = &[
+    ("main", 8),
+    ("cli", 8),
+    ("codec_fuzz", 8),
+    ("sweep", 7),
+    ("targets", 6),
+    ("compat", 5),
+    ("server", 4),
+    ("session", 3),
+    ("store", 2),
+    ("engine", 2),
+    ("dccp", 1),
+    ("hostinfo", 1),
+    ("admission", 1),
+    ("budget", 1),
+];
+
+/// Imports against the order that are known, each with why (issue 16 removes them).
+const KNOWN: &[(&str, &str, &str)] = &[
+    (
+        "server",
+        "targets",
+        "a browser's run drives any target: to be handed in from above",
+    ),
+    (
+        "server",
+        "sweep",
+        "a browser's sweep: to be handed in from above",
+    ),
+    (
+        "store",
+        "engine",
+        "result ids from engine::wire's random cookies: to move to a shared id helper",
+    ),
+];
+
+fn layer(module: &str) -> Option<u8> {
+    LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("source dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn native_peer_modules_import_only_downward() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../native-peer/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(files.len() > 20, "found only {} files", files.len());
+    let mut wrong = BTreeSet::new();
+    let mut seen_known = BTreeSet::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap();
+        let own = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_string();
+        let own_layer =
+            layer(&own).unwrap_or_else(|| panic!("{own} has no layer: add it to LAYERS"));
+        let text = std::fs::read_to_string(file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for part in code.split("crate::").skip(1) {
+                let target: String = part
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let Some(target_layer) = layer(&target) else {
+                    continue;
+                };
+                if target == own || target_layer < own_layer {
+                    continue;
+                }
+                if KNOWN.iter().any(|(f, t, _)| *f == own && *t == target) {
+                    seen_known.insert((own.clone(), target));
+                    continue;
+                }
+                wrong.insert(format!(
+                    "{}:{}: {own} (layer {own_layer}) uses {target} (layer {target_layer})",
+                    rel.display(),
+                    i + 1
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "imports against the layer order:\n{}",
+        wrong.into_iter().collect::<Vec<_>>().join("\n")
+    );
+    // An exception that is gone must leave the list, so the list stays true.
+    for (from, to, why) in KNOWN {
+        assert!(
+            seen_known.contains(&(from.to_string(), to.to_string())),
+            "{from} → {to} is no longer used ({why}): remove it from KNOWN"
+        );
+    }
+}
