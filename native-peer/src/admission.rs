@@ -6,6 +6,7 @@
 //! A "source" is an IPv4 address, or an IPv6 /64 (one host on a LAN can use any address of its
 //! prefix).
 
+use crate::util::lock;
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -212,10 +213,6 @@ pub async fn accept_admitted(
             }
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A warning that may happen thousands of times a second under attack: the first one of a period

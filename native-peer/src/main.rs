@@ -23,6 +23,7 @@ mod session;
 mod store;
 mod sweep;
 mod targets;
+mod util;
 
 use std::process::ExitCode;
 

@@ -2,7 +2,6 @@
 //! end (`-J`), or JSON lines (`--json-stream`). Layout comes from `perfpeer_shared::format`.
 
 use std::io::{self, Write};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use perfpeer_shared::format::iperf3::{self, Preamble};
 use perfpeer_shared::report::{PeerRole, TestResult};
@@ -72,10 +71,7 @@ impl<'a> Printer<'a> {
                     self.write(&iperf3::text_preamble(&p))?;
                     self.write(&iperf3::text_interval_header(self.spec, PeerRole::Client))
                 } else {
-                    let now = SystemTime::now()
-                        .duration_since(UNIX_EPOCH)
-                        .map(|d| d.as_millis() as u64)
-                        .unwrap_or(0);
+                    let now = crate::util::unix_ms_now();
                     self.write(&iperf3::json_stream_start(&p, now, &hostinfo::host_info()))
                 }
             }

@@ -7,7 +7,7 @@
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use perfpeer_shared::format::ttcp::TtcpFigures;
 use perfpeer_shared::report::{PeerRole, StreamRole, TestResult, TestStatus};
@@ -26,12 +26,7 @@ const UDP_SILENCE: Duration = Duration::from_secs(2);
 /// Default port of SGI ttcp 1.12 (the original BRL ttcp used 2000).
 pub const DEFAULT_PORT: u16 = 5001;
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+use crate::util::unix_ms_now as now_ms;
 
 fn new_socket(addr: SocketAddr, ty: Type, spec: &TestSpec) -> io::Result<Socket> {
     let socket = Socket::new(Domain::for_address(addr), ty, None)?;

@@ -1,6 +1,6 @@
 //! UDP stream workers: a paced sender that stamps each datagram with a sequence number and its
 //! send time (in the stream's [`DatagramFormat`]) and signals its end, and a receiver that feeds
-//! [`UdpRxStats`] until the sender's end (or a drain limit after stop). DCCP streams run the
+//! [`super::udp_stats::UdpRxStats`] until the sender's end (or a drain limit after stop). DCCP streams run the
 //! same workers over any [`Datagrams`] socket.
 
 use std::io;
@@ -9,7 +9,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::datagram::Datagrams;
 use super::pacing::{Pacer, tighten_timer_slack, wait_until};
-use super::udp_stats::UdpRxStats;
 use super::wire::{Datagram, DatagramFormat, UdpControl};
 use super::{POLL, Worker, is_retry};
 
@@ -195,6 +194,4 @@ pub(super) fn receiver_done(w: &Worker, last_arrival: Instant) -> bool {
             .is_some_and(|draining| last_arrival.elapsed() > DRAIN_IDLE || draining > DRAIN_LIMIT)
 }
 
-pub(super) fn lock(m: &std::sync::Mutex<UdpRxStats>) -> std::sync::MutexGuard<'_, UdpRxStats> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+pub(super) use crate::util::lock;

@@ -506,7 +506,7 @@ impl DatagramFormat {
 
 /// A cookie as 32 lowercase hex digits (its form in control messages).
 pub fn cookie_to_hex(cookie: &Cookie) -> String {
-    cookie.iter().map(|b| format!("{b:02x}")).collect()
+    crate::util::hex(cookie)
 }
 
 /// Reads a cookie from 32 hex digits.
@@ -523,9 +523,7 @@ pub fn cookie_from_hex(text: &str) -> Option<Cookie> {
 
 /// A fresh random cookie.
 pub fn random_cookie() -> Cookie {
-    let mut c = [0u8; 16];
-    getrandom::fill(&mut c).expect("the OS random source is available");
-    c
+    crate::util::random_16()
 }
 
 #[cfg(test)]

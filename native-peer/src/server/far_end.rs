@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use perfpeer_shared::control::{ClientMsg, ErrorCode, ServerMsg};
 use perfpeer_shared::report::{PeerRole, StreamRole, TestResult, TestStatus};
@@ -159,7 +159,7 @@ pub async fn serve(
     }
     let _running = state.track(&test_id, PeerRole::Server, client.to_string(), &spec);
     tracing::info!(test_id, %client, protocol = ?spec.protocol, direction = ?spec.direction, streams = spec.streams, "test begins");
-    let started = SystemTime::now();
+    let started_unix_ms = crate::util::unix_ms_now();
     let mut m = Measurement::start(PeerRole::Server, &spec, setups)?;
     let limit = far_end_limit(&spec, state.config.max_duration);
     let mut rec = state.store().and_then(|s| {
@@ -206,10 +206,6 @@ pub async fn serve(
     summary.intervals.clear();
     let result_id = rec.map(|rec| {
         let id = rec.id().to_string();
-        let started_unix_ms = started
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
         rec.finish(&TestResult {
             id: test_id,
             spec,

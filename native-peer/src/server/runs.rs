@@ -6,6 +6,7 @@
 //! follows for [`DETACHED_GRACE`] is cancelled; a finished run stays attachable for
 //! [`KEEP_FINISHED`].
 
+use crate::util::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -45,10 +46,6 @@ impl Runs {
     fn remove(&self, test_id: &str) {
         lock(&self.map).remove(test_id);
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Everything one run said so far, and who follows it.
@@ -248,7 +245,7 @@ pub fn start_sweep(
     sizes: Vec<u32>,
 ) -> Arc<RunLog> {
     let log = RunLog::new();
-    let sweep_id = crate::engine::wire::cookie_to_hex(&crate::engine::wire::random_cookie());
+    let sweep_id = crate::util::random_id();
     state.runs.insert(&sweep_id, log.clone());
     log.push(ServerMsg::SweepStarted {
         sweep_id: sweep_id.clone(),

@@ -1,6 +1,7 @@
 //! Shared state of a serving peer: its configuration and caps, the tests waiting for their data
 //! streams (by cookie), and the tests running now.
 
+use crate::util::lock;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -297,10 +298,6 @@ impl ServerState {
         tests.sort_by(|a, b| b.elapsed_s.total_cmp(&a.elapsed_s));
         tests
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Removes a pending test's cookie when dropped.

@@ -11,8 +11,6 @@ use std::time::{Duration, Instant};
 
 use crate::admission::Source;
 
-use crate::engine::wire::{cookie_to_hex, random_cookie};
-
 /// The data directory: `--data-dir`, else `$XDG_DATA_HOME/perfpeer`, else `~/.local/share/perfpeer`.
 pub fn data_dir(explicit: Option<&Path>) -> PathBuf {
     if let Some(p) = explicit {
@@ -40,7 +38,7 @@ pub fn load_or_create(dir: &Path) -> io::Result<String> {
     }
     crate::store::create_private_dir(dir)
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
-    let token = cookie_to_hex(&random_cookie());
+    let token = crate::util::random_id();
     write_private(&path, &token)?;
     Ok(token)
 }
@@ -167,10 +165,7 @@ mod tests {
         assert!(!strong("aaaaaaaaaaaaaaaaaaaa"), "one character");
         assert!(!strong("abababababababababab"), "two characters");
         assert!(strong("correct-horse-battery"));
-        assert!(
-            strong(&cookie_to_hex(&random_cookie())),
-            "a generated token"
-        );
+        assert!(strong(&crate::util::random_id()), "a generated token");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! streams, measure, stop when the end condition is met, and combine both ends' reports.
 
 use std::net::{IpAddr, SocketAddr};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use perfpeer_shared::PROTOCOL_VERSION;
 use perfpeer_shared::control::{ClientMsg, ErrorCode, MAX_CONTROL_MESSAGE, ServerMsg};
@@ -250,10 +250,7 @@ pub async fn run_test(
         }
     }
     chan.send(&ClientMsg::Begin)?;
-    let started_unix_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+    let started_unix_ms = crate::util::unix_ms_now();
     let mut measurement = Measurement::start(PeerRole::Client, spec, setups)?;
     let _ = events.send(TestEvent::Started {
         test_id: test_id.clone(),

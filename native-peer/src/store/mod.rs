@@ -22,7 +22,6 @@ mod sweeps;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use perfpeer_shared::report::{
     HostInfo, IntervalReport, PeerRole, SideReport, TestResult, TestStatus,
@@ -136,12 +135,7 @@ pub fn status_word(status: &TestStatus) -> (&'static str, Option<String>) {
     }
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+use crate::util::unix_ms_now as now_ms;
 
 /// How much history the store keeps: the newest `max_results` results and sweeps, and no more
 /// than `max_bytes` of database. The oldest go first; a running test is never pruned.
@@ -375,7 +369,7 @@ impl Store {
         spec: &TestSpec,
         host: &HostInfo,
     ) -> Result<String, StoreError> {
-        let id = crate::engine::wire::cookie_to_hex(&crate::engine::wire::random_cookie());
+        let id = crate::util::random_id();
         let role = role_word(role);
         let (protocol, direction) = (word(&spec.protocol), word(&spec.direction));
         let inserted = self.conn().execute(

@@ -73,7 +73,7 @@ impl Store {
         spec: &TestSpec,
         result: &SweepResult,
     ) -> Result<String, StoreError> {
-        let id = crate::engine::wire::cookie_to_hex(&crate::engine::wire::random_cookie());
+        let id = crate::util::random_id();
         self.conn().execute(
             "INSERT INTO sweeps (id, created_ms, peer, spec_json, result_json) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![

@@ -80,10 +80,7 @@ pub async fn run(
     let setups = tokio::task::spawn_blocking(move || open_streams(&spec_c, server, &opts_c))
         .await
         .map_err(data_err)??;
-    let started_unix_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+    let started_unix_ms = crate::util::unix_ms_now();
     let template = (spec.protocol == Protocol::Udp).then(|| {
         let mut t = vec![0u8; UDP_HEADER_AT];
         t.extend_from_slice(&header(spec, server.port()).encode());

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use perfpeer_shared::report::{PeerRole, StreamRole, TestResult, TestStatus};
 use perfpeer_shared::spec::{DEFAULT_TCP_LEN, Direction, EndCondition, Protocol, TestSpec};
@@ -115,12 +115,7 @@ pub async fn run(
     Ok(())
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+use crate::util::unix_ms_now as now_ms;
 
 fn spec_for(protocol: Protocol, header: Option<&Header>, max: Duration) -> TestSpec {
     let mut spec = TestSpec::new(protocol);

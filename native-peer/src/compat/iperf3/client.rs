@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use perfpeer_shared::report::{PeerRole, StreamRole, TestResult, TestStatus};
 use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
@@ -83,10 +83,7 @@ pub async fn run(
             .map_err(|e| Iperf3Error::Aborted(e.to_string()))??;
     expect(&mut control, State::TestStart).await?;
     expect(&mut control, State::TestRunning).await?;
-    let started_unix_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+    let started_unix_ms = crate::util::unix_ms_now();
     let wire = WireOptions {
         format: DatagramFormat::Iperf3 { counter64 },
         payload_template: None,

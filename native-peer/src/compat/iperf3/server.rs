@@ -4,9 +4,10 @@
 //! a new test. UDP streams announce themselves with a 4-byte datagram and are matched to the
 //! waiting UDP test from the same client address.
 
+use crate::util::lock;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use perfpeer_shared::report::{
     IntervalReport, PeerRole, SocketInfo, StreamRole, TestResult, TestStatus,
@@ -99,10 +100,6 @@ struct Shared {
     pending: Mutex<Vec<Pending>>,
     events: mpsc::UnboundedSender<ServerEvent>,
     shutdown: CancellationToken,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Binds `addr` for TCP and UDP (the same port) and serves until `shutdown`.
@@ -282,10 +279,7 @@ async fn serve_test(
         payload_template: None,
         first_datagram: None,
     };
-    let started_unix_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+    let started_unix_ms = crate::util::unix_ms_now();
     let mut m = Measurement::start_with(PeerRole::Server, &spec, setups, &wire)
         .map_err(|e| Iperf3Error::Aborted(e.to_string()))?;
     let _ = shared.events.send(ServerEvent::Started {

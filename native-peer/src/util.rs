@@ -1,0 +1,66 @@
+//! Small helpers every layer uses, written once: a mutex lock that survives a panicked holder,
+//! the wall clock in Unix milliseconds, and 128-bit random ids in hex.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Locks `m`; a holder that panicked does not poison it for everyone else (the data behind
+/// these locks stays consistent at every await and return).
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Now, in milliseconds since the Unix epoch (0 for a clock before 1970).
+pub fn unix_ms_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// 16 bytes from the OS random source.
+pub fn random_16() -> [u8; 16] {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the OS random source is available");
+    bytes
+}
+
+/// Bytes as lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A new unguessable id: 128 random bits as 32 hex digits.
+pub fn random_id() -> String {
+    hex(&random_16())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_32_hex_digits_and_differ() {
+        let (a, b) = (random_id(), random_id());
+        assert_eq!(a.len(), 32);
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        assert_ne!(a, b);
+        assert_eq!(hex(&[0, 0xab, 0x0f]), "00ab0f");
+        assert!(unix_ms_now() > 1_700_000_000_000);
+    }
+
+    #[test]
+    fn a_panicked_holder_does_not_poison_the_lock() {
+        let m = std::sync::Arc::new(Mutex::new(1));
+        let m2 = m.clone();
+        let _ = std::thread::spawn(move || {
+            let _g = m2.lock().unwrap();
+            panic!("holder fails");
+        })
+        .join();
+        *lock(&m) += 1;
+        assert_eq!(*lock(&m), 2);
+    }
+}
