@@ -1,4 +1,5 @@
-//! perfpeer: network throughput peers (TCP, UDP) with a WebSocket control endpoint.
+//! perfpeer: network performance peers (TCP, UDP, DCCP) with a WebSocket control endpoint, a
+//! web UI, and the wire protocols of iperf3, iperf 2, ttcp and netperf's client.
 //!
 //! # Layout
 //! - `cli/`: one module per subcommand; flags are parsed and validated there, then become a

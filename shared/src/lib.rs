@@ -10,7 +10,8 @@
 //! - [`report`]: the one result model (intervals, per-stream finals, CPU) and the statistics
 //!   derived from it (sums, utilisation, service demand).
 //! - [`rr`]: request/response results (round-trip histogram and its summary).
-//! - [`format`]: renderings of a [`report::TestResult`] (iperf3 text and JSON).
+//! - [`format`]: renderings of a [`report::TestResult`] (iperf3 text and JSON, iperf2, ttcp,
+//!   netperf, the result page, charts).
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod control;

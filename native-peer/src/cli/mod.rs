@@ -1,5 +1,6 @@
-//! The command line: `perfpeer serve` and `perfpeer test`. Each subcommand's flags live in its
-//! own module and are validated into typed settings before anything runs.
+//! The command line: `perfpeer serve`, `test`, `results`, and the stock-tool personas `iperf3`,
+//! `iperf`, `ttcp` and `netperf`. Each subcommand's flags live in its own module and are
+//! validated into typed settings before anything runs; every usage error exits 2.
 
 /// `print!` for everything the CLI writes to stdout: never panics, and once stdout is closed
 /// (`| head`), prints nothing more while the command goes on (a server keeps serving).

@@ -58,7 +58,7 @@ pub struct ServeArgs {
     /// No token: anyone who reaches the control port may use every request.
     #[arg(long)]
     open: bool,
-    /// Where the token (and later, results) are kept.
+    /// Where the token and the result history are kept (a directory perfpeer makes is 0700).
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
     /// Take data streams from any address, not only from the one whose control connection
