@@ -276,6 +276,18 @@ pub fn free_port() -> u16 {
     }
 }
 
+/// Says that (part of) a test is skipped, and why, where the person running the suite sees it:
+/// straight to the process's stderr, which `cargo test` does not capture (it captures only
+/// `print!`/`eprint!`), so a skip never passes silently.
+pub fn skip(reason: &str) {
+    use std::io::Write;
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {reason}");
+}
+
 /// Whether `program` runs here; in CI (`CI` set) a missing one fails the test instead, since the
 /// setup script installs it.
 pub fn have(program: &str) -> bool {
@@ -285,7 +297,7 @@ pub fn have(program: &str) -> bool {
             std::env::var_os("CI").is_none(),
             "{program} is missing: scripts/setup.sh installs it"
         );
-        eprintln!("skipping: {program} is not installed");
+        skip(&format!("{program} is not installed"));
     }
     found
 }

@@ -38,7 +38,9 @@ fn cli_names_the_cause_in_one_line() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let stdout = String::from_utf8_lossy(&out.stdout);
         if !kernel_without_dccp() {
-            eprintln!("skipping the cause check: this kernel may have DCCP ({stderr})");
+            perfpeer_tests::skip(&format!(
+                "the cause check: this kernel may have DCCP ({stderr})"
+            ));
             return;
         }
         assert!(!out.status.success(), "{args:?}: {stdout}");
@@ -61,7 +63,7 @@ fn cli_names_the_cause_in_one_line() {
 #[test]
 fn peer_info_says_dccp_is_unavailable_and_why() {
     if !kernel_without_dccp() {
-        return eprintln!("skipping: this kernel may have DCCP");
+        return perfpeer_tests::skip("this kernel may have DCCP");
     }
     let peer = Peer::start(&["--open"]);
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -183,7 +183,7 @@ fn tools_present() -> bool {
             std::env::var_os("CI").is_none(),
             "busybox-static is missing: scripts/setup.sh installs it"
         );
-        eprintln!("skipping: /bin/busybox (busybox-static) is not installed");
+        perfpeer_tests::skip("/bin/busybox (busybox-static) is not installed");
         return false;
     }
     true

@@ -184,7 +184,7 @@ fn reverse_udp(rate: u64, secs: u64) -> TestSpec {
 #[test]
 fn a_forged_udp_hello_reflects_nothing() {
     if !netns::available() {
-        eprintln!("skipping: network namespaces need root and iproute2");
+        perfpeer_tests::skip("network namespaces need root and iproute2");
         return;
     }
     let hosts = TwoHosts::new("rf", "1gbit").expect("test hosts");

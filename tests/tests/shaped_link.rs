@@ -8,7 +8,7 @@ fn hosts(tag: &str) -> Option<TwoHosts> {
             std::env::var_os("CI").is_none(),
             "CI must run as root with iproute2 for the namespace tests"
         );
-        eprintln!("skipping: needs root and iproute2");
+        perfpeer_tests::skip("needs root and iproute2");
         return None;
     }
     Some(TwoHosts::new(tag, "20mbit").expect("create namespaces"))

@@ -159,7 +159,7 @@ impl Tmpfs {
     /// `None` (said on stderr) when this process may not mount: not root.
     fn mount(tag: &str, size: &str) -> Option<Tmpfs> {
         if !is_root() {
-            eprintln!("skipping: mounting a tmpfs needs root");
+            perfpeer_tests::skip("mounting a tmpfs needs root");
             return None;
         }
         let dir = scratch(tag);
