@@ -496,3 +496,33 @@ fn an_iperf2_header_bomb_does_not_grow_the_server() {
         "RSS went from {before} KiB to {peak} KiB on four headers"
     );
 }
+
+/// A TCP data stream from another address than the control connection's is refused, unless the
+/// peer was started with --data-from-any-address (for NAT setups that map them apart).
+#[tokio::test]
+async fn data_from_another_address_needs_the_switch() {
+    for (flags, joins) in [(&[][..], false), (&["--data-from-any-address"][..], true)] {
+        let peer = Peer::start(flags);
+        let mut client = FarClient::connect(&peer.control).await;
+        let mut spec = TestSpec::new(Protocol::Tcp);
+        spec.end = EndCondition::Time {
+            duration: Duration::from_secs(1),
+        };
+        let (cookie, data_port) = client.open(&spec).await;
+        let mut hello = b"PPT1".to_vec();
+        hello.extend_from_slice(&1u32.to_be_bytes());
+        hello.extend_from_slice(&cookie);
+        let data = SocketAddr::from(([127, 0, 0, 1], data_port));
+        // The control connection came from 127.0.0.1; the stream comes from 127.0.0.2.
+        let _stream = tokio::task::spawn_blocking(move || {
+            use std::io::Write;
+            let mut s = connect_from([127, 0, 0, 2], data).expect("connect");
+            s.write_all(&hello).unwrap();
+            s
+        })
+        .await
+        .unwrap();
+        let ready = client.begin_when_ready(Duration::from_secs(3)).await;
+        assert_eq!(ready, joins, "flags {flags:?}");
+    }
+}
