@@ -523,6 +523,37 @@ impl TestResult {
         }
     }
 
+    /// The bytes `end` moved: in each flow, what it sent if it is the sender, what it received
+    /// if it is the receiver (the other view where its own is missing). For TCP the two views
+    /// agree; for UDP a sender counts what it sent and a receiver what arrived.
+    pub fn bytes_moved_by(&self, end: PeerRole) -> u64 {
+        self.flows()
+            .iter()
+            .filter_map(|f| {
+                let end_sends = f.client_to_server == (end == PeerRole::Client);
+                if end_sends {
+                    f.sent.or(f.received)
+                } else {
+                    f.received.or(f.sent)
+                }
+            })
+            .map(|t| t.bytes)
+            .sum()
+    }
+
+    /// Service demand of `end`: µs of its host's CPU time (all CPUs) per KB it moved, netperf's
+    /// definition (its TCP_STREAM and UDP_STREAM count each end's own bytes; in --bidir an end
+    /// counts both directions). The one figure every rendering shows. `None` without host CPU
+    /// figures for that end.
+    pub fn service_demand_us_per_kb(&self, end: PeerRole) -> Option<f64> {
+        let (client, server) = self.sides();
+        let side = match end {
+            PeerRole::Client => client,
+            PeerRole::Server => server,
+        }?;
+        side.cpu.service_demand_us_per_kb(self.bytes_moved_by(end))
+    }
+
     /// The data flows of the test: client→server first, then server→client.
     pub fn flows(&self) -> Vec<Flow<'_>> {
         let (client, server) = self.sides();
@@ -564,5 +595,133 @@ impl TestResult {
             });
         }
         flows
+    }
+}
+
+#[cfg(test)]
+mod service_demand_tests {
+    //! Service demand by hand: each end's host CPU time over the bytes it moved.
+    use super::*;
+    use crate::spec::{Direction, Protocol, TestSpec};
+
+    /// Half of 2 CPUs busy for 2 s: 2 s = 2,000,000 µs of CPU.
+    fn busy_cpu() -> CpuUsage {
+        CpuUsage {
+            elapsed: Duration::from_secs(2),
+            host_user_percent: 30.0,
+            host_system_percent: 20.0,
+            cpus: 2,
+            ..CpuUsage::default()
+        }
+    }
+
+    fn stream(id: u32, role: StreamRole, bytes: u64) -> StreamFinal {
+        StreamFinal {
+            id,
+            role,
+            bytes,
+            duration: Duration::from_secs(2),
+            packets: None,
+            tcp: None,
+            udp_rx: None,
+            rr: None,
+        }
+    }
+
+    fn side(role: PeerRole, streams: Vec<StreamFinal>) -> SideReport {
+        SideReport {
+            streams,
+            cpu: busy_cpu(),
+            ..SideReport::empty(role, HostInfo::default())
+        }
+    }
+
+    fn result(spec: TestSpec, client: SideReport, server: SideReport) -> TestResult {
+        TestResult {
+            id: "t".into(),
+            spec,
+            started_unix_ms: 0,
+            server_addr: String::new(),
+            local: client,
+            remote: Some(server),
+            status: TestStatus::Complete,
+        }
+    }
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn parallel_streams_count_together() {
+        let mut spec = TestSpec::new(Protocol::Tcp);
+        spec.streams = 2;
+        let client = side(
+            PeerRole::Client,
+            vec![
+                stream(1, StreamRole::Sender, MIB),
+                stream(2, StreamRole::Sender, MIB),
+            ],
+        );
+        let server = side(
+            PeerRole::Server,
+            vec![
+                stream(1, StreamRole::Receiver, MIB),
+                stream(2, StreamRole::Receiver, MIB),
+            ],
+        );
+        let r = result(spec, client, server);
+        // 2,000,000 µs over 2048 KB.
+        let expected = 2_000_000.0 / 2048.0;
+        for end in [PeerRole::Client, PeerRole::Server] {
+            assert_eq!(r.bytes_moved_by(end), 2 * MIB);
+            let sd = r.service_demand_us_per_kb(end).unwrap();
+            assert!((sd - expected).abs() < 1e-9, "{end:?}: {sd}");
+        }
+    }
+
+    #[test]
+    fn in_bidir_an_end_counts_both_directions() {
+        let mut spec = TestSpec::new(Protocol::Tcp);
+        spec.direction = Direction::Bidir;
+        // Stream 1 goes client → server, stream 2 server → client.
+        let client = side(
+            PeerRole::Client,
+            vec![
+                stream(1, StreamRole::Sender, MIB),
+                stream(2, StreamRole::Receiver, 3 * MIB),
+            ],
+        );
+        let server = side(
+            PeerRole::Server,
+            vec![
+                stream(1, StreamRole::Receiver, MIB),
+                stream(2, StreamRole::Sender, 3 * MIB),
+            ],
+        );
+        let r = result(spec, client, server);
+        assert_eq!(r.bytes_moved_by(PeerRole::Client), 4 * MIB);
+        let sd = r.service_demand_us_per_kb(PeerRole::Server).unwrap();
+        assert!((sd - 2_000_000.0 / 4096.0).abs() < 1e-9, "{sd}");
+    }
+
+    #[test]
+    fn over_udp_the_sender_counts_what_it_sent_the_receiver_what_arrived() {
+        let spec = TestSpec::new(Protocol::Udp);
+        let client = side(
+            PeerRole::Client,
+            vec![stream(1, StreamRole::Sender, 1000 * 1024)],
+        );
+        let server = side(
+            PeerRole::Server,
+            vec![stream(1, StreamRole::Receiver, 800 * 1024)],
+        );
+        let r = result(spec, client, server);
+        let sender = r.service_demand_us_per_kb(PeerRole::Client).unwrap();
+        let receiver = r.service_demand_us_per_kb(PeerRole::Server).unwrap();
+        assert!((sender - 2000.0).abs() < 1e-9, "{sender}");
+        assert!((receiver - 2500.0).abs() < 1e-9, "{receiver}");
+        // Without host figures there is no service demand, not a zero.
+        let mut quiet = r.clone();
+        quiet.local.cpu = CpuUsage::default();
+        assert_eq!(quiet.service_demand_us_per_kb(PeerRole::Client), None);
     }
 }

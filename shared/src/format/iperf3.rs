@@ -138,7 +138,7 @@ pub fn text_summary(result: &TestResult) -> String {
         summary_flow_lines(result, flow, &mut lines);
     }
     lines.push(cpu_line(result));
-    lines.extend(service_demand_line(result, &flows));
+    lines.extend(service_demand_line(result));
     if let TestStatus::Partial { reason } = &result.status {
         lines.push(format!("Test ended early: {reason}"));
     }
@@ -262,8 +262,8 @@ fn cpu_text(cpu: &CpuUsage) -> String {
     )
 }
 
-fn service_demand_line(result: &TestResult, flows: &[Flow<'_>]) -> Option<String> {
-    let (local, remote) = service_demands(result, flows);
+fn service_demand_line(result: &TestResult) -> Option<String> {
+    let (local, remote) = service_demands(result);
     let parts: Vec<String> = [("local", local), ("remote", remote)]
         .into_iter()
         .filter_map(|(name, v)| v.map(|v| format!("{name} {v:.3} us/KB")))
@@ -441,23 +441,17 @@ fn split_flows<'f, 'a>(
     (flows.iter().find(tx), flows.iter().find(|f| !tx(f)))
 }
 
-/// Bytes the test moved, the basis of service demand for both ends (netperf uses one throughput
-/// for local and remote): each direction's received count, or its sent count without a receiver.
-fn bytes_moved(flows: &[Flow<'_>]) -> u64 {
-    flows
-        .iter()
-        .filter_map(|f| f.received.or(f.sent))
-        .map(|t| t.bytes)
-        .sum()
-}
-
-fn service_demands(result: &TestResult, flows: &[Flow<'_>]) -> (Option<f64>, Option<f64>) {
-    let bytes = bytes_moved(flows);
-    let remote = result
-        .remote
-        .as_ref()
-        .and_then(|r| r.cpu.service_demand_us_per_kb(bytes));
-    (result.local.cpu.service_demand_us_per_kb(bytes), remote)
+/// Service demand of the local and the remote end, from the model.
+fn service_demands(result: &TestResult) -> (Option<f64>, Option<f64>) {
+    let local = result.local.role;
+    let remote = match local {
+        PeerRole::Client => PeerRole::Server,
+        PeerRole::Server => PeerRole::Client,
+    };
+    (
+        result.service_demand_us_per_kb(local),
+        result.service_demand_us_per_kb(remote),
+    )
 }
 
 /// `ip:port`, `[v6]:port` or a bare host into host and port.
@@ -1020,7 +1014,7 @@ fn perfpeer_json(result: &TestResult) -> Value {
             put(&mut m, "partial_reason", reason.as_str());
         }
     }
-    let (sd_local, sd_remote) = service_demands(result, &flows);
+    let (sd_local, sd_remote) = service_demands(result);
     put(
         &mut m,
         "service_demand_us_per_kb",

@@ -10,7 +10,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use crate::report::{CpuUsage, DirectionTotals, SideReport, TestResult, bits_per_second};
+use crate::report::{CpuUsage, DirectionTotals, PeerRole, SideReport, TestResult, bits_per_second};
 use crate::rr::RrFinal;
 use crate::spec::{Direction, Protocol, TestSpec};
 
@@ -155,12 +155,6 @@ struct Cpu {
     method: char,
 }
 
-/// What service demand is counted in.
-enum Per {
-    Kb(u64),
-    Transaction(u64),
-}
-
 /// netperf's (client's) end and the far end, and what the user asked for.
 struct Ends<'a> {
     local: Option<&'a SideReport>,
@@ -168,7 +162,9 @@ struct Ends<'a> {
     opts: &'a Options<'a>,
 }
 
-fn cpu_of(side: Option<&SideReport>, asked: bool, per: &Per) -> Cpu {
+/// The CPU columns of `side`, with its service `demand` as the model computed it (µs per KB,
+/// or per transaction).
+fn cpu_of(side: Option<&SideReport>, asked: bool, demand: Option<f64>) -> Cpu {
     let measured = side.map(|s| s.cpu).filter(CpuUsage::host_measured);
     let method = if measured.is_some() { 'S' } else { 'U' };
     let Some(cpu) = measured.filter(|_| asked) else {
@@ -177,10 +173,6 @@ fn cpu_of(side: Option<&SideReport>, asked: bool, per: &Per) -> Cpu {
             demand: -1.0,
             method,
         };
-    };
-    let demand = match *per {
-        Per::Kb(bytes) => cpu.service_demand_us_per_kb(bytes),
-        Per::Transaction(n) => cpu.service_demand_us_per_transaction(n),
     };
     Cpu {
         util: cpu.host_total_percent(),
@@ -199,10 +191,31 @@ fn mbits(bytes: u64, seconds: f64) -> f64 {
 }
 
 impl Ends<'_> {
-    fn cpu(&self, per: Per) -> (Cpu, Cpu) {
+    /// Both ends' CPU columns of a stream test: each end's service demand over the bytes it
+    /// moved (the model's [`TestResult::service_demand_us_per_kb`], as every tab shows it).
+    fn stream_cpu(&self, result: &TestResult) -> (Cpu, Cpu) {
         (
-            cpu_of(self.local, self.opts.local_cpu, &per),
-            cpu_of(self.remote, self.opts.remote_cpu, &per),
+            cpu_of(
+                self.local,
+                self.opts.local_cpu,
+                result.service_demand_us_per_kb(PeerRole::Client),
+            ),
+            cpu_of(
+                self.remote,
+                self.opts.remote_cpu,
+                result.service_demand_us_per_kb(PeerRole::Server),
+            ),
+        )
+    }
+
+    /// Both ends' CPU columns of a request/response test: per transaction.
+    fn rr_cpu(&self, transactions: u64) -> (Cpu, Cpu) {
+        let per = |side: Option<&SideReport>| {
+            side.and_then(|s| s.cpu.service_demand_us_per_transaction(transactions))
+        };
+        (
+            cpu_of(self.local, self.opts.local_cpu, per(self.local)),
+            cpu_of(self.remote, self.opts.remote_cpu, per(self.remote)),
         )
     }
 
@@ -253,7 +266,7 @@ impl Ends<'_> {
             );
             return out;
         }
-        let (l, r) = self.cpu(Per::Kb(bytes));
+        let (l, r) = self.stream_cpu(result);
         if self.opts.headers {
             // Which way the data went, for the local and remote columns.
             let ends = if maerts {
@@ -307,7 +320,7 @@ impl Ends<'_> {
             );
             return out;
         }
-        let (l, r) = self.cpu(Per::Transaction(rr.transactions));
+        let (l, r) = self.rr_cpu(rr.transactions);
         if self.opts.headers {
             out += &format!(
                 "Local /Remote\n\
@@ -351,8 +364,7 @@ impl Ends<'_> {
             );
             return out;
         }
-        let l = cpu_of(self.local, self.opts.local_cpu, &Per::Kb(sent.bytes));
-        let r = cpu_of(self.remote, self.opts.remote_cpu, &Per::Kb(received.bytes));
+        let (l, r) = self.stream_cpu(result);
         if self.opts.headers {
             out += &format!(
                 "Socket  Message  Elapsed      Messages                   CPU      Service\n\
