@@ -306,19 +306,20 @@ impl Store {
     }
 
     /// Deletes the oldest finished results and sweeps beyond the retention's count, then more
-    /// while the database is over its size.
+    /// while the database is over its size. Results of the same millisecond go in the order
+    /// they were written (rowid).
     fn prune(&self) -> Result<(), StoreError> {
         let conn = self.conn();
         let keep = i64::from(self.retention.max_results);
         conn.execute(
             "DELETE FROM results WHERE status != 'running' AND id IN (
                  SELECT id FROM results WHERE status != 'running'
-                 ORDER BY created_ms DESC LIMIT -1 OFFSET ?1)",
+                 ORDER BY created_ms DESC, rowid DESC LIMIT -1 OFFSET ?1)",
             params![keep],
         )?;
         conn.execute(
             "DELETE FROM sweeps WHERE id IN (
-                 SELECT id FROM sweeps ORDER BY created_ms DESC LIMIT -1 OFFSET ?1)",
+                 SELECT id FROM sweeps ORDER BY created_ms DESC, rowid DESC LIMIT -1 OFFSET ?1)",
             params![keep],
         )?;
         for _ in 0..64 {
@@ -334,12 +335,12 @@ impl Store {
             let removed = conn.execute(
                 "DELETE FROM results WHERE id IN (
                      SELECT id FROM results WHERE status != 'running'
-                     ORDER BY created_ms ASC
+                     ORDER BY created_ms ASC, rowid ASC
                      LIMIT max(1, (SELECT count(*) FROM results) / 10))",
                 [],
             )? + conn.execute(
                 "DELETE FROM sweeps WHERE id IN (
-                     SELECT id FROM sweeps ORDER BY created_ms ASC
+                     SELECT id FROM sweeps ORDER BY created_ms ASC, rowid ASC
                      LIMIT max(1, (SELECT count(*) FROM sweeps) / 10))",
                 [],
             )?;
