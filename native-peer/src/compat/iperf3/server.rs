@@ -89,7 +89,8 @@ struct Pending {
     cookie: Cookie,
     client_ip: IpAddr,
     udp: bool,
-    tx: mpsc::Sender<DataSocket>,
+    /// Streams as they arrive, each with its place in arrival order.
+    tx: mpsc::Sender<(u64, DataSocket)>,
 }
 
 struct Shared {
@@ -125,16 +126,28 @@ pub async fn run(
     let local = udp.local_addr()?;
     tokio::spawn(udp_connects(udp, local, shared.clone()));
     let unidentified = Admission::new(UNIDENTIFIED_CAPS);
+    let mut arrivals = 0u64;
     while let Some((stream, from, place)) =
         accept_admitted(&tcp, &unidentified, &DROPPED, &shared.shutdown).await
     {
         let shared = shared.clone();
-        tokio::spawn(async move { on_connection(stream, from, place, shared).await });
+        // Connections are numbered as accepted: a stock client connects its streams one after
+        // another, and the tasks that read their cookies may finish in any order, so a test
+        // orders its streams by this number (stream i has role i of the plan).
+        let arrival = arrivals;
+        arrivals += 1;
+        tokio::spawn(async move { on_connection(stream, from, place, arrival, shared).await });
     }
     Ok(())
 }
 
-async fn on_connection(stream: TcpStream, from: SocketAddr, place: Admitted, shared: Arc<Shared>) {
+async fn on_connection(
+    stream: TcpStream,
+    from: SocketAddr,
+    place: Admitted,
+    arrival: u64,
+    shared: Arc<Shared>,
+) {
     let from = SocketAddr::new(from.ip().to_canonical(), from.port());
     let mut control = Control::new(stream);
     let cookie = tokio::select! {
@@ -156,7 +169,7 @@ async fn on_connection(stream: TcpStream, from: SocketAddr, place: Admitted, sha
         .map(|p| p.tx.clone());
     if let Some(tx) = waiting {
         match control_into_std(control) {
-            Ok(s) => drop(tx.try_send(DataSocket::Tcp(Arc::new(s)))),
+            Ok(s) => drop(tx.try_send((arrival, DataSocket::Tcp(Arc::new(s))))),
             Err(e) => tracing::warn!(%from, error = %e, "cannot take over a data stream"),
         }
         return;
@@ -269,7 +282,9 @@ async fn serve_test(
         }
     }
     drop(guard);
-    let setups = assign_roles(&spec, sockets);
+    // In arrival order: the client's creation order, which the plan's roles follow.
+    sockets.sort_by_key(|(arrival, _)| *arrival);
+    let setups = assign_roles(&spec, sockets.into_iter().map(|(_, s)| s).collect());
     control.write_state(State::TestStart).await?;
     control.write_state(State::TestRunning).await?;
     let wire = WireOptions {
@@ -431,6 +446,7 @@ async fn run_until_test_end(
 /// client, and the "6789" reply from it.
 async fn udp_connects(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>) {
     let mut buf = [0u8; 2048];
+    let mut arrivals = 0u64;
     loop {
         let (n, from) = tokio::select! {
             _ = shared.shutdown.cancelled() => return,
@@ -447,7 +463,8 @@ async fn udp_connects(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>)
         match crate::server::data_listener::connected_udp_socket(local, from) {
             Ok(s) => {
                 let _ = s.send(&UDP_REPLY);
-                let _ = tx.try_send(DataSocket::Udp(Arc::new(s)));
+                arrivals += 1;
+                let _ = tx.try_send((arrivals, DataSocket::Udp(Arc::new(s))));
             }
             Err(e) => tracing::warn!(%from, error = %e, "cannot create a UDP stream socket"),
         }
