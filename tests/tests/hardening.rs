@@ -110,6 +110,23 @@ fn udp_hello(stream_id: u32, cookie: &[u8; 16]) -> Vec<u8> {
     d
 }
 
+/// perfpeer's TCP stream hello (engine/wire.rs): "PPT1", stream id, cookie.
+fn tcp_hello(stream_id: u32, cookie: &[u8; 16]) -> Vec<u8> {
+    let mut d = b"PPT1".to_vec();
+    d.extend_from_slice(&stream_id.to_be_bytes());
+    d.extend_from_slice(cookie);
+    d
+}
+
+/// A one-second TCP test.
+fn one_second_tcp() -> TestSpec {
+    let mut spec = TestSpec::new(Protocol::Tcp);
+    spec.end = EndCondition::Time {
+        duration: Duration::from_secs(1),
+    };
+    spec
+}
+
 /// A UDP datagram with a forged source, sent through a raw socket (needs root).
 fn send_forged(from: SocketAddrV4, to: SocketAddrV4, payload: &[u8]) {
     let udp_len = 8 + payload.len();
@@ -312,14 +329,8 @@ async fn a_udp_sender_stops_when_its_receiver_is_gone() {
 async fn a_trickling_client_cannot_hold_a_slot_past_the_deadline() {
     let peer = Peer::start(&["--max-duration", "5", "--max-tests", "1"]);
     let mut client = FarClient::connect(&peer.control).await;
-    let mut spec = TestSpec::new(Protocol::Tcp);
-    spec.end = EndCondition::Time {
-        duration: Duration::from_secs(1),
-    };
-    let (cookie, data_port) = client.open(&spec).await;
-    let mut hello = b"PPT1".to_vec();
-    hello.extend_from_slice(&1u32.to_be_bytes());
-    hello.extend_from_slice(&cookie);
+    let (cookie, data_port) = client.open(&one_second_tcp()).await;
+    let hello = tcp_hello(1, &cookie);
     let trickle = tokio::task::spawn_blocking(move || {
         use std::io::Write;
         let mut stream = TcpStream::connect(("127.0.0.1", data_port)).unwrap();
@@ -504,14 +515,8 @@ async fn data_from_another_address_needs_the_switch() {
     for (flags, joins) in [(&[][..], false), (&["--data-from-any-address"][..], true)] {
         let peer = Peer::start(flags);
         let mut client = FarClient::connect(&peer.control).await;
-        let mut spec = TestSpec::new(Protocol::Tcp);
-        spec.end = EndCondition::Time {
-            duration: Duration::from_secs(1),
-        };
-        let (cookie, data_port) = client.open(&spec).await;
-        let mut hello = b"PPT1".to_vec();
-        hello.extend_from_slice(&1u32.to_be_bytes());
-        hello.extend_from_slice(&cookie);
+        let (cookie, data_port) = client.open(&one_second_tcp()).await;
+        let hello = tcp_hello(1, &cookie);
         let data = SocketAddr::from(([127, 0, 0, 1], data_port));
         // The control connection came from 127.0.0.1; the stream comes from 127.0.0.2.
         let _stream = tokio::task::spawn_blocking(move || {

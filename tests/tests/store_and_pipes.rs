@@ -58,20 +58,9 @@ fn a_closed_stdout_ends_output_quietly_and_servers_keep_serving() {
     let port = perfpeer_tests::free_port().to_string();
     let listen = format!("127.0.0.1:{port}");
     let data_dir = scratch("head-serve");
-    let mut server = spawn_closing_after(
-        &[
-            "serve",
-            "--listen",
-            &listen,
-            "--data-port",
-            "0",
-            "--token",
-            TOKEN,
-            "--data-dir",
-            data_dir.to_str().unwrap(),
-        ],
-        1,
-    );
+    let args = serve_args(&listen, &data_dir);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut server = spawn_closing_after(&args, 1);
     for _ in 0..2 {
         let out = perfpeer_test(&[&listen, "-t", "1"]);
         assert!(
@@ -200,22 +189,30 @@ fn api(control: &str, path: &str) -> (u16, String) {
     perfpeer_tests::http_request(control, "GET", path, &auth, "")
 }
 
+/// `perfpeer serve` arguments for a peer on `listen` keeping its history in `data_dir`.
+fn serve_args(listen: &str, data_dir: &Path) -> Vec<String> {
+    [
+        "serve",
+        "--listen",
+        listen,
+        "--data-port",
+        "0",
+        "--token",
+        TOKEN,
+        "--data-dir",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([data_dir.display().to_string()])
+    .collect()
+}
+
 /// Starts `perfpeer serve` on `data_dir` (a directory of the test's, not the harness's).
 fn serve_on(data_dir: &Path) -> (Running, String) {
     let port = perfpeer_tests::free_port();
     let listen = format!("127.0.0.1:{port}");
     let mut child = Command::new(perfpeer_bin())
-        .args([
-            "serve",
-            "--listen",
-            &listen,
-            "--data-port",
-            "0",
-            "--token",
-            TOKEN,
-        ])
-        .arg("--data-dir")
-        .arg(data_dir)
+        .args(serve_args(&listen, data_dir))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

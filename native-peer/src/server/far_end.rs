@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use perfpeer_shared::control::{ClientMsg, ErrorCode, ServerMsg};
 use perfpeer_shared::report::{PeerRole, StreamRole, TestResult, TestStatus};
-use perfpeer_shared::spec::TestSpec;
+use perfpeer_shared::spec::{EndCondition, TestSpec};
 use socket2::SockRef;
 use tokio::sync::mpsc;
 
@@ -25,6 +25,8 @@ use crate::store::{Origin, Recording};
 const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
 /// Wait for `begin` after `ready`.
 const BEGIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Wait for the client's final report.
+const CLIENT_FINAL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Grace past the test's own length before the far end stops it by itself.
 pub(crate) const OVERRUN_GRACE: Duration = Duration::from_secs(10);
 
@@ -41,12 +43,12 @@ pub(crate) fn far_end_limit(spec: &TestSpec, max_duration: Duration) -> Duration
 pub(crate) fn check_duration(spec: &TestSpec, max_duration: Duration) -> Result<(), String> {
     match spec.expected_duration() {
         Some(t) if t > max_duration => Err(match spec.end {
-            perfpeer_shared::spec::EndCondition::Bytes { .. } => format!(
+            EndCondition::Bytes { .. } => format!(
                 "this test's byte count takes about {:.0} s at its rate, and this peer accepts tests of at most {} s (its --max-duration): send fewer bytes or at a higher rate",
                 t.as_secs_f64(),
                 max_duration.as_secs()
             ),
-            perfpeer_shared::spec::EndCondition::Time { .. } => format!(
+            EndCondition::Time { .. } => format!(
                 "this peer accepts tests of at most {} s (its --max-duration)",
                 max_duration.as_secs()
             ),
@@ -54,8 +56,6 @@ pub(crate) fn check_duration(spec: &TestSpec, max_duration: Duration) -> Result<
         _ => Ok(()),
     }
 }
-/// Wait for the client's final report.
-const CLIENT_FINAL_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn refuse(code: ErrorCode, message: impl Into<String>) -> SessionError {
     SessionError::Refused {
@@ -81,17 +81,15 @@ pub fn check_caps(
     }
     let cfg = &state.config;
     check_duration(spec, cfg.max_duration).map_err(|why| refuse(ErrorCode::OverLimit, why))?;
-    if let Some(cap) = cfg.max_bitrate
-        && spec.rr.is_some()
-    {
-        return Err(refuse(
-            ErrorCode::OverLimit,
-            format!(
-                "this peer caps every test at {cap} per direction (its --max-bitrate), and a request/response test has no rate to cap: run --rr against a peer without --max-bitrate"
-            ),
-        ));
-    }
     if let Some(cap) = cfg.max_bitrate {
+        if spec.rr.is_some() {
+            return Err(refuse(
+                ErrorCode::OverLimit,
+                format!(
+                    "this peer caps every test at {cap} per direction (its --max-bitrate), and a request/response test has no rate to cap: run --rr against a peer without --max-bitrate"
+                ),
+            ));
+        }
         let asked = spec.bitrate.filter(|b| b.0 > 0);
         if asked.is_none_or(|b| b > cap) {
             return Err(refuse(
