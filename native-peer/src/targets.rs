@@ -11,7 +11,6 @@ use perfpeer_shared::spec::{Direction, TestSpec};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::compat::iperf3::control::Iperf3Error;
 use crate::compat::{iperf2, iperf3, ttcp};
 use crate::session::SessionError;
 use crate::session::client::{self, ClientOptions, TestEvent};
@@ -56,26 +55,6 @@ pub fn parse(target: &str) -> Result<(Kind, String, u16), String> {
     Ok((kind, host, port))
 }
 
-fn iperf3_error(target: &str, e: Iperf3Error) -> SessionError {
-    match e {
-        Iperf3Error::Busy => SessionError::Refused {
-            code: ErrorCode::OverLimit,
-            message: format!("{target}: the server is busy running a test. try again later"),
-        },
-        Iperf3Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-            SessionError::Unreachable {
-                target: target.to_string(),
-                reason: io.to_string(),
-            }
-        }
-        Iperf3Error::Timeout("connect") => SessionError::Unreachable {
-            target: target.to_string(),
-            reason: "no answer".into(),
-        },
-        other => SessionError::Data(other.to_string()),
-    }
-}
-
 /// Runs `spec` against `target`, whatever kind of far end it names.
 pub async fn run(
     target: &str,
@@ -117,11 +96,9 @@ pub async fn run(
             reason,
         })?;
     match kind {
-        Kind::Iperf3 => iperf3::client::run(server, spec, false, opts, events, cancel)
-            .await
-            .map_err(|e| iperf3_error(target, e)),
+        Kind::Iperf3 => iperf3::client::run(server, spec, false, opts, events, cancel).await,
         Kind::Iperf2 => iperf2::client::run(server, spec, opts, events, cancel).await,
-        Kind::Ttcp => run_ttcp(server, spec, opts.connect_timeout, events).await,
+        Kind::Ttcp => run_ttcp(server, spec, opts.connect_timeout, &events, &cancel).await,
         Kind::Perfpeer => unreachable!("handled above"),
     }
 }
@@ -130,7 +107,8 @@ async fn run_ttcp(
     server: std::net::SocketAddr,
     spec: &TestSpec,
     timeout: Duration,
-    events: mpsc::UnboundedSender<TestEvent>,
+    events: &mpsc::UnboundedSender<TestEvent>,
+    cancel: &CancellationToken,
 ) -> Result<TestResult, SessionError> {
     if spec.direction != Direction::Normal || spec.streams != 1 {
         return Err(SessionError::Refused {
@@ -148,18 +126,15 @@ async fn run_ttcp(
             target: server.to_string(),
             reason: e.to_string(),
         })?;
-    let (local, remote) = socket.addresses();
-    let _ = events.send(TestEvent::Started {
-        test_id: String::new(),
-        server_addr: server.to_string(),
-        sockets: vec![perfpeer_shared::report::SocketInfo {
-            id: 1,
-            local,
-            remote,
-            dccp: None,
-        }],
-    });
-    ttcp::run_engine(spec, socket, StreamRole::Sender, server.to_string()).await
+    ttcp::run_engine(
+        spec,
+        socket,
+        StreamRole::Sender,
+        server.to_string(),
+        events,
+        cancel,
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -18,6 +18,16 @@ pub enum PeerRole {
     Server,
 }
 
+impl PeerRole {
+    /// The other end of the test.
+    pub fn other(self) -> PeerRole {
+        match self {
+            PeerRole::Client => PeerRole::Server,
+            PeerRole::Server => PeerRole::Client,
+        }
+    }
+}
+
 /// What one stream does at the end that reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

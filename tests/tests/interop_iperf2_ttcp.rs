@@ -184,6 +184,34 @@ fn iperf3_and_ttcp_targets_in_perfpeer_test() {
     );
 }
 
+/// A timed test against a ttcp receiver ends at its time (it used to run until killed: ttcp has
+/// no control connection, and nothing stopped the sender).
+#[test]
+fn timed_ttcp_target_ends_at_its_time() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let tport = listener.local_addr().unwrap().port();
+    let counter = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = vec![0u8; 65536];
+        let mut total = 0u64;
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+        total
+    });
+    let target = format!("ttcp://127.0.0.1:{tport}");
+    let args = ["test", &target, "-t", "1", "-b", "100M", "-J"];
+    let out = Running::spawn(&perfpeer_bin(), &args).wait(Duration::from_secs(10));
+    assert!(out.status.success(), "{}", text(&out));
+    let v = json_of(&out, &args);
+    let seconds = v["end"]["sum_sent"]["seconds"].as_f64().unwrap();
+    assert!((0.9..1.5).contains(&seconds), "{seconds} s: {}", v["end"]);
+    assert_eq!(counter.join().unwrap(), u64_at(&v, "/end/sum_sent/bytes"));
+}
+
 #[test]
 fn ttcp_transmit_into_receive_tcp_and_udp() {
     for udp in [false, true] {

@@ -11,6 +11,7 @@ use clap::Args;
 use perfpeer_shared::format::ttcp::{self as fmt, TtcpFigures, TtcpRole};
 use perfpeer_shared::report::{StreamRole, TestStatus};
 use perfpeer_shared::spec::{EndCondition, MAX_TEST_TIME, Protocol, SpecError, TestSpec};
+use tokio_util::sync::CancellationToken;
 
 use crate::compat::ttcp::{self, DEFAULT_PORT};
 use crate::session::target::resolve_host;
@@ -147,7 +148,17 @@ pub async fn run(args: TtcpArgs) -> anyhow::Result<ExitCode> {
         StreamRole::Receiver
     };
     let figures = if args.sink {
-        let result = ttcp::run_engine(&spec, socket, stream_role, peer).await?;
+        // Live intervals are not ttcp's; Ctrl-C ends the process as it ends classic ttcp.
+        let (events, _) = tokio::sync::mpsc::unbounded_channel();
+        let result = ttcp::run_engine(
+            &spec,
+            socket,
+            stream_role,
+            peer,
+            &events,
+            &CancellationToken::new(),
+        )
+        .await?;
         if let TestStatus::Partial { reason } = &result.status {
             eprintln!("ttcp: transfer ended early: {reason}");
         }

@@ -10,14 +10,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use perfpeer_shared::format::ttcp::TtcpFigures;
-use perfpeer_shared::report::{PeerRole, StreamRole, TestResult, TestStatus};
+use perfpeer_shared::report::{PeerRole, SideReport, StreamRole, TestResult};
 use perfpeer_shared::spec::{Protocol, TestSpec};
 use socket2::{Domain, SockAddr, SockRef, Socket, Type};
 
 use crate::engine::cpu::CpuSnapshot;
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
 use crate::session::SessionError;
+use crate::session::client::TestEvent;
+use crate::session::driver::{FarEnd, Ready, drive};
 use crate::session::measure::Measurement;
 
 /// A UDP receiver that has had data and then hears nothing for this long stops.
@@ -25,8 +30,6 @@ const UDP_SILENCE: Duration = Duration::from_secs(2);
 
 /// Default port of SGI ttcp 1.12 (the original BRL ttcp used 2000).
 pub const DEFAULT_PORT: u16 = 5001;
-
-use crate::util::unix_ms_now as now_ms;
 
 fn new_socket(addr: SocketAddr, ty: Type, spec: &TestSpec) -> io::Result<Socket> {
     let socket = Socket::new(Domain::for_address(addr), ty, None)?;
@@ -82,69 +85,86 @@ pub async fn run_engine(
     socket: DataSocket,
     role: StreamRole,
     peer: String,
+    events: &UnboundedSender<TestEvent>,
+    cancel: &CancellationToken,
 ) -> Result<TestResult, SessionError> {
-    let started_unix_ms = now_ms();
-    let peer_role = if role == StreamRole::Sender {
-        PeerRole::Client
-    } else {
-        PeerRole::Server
+    let ready = Ready {
+        test_id: String::new(),
+        server_addr: peer,
+        setups: vec![StreamSetup {
+            id: 1,
+            role,
+            socket,
+        }],
+        wire: WireOptions {
+            format: DatagramFormat::Ttcp,
+            payload_template: None,
+            first_datagram: None,
+        },
+        role: if role == StreamRole::Sender {
+            PeerRole::Client
+        } else {
+            PeerRole::Server
+        },
     };
-    let setup = StreamSetup {
-        id: 1,
-        role,
-        socket,
+    let far = TtcpFarEnd {
+        udp_receiver: role == StreamRole::Receiver && spec.protocol == Protocol::Udp,
+        received: 0,
+        still_since: Instant::now(),
+        lost_end: None,
     };
-    let wire = WireOptions {
-        format: DatagramFormat::Ttcp,
-        payload_template: None,
-        first_datagram: None,
-    };
-    let m = Measurement::start_with(peer_role, spec, vec![setup], &wire)?;
-    let udp_receiver = role == StreamRole::Receiver && spec.protocol == Protocol::Udp;
-    let (mut last, mut still_since) = (0u64, std::time::Instant::now());
-    let mut lost_end = None;
-    while !(m.engine().senders_done() && m.engine().receivers_done()) {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-        // All of UDP ttcp's end sentinels can be lost: after data, a long silence ends it too.
-        let now = m.engine().bytes(StreamRole::Receiver);
-        if now != last {
-            (last, still_since) = (now, std::time::Instant::now());
-        } else if udp_receiver && last > 0 && still_since.elapsed() > UDP_SILENCE {
-            lost_end = Some(std::time::Instant::now());
-            break;
+    drive(far, ready, spec, events, cancel).await
+}
+
+/// The other ttcp: no control connection, the transfer ends with the data (TCP close, UDP
+/// sentinels), or for a UDP receiver whose sentinels were all lost, after a silence.
+struct TtcpFarEnd {
+    udp_receiver: bool,
+    /// Bytes received at the last check, and since when they have not grown.
+    received: u64,
+    still_since: Instant,
+    /// When a UDP receiver gave up waiting for the sentinels.
+    lost_end: Option<Instant>,
+}
+
+impl FarEnd for TtcpFarEnd {
+    fn done(&mut self, m: &Measurement, _spec: &TestSpec) -> bool {
+        let e = m.engine();
+        if e.senders_done() && e.receivers_done() {
+            return true;
         }
+        let now = e.bytes(StreamRole::Receiver);
+        if now != self.received {
+            (self.received, self.still_since) = (now, Instant::now());
+        } else if self.udp_receiver && now > 0 && self.still_since.elapsed() > UDP_SILENCE {
+            self.lost_end = Some(Instant::now());
+            return true;
+        }
+        false
     }
-    let (_, mut local, errors) = m.finish(lost_end.is_some()).await;
-    if let Some(stopped) = lost_end {
+
+    fn abort_streams(&self, ended_early: bool) -> bool {
+        ended_early || self.lost_end.is_some()
+    }
+
+    async fn finals(
+        &mut self,
+        local: &mut SideReport,
+        _events: &UnboundedSender<TestEvent>,
+    ) -> Result<Option<SideReport>, String> {
+        let Some(stopped) = self.lost_end else {
+            return Ok(None);
+        };
         // The transfer ended with the last datagram, not when we gave up waiting.
-        let silence = stopped.duration_since(still_since);
+        let silence = stopped.duration_since(self.still_since);
         for s in &mut local.streams {
             s.duration = s.duration.saturating_sub(silence);
         }
+        Err(format!(
+            "no end sentinel arrived; stopped after {} s of silence",
+            UDP_SILENCE.as_secs()
+        ))
     }
-    let status = if lost_end.is_some() {
-        TestStatus::Partial {
-            reason: format!(
-                "no end sentinel arrived; stopped after {} s of silence",
-                UDP_SILENCE.as_secs()
-            ),
-        }
-    } else if errors.is_empty() {
-        TestStatus::Complete
-    } else {
-        TestStatus::Partial {
-            reason: errors.join("; "),
-        }
-    };
-    Ok(TestResult {
-        id: String::new(),
-        spec: spec.clone(),
-        started_unix_ms,
-        server_addr: peer,
-        local,
-        remote: None,
-        status,
-    })
 }
 
 /// Copies `input` to `output` until EOF in reads of at most `buf`'s size (ttcp's buffers);

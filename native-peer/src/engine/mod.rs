@@ -403,6 +403,19 @@ fn run_worker(socket: DataSocket, role: StreamRole, w: Worker) {
         (DataSocket::Dccp(s), StreamRole::Sender, _) => udp::send(&**s, &w),
         (DataSocket::Dccp(s), StreamRole::Receiver, _) => udp::receive(&**s, &w),
     };
+    // A sender told to stop whose far end closes first (it stopped reading at the end, as a
+    // stock iperf3 does at TEST_END) has not failed: the test was over.
+    let result = result.or_else(|e| {
+        let closed = matches!(
+            e.kind(),
+            io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+        );
+        if role == StreamRole::Sender && closed && w.control.stopping() {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    });
     if let Err(e) = result {
         tracing::debug!(stream = w.id, error = %e, "stream ended with an error");
         if let Ok(mut slot) = w.counters.error.lock() {

@@ -171,15 +171,17 @@ pub async fn serve(
         )
     });
     let outcome = run_until_stop(chan, &mut m, &test_id, limit, state, &mut rec).await;
-    let (tail, report, errors) = m.finish(outcome.is_err()).await;
+    let finished = m.finish(outcome.is_err()).await;
     outcome?;
-    if !errors.is_empty() {
+    if !finished.stream_errors.is_empty() {
         tracing::warn!(
             test_id,
-            errors = errors.join("; "),
+            errors = finished.stream_errors.join("; "),
             "data streams ended with errors"
         );
     }
+    let status_of_streams = finished.status(None);
+    let (tail, report) = (finished.tail, finished.report);
     if let Some(report) = tail {
         chan.send(&ServerMsg::Interval {
             test_id: test_id.clone(),
@@ -191,7 +193,7 @@ pub async fn serve(
     // is kept (with both ends' figures) before our `final` announces where.
     let (remote, status) =
         match tokio::time::timeout(CLIENT_FINAL_TIMEOUT, chan.recv::<ClientMsg>()).await {
-            Ok(Ok(ClientMsg::Final { report })) => (Some(report), TestStatus::Complete),
+            Ok(Ok(ClientMsg::Final { report })) => (Some(report), status_of_streams),
             _ => (
                 None,
                 TestStatus::Partial {

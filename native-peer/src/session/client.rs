@@ -6,9 +6,7 @@ use std::time::{Duration, Instant};
 
 use perfpeer_shared::PROTOCOL_VERSION;
 use perfpeer_shared::control::{ClientMsg, ErrorCode, MAX_CONTROL_MESSAGE, ServerMsg};
-use perfpeer_shared::report::{
-    IntervalReport, PeerRole, SideReport, SocketInfo, TestResult, TestStatus,
-};
+use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, SocketInfo, TestResult};
 use perfpeer_shared::spec::TestSpec;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::{self, Message, protocol::WebSocketConfig};
@@ -17,8 +15,10 @@ use tokio_util::sync::CancellationToken;
 use super::SessionError;
 use super::channel::{ControlChannel, Frame, WsMessage};
 use super::data_connect;
+use super::driver::{FarEnd, FarEvent, Ready, drive};
 use super::measure::Measurement;
 use super::target::{Family, resolve};
+use crate::engine::WireOptions;
 use crate::engine::wire::cookie_from_hex;
 
 /// How the client reaches the far peer.
@@ -75,8 +75,6 @@ pub enum TestEvent {
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Wait for the far end's final report after `stop` (it drains its receivers first).
 const FINAL_TIMEOUT: Duration = Duration::from_secs(15);
-/// How often byte-count completion is checked.
-const DONE_POLL: Duration = Duration::from_millis(10);
 
 impl WsMessage for Message {
     fn text(s: String) -> Self {
@@ -210,6 +208,17 @@ pub async fn run_test(
     events: mpsc::UnboundedSender<TestEvent>,
     cancel: CancellationToken,
 ) -> Result<TestResult, SessionError> {
+    let (far, ready) = open(target, spec, opts).await?;
+    drive(far, ready, spec, &events, &cancel).await
+}
+
+/// Connects to the peer at `target`, asks it to be the far end of `spec` and opens the data
+/// streams, up to the far end's `ready`.
+pub async fn open(
+    target: &str,
+    spec: &TestSpec,
+    opts: &ClientOptions,
+) -> Result<(PerfpeerFarEnd, Ready), SessionError> {
     spec.validate().map_err(|e| SessionError::Refused {
         code: ErrorCode::InvalidSpec,
         message: e.to_string(),
@@ -250,131 +259,83 @@ pub async fn run_test(
         }
     }
     chan.send(&ClientMsg::Begin)?;
-    let started_unix_ms = crate::util::unix_ms_now();
-    let mut measurement = Measurement::start(PeerRole::Client, spec, setups)?;
-    let _ = events.send(TestEvent::Started {
-        test_id: test_id.clone(),
-        server_addr: server.to_string(),
-        sockets: measurement.sockets(),
-    });
-    let mut run = Running {
+    let far = PerfpeerFarEnd {
         chan,
         server,
-        spec,
-        events,
+        server_sends: spec.direction.server_sends(),
         remote_intervals: Vec::new(),
         remote_senders_done: false,
     };
-    let outcome = run.until_end(&mut measurement, &cancel).await;
-    let partial = outcome.err();
-    if partial.is_none() {
-        let _ = run.chan.send(&ClientMsg::Stop);
-    }
-    let (tail, mut local, errors) = measurement.finish(partial.is_some()).await;
-    if let Some(tail) = tail {
-        let _ = run.events.send(TestEvent::Interval {
-            role: PeerRole::Client,
-            report: tail,
-        });
-    }
-    let (remote, mut status) = match partial {
-        Some(reason) => (None, TestStatus::Partial { reason }),
-        None => match run.exchange_finals(&local).await {
-            Ok(remote) => (Some(remote), TestStatus::Complete),
-            Err(e) => (
-                None,
-                TestStatus::Partial {
-                    reason: e.to_string(),
-                },
-            ),
-        },
-    };
-    // A stream that broke (reset, unreachable) makes the result partial even if the test ran on.
-    if status == TestStatus::Complete && !errors.is_empty() {
-        status = TestStatus::Partial {
-            reason: errors.join("; "),
-        };
-    }
-    run.chan.close();
-    local.intervals.shrink_to_fit();
-    Ok(TestResult {
-        id: test_id,
-        spec: spec.clone(),
-        started_unix_ms,
+    let ready = Ready {
+        test_id,
         server_addr: server.to_string(),
-        local,
-        remote,
-        status,
-    })
+        setups,
+        wire: WireOptions::default(),
+        role: PeerRole::Client,
+    };
+    Ok((far, ready))
 }
 
-/// State of a running test at the client.
-struct Running<'a> {
+/// A perfpeer peer as the far end of a running test: its control channel (closed when this
+/// is dropped).
+pub struct PerfpeerFarEnd {
     chan: ControlChannel,
     /// The far peer's control address (for its result page link).
     server: SocketAddr,
-    spec: &'a TestSpec,
-    events: mpsc::UnboundedSender<TestEvent>,
+    /// Whether the far end has senders (whose byte count's end it announces).
+    server_sends: bool,
     remote_intervals: Vec<IntervalReport>,
     remote_senders_done: bool,
 }
 
-impl Running<'_> {
-    /// Runs until the end condition; `Err(reason)` if the test ended early.
-    async fn until_end(
-        &mut self,
-        m: &mut Measurement,
-        cancel: &CancellationToken,
-    ) -> Result<(), String> {
-        let deadline = self.spec.total_time().map(|t| m.epoch() + t);
-        let mut poll = tokio::time::interval(DONE_POLL);
-        loop {
-            tokio::select! {
-                report = m.next_interval() => {
-                    let _ = self.events.send(TestEvent::Interval { role: PeerRole::Client, report });
-                }
-                msg = self.chan.recv::<ServerMsg>() => self.on_message(msg)?,
-                _ = sleep_until_opt(deadline) => return Ok(()),
-                _ = poll.tick() => {
-                    if deadline.is_none() && self.bytes_done(m) {
-                        return Ok(());
-                    }
-                }
-                _ = cancel.cancelled() => return Err("cancelled".into()),
-            }
-        }
-    }
-
-    fn bytes_done(&self, m: &Measurement) -> bool {
-        let local = !m.engine().has_senders() || m.engine().senders_done();
-        let remote = !self.spec.direction.server_sends() || self.remote_senders_done;
-        local && remote
-    }
-
-    fn on_message(&mut self, msg: Result<ServerMsg, SessionError>) -> Result<(), String> {
-        match msg {
+impl FarEnd for PerfpeerFarEnd {
+    async fn next_event(&mut self) -> FarEvent {
+        match self.chan.recv::<ServerMsg>().await {
             Ok(ServerMsg::Interval { report, .. }) => {
                 self.remote_intervals.push(report.clone());
-                let _ = self.events.send(TestEvent::Interval {
-                    role: PeerRole::Server,
-                    report,
-                });
-                Ok(())
+                FarEvent::Interval(report)
             }
             Ok(ServerMsg::SendersDone) => {
                 self.remote_senders_done = true;
-                Ok(())
+                FarEvent::SendersDone
             }
             Ok(ServerMsg::Error { message, .. }) => {
-                Err(format!("the far peer stopped the test: {message}"))
+                FarEvent::Ended(format!("the far peer stopped the test: {message}"))
             }
-            Ok(other) => Err(format!("unexpected message from the far peer: {other:?}")),
-            Err(e) => Err(e.to_string()),
+            Ok(other) => {
+                FarEvent::Ended(format!("unexpected message from the far peer: {other:?}"))
+            }
+            Err(e) => FarEvent::Ended(e.to_string()),
         }
     }
 
+    fn done(&mut self, m: &Measurement, spec: &TestSpec) -> bool {
+        let local = !m.engine().has_senders() || m.engine().senders_done();
+        let remote = !self.server_sends || self.remote_senders_done;
+        spec.total_time().is_none() && local && remote
+    }
+
+    async fn end(&mut self, _m: &Measurement) -> Result<(), SessionError> {
+        self.chan.send(&ClientMsg::Stop)
+    }
+
     /// Sends our final report and waits for the far end's.
-    async fn exchange_finals(&mut self, local: &SideReport) -> Result<SideReport, SessionError> {
+    async fn finals(
+        &mut self,
+        local: &mut SideReport,
+        events: &mpsc::UnboundedSender<TestEvent>,
+    ) -> Result<Option<SideReport>, String> {
+        let remote = self.exchange_finals(local, events).await;
+        remote.map(Some).map_err(|e| e.to_string())
+    }
+}
+
+impl PerfpeerFarEnd {
+    async fn exchange_finals(
+        &mut self,
+        local: &SideReport,
+        events: &mpsc::UnboundedSender<TestEvent>,
+    ) -> Result<SideReport, SessionError> {
         let mut summary = local.clone();
         summary.intervals.clear();
         self.chan.send(&ClientMsg::Final { report: summary })?;
@@ -395,7 +356,7 @@ impl Running<'_> {
                     if let Some(id) =
                         result_id.filter(|id| id.bytes().all(|b| b.is_ascii_hexdigit()))
                     {
-                        let _ = self.events.send(TestEvent::Stored {
+                        let _ = events.send(TestEvent::Stored {
                             url: format!("http://{}/r/{id}", self.server),
                         });
                     }
@@ -403,7 +364,7 @@ impl Running<'_> {
                 }
                 ServerMsg::Interval { report, .. } => {
                     self.remote_intervals.push(report.clone());
-                    let _ = self.events.send(TestEvent::Interval {
+                    let _ = events.send(TestEvent::Interval {
                         role: PeerRole::Server,
                         report,
                     });
@@ -412,12 +373,5 @@ impl Running<'_> {
                 other => return Err(refusal_or_protocol(other)),
             }
         }
-    }
-}
-
-async fn sleep_until_opt(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d.into()).await,
-        None => std::future::pending().await,
     }
 }

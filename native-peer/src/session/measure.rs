@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, SocketInfo, StreamRole};
+use perfpeer_shared::report::{
+    IntervalReport, PeerRole, SideReport, SocketInfo, StreamRole, TestStatus,
+};
 use perfpeer_shared::spec::TestSpec;
 use socket2::SockRef;
 
@@ -16,6 +18,32 @@ use super::SessionError;
 
 /// Longest wait for workers to end after stop (receivers drain at most 10 s themselves).
 const JOIN_LIMIT: Duration = Duration::from_secs(12);
+
+/// What a measurement is at its end.
+#[derive(Debug)]
+pub struct Finished {
+    /// The last, short interval, if there was one (also the last of `report.intervals`).
+    pub tail: Option<IntervalReport>,
+    /// This end's report.
+    pub report: SideReport,
+    /// The errors that ended streams early, as `stream N: message`.
+    pub stream_errors: Vec<String>,
+}
+
+impl Finished {
+    /// The one rule for every kind of test: one that ended early (`ended_early`: why) is
+    /// partial for that reason; one that ran to its end is partial if a stream broke on the way
+    /// (reset, unreachable), naming the streams, and complete otherwise.
+    pub fn status(&self, ended_early: Option<String>) -> TestStatus {
+        match ended_early {
+            Some(reason) => TestStatus::Partial { reason },
+            None if !self.stream_errors.is_empty() => TestStatus::Partial {
+                reason: self.stream_errors.join("; "),
+            },
+            None => TestStatus::Complete,
+        }
+    }
+}
 
 /// A running measurement at one end.
 pub struct Measurement {
@@ -110,12 +138,8 @@ impl Measurement {
         report
     }
 
-    /// Stops (or aborts) the streams, waits for them to drain, and reports: the last, short
-    /// interval (if there was one), the report, and the errors that ended streams early.
-    pub async fn finish(
-        mut self,
-        abort: bool,
-    ) -> (Option<IntervalReport>, SideReport, Vec<String>) {
+    /// Stops (or aborts) the streams, waits for them to drain, and reports.
+    pub async fn finish(mut self, abort: bool) -> Finished {
         if abort {
             self.engine.abort();
         } else {
@@ -135,7 +159,7 @@ impl Measurement {
         let mut engine = self.engine;
         // Workers have ended (or will within their poll timeout once aborted): join off the runtime.
         engine.abort();
-        let errors = tokio::task::spawn_blocking(move || {
+        let stream_errors = tokio::task::spawn_blocking(move || {
             engine.join();
             engine.errors()
         })
@@ -155,7 +179,11 @@ impl Measurement {
             streams,
             cpu,
         };
-        (tail, report, errors)
+        Finished {
+            tail,
+            report,
+            stream_errors,
+        }
     }
 }
 

@@ -5,11 +5,14 @@
 //! - [`client`]: the end that starts a test (`perfpeer test`, or a browser's `run`); the end that
 //!   accepts one is `server::far_end`, above this layer.
 //! - [`data_connect`]: the client opening its data streams.
+//! - [`driver`]: one client run against any [`driver::FarEnd`] (a perfpeer peer here; the
+//!   stock tools' in `compat`): measure, watch the far end, end, finals, the result.
 //! - [`measure`]: one end's measurement (engine + sampler + CPU) from begin to final report.
 
 pub mod channel;
 pub mod client;
 pub mod data_connect;
+pub mod driver;
 pub mod measure;
 pub mod target;
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use perfpeer_shared::report::{
-    PeerRole, SideReport, StreamFinal, StreamRole, TestResult, TestStatus, UdpRxFinal,
+    PeerRole, SideReport, StreamFinal, StreamRole, TestResult, UdpRxFinal,
 };
 use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
 use socket2::{Domain, SockAddr, SockRef, Socket, Type};
@@ -21,6 +21,7 @@ use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
 use crate::session::SessionError;
 use crate::session::client::{ClientOptions, TestEvent};
+use crate::session::driver::{FarEnd, Ready, drive};
 use crate::session::measure::Measurement;
 
 /// Fins sent at most (one every 10 ms: 2 s), as iperf2 does.
@@ -80,113 +81,90 @@ pub async fn run(
     let setups = tokio::task::spawn_blocking(move || open_streams(&spec_c, server, &opts_c))
         .await
         .map_err(data_err)??;
-    let started_unix_ms = crate::util::unix_ms_now();
     let template = (spec.protocol == Protocol::Udp).then(|| {
         let mut t = vec![0u8; UDP_HEADER_AT];
         t.extend_from_slice(&header(spec, server.port()).encode());
         t
     });
-    let wire = WireOptions {
-        format: DatagramFormat::Iperf2 { seq64: true },
-        payload_template: template.clone(),
-        first_datagram: None,
-    };
-    let mut m = Measurement::start_with(PeerRole::Client, spec, setups, &wire)?;
-    let _ = events.send(TestEvent::Started {
+    let ready = Ready {
         test_id: String::new(),
         server_addr: server.to_string(),
-        sockets: m.sockets(),
-    });
-    let outcome = until_end(&mut m, spec, &events, &cancel).await;
-    let sockets: Vec<DataSocket> = m
-        .engine()
-        .streams()
-        .iter()
-        .map(|s| s.socket.clone())
-        .collect();
-    let (tail, mut local, errors) = m.finish(outcome.is_err()).await;
-    if let Some(report) = tail {
-        let _ = events.send(TestEvent::Interval {
-            role: PeerRole::Client,
-            report,
-        });
-    }
-    let mut status = match (outcome, errors.is_empty()) {
-        (Err(reason), _) => TestStatus::Partial { reason },
-        (Ok(()), false) => TestStatus::Partial {
-            reason: errors.join("; "),
+        setups,
+        wire: WireOptions {
+            format: DatagramFormat::Iperf2 { seq64: true },
+            payload_template: template.clone(),
+            first_datagram: None,
         },
-        (Ok(()), true) => TestStatus::Complete,
+        role: PeerRole::Client,
     };
-    let remote = match spec.protocol {
-        Protocol::Dccp => None,
-        Protocol::Tcp => {
-            // iperf2 counts its header as data.
-            if spec.direction == Direction::Normal {
-                for s in &mut local.streams {
-                    s.bytes += super::codec::TCP_HEADER_LEN as u64;
-                }
-            }
-            tokio::task::spawn_blocking(move || drain_until_closed(&sockets))
-                .await
-                .map_err(data_err)?;
-            None
-        }
-        Protocol::Udp => {
-            let template = template.unwrap_or_default();
-            let finals = local.streams.clone();
-            let reports =
-                tokio::task::spawn_blocking(move || fin_exchange(&sockets, &finals, &template))
-                    .await
-                    .map_err(data_err)?;
-            match reports {
-                Ok(r) => Some(remote_report(&r)),
-                Err(e) => {
-                    status = TestStatus::Partial { reason: e };
-                    None
-                }
-            }
-        }
-    };
-    Ok(TestResult {
-        id: String::new(),
+    let far = Iperf2FarEnd {
         spec: spec.clone(),
-        started_unix_ms,
-        server_addr: server.to_string(),
-        local,
-        remote,
-        status,
-    })
+        template: template.unwrap_or_default(),
+        sockets: Vec::new(),
+    };
+    drive(far, ready, spec, &events, &cancel).await
 }
 
-async fn until_end(
-    m: &mut Measurement,
-    spec: &TestSpec,
-    events: &mpsc::UnboundedSender<TestEvent>,
-    cancel: &CancellationToken,
-) -> Result<(), String> {
-    // In -R the server decides the length; allow it a margin before giving up.
-    let margin = if spec.direction == Direction::Reverse {
-        Duration::from_secs(5)
-    } else {
-        Duration::ZERO
-    };
-    let deadline = spec
-        .total_time()
-        .map(|t| tokio::time::Instant::from_std(m.epoch() + t + margin));
-    let mut poll = tokio::time::interval(Duration::from_millis(10));
-    loop {
-        tokio::select! {
-            report = m.next_interval() => drop(events.send(TestEvent::Interval { role: PeerRole::Client, report })),
-            _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => return Ok(()),
-            _ = poll.tick() => {
-                let e = m.engine();
-                let done = if e.has_senders() { e.senders_done() } else { e.receivers_done() };
-                if done {
-                    return Ok(());
+/// A stock iperf2 server: no control connection; at the end, a half-close and drain (TCP) or
+/// fins until its report (UDP).
+struct Iperf2FarEnd {
+    spec: TestSpec,
+    /// The UDP datagram template (our header), for the fins.
+    template: Vec<u8>,
+    /// The data sockets, kept for the end's exchange.
+    sockets: Vec<DataSocket>,
+}
+
+impl FarEnd for Iperf2FarEnd {
+    /// In -R the server decides the length: allow it a margin before giving up.
+    fn deadline(&self, spec: &TestSpec, epoch: Instant) -> Option<Instant> {
+        let margin = if spec.direction == Direction::Reverse {
+            Duration::from_secs(5)
+        } else {
+            Duration::ZERO
+        };
+        spec.total_time().map(|t| epoch + t + margin)
+    }
+
+    async fn end(&mut self, m: &Measurement) -> Result<(), SessionError> {
+        self.sockets = m
+            .engine()
+            .streams()
+            .iter()
+            .map(|s| s.socket.clone())
+            .collect();
+        Ok(())
+    }
+
+    async fn finals(
+        &mut self,
+        local: &mut SideReport,
+        _events: &mpsc::UnboundedSender<TestEvent>,
+    ) -> Result<Option<SideReport>, String> {
+        let sockets = std::mem::take(&mut self.sockets);
+        match self.spec.protocol {
+            Protocol::Dccp => Ok(None),
+            Protocol::Tcp => {
+                // iperf2 counts its header as data.
+                if self.spec.direction == Direction::Normal {
+                    for s in &mut local.streams {
+                        s.bytes += super::codec::TCP_HEADER_LEN as u64;
+                    }
                 }
+                tokio::task::spawn_blocking(move || drain_until_closed(&sockets))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(None)
             }
-            _ = cancel.cancelled() => return Err("cancelled".into()),
+            Protocol::Udp => {
+                let template = self.template.clone();
+                let finals = local.streams.clone();
+                let reports =
+                    tokio::task::spawn_blocking(move || fin_exchange(&sockets, &finals, &template))
+                        .await
+                        .map_err(|e| e.to_string())??;
+                Ok(Some(remote_report(&reports)))
+            }
         }
     }
 }

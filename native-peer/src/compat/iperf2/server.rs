@@ -210,20 +210,15 @@ async fn tcp_stream(
     .map_err(|e| e.to_string())?;
     let limit = far_end::far_end_limit(&spec, shared.config.max_duration);
     let ended = run_stream(&m, role, &spec, limit, shared).await;
-    let (_, mut local, errors) = m.finish(ended.is_err()).await;
+    let finished = m.finish(ended.is_err()).await;
+    let status = finished.status(ended.err());
+    let mut local = finished.report;
     if !reverse {
         // iperf2 counts the header as received data.
         for s in &mut local.streams {
             s.bytes += header_len as u64;
         }
     }
-    let status = match (ended, errors.is_empty()) {
-        (Err(reason), _) => TestStatus::Partial { reason },
-        (Ok(()), false) => TestStatus::Partial {
-            reason: errors.join("; "),
-        },
-        _ => TestStatus::Complete,
-    };
     let result = TestResult {
         id: id.to_string(),
         spec,
@@ -366,14 +361,16 @@ async fn udp_flow(
     let limit =
         header_time(&header).unwrap_or(shared.config.max_duration) + Duration::from_secs(10);
     let ended = run_stream(&m, StreamRole::Receiver, &spec, limit, shared).await;
-    let (_, local_report, errors) = m.finish(ended.is_err()).await;
+    let finished = m.finish(ended.is_err()).await;
+    let status = finished.status(ended.err());
+    let local_report = finished.report;
     // The report goes only to a flow that ended with its fin (not to one that went quiet or
     // failed), and never more bytes of reports than the flow sent: iperf2's UDP protocol has no
     // way to prove its source address, so a forged flow must reflect nothing larger than itself.
     let report_budget = local_report
         .streams
         .first()
-        .filter(|_| ended.is_ok() && errors.is_empty())
+        .filter(|_| status == TestStatus::Complete)
         .map_or(0, |rx| rx.bytes);
     if let Some(rx) = local_report.streams.first().filter(|_| report_budget > 0) {
         let stats = rx.udp_rx.unwrap_or_default();
@@ -390,10 +387,6 @@ async fn udp_flow(
             .await
             .map_err(|e| e.to_string())?;
     }
-    let status = match ended {
-        Err(reason) => TestStatus::Partial { reason },
-        Ok(()) => TestStatus::Complete,
-    };
     let result = TestResult {
         id: id.to_string(),
         spec,

@@ -6,8 +6,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use perfpeer_shared::report::{PeerRole, StreamRole, TestResult, TestStatus};
-use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
+use perfpeer_shared::control::ErrorCode;
+use perfpeer_shared::report::{PeerRole, SideReport, StreamRole, TestResult};
+use perfpeer_shared::spec::{Protocol, TestSpec};
 use socket2::{Domain, SockAddr, SockRef, Socket, Type};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -16,7 +17,9 @@ use super::codec::{Cookie, MAX_RESULTS_LEN, Results, State, UDP_CONNECT, params_
 use super::control::{Control, Iperf3Error};
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
+use crate::session::SessionError;
 use crate::session::client::{ClientOptions, TestEvent};
+use crate::session::driver::{FarEnd, FarEvent, Ready, drive, received_byte_count};
 use crate::session::measure::Measurement;
 
 /// Time for a stock server to read what its kernel has acknowledged.
@@ -66,7 +69,40 @@ pub async fn run(
     opts: &ClientOptions,
     events: mpsc::UnboundedSender<TestEvent>,
     cancel: CancellationToken,
-) -> Result<TestResult, Iperf3Error> {
+) -> Result<TestResult, SessionError> {
+    let (far, ready) = open(server, spec, counter64, opts)
+        .await
+        .map_err(|e| session_error(server, e))?;
+    drive(far, ready, spec, &events, &cancel).await
+}
+
+/// What an iperf3 failure before the test is, in the terms every far end shares.
+fn session_error(server: SocketAddr, e: Iperf3Error) -> SessionError {
+    let unreachable = |reason: String| SessionError::Unreachable {
+        target: server.to_string(),
+        reason,
+    };
+    match e {
+        Iperf3Error::Busy => SessionError::Refused {
+            code: ErrorCode::OverLimit,
+            message: e.to_string(),
+        },
+        Iperf3Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            unreachable(io.to_string())
+        }
+        Iperf3Error::Timeout("connect") => unreachable("no answer".into()),
+        Iperf3Error::Io(io) => SessionError::Data(io.to_string()),
+        other => SessionError::Protocol(other.to_string()),
+    }
+}
+
+/// Follows a stock server's states up to TEST_RUNNING, opening the streams when it asks.
+async fn open(
+    server: SocketAddr,
+    spec: &TestSpec,
+    counter64: bool,
+    opts: &ClientOptions,
+) -> Result<(Iperf3FarEnd, Ready), Iperf3Error> {
     let tcp = tokio::time::timeout(opts.connect_timeout, tokio::net::TcpStream::connect(server))
         .await
         .map_err(|_| Iperf3Error::Timeout("connect"))??;
@@ -83,64 +119,91 @@ pub async fn run(
             .map_err(|e| Iperf3Error::Aborted(e.to_string()))??;
     expect(&mut control, State::TestStart).await?;
     expect(&mut control, State::TestRunning).await?;
-    let started_unix_ms = crate::util::unix_ms_now();
-    let wire = WireOptions {
-        format: DatagramFormat::Iperf3 { counter64 },
-        payload_template: None,
-        first_datagram: None,
-    };
-    let mut m = Measurement::start_with(PeerRole::Client, spec, setups, &wire)
-        .map_err(|e| Iperf3Error::Aborted(e.to_string()))?;
-    let _ = events.send(TestEvent::Started {
+    let ready = Ready {
         test_id: cookie.as_str().to_string(),
         server_addr: server.to_string(),
-        sockets: m.sockets(),
-    });
-    let outcome = until_end(&mut control, &mut m, spec, &events, &cancel).await;
-    if outcome.is_ok() {
+        setups,
+        wire: WireOptions {
+            format: DatagramFormat::Iperf3 { counter64 },
+            payload_template: None,
+            first_datagram: None,
+        },
+        role: PeerRole::Client,
+    };
+    let far = Iperf3FarEnd {
+        control,
+        spec: spec.clone(),
+    };
+    Ok((far, ready))
+}
+
+/// A stock iperf3 server during a test: its control connection.
+struct Iperf3FarEnd {
+    control: Control,
+    spec: TestSpec,
+}
+
+impl FarEnd for Iperf3FarEnd {
+    /// Any state byte during the test ends it.
+    async fn next_event(&mut self) -> FarEvent {
+        let why = match self.control.next_state().await {
+            Ok(State::ServerTerminate) => "the server was interrupted".to_string(),
+            Ok(State::ServerError) => self.control.read_server_error().await.to_string(),
+            Ok(other) => format!("unexpected {other:?} from the server during the test"),
+            Err(e) => e.to_string(),
+        };
+        FarEvent::Ended(why)
+    }
+
+    fn done(&mut self, m: &Measurement, spec: &TestSpec) -> bool {
+        received_byte_count(m, spec)
+    }
+
+    async fn end(&mut self, m: &Measurement) -> Result<(), SessionError> {
         // A stock server stops reading at TEST_END: let what we sent reach it first, so both
         // ends count the same bytes.
         m.stop_senders();
-        wait_until_delivered(&m, DELIVERY_WAIT).await;
-        control.write_state(State::TestEnd).await?;
-    } else {
-        let _ = control.write_state(State::ClientTerminate).await;
+        wait_until_delivered(m, DELIVERY_WAIT).await;
+        self.control
+            .write_state(State::TestEnd)
+            .await
+            .map_err(|e| SessionError::Protocol(e.to_string()))
     }
-    let (tail, local, _errors) = m.finish(true).await;
-    if let Some(report) = tail {
-        let _ = events.send(TestEvent::Interval {
-            role: PeerRole::Client,
-            report,
-        });
+
+    async fn abandon(&mut self, _why: &str) {
+        let _ = self.control.write_state(State::ClientTerminate).await;
     }
-    let base = TestResult {
-        id: cookie.as_str().to_string(),
-        spec: spec.clone(),
-        started_unix_ms,
-        server_addr: server.to_string(),
-        local,
-        remote: None,
-        status: TestStatus::Complete,
-    };
-    if let Err(e) = outcome {
-        return Ok(TestResult {
-            status: TestStatus::Partial {
-                reason: e.to_string(),
-            },
-            ..base
-        });
+
+    /// The server closes its streams at TEST_END: nothing is left to drain.
+    fn abort_streams(&self, _ended_early: bool) -> bool {
+        true
     }
-    match exchange_results(&mut control, &base).await {
-        Ok(remote) => Ok(TestResult {
-            remote: Some(remote),
-            ..base
-        }),
-        Err(e) => Ok(TestResult {
-            status: TestStatus::Partial {
-                reason: e.to_string(),
-            },
-            ..base
-        }),
+
+    async fn finals(
+        &mut self,
+        local: &mut SideReport,
+        _events: &mpsc::UnboundedSender<TestEvent>,
+    ) -> Result<Option<SideReport>, String> {
+        self.exchange_results(local)
+            .await
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl Iperf3FarEnd {
+    async fn exchange_results(&mut self, local: &SideReport) -> Result<SideReport, Iperf3Error> {
+        let protocol = self.spec.protocol;
+        let control = &mut self.control;
+        expect(control, State::ExchangeResults).await?;
+        let ours = Results::from_report(local, protocol);
+        control
+            .write_json(&serde_json::to_value(&ours).expect("results serialize"))
+            .await?;
+        let theirs = Results::parse(&control.read_json(MAX_RESULTS_LEN).await?)?;
+        expect(control, State::DisplayResults).await?;
+        control.write_state(State::IperfDone).await?;
+        Ok(theirs.into_report(local, PeerRole::Server, protocol))
     }
 }
 
@@ -153,63 +216,6 @@ async fn expect(control: &mut Control, want: State) -> Result<(), Iperf3Error> {
         other => Err(Iperf3Error::Aborted(format!(
             "expected {want:?} from the server, got {other:?}"
         ))),
-    }
-}
-
-async fn exchange_results(
-    control: &mut Control,
-    base: &TestResult,
-) -> Result<perfpeer_shared::report::SideReport, Iperf3Error> {
-    expect(control, State::ExchangeResults).await?;
-    let ours = Results::from_report(&base.local, base.spec.protocol);
-    control
-        .write_json(&serde_json::to_value(&ours).expect("results serialize"))
-        .await?;
-    let theirs = Results::parse(&control.read_json(MAX_RESULTS_LEN).await?)?;
-    expect(control, State::DisplayResults).await?;
-    control.write_state(State::IperfDone).await?;
-    Ok(theirs.into_report(&base.local, PeerRole::Server, base.spec.protocol))
-}
-
-async fn until_end(
-    control: &mut Control,
-    m: &mut Measurement,
-    spec: &TestSpec,
-    events: &mpsc::UnboundedSender<TestEvent>,
-    cancel: &CancellationToken,
-) -> Result<(), Iperf3Error> {
-    let deadline = spec
-        .total_time()
-        .map(|t| tokio::time::Instant::from_std(m.epoch() + t));
-    let mut poll = tokio::time::interval(Duration::from_millis(10));
-    loop {
-        tokio::select! {
-            report = m.next_interval() => {
-                let _ = events.send(TestEvent::Interval { role: PeerRole::Client, report });
-            }
-            state = control.next_state() => return Err(match state? {
-                State::ServerTerminate => Iperf3Error::Aborted("the server was interrupted".into()),
-                State::ServerError => control.read_server_error().await,
-                other => Iperf3Error::Aborted(format!("unexpected {other:?} from the server during the test")),
-            }),
-            _ = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => return Ok(()),
-            _ = poll.tick() => if bytes_done(spec, m) { return Ok(()) },
-            _ = cancel.cancelled() => return Err(Iperf3Error::Aborted("cancelled".into())),
-        }
-    }
-}
-
-/// Byte-count tests: the client ends once its senders spent the budget or, when it only
-/// receives, once it has received that many bytes.
-fn bytes_done(spec: &TestSpec, m: &Measurement) -> bool {
-    let EndCondition::Bytes { bytes } = spec.end else {
-        return false;
-    };
-    let e = m.engine();
-    if e.has_senders() {
-        e.senders_done()
-    } else {
-        e.bytes(StreamRole::Receiver) >= bytes
     }
 }
 

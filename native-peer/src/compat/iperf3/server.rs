@@ -307,7 +307,9 @@ async fn serve_test(
         m.stop_senders();
         drain_receivers(&m).await;
     }
-    let (tail, local, _errors) = m.finish(true).await;
+    let finished = m.finish(true).await;
+    let status = finished.status(None);
+    let (tail, local) = (finished.tail, finished.report);
     if let Some(report) = tail {
         let _ = shared.events.send(ServerEvent::Interval {
             spec: spec.clone(),
@@ -345,7 +347,7 @@ async fn serve_test(
             .unwrap_or_default(),
         local,
         remote: Some(remote),
-        status: TestStatus::Complete,
+        status,
     })
 }
 

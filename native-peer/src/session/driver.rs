@@ -1,0 +1,212 @@
+//! One client run, whatever answers at the far end. A [`FarEnd`] (a perfpeer peer, a stock
+//! iperf3, iperf 2 or ttcp) has done its handshake and opened the data streams; [`drive`] then
+//! measures, watches the far end and the end condition, ends the test, takes the far end's
+//! finals and makes the [`TestResult`], with one rule for what an early end or a broken stream
+//! makes of it. Adding a kind of far end is one implementation of [`FarEnd`], nothing else.
+
+use std::time::{Duration, Instant};
+
+use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, StreamRole, TestResult};
+use perfpeer_shared::spec::{EndCondition, TestSpec};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::SessionError;
+use super::client::TestEvent;
+use super::measure::Measurement;
+use crate::engine::{StreamSetup, WireOptions};
+
+/// How often the end condition is checked when a test is not timed.
+const DONE_POLL: Duration = Duration::from_millis(10);
+
+/// A far end that is ready: its streams are open and measurement may start.
+pub struct Ready {
+    /// The test's id at the far end (empty where the far end has none).
+    pub test_id: String,
+    /// The far end's address, for the result.
+    pub server_addr: String,
+    /// This end's data streams.
+    pub setups: Vec<StreamSetup>,
+    /// The datagram format the far end speaks.
+    pub wire: WireOptions,
+    /// Which end of the test this is.
+    pub role: PeerRole,
+}
+
+/// What a far end says while the test runs.
+#[derive(Debug)]
+pub enum FarEvent {
+    /// It measured an interval.
+    Interval(IntervalReport),
+    /// Its senders spent their byte count.
+    SendersDone,
+    /// It ended the test (why).
+    Ended(String),
+}
+
+/// One kind of far end, after its handshake: what it says during the test, when the test is
+/// done, how it is told the end, and its final figures.
+#[allow(async_fn_in_trait)] // used generically in this crate, never as `dyn` or across threads
+pub trait FarEnd {
+    /// The next thing the far end says during the test. Must be cancel-safe; a far end with
+    /// no control connection during the test never answers.
+    async fn next_event(&mut self) -> FarEvent {
+        std::future::pending().await
+    }
+
+    /// When a timed test ends (`epoch`: when measurement began).
+    fn deadline(&self, spec: &TestSpec, epoch: Instant) -> Option<Instant> {
+        spec.total_time().map(|t| epoch + t)
+    }
+
+    /// Whether the test is done before its deadline (checked every 10 ms). By default: this
+    /// end's senders spent their byte count, or, if it only receives, its receivers saw the end.
+    fn done(&mut self, m: &Measurement, _spec: &TestSpec) -> bool {
+        let e = m.engine();
+        if e.has_senders() {
+            e.senders_done()
+        } else {
+            e.receivers_done()
+        }
+    }
+
+    /// The test ran to its end: tell the far end, before the streams stop.
+    async fn end(&mut self, _m: &Measurement) -> Result<(), SessionError> {
+        Ok(())
+    }
+
+    /// The test ends early (`why`): tell the far end if it can be told.
+    async fn abandon(&mut self, _why: &str) {}
+
+    /// Whether the streams are aborted rather than stopped and drained at the end.
+    fn abort_streams(&self, ended_early: bool) -> bool {
+        ended_early
+    }
+
+    /// After the streams ended: the far end's figures, if it reports any. May adjust this end's
+    /// report to the far end's way of counting; an error makes the result partial.
+    async fn finals(
+        &mut self,
+        _local: &mut SideReport,
+        _events: &mpsc::UnboundedSender<TestEvent>,
+    ) -> Result<Option<SideReport>, String> {
+        Ok(None)
+    }
+}
+
+/// Runs the test with a far end that is ready, sending live events to `events`; `cancel` ends
+/// it early with a partial result.
+pub async fn drive(
+    mut far: impl FarEnd,
+    ready: Ready,
+    spec: &TestSpec,
+    events: &mpsc::UnboundedSender<TestEvent>,
+    cancel: &CancellationToken,
+) -> Result<TestResult, SessionError> {
+    let Ready {
+        test_id,
+        server_addr,
+        setups,
+        wire,
+        role,
+    } = ready;
+    let started_unix_ms = crate::util::unix_ms_now();
+    let mut m = Measurement::start_with(role, spec, setups, &wire)?;
+    let _ = events.send(TestEvent::Started {
+        test_id: test_id.clone(),
+        server_addr: server_addr.clone(),
+        sockets: m.sockets(),
+    });
+    let mut ended_early = until_end(&mut far, &mut m, role, spec, events, cancel)
+        .await
+        .err();
+    match &ended_early {
+        None => {
+            if let Err(e) = far.end(&m).await {
+                ended_early = Some(e.to_string());
+            }
+        }
+        Some(why) => far.abandon(why).await,
+    }
+    let mut finished = m.finish(far.abort_streams(ended_early.is_some())).await;
+    if let Some(report) = finished.tail.clone() {
+        let _ = events.send(TestEvent::Interval { role, report });
+    }
+    let remote = match ended_early {
+        Some(_) => None,
+        None => match far.finals(&mut finished.report, events).await {
+            Ok(remote) => remote,
+            Err(why) => {
+                ended_early = Some(why);
+                None
+            }
+        },
+    };
+    let status = finished.status(ended_early);
+    let mut local = finished.report;
+    local.intervals.shrink_to_fit();
+    Ok(TestResult {
+        id: test_id,
+        spec: spec.clone(),
+        started_unix_ms,
+        server_addr,
+        local,
+        remote,
+        status,
+    })
+}
+
+/// Measures until the end condition; `Err(why)` if the test ended early.
+async fn until_end(
+    far: &mut impl FarEnd,
+    m: &mut Measurement,
+    role: PeerRole,
+    spec: &TestSpec,
+    events: &mpsc::UnboundedSender<TestEvent>,
+    cancel: &CancellationToken,
+) -> Result<(), String> {
+    let deadline = far.deadline(spec, m.epoch());
+    let mut poll = tokio::time::interval(DONE_POLL);
+    loop {
+        tokio::select! {
+            report = m.next_interval() => {
+                let _ = events.send(TestEvent::Interval { role, report });
+            }
+            event = far.next_event() => match event {
+                FarEvent::Interval(report) => {
+                    let _ = events.send(TestEvent::Interval { role: role.other(), report });
+                }
+                FarEvent::SendersDone => {}
+                FarEvent::Ended(why) => return Err(why),
+            },
+            () = sleep_until(deadline) => return Ok(()),
+            _ = poll.tick() => {
+                if far.done(m, spec) {
+                    return Ok(());
+                }
+            }
+            () = cancel.cancelled() => return Err("cancelled".into()),
+        }
+    }
+}
+
+/// Byte-count end for a client whose far end reports nothing during the test: its senders
+/// spent the count, or, if it only receives, it received that many bytes.
+pub fn received_byte_count(m: &Measurement, spec: &TestSpec) -> bool {
+    let EndCondition::Bytes { bytes } = spec.end else {
+        return false;
+    };
+    let e = m.engine();
+    if e.has_senders() {
+        e.senders_done()
+    } else {
+        e.bytes(StreamRole::Receiver) >= bytes
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
