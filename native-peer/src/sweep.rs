@@ -9,16 +9,8 @@ use perfpeer_shared::sweep::{SweepPoint, SweepResult};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::session::client::{ClientOptions, TestEvent};
-
-/// What a running sweep tells its caller.
-#[derive(Debug)]
-pub enum SweepEvent {
-    /// An event of the running size's test.
-    Test(TestEvent),
-    /// The size is done (its row, or why it has none).
-    Point(SweepPoint),
-}
+use crate::session::client::ClientOptions;
+use crate::session::events::SweepEvent;
 
 /// Runs `spec` once per size (its `len` replaced), sending events to `events`; a cancel ends the
 /// running size's test early and skips the rest. A size whose test fails is a row saying why,

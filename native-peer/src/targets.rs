@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::compat::{iperf2, iperf3, ttcp};
 use crate::session::SessionError;
-use crate::session::client::{self, ClientOptions, TestEvent};
+use crate::session::client::{self, ClientOptions};
+use crate::session::events::TestEvent;
 use crate::session::target::{resolve_host, split_host_port_or};
 
 /// The kind of far end a target names.

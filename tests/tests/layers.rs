@@ -1,8 +1,8 @@
 //! The binary's modules import only downward, in the order docs/architecture.md draws: cli →
 //! sweep → targets → compat → server → session → store/engine → dccp/hostinfo/admission/budget
 //! → util (modules of one layer do not import each other). Reads every `crate::<module>` path
-//! in native-peer/src and fails on one that points up or sideways, except the few listed below
-//! with the reason each is still there.
+//! in native-peer/src and fails on one that points up or sideways (exceptions would be listed
+//! below with their reason; there are none), and on sibling modules importing each other.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -26,19 +26,9 @@ const LAYERS: &[(&str, u8)] = &[
     ("util", 0),
 ];
 
-/// Imports against the order that are known, each with why (issue 16 removes them).
-const KNOWN: &[(&str, &str, &str)] = &[
-    (
-        "server",
-        "targets",
-        "a browser's run drives any target: to be handed in from above",
-    ),
-    (
-        "server",
-        "sweep",
-        "a browser's sweep: to be handed in from above",
-    ),
-];
+/// Imports against the order that are known, each with why (none now: keep it that way, or
+/// say here why one must stay).
+const KNOWN: &[(&str, &str, &str)] = &[];
 
 fn layer(module: &str) -> Option<u8> {
     LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
@@ -113,4 +103,53 @@ fn native_peer_modules_import_only_downward() {
             "{from} → {to} is no longer used ({why}): remove it from KNOWN"
         );
     }
+}
+
+/// Sibling modules (files of one folder) must not import each other both ways: one of them is
+/// then a helper of the other's, and belongs below it (as `cli/test.rs` and `cli/modes.rs`
+/// were). Reads `super::<name>` paths between the files of each folder.
+#[test]
+fn sibling_modules_do_not_import_each_other() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../native-peer/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut edges = BTreeSet::new();
+    for file in &files {
+        let Some(dir) = file.parent() else { continue };
+        let own = file.file_stem().unwrap().to_string_lossy().to_string();
+        if own == "mod" {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        for line in text.lines() {
+            let code = line.split("//").next().unwrap_or("");
+            for part in code.split("super::").skip(1) {
+                let target: String = part
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                let sibling = dir.join(format!("{target}.rs")).exists()
+                    || dir.join(&target).join("mod.rs").exists();
+                if sibling && target != own {
+                    edges.insert((dir.to_path_buf(), own.clone(), target));
+                }
+            }
+        }
+    }
+    let both_ways: Vec<String> = edges
+        .iter()
+        .filter(|(dir, a, b)| a < b && edges.contains(&(dir.clone(), b.clone(), a.clone())))
+        .map(|(dir, a, b)| {
+            format!(
+                "{}: {a} and {b} import each other",
+                dir.strip_prefix(&src).unwrap_or(dir).display()
+            )
+        })
+        .collect();
+    assert!(both_ways.is_empty(), "{}", both_ways.join("\n"));
+    assert!(
+        edges.len() > 10,
+        "found only {} sibling imports",
+        edges.len()
+    );
 }

@@ -14,10 +14,11 @@ use perfpeer_shared::report::{PeerRole, TestStatus};
 use perfpeer_shared::spec::Protocol;
 use tokio::sync::mpsc;
 
-use super::test::{TestFlags, cancel_on_ctrl_c, serve_printing};
+use super::flags::TestFlags;
+use super::live::{run_printing, serve_printing};
 use crate::compat::iperf2::codec::DEFAULT_PORT;
 use crate::compat::iperf2::{client, server};
-use crate::session::client::TestEvent;
+use crate::session::events::TestEvent;
 use crate::session::target::{Family, resolve_host};
 
 /// Flags of `perfpeer iperf` (iperf 2's letters; `-b` is per stream, as in iperf 2).
@@ -84,33 +85,29 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
         "{}",
         fmt::client_banner(&host, args.port, spec.protocol, spec.window)
     );
-    let (tx, mut events) = mpsc::unbounded_channel();
-    let test = client::run(server, &spec, &opts, tx, cancel_on_ctrl_c());
-    tokio::pin!(test);
     let udp_rx = spec.protocol == Protocol::Udp
         && spec.direction != perfpeer_shared::spec::Direction::Normal;
-    let print = |ev: &TestEvent| match ev {
-        TestEvent::Started { sockets, .. } => {
-            for s in sockets {
-                out!("{}", fmt::connected_line(s.id, &s.local, &s.remote));
+    let print = |ev: &TestEvent| {
+        match ev {
+            TestEvent::Started { sockets, .. } => {
+                for s in sockets {
+                    out!("{}", fmt::connected_line(s.id, &s.local, &s.remote));
+                }
+                out!("{}", fmt::header(udp_rx));
             }
-            out!("{}", fmt::header(udp_rx));
+            TestEvent::Interval {
+                role: PeerRole::Client,
+                report,
+            } if args.flags.interval_given() => out!("{}", fmt::interval_rows(report)),
+            TestEvent::Interval { .. } | TestEvent::Stored { .. } => {}
         }
-        TestEvent::Interval {
-            role: PeerRole::Client,
-            report,
-        } if args.flags.interval_given() => out!("{}", fmt::interval_rows(report)),
-        TestEvent::Interval { .. } | TestEvent::Stored { .. } => {}
+        Ok(())
     };
-    let outcome = loop {
-        tokio::select! {
-            r = &mut test => break r,
-            Some(ev) = events.recv() => print(&ev),
-        }
-    };
-    while let Ok(ev) = events.try_recv() {
-        print(&ev);
-    }
+    let outcome = run_printing(
+        |events, cancel| client::run(server, &spec, &opts, events, cancel),
+        print,
+    )
+    .await?;
     let result = outcome.with_context(|| format!("test against {host} failed"))?;
     out!("{}", fmt::final_rows(&result));
     Ok(match result.status {

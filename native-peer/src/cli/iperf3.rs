@@ -12,8 +12,9 @@ use perfpeer_shared::format::iperf3::{self as fmt, Preamble};
 use perfpeer_shared::report::PeerRole;
 use tokio::sync::mpsc;
 
+use super::flags::TestFlags;
+use super::live::{finish, run_printing, serve_printing};
 use super::output::{Printer, Style};
-use super::test::{TestFlags, cancel_on_ctrl_c, finish, print_while, serve_printing};
 use crate::compat::iperf3::codec::DEFAULT_PORT;
 use crate::compat::iperf3::{client, server};
 use crate::session::target::resolve_host;
@@ -67,17 +68,21 @@ async fn run_client(host: String, args: &Iperf3Args) -> anyhow::Result<ExitCode>
     let server = resolve_host(&host, args.port, opts.family)
         .await
         .map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
-    let (events_tx, events) = mpsc::unbounded_channel();
     let mut printer = Printer::new(args.flags.style(), &spec);
-    let test = client::run(
-        server,
-        &spec,
-        args.udp_counters_64bit,
-        &opts,
-        events_tx,
-        cancel_on_ctrl_c(),
-    );
-    let outcome = print_while(&mut printer, events, test).await?;
+    let outcome = run_printing(
+        |events, cancel| {
+            client::run(
+                server,
+                &spec,
+                args.udp_counters_64bit,
+                &opts,
+                events,
+                cancel,
+            )
+        },
+        |ev| printer.event(ev),
+    )
+    .await?;
     finish(&mut printer, outcome.map_err(anyhow::Error::new), &host)
 }
 

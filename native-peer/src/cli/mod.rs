@@ -20,8 +20,10 @@ macro_rules! outln {
     }};
 }
 
+mod flags;
 mod iperf;
 mod iperf3;
+mod live;
 mod modes;
 mod netperf;
 mod output;

@@ -15,10 +15,12 @@ use perfpeer_shared::sweep::parse_sizes;
 use perfpeer_shared::units::BitRate;
 use tokio::sync::mpsc;
 
+use super::flags::Given;
+use super::live::{cancel_on_ctrl_c, run_printing};
 use super::output::Style;
-use super::test::Given;
-use crate::session::client::{ClientOptions, TestEvent};
-use crate::sweep::SweepEvent;
+use crate::session::client::ClientOptions;
+use crate::session::events::SweepEvent;
+use crate::session::events::TestEvent;
 
 /// Seconds per size of a sweep unless `-t` says otherwise.
 const SWEEP_SECONDS: u64 = 2;
@@ -131,7 +133,7 @@ pub async fn run_sweep(
     opts: &ClientOptions,
     style: Style,
 ) -> anyhow::Result<ExitCode> {
-    let cancel = super::test::cancel_on_ctrl_c();
+    let cancel = cancel_on_ctrl_c();
     let (tx, mut events) = mpsc::unbounded_channel();
     let progress = tokio::spawn(async move {
         while let Some(ev) = events.recv().await {
@@ -167,8 +169,6 @@ pub async fn run_cbr(
     spec: &TestSpec,
     opts: &ClientOptions,
 ) -> anyhow::Result<ExitCode> {
-    let cancel = super::test::cancel_on_ctrl_c();
-    let (tx, mut events) = mpsc::unbounded_channel();
     outln!(
         "Constant bitrate over {}: {} in {}-byte packets ({:.1} packets/s); Ctrl-C ends it",
         spec.protocol.upper_name(),
@@ -178,17 +178,11 @@ pub async fn run_cbr(
             .map_or(0.0, |b| b.0 as f64 / 8.0 / f64::from(spec.len))
     );
     outln!("{}", cbr::header());
-    let test = crate::targets::run(peer, spec, opts, tx, cancel);
-    tokio::pin!(test);
-    let outcome = loop {
-        tokio::select! {
-            r = &mut test => break r,
-            Some(ev) = events.recv() => print_live(&ev),
-        }
-    };
-    while let Ok(ev) = events.try_recv() {
-        print_live(&ev);
-    }
+    let outcome = run_printing(
+        |events, cancel| crate::targets::run(peer, spec, opts, events, cancel),
+        print_live,
+    )
+    .await?;
     let result = outcome.with_context(|| format!("constant-bitrate stream to {peer} failed"))?;
     out!("{}", cbr::summary(&result));
     out!("{}", dccp_text::text(&result));
@@ -199,12 +193,13 @@ pub async fn run_cbr(
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_live(ev: &TestEvent) {
+fn print_live(ev: &TestEvent) -> std::io::Result<()> {
     if let TestEvent::Interval { report, .. } = ev {
         for line in cbr::lines(report) {
             outln!("{line}");
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]

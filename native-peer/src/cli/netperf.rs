@@ -14,9 +14,10 @@ use perfpeer_shared::report::TestStatus;
 use perfpeer_shared::spec::{
     Direction, EndCondition, MAX_UDP_LEN, Protocol, RequestResponse, TestSpec,
 };
-use tokio::sync::mpsc;
 
-use crate::session::client::{ClientOptions, TestEvent, run_test};
+use super::live::run_printing;
+use crate::session::client::{ClientOptions, run_test};
+use crate::session::events::TestEvent;
 use crate::session::target::{Family, split_host_port};
 
 /// Flags of `perfpeer netperf` (netperf's letters).
@@ -287,13 +288,9 @@ pub async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
         remote_cpu: args.remote_cpu,
         headers,
     };
-    let (events_tx, mut events) = mpsc::unbounded_channel();
-    let cancel = super::test::cancel_on_ctrl_c();
     let client_opts = args.options();
-    let test = run_test(&args.host, &spec, &client_opts, events_tx, cancel);
-    tokio::pin!(test);
     let mut banner_due = headers;
-    let mut on_event = |ev: TestEvent| -> std::io::Result<()> {
+    let on_event = |ev: &TestEvent| -> std::io::Result<()> {
         if let TestEvent::Started { server_addr, .. } = ev
             && std::mem::take(&mut banner_due)
         {
@@ -302,15 +299,11 @@ pub async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
         }
         Ok(())
     };
-    let outcome = loop {
-        tokio::select! {
-            r = &mut test => break r,
-            Some(ev) = events.recv() => on_event(ev)?,
-        }
-    };
-    while let Ok(ev) = events.try_recv() {
-        on_event(ev)?;
-    }
+    let outcome = run_printing(
+        |events, cancel| run_test(&args.host, &spec, &client_opts, events, cancel),
+        on_event,
+    )
+    .await?;
     let result = match outcome {
         Ok(result) => result,
         Err(e) => {

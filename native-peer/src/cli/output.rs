@@ -9,7 +9,7 @@ use perfpeer_shared::rr::RrFinal;
 use perfpeer_shared::spec::TestSpec;
 
 use crate::hostinfo;
-use crate::session::client::TestEvent;
+use crate::session::events::TestEvent;
 
 /// Output style.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

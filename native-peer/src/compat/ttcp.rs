@@ -21,8 +21,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::session::SessionError;
-use crate::session::client::TestEvent;
 use crate::session::driver::{FarEnd, Ready, drive};
+use crate::session::events::TestEvent;
 use crate::session::measure::Measurement;
 
 /// A UDP receiver that has had data and then hears nothing for this long stops.

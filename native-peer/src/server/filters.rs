@@ -177,7 +177,36 @@ mod tests {
             data_port: 5211,
             ..Default::default()
         };
-        ServerState::new(config, info, CancellationToken::new())
+        ServerState::new(config, info, Arc::new(NoRuns), CancellationToken::new())
+    }
+
+    /// These routes never start a run.
+    struct NoRuns;
+
+    impl crate::server::runner::Runner for NoRuns {
+        fn run(
+            &self,
+            _: String,
+            _: perfpeer_shared::spec::TestSpec,
+            _: tokio::sync::mpsc::UnboundedSender<crate::session::events::TestEvent>,
+            _: CancellationToken,
+        ) -> futures_util::future::BoxFuture<
+            'static,
+            Result<perfpeer_shared::report::TestResult, crate::session::SessionError>,
+        > {
+            unreachable!("the routes tested here start no run")
+        }
+
+        fn sweep(
+            &self,
+            _: String,
+            _: perfpeer_shared::spec::TestSpec,
+            _: Vec<u32>,
+            _: tokio::sync::mpsc::UnboundedSender<crate::session::events::SweepEvent>,
+            _: CancellationToken,
+        ) -> futures_util::future::BoxFuture<'static, perfpeer_shared::sweep::SweepResult> {
+            unreachable!("the routes tested here start no sweep")
+        }
     }
 
     #[tokio::test]

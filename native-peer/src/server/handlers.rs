@@ -13,7 +13,8 @@ use perfpeer_shared::spec::TestSpec;
 use warp::ws::{Message, WebSocket};
 
 use super::far_end;
-use super::runs::{self, RunLog};
+use super::run_log::{KEEP_FINISHED, RunLog};
+use super::runs;
 use super::state::ServerState;
 use crate::admission::Admitted;
 use crate::session::SessionError;
@@ -285,7 +286,7 @@ async fn attach(
             message: format!(
                 "no test {test_id} on this peer: it ended more than {} s ago, was never run here, \
                  or the peer restarted",
-                runs::KEEP_FINISHED.as_secs()
+                KEEP_FINISHED.as_secs()
             ),
         }),
     }

@@ -10,6 +10,8 @@ pub mod guard;
 pub mod handlers;
 pub mod http;
 pub mod results;
+pub mod run_log;
+pub mod runner;
 pub mod runs;
 pub mod state;
 pub mod token;

@@ -94,7 +94,9 @@ pub struct ServerState {
     /// Cancelled on shutdown.
     pub shutdown: CancellationToken,
     /// Tests started from a browser with `run`, attachable by test id.
-    pub runs: super::runs::Runs,
+    pub runs: super::run_log::Runs,
+    /// What a browser's `run` and `sweep` are handed to.
+    pub runner: Arc<dyn super::runner::Runner>,
     /// Buffers of running tests, within `config.max_memory`.
     pub memory: Arc<MemoryBudget>,
     /// The names and origins the control port answers to.
@@ -111,7 +113,12 @@ pub struct ServerState {
 
 impl ServerState {
     /// State for a peer with `config`.
-    pub fn new(config: ServeConfig, info: PeerInfo, shutdown: CancellationToken) -> Arc<Self> {
+    pub fn new(
+        config: ServeConfig,
+        info: PeerInfo,
+        runner: Arc<dyn super::runner::Runner>,
+        shutdown: CancellationToken,
+    ) -> Arc<Self> {
         Arc::new(ServerState {
             slots: Arc::new(Semaphore::new(config.max_tests as usize)),
             memory: MemoryBudget::new(config.max_memory),
@@ -128,7 +135,8 @@ impl ServerState {
             config,
             info,
             shutdown,
-            runs: super::runs::Runs::default(),
+            runs: super::run_log::Runs::default(),
+            runner,
             pending: Mutex::new(HashMap::new()),
             store: std::sync::OnceLock::new(),
             running: Mutex::new(HashMap::new()),

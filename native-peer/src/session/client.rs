@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use perfpeer_shared::PROTOCOL_VERSION;
 use perfpeer_shared::control::{ClientMsg, ErrorCode, MAX_CONTROL_MESSAGE, ServerMsg};
-use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, SocketInfo, TestResult};
+use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, TestResult};
 use perfpeer_shared::spec::TestSpec;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::{self, Message, protocol::WebSocketConfig};
@@ -16,6 +16,7 @@ use super::SessionError;
 use super::channel::{ControlChannel, Frame, WsMessage};
 use super::data_connect;
 use super::driver::{FarEnd, FarEvent, Ready, drive};
+use super::events::TestEvent;
 use super::measure::Measurement;
 use super::target::{Family, resolve};
 use crate::engine::WireOptions;
@@ -43,32 +44,6 @@ impl Default for ClientOptions {
             bind: None,
         }
     }
-}
-
-/// What happens during a test, for live display.
-#[derive(Debug, Clone)]
-pub enum TestEvent {
-    /// Streams are up and measurement starts.
-    Started {
-        /// Test id.
-        test_id: String,
-        /// `ip:port` of the far peer's control endpoint.
-        server_addr: String,
-        /// The client's data sockets.
-        sockets: Vec<SocketInfo>,
-    },
-    /// The far peer stored the test: its result page.
-    Stored {
-        /// `http://peer:port/r/<id>`.
-        url: String,
-    },
-    /// An interval measured at one end.
-    Interval {
-        /// Which end.
-        role: PeerRole,
-        /// The interval.
-        report: IntervalReport,
-    },
 }
 
 /// Wait for the far end's streams and `ready`.

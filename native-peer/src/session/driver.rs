@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::SessionError;
-use super::client::TestEvent;
+use super::events::TestEvent;
 use super::measure::Measurement;
 use crate::engine::{StreamSetup, WireOptions};
 

@@ -7,12 +7,14 @@
 //! - [`data_connect`]: the client opening its data streams.
 //! - [`driver`]: one client run against any [`driver::FarEnd`] (a perfpeer peer here; the
 //!   stock tools' in `compat`): measure, watch the far end, end, finals, the result.
+//! - [`events`]: what a client run tells its caller while it goes on (tests and sweeps).
 //! - [`measure`]: one end's measurement (engine + sampler + CPU) from begin to final report.
 
 pub mod channel;
 pub mod client;
 pub mod data_connect;
 pub mod driver;
+pub mod events;
 pub mod measure;
 pub mod target;
 

@@ -20,8 +20,9 @@ use super::codec::{Amount, Header, ServerReport, UDP_HEADER_AT};
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
 use crate::session::SessionError;
-use crate::session::client::{ClientOptions, TestEvent};
+use crate::session::client::ClientOptions;
 use crate::session::driver::{FarEnd, Ready, drive};
+use crate::session::events::TestEvent;
 use crate::session::measure::Measurement;
 
 /// Fins sent at most (one every 10 ms: 2 s), as iperf2 does.

@@ -18,8 +18,9 @@ use super::control::{Control, Iperf3Error};
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
 use crate::session::SessionError;
-use crate::session::client::{ClientOptions, TestEvent};
+use crate::session::client::ClientOptions;
 use crate::session::driver::{FarEnd, FarEvent, Ready, drive, received_byte_count};
+use crate::session::events::TestEvent;
 use crate::session::measure::Measurement;
 
 /// Time for a stock server to read what its kernel has acknowledged.

@@ -1,0 +1,266 @@
+//! The test flags that `perfpeer test`, `perfpeer iperf3 -c` and `perfpeer iperf -c` share
+//! (iperf3's letters), and how they become one `TestSpec`, the client's options and the output
+//! style.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use anyhow::bail;
+use clap::Args;
+use perfpeer_shared::spec::{Direction, EndCondition, Protocol, RequestResponse, TestSpec};
+use perfpeer_shared::units::{BitRate, parse_rate, parse_size};
+
+use super::output::Style;
+use crate::session::client::ClientOptions;
+use crate::session::target::Family;
+
+/// Which of the common flags were given (modes pick their own defaults for the others).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Given {
+    /// `-u`.
+    pub udp: bool,
+    /// `-l`.
+    pub len: bool,
+    /// `-b`.
+    pub bitrate: bool,
+    /// `-t`.
+    pub time: bool,
+    /// `-n`.
+    pub bytes: bool,
+}
+
+/// Test flags shared by `perfpeer test` and `perfpeer iperf3 -c`.
+#[derive(Debug, Args)]
+pub struct TestFlags {
+    /// UDP instead of TCP.
+    #[arg(short = 'u', long)]
+    udp: bool,
+    /// Seconds to transmit (default 10).
+    #[arg(
+        short = 't',
+        long,
+        value_name = "SECS",
+        conflicts_with = "bytes",
+        allow_negative_numbers = true
+    )]
+    time: Option<f64>,
+    /// Bytes to transmit per direction instead of a time (K/M/G = 1024-based).
+    #[arg(short = 'n', long, value_parser = parse_size_arg)]
+    bytes: Option<u64>,
+    /// Bytes per write (TCP, default 128K) or per datagram (UDP, default 1448).
+    #[arg(short = 'l', long, value_parser = parse_size_arg)]
+    len: Option<u64>,
+    /// Parallel streams per direction.
+    #[arg(short = 'P', long, default_value_t = 1)]
+    parallel: u16,
+    /// Reverse: the peer sends, this machine receives.
+    #[arg(short = 'R', long, conflicts_with = "bidir")]
+    reverse: bool,
+    /// Both directions at once.
+    #[arg(long)]
+    bidir: bool,
+    /// Target rate (K/M/G = 1000-based; 0 = unlimited; UDP default 1M): for the whole test per
+    /// direction with `perfpeer test`, per stream with `perfpeer iperf3` (as iperf3 has it).
+    #[arg(short = 'b', long, value_parser = parse_rate_arg)]
+    bitrate: Option<BitRate>,
+    /// Socket buffer size (SO_SNDBUF/SO_RCVBUF).
+    #[arg(short = 'w', long, value_parser = parse_size_arg)]
+    window: Option<u64>,
+    /// TCP maximum segment size.
+    #[arg(short = 'M', long = "mss")]
+    mss: Option<u32>,
+    /// TCP congestion control algorithm (e.g. cubic, bbr, reno).
+    #[arg(short = 'C', long)]
+    congestion: Option<String>,
+    /// TCP_NODELAY on data streams.
+    #[arg(short = 'N', long = "no-delay")]
+    no_delay: bool,
+    /// IP type of service / traffic class (decimal, 0x hex or 0 octal).
+    #[arg(short = 'S', long, value_parser = parse_tos)]
+    tos: Option<u8>,
+    /// Seconds to omit from the start (TCP slow start).
+    #[arg(
+        short = 'O',
+        long,
+        value_name = "SECS",
+        default_value_t = 0.0,
+        allow_negative_numbers = true
+    )]
+    omit: f64,
+    /// Seconds between interval reports (default 1).
+    #[arg(short = 'i', long, value_name = "SECS", allow_negative_numbers = true)]
+    interval: Option<f64>,
+    /// IPv4 only.
+    #[arg(short = '4', long = "version4", conflicts_with = "ipv6")]
+    ipv4: bool,
+    /// IPv6 only.
+    #[arg(short = '6', long = "version6")]
+    ipv6: bool,
+    /// Local address for the data streams.
+    #[arg(short = 'B', long)]
+    bind: Option<IpAddr>,
+    /// The peer's access token (not needed to run a test against it).
+    #[arg(long)]
+    token: Option<String>,
+    /// Output one JSON object at the end, with iperf3 -J's keys.
+    #[arg(short = 'J', long, conflicts_with = "json_stream")]
+    json: bool,
+    /// Output one JSON object per line as things happen (iperf3 3.17's --json-stream).
+    #[arg(long)]
+    json_stream: bool,
+    /// Request/response mode (like netperf TCP_RR): one request of -l bytes (default 1), one
+    /// response, one transaction at a time; reports transactions/s and round-trip percentiles.
+    #[arg(long)]
+    rr: bool,
+    /// Response size in request/response mode (default: the request size).
+    #[arg(long, value_name = "N", requires = "rr", value_parser = parse_size_arg)]
+    response_len: Option<u64>,
+    /// Receivers let the kernel discard the data instead of copying it out (MSG_TRUNC), like
+    /// iperf3's --skip-rx-copy.
+    #[arg(long)]
+    skip_rx_copy: bool,
+    /// Pace TCP with the kernel's SO_MAX_PACING_RATE instead of perfpeer's clock (needs -b).
+    #[arg(long)]
+    fq_pacing: bool,
+    /// Seconds to wait for the peer to answer.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    connect_timeout: f64,
+}
+
+fn parse_size_arg(s: &str) -> Result<u64, String> {
+    parse_size(s).map_err(|e| e.to_string())
+}
+
+fn parse_rate_arg(s: &str) -> Result<BitRate, String> {
+    parse_rate(s).map_err(|e| e.to_string())
+}
+
+fn parse_tos(s: &str) -> Result<u8, String> {
+    let parsed = if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u8::from_str_radix(hex, 16)
+    } else if s.len() > 1 && s.starts_with('0') {
+        u8::from_str_radix(&s[1..], 8)
+    } else {
+        s.parse()
+    };
+    parsed.map_err(|_| format!("'{s}' is not a TOS value (0-255)"))
+}
+
+fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(v)
+        .map_err(|_| anyhow::anyhow!("{name} must be a non-negative number of seconds, got {v}"))
+}
+
+impl TestFlags {
+    /// Builds and validates the spec; `rate_per_stream` reads `-b` as iperf3 does.
+    pub fn spec(&self, rate_per_stream: bool) -> anyhow::Result<TestSpec> {
+        let protocol = if self.udp {
+            Protocol::Udp
+        } else {
+            Protocol::Tcp
+        };
+        let mut spec = TestSpec::new(protocol);
+        spec.direction = match (self.reverse, self.bidir) {
+            (true, _) => Direction::Reverse,
+            (_, true) => Direction::Bidir,
+            _ => Direction::Normal,
+        };
+        spec.end = match (self.bytes, self.time) {
+            (Some(bytes), _) => EndCondition::Bytes { bytes },
+            (None, Some(t)) => EndCondition::Time {
+                duration: seconds("-t", t)?,
+            },
+            (None, None) => spec.end,
+        };
+        spec.omit = seconds("-O", self.omit)?;
+        spec.interval = seconds("-i", self.interval.unwrap_or(1.0))?;
+        spec.streams = self.parallel;
+        if let Some(len) = self.len {
+            spec.len = u32::try_from(len).unwrap_or(u32::MAX);
+        }
+        if let Some(rate) = self.bitrate {
+            let scale = if rate_per_stream {
+                u64::from(self.parallel.max(1))
+            } else {
+                1
+            };
+            spec.bitrate = (rate.0 > 0).then_some(BitRate(rate.0.saturating_mul(scale)));
+        }
+        spec.window = self.window.map(|w| u32::try_from(w).unwrap_or(u32::MAX));
+        spec.mss = self.mss;
+        spec.congestion = self.congestion.clone();
+        spec.no_delay = self.no_delay;
+        spec.tos = self.tos;
+        spec.skip_rx_copy = self.skip_rx_copy;
+        spec.fq_pacing = self.fq_pacing;
+        if self.rr {
+            if self.len.is_none() {
+                spec.len = 1;
+            }
+            let response_len = self
+                .response_len
+                .map_or(spec.len, |n| u32::try_from(n).unwrap_or(u32::MAX));
+            spec.rr = Some(RequestResponse { response_len });
+        }
+        if let Err(e) = spec.validate() {
+            bail!("{e}");
+        }
+        Ok(spec)
+    }
+
+    /// Which flags were given.
+    pub fn given(&self) -> Given {
+        Given {
+            udp: self.udp,
+            len: self.len.is_some(),
+            bitrate: self.bitrate.is_some(),
+            time: self.time.is_some(),
+            bytes: self.bytes.is_some(),
+        }
+    }
+
+    /// Whether `-i` was given (iperf2 prints intervals only then).
+    pub fn interval_given(&self) -> bool {
+        self.interval.is_some()
+    }
+
+    /// `-B`, if given.
+    pub fn bind_addr(&self) -> Option<IpAddr> {
+        self.bind
+    }
+
+    /// Whether `-4` was given.
+    pub fn ipv4_only(&self) -> bool {
+        self.ipv4
+    }
+
+    /// Connection options.
+    pub fn options(&self) -> anyhow::Result<ClientOptions> {
+        let family = match (self.ipv4, self.ipv6) {
+            (true, _) => Some(Family::V4),
+            (_, true) => Some(Family::V6),
+            _ => None,
+        };
+        let connect_timeout = seconds("--connect-timeout", self.connect_timeout)?;
+        if connect_timeout.is_zero() {
+            bail!("--connect-timeout must be more than 0");
+        }
+        Ok(ClientOptions {
+            token: self.token.clone(),
+            connect_timeout,
+            family,
+            bind: self.bind,
+        })
+    }
+
+    /// Output style chosen by `-J` / `--json-stream`.
+    pub fn style(&self) -> Style {
+        if self.json {
+            Style::Json
+        } else if self.json_stream {
+            Style::JsonStream
+        } else {
+            Style::Text
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! What every client subcommand does while a test runs: Ctrl-C as cancellation, one loop that
+//! hands live events to a printer, the stock-tool servers' event loop, and the exit code of a
+//! finished test.
+
+use std::io;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use perfpeer_shared::report::{TestResult, TestStatus};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::output::Printer;
+use crate::session::events::TestEvent;
+
+/// A token cancelled by Ctrl-C (the test then ends with a partial result).
+pub fn cancel_on_ctrl_c() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let ctrl_c = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            ctrl_c.cancel();
+        }
+    });
+    cancel
+}
+
+/// Runs a stock-tool server (`perfpeer iperf3 -s`, `perfpeer iperf -s`) until it ends or Ctrl-C
+/// stops it, handing each of its events to `print`.
+pub async fn serve_printing<E, F>(
+    port: u16,
+    serve: impl FnOnce(CancellationToken) -> F,
+    mut events: mpsc::UnboundedReceiver<E>,
+    mut print: impl FnMut(E),
+) -> anyhow::Result<ExitCode>
+where
+    F: std::future::Future<Output = std::io::Result<()>>,
+{
+    let serve = serve(cancel_on_ctrl_c());
+    tokio::pin!(serve);
+    loop {
+        tokio::select! {
+            r = &mut serve => {
+                while let Ok(ev) = events.try_recv() {
+                    print(ev);
+                }
+                r.with_context(|| format!("cannot serve on port {port}"))?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            Some(ev) = events.recv() => print(ev),
+        }
+    }
+}
+
+/// Runs a client test: `start` gets the live-event sender and a token Ctrl-C cancels; each
+/// event goes to `on_event` while the test runs (and those still queued after it ends). Every
+/// client subcommand prints through this one loop.
+pub async fn run_printing<T, F>(
+    start: impl FnOnce(mpsc::UnboundedSender<TestEvent>, CancellationToken) -> F,
+    mut on_event: impl FnMut(&TestEvent) -> io::Result<()>,
+) -> anyhow::Result<T>
+where
+    F: Future<Output = T>,
+{
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let test = start(events_tx, cancel_on_ctrl_c());
+    tokio::pin!(test);
+    let outcome = loop {
+        tokio::select! {
+            r = &mut test => break r,
+            Some(ev) = events.recv() => on_event(&ev)?,
+        }
+    };
+    while let Ok(ev) = events.try_recv() {
+        on_event(&ev)?;
+    }
+    Ok(outcome)
+}
+
+/// Prints the result (or the error in JSON styles) and picks the exit code.
+pub fn finish(
+    printer: &mut Printer<'_>,
+    outcome: anyhow::Result<TestResult>,
+    peer: &str,
+) -> anyhow::Result<ExitCode> {
+    match outcome {
+        Ok(result) => {
+            printer.result(&result)?;
+            Ok(match result.status {
+                TestStatus::Complete => ExitCode::SUCCESS,
+                TestStatus::Partial { .. } => ExitCode::from(1),
+            })
+        }
+        Err(e) => {
+            printer.error(&e.to_string())?;
+            Err(e.context(format!("test against {peer} failed")))
+        }
+    }
+}

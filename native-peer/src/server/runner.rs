@@ -1,0 +1,37 @@
+//! What a browser's `run` and `sweep` are handed to. The server knows no kind of target: the
+//! layers above it (`targets`, `sweep`) implement [`Runner`] and `perfpeer serve` installs it
+//! in the server's state.
+
+use futures_util::future::BoxFuture;
+use perfpeer_shared::report::TestResult;
+use perfpeer_shared::spec::TestSpec;
+use perfpeer_shared::sweep::SweepResult;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::session::SessionError;
+use crate::session::events::{SweepEvent, TestEvent};
+
+/// How a browser's `run` and `sweep` reach their target: any kind of far end for a test, one
+/// test per size for a sweep. `perfpeer serve` installs the one that `targets` and `sweep`
+/// provide.
+pub trait Runner: Send + Sync {
+    /// Runs `spec` against `target`.
+    fn run(
+        &self,
+        target: String,
+        spec: TestSpec,
+        events: mpsc::UnboundedSender<TestEvent>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<TestResult, SessionError>>;
+
+    /// Runs `spec` against `target` once per size.
+    fn sweep(
+        &self,
+        target: String,
+        spec: TestSpec,
+        sizes: Vec<u32>,
+        events: mpsc::UnboundedSender<SweepEvent>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, SweepResult>;
+}
