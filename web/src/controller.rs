@@ -19,8 +19,9 @@ use crate::dom::{self, Listener, Timeout};
 use crate::form;
 use crate::history::Request;
 use crate::present;
-use crate::store::{Cmd, Model, Msg, Screen, Tab};
+use crate::store::{Cmd, Model, Msg, Screen};
 use crate::view::{self, View};
+use perfpeer_shared::format::layout::Layout;
 
 const TOKEN_KEY: &str = "perfpeer-token";
 
@@ -311,7 +312,7 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
     );
     on("cancel", "click", Box::new(|| Some(Msg::Cancel)));
     on("refresh-tests", "click", Box::new(|| Some(Msg::Refresh)));
-    for tab in Tab::ALL {
+    for tab in Layout::ALL {
         on(
             &format!("tab-{}", tab.id()),
             "click",

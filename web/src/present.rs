@@ -3,13 +3,9 @@
 //! strings and small structs; no statistic is computed here that `perfpeer_shared::report` has.
 
 use perfpeer_shared::control::ErrorCode;
-use perfpeer_shared::format::iperf3::{self, Preamble};
-use perfpeer_shared::format::{cbr, dccp as dccp_text, iperf2, netperf, ttcp};
 use perfpeer_shared::report::{PeerRole, TestResult, TestStatus};
 use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
 use perfpeer_shared::units::{format_bits, format_bytes};
-
-use crate::store::Tab;
 
 /// A rate as iperf3 prints it: `941 Mbits/sec`.
 pub fn rate(bits_per_second: f64) -> String {
@@ -22,7 +18,7 @@ pub fn bytes(n: u64) -> String {
 }
 
 /// Escapes text for HTML element content and attribute values (shared with the server's pages).
-pub use perfpeer_shared::format::html::escape;
+pub use perfpeer_shared::format::markup::escape;
 
 /// The access token in a URL fragment such as `#token=abc` (other `&`-separated keys ignored).
 pub fn token_from_fragment(hash: &str) -> Option<String> {
@@ -94,25 +90,6 @@ pub fn describe_sweep(spec: &TestSpec, sizes: &[u32]) -> String {
         [first, .., last] => text.push_str(&format!(", {} sizes {first}–{last} B", sizes.len())),
     }
     text
-}
-
-/// A datagram test's stream view: the live lines `perfpeer test --cbr` prints (from whichever
-/// end received), its summary, and the CCID's figures for DCCP.
-pub fn stream_text(result: &TestResult) -> String {
-    if result.spec.protocol == Protocol::Tcp {
-        return "A TCP test has no datagram stream figures: see the other tabs.\n".into();
-    }
-    let mut out = format!("{}\n", cbr::header());
-    let sides = std::iter::once(&result.local).chain(result.remote.as_ref());
-    for side in sides {
-        for line in side.intervals.iter().flat_map(cbr::lines) {
-            out.push_str(&line);
-            out.push('\n');
-        }
-    }
-    out.push_str(&cbr::summary(result));
-    out.push_str(&dccp_text::text(result));
-    out
 }
 
 /// One line of the result's summary card. `key` is stable (`flow0-received`, …) for tests.
@@ -216,77 +193,6 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
         }
     }
     rows
-}
-
-/// The result exactly as `perfpeer test` prints it: preamble, interval header, this end's
-/// intervals, summary (all through `perfpeer_shared::format::iperf3`).
-pub fn iperf3_text(result: &TestResult) -> String {
-    let p = Preamble {
-        role: result.local.role,
-        server_addr: &result.server_addr,
-        spec: &result.spec,
-        sockets: &result.local.sockets,
-    };
-    let mut out = String::new();
-    for part in [
-        iperf3::text_preamble(&p),
-        iperf3::text_interval_header(&result.spec, result.local.role),
-    ] {
-        push_line(&mut out, &part);
-    }
-    for report in &result.local.intervals {
-        push_line(
-            &mut out,
-            &iperf3::text_interval(&result.spec, result.local.role, report),
-        );
-    }
-    push_line(&mut out, &iperf3::text_summary(result));
-    out
-}
-
-/// Appends `text` and a newline if it lacks one (the CLI's printer does the same).
-fn push_line(out: &mut String, text: &str) {
-    out.push_str(text);
-    if !text.ends_with('\n') {
-        out.push('\n');
-    }
-}
-
-/// The host part of `host:port` / `[v6]:port` (netperf's banner names the host).
-fn host_of(addr: &str) -> &str {
-    if let Some(rest) = addr.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    match addr.rsplit_once(':') {
-        Some((host, _)) if !host.contains(':') => host,
-        _ => addr,
-    }
-}
-
-/// The result in the layout of `tab` (netperf: with both ends' CPU columns, as `-c -C`; a test
-/// netperf has no equivalent for says why).
-pub fn tab_text(tab: Tab, result: &TestResult) -> String {
-    match tab {
-        Tab::Iperf3 => iperf3_text(result),
-        Tab::Iperf2 => iperf2::text(result),
-        Tab::Ttcp => ttcp::text(result),
-        Tab::Netperf => {
-            let opts = netperf::Options {
-                host: host_of(&result.server_addr),
-                local_cpu: true,
-                remote_cpu: true,
-                headers: true,
-            };
-            netperf::render(result, &opts).unwrap_or_else(|e| format!("{e}\n"))
-        }
-        Tab::Stream => stream_text(result),
-        Tab::Json => json_text(result),
-    }
-}
-
-/// The `-J` JSON of a result, pretty-printed, for download.
-pub fn json_text(result: &TestResult) -> String {
-    serde_json::to_string_pretty(&iperf3::json(result)).unwrap_or_default()
 }
 
 /// An error in plain words: what happened and what to do.
@@ -441,6 +347,8 @@ pub(crate) mod tests {
     }
 
     use super::*;
+    use perfpeer_shared::format::layout::Layout;
+    use perfpeer_shared::format::{iperf2, iperf3, ttcp};
 
     /// A 2-s TCP TX test, both ends' reports, built from JSON like the page receives it.
     pub(crate) fn tcp_result() -> TestResult {
@@ -530,35 +438,35 @@ pub(crate) mod tests {
     #[test]
     fn the_iperf3_tab_is_the_clis_text() {
         let r = tcp_result();
-        let text = iperf3_text(&r);
+        let text = Layout::Iperf3.text(&r);
         assert!(
             text.starts_with("Connecting to host 127.0.0.1, port 5210\n"),
             "{text}"
         );
         assert!(text.contains(&iperf3::text_summary(&r)));
         assert!(text.matches("sec").count() >= 4);
-        let json: serde_json::Value = serde_json::from_str(&json_text(&r)).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&Layout::Json.text(&r)).unwrap();
         assert_eq!(json, iperf3::json(&r));
     }
 
     #[test]
     fn every_tab_is_the_shared_renderers_text() {
         let r = tcp_result();
-        assert_eq!(tab_text(Tab::Iperf2, &r), iperf2::text(&r));
-        assert_eq!(tab_text(Tab::Ttcp, &r), ttcp::text(&r));
-        let netperf = tab_text(Tab::Netperf, &r);
+        assert_eq!(Layout::Iperf2.text(&r), iperf2::text(&r));
+        assert_eq!(Layout::Ttcp.text(&r), ttcp::text(&r));
+        let netperf = Layout::Netperf.text(&r);
         assert!(netperf.starts_with("MIGRATED TCP STREAM TEST"), "{netperf}");
         assert!(
             netperf.contains(" to 127.0.0.1 (127.0.0.1) port 0 AF_INET"),
             "{netperf}"
         );
-        assert_eq!(tab_text(Tab::Iperf3, &r), iperf3_text(&r));
         let mut bidir = r.clone();
         bidir.spec.direction = perfpeer_shared::spec::Direction::Bidir;
-        assert!(tab_text(Tab::Netperf, &bidir).contains("no netperf equivalent"));
-        assert_eq!(host_of("[::1]:5210"), "::1");
-        assert_eq!(host_of("pc.lan:5210"), "pc.lan");
-        assert_eq!(host_of("fe80::1"), "fe80::1");
+        assert!(
+            Layout::Netperf
+                .text(&bidir)
+                .contains("no netperf equivalent")
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use perfpeer_shared::PROTOCOL_VERSION;
 use perfpeer_shared::control::{ClientMsg, ErrorCode, PeerInfo, RunningTest, ServerMsg};
+use perfpeer_shared::format::layout::Layout;
 use perfpeer_shared::report::{IntervalReport, PeerRole, TestResult};
 use perfpeer_shared::spec::{Protocol, TestSpec};
 use perfpeer_shared::sweep::{SweepPoint, SweepResult};
@@ -28,48 +29,6 @@ pub enum Screen {
     Result,
     /// The results this peer keeps (needs the token).
     History,
-}
-
-/// Result tabs, one per renderer in `perfpeer_shared::format`, plus the `-J` JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tab {
-    /// `format::iperf3` text, as `perfpeer test` prints it.
-    Iperf3,
-    /// `format::iperf2` text.
-    Iperf2,
-    /// `format::ttcp` text.
-    Ttcp,
-    /// `format::netperf` tables.
-    Netperf,
-    /// Datagram tests (UDP, DCCP): `format::cbr`'s per-interval stream lines and summary, and
-    /// `format::dccp`'s CCID figures.
-    Stream,
-    /// The `-J` JSON.
-    Json,
-}
-
-impl Tab {
-    /// Every tab, in the order shown.
-    pub const ALL: [Tab; 6] = [
-        Tab::Iperf3,
-        Tab::Iperf2,
-        Tab::Ttcp,
-        Tab::Netperf,
-        Tab::Stream,
-        Tab::Json,
-    ];
-
-    /// Id suffix in the markup (`tab-…` button, `text-…` block).
-    pub fn id(self) -> &'static str {
-        match self {
-            Tab::Iperf3 => "iperf3",
-            Tab::Iperf2 => "iperf2",
-            Tab::Ttcp => "ttcp",
-            Tab::Netperf => "netperf",
-            Tab::Stream => "stream",
-            Tab::Json => "json",
-        }
-    }
 }
 
 /// The WebSocket to this peer.
@@ -184,7 +143,7 @@ pub struct Model {
     /// The last finished sweep (`None` while a test's result is shown).
     pub sweep: Option<FinishedSweep>,
     /// Selected result tab.
-    pub tab: Tab,
+    pub tab: Layout,
     /// An error to show, in plain words.
     pub notice: Option<Notice>,
     /// A form field that needs fixing.
@@ -235,7 +194,7 @@ pub enum Msg {
     /// The user picked a screen.
     Show(Screen),
     /// The user picked a result tab.
-    SelectTab(Tab),
+    SelectTab(Layout),
     /// The user started a test.
     Start(FormInput),
     /// The user cancelled the running test.
@@ -306,7 +265,7 @@ impl Default for Model {
             run: None,
             result: None,
             sweep: None,
-            tab: Tab::Iperf3,
+            tab: Layout::Iperf3,
             notice: None,
             form_error: None,
             history: History::default(),
@@ -561,7 +520,7 @@ impl Model {
                 }
                 self.result = Some(result);
                 self.sweep = None;
-                self.tab = Tab::Iperf3;
+                self.tab = Layout::Iperf3;
                 self.screen = Screen::Result;
                 if self.can_send() {
                     vec![Cmd::Send(ClientMsg::ListTests)]

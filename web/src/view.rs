@@ -14,7 +14,8 @@ use crate::dom::{by_id, el, set_text, set_value, show, toggle_class, value};
 use crate::form::FormInput;
 use crate::history::{self, Filter};
 use crate::present::{self, escape};
-use crate::store::{FinishedSweep, Link, Model, RunState, Screen, Tab};
+use crate::store::{FinishedSweep, Link, Model, RunState, Screen};
+use perfpeer_shared::format::layout::Layout;
 use perfpeer_shared::format::{chart, html};
 
 /// What the view keeps between renders.
@@ -131,7 +132,7 @@ impl View {
     fn render_result(&mut self, model: &Model) {
         let Some(result) = &model.result else { return };
         show("tab-stream", result.spec.protocol != Protocol::Tcp);
-        for tab in Tab::ALL {
+        for tab in Layout::ALL {
             toggle_class(&format!("tab-{}", tab.id()), "active", model.tab == tab);
             show(&format!("text-{}", tab.id()), model.tab == tab);
         }
@@ -164,14 +165,11 @@ impl View {
         let x_max = result.spec.total_time().map(|d| d.as_secs_f64());
         el("result-chart")
             .set_inner_html(&chart::svg(&chart::series(&result.local.intervals), x_max));
-        for tab in Tab::ALL {
-            set_text(
-                &format!("text-{}", tab.id()),
-                &present::tab_text(tab, result),
-            );
+        for tab in Layout::ALL {
+            set_text(&format!("text-{}", tab.id()), &tab.text(result));
         }
         let id = &result.id;
-        let json = present::json_text(result);
+        let json = Layout::Json.text(result);
         set_download(
             &mut self.json_url,
             "json-download",

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use perfpeer_shared::format::{html, iperf2, iperf3, netperf, sweep, ttcp};
+use perfpeer_shared::format::layout::Layout;
+use perfpeer_shared::format::{html, sweep};
 use perfpeer_shared::units::{format_bits, format_bytes};
 
 use crate::server::token;
@@ -54,13 +55,28 @@ enum Action {
     },
 }
 
+/// The `--format` names of the shared layouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
     Iperf3,
     Iperf2,
     Ttcp,
     Netperf,
+    Stream,
     Json,
+}
+
+impl From<Format> for Layout {
+    fn from(f: Format) -> Layout {
+        match f {
+            Format::Iperf3 => Layout::Iperf3,
+            Format::Iperf2 => Layout::Iperf2,
+            Format::Ttcp => Layout::Ttcp,
+            Format::Netperf => Layout::Netperf,
+            Format::Stream => Layout::Stream,
+            Format::Json => Layout::Json,
+        }
+    }
 }
 
 /// Runs the chosen action.
@@ -156,23 +172,7 @@ fn find(store: &Store, id: &str) -> anyhow::Result<Kept> {
 }
 
 fn render(result: &perfpeer_shared::report::TestResult, format: Format) -> anyhow::Result<String> {
-    Ok(match format {
-        Format::Iperf3 => html::renderings(result)
-            .into_iter()
-            .next()
-            .map(|(_, t)| t)
-            .unwrap_or_default(),
-        Format::Iperf2 => iperf2::text(result),
-        Format::Ttcp => ttcp::text(result),
-        Format::Netperf => {
-            let opts = netperf::Options {
-                host: &result.server_addr,
-                local_cpu: true,
-                remote_cpu: true,
-                headers: true,
-            };
-            netperf::render(result, &opts).map_err(|e| anyhow::anyhow!("{e}"))?
-        }
-        Format::Json => format!("{}\n", serde_json::to_string_pretty(&iperf3::json(result))?),
-    })
+    Layout::from(format)
+        .render(result)
+        .map_err(|why| anyhow::anyhow!("{why}"))
 }

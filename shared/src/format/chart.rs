@@ -8,7 +8,7 @@ use std::fmt::Write;
 use crate::report::{IntervalReport, StreamRole};
 use crate::units::format_bits;
 
-use super::html::escape;
+use super::markup::escape;
 
 /// One line of the chart.
 #[derive(Debug, Clone, PartialEq)]

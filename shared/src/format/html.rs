@@ -5,7 +5,9 @@
 
 use std::fmt::Write;
 
-use crate::format::{chart, iperf2, iperf3, netperf, sweep, ttcp};
+use crate::format::layout::Layout;
+use crate::format::markup::escape;
+use crate::format::{chart, iperf3, sweep};
 use crate::report::{PeerRole, TestResult, TestStatus};
 use crate::spec::{Direction, EndCondition};
 use crate::sweep::{SweepPoint, SweepResult};
@@ -29,22 +31,6 @@ fn head_start() -> String {
          <meta name='referrer' content='no-referrer'>\
          <meta name='viewport' content='width=device-width,initial-scale=1'>"
     )
-}
-
-/// Escapes text for HTML content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#111}\
@@ -187,42 +173,14 @@ fn headline(result: &TestResult) -> String {
     )
 }
 
-/// The renderings shown on the page, by tab name; a rendering that does not apply is left out.
+/// The renderings shown on the page, by layout name; a layout that does not apply is left out
+/// (the JSON has a section of its own).
 pub fn renderings(result: &TestResult) -> Vec<(&'static str, String)> {
-    let mut out = vec![
-        (
-            "iperf3",
-            format!(
-                "{}{}",
-                iperf3_intervals(result),
-                iperf3::text_summary(result)
-            ),
-        ),
-        ("iperf2", iperf2::text(result)),
-        ("ttcp", ttcp::text(result)),
-    ];
-    let opts = netperf::Options {
-        host: &result.server_addr,
-        local_cpu: true,
-        remote_cpu: true,
-        headers: true,
-    };
-    if let Ok(text) = netperf::render(result, &opts) {
-        out.push(("netperf", text));
-    }
-    out
-}
-
-fn iperf3_intervals(result: &TestResult) -> String {
-    let mut out = iperf3::text_interval_header(&result.spec, result.local.role);
-    for report in &result.local.intervals {
-        out.push_str(&iperf3::text_interval(
-            &result.spec,
-            result.local.role,
-            report,
-        ));
-    }
-    out
+    Layout::ALL
+        .into_iter()
+        .filter(|layout| *layout != Layout::Json)
+        .filter_map(|layout| Some((layout.id(), layout.render(result).ok()?)))
+        .collect()
 }
 
 /// The whole page.

@@ -8,6 +8,8 @@ pub mod dccp;
 pub mod html;
 pub mod iperf2;
 pub mod iperf3;
+pub mod layout;
+pub mod markup;
 pub mod netperf;
 pub mod sweep;
 pub mod ttcp;

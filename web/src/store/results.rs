@@ -4,9 +4,10 @@
 
 use perfpeer_shared::report::TestResult;
 
-use super::{Cmd, FinishedSweep, Model, Screen, Share, Tab};
+use super::{Cmd, FinishedSweep, Model, Screen, Share};
 use crate::history::{self, Purpose, Request};
 use crate::present::Notice;
+use perfpeer_shared::format::layout::Layout;
 
 impl Model {
     /// Asks for the list again (each time the screen opens: new tests may have been stored).
@@ -175,7 +176,7 @@ impl Model {
         });
         self.result = Some(result);
         self.sweep = None;
-        self.tab = Tab::Iperf3;
+        self.tab = Layout::Iperf3;
         self.screen = Screen::Result;
     }
 }
