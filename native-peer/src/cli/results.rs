@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use perfpeer_shared::format::layout::Layout;
 use perfpeer_shared::format::{html, sweep};
 use perfpeer_shared::units::{format_bits, format_bytes};
@@ -36,9 +36,9 @@ enum Action {
     Show {
         /// Result id (or a unique prefix of it).
         id: String,
-        /// Layout.
-        #[arg(long, value_enum, default_value_t = Format::Iperf3)]
-        format: Format,
+        /// Layout: iperf3, iperf2, ttcp, netperf, stream or json.
+        #[arg(long, value_parser = parse_layout, default_value = "iperf3")]
+        format: Layout,
     },
     /// One result as a self-contained HTML file that opens offline.
     Export {
@@ -55,28 +55,12 @@ enum Action {
     },
 }
 
-/// The `--format` names of the shared layouts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
-    Iperf3,
-    Iperf2,
-    Ttcp,
-    Netperf,
-    Stream,
-    Json,
-}
-
-impl From<Format> for Layout {
-    fn from(f: Format) -> Layout {
-        match f {
-            Format::Iperf3 => Layout::Iperf3,
-            Format::Iperf2 => Layout::Iperf2,
-            Format::Ttcp => Layout::Ttcp,
-            Format::Netperf => Layout::Netperf,
-            Format::Stream => Layout::Stream,
-            Format::Json => Layout::Json,
-        }
-    }
+/// A `--format` value: the id of one of the shared layouts.
+fn parse_layout(s: &str) -> Result<Layout, String> {
+    Layout::from_id(s).ok_or_else(|| {
+        let ids: Vec<&str> = Layout::ALL.iter().map(|l| l.id()).collect();
+        format!("'{s}' is not a layout: use one of {}", ids.join(", "))
+    })
 }
 
 /// Runs the chosen action.
@@ -92,7 +76,7 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
         Action::Show { id, format } => match find(&store, &id)? {
             Kept::Test(found) => out!("{}", render(&found.result, format)?),
             // A sweep has one layout (its table), or its SweepResult JSON.
-            Kept::Sweep(sweep) if format == Format::Json => {
+            Kept::Sweep(sweep) if format == Layout::Json => {
                 outln!("{}", serde_json::to_string_pretty(&sweep.result)?)
             }
             Kept::Sweep(sweep) => out!(
@@ -171,8 +155,8 @@ fn find(store: &Store, id: &str) -> anyhow::Result<Kept> {
     }
 }
 
-fn render(result: &perfpeer_shared::report::TestResult, format: Format) -> anyhow::Result<String> {
-    Layout::from(format)
+fn render(result: &perfpeer_shared::report::TestResult, format: Layout) -> anyhow::Result<String> {
+    format
         .render(result)
         .map_err(|why| anyhow::anyhow!("{why}"))
 }

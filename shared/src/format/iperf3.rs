@@ -25,6 +25,18 @@ pub struct Preamble<'a> {
     pub sockets: &'a [SocketInfo],
 }
 
+impl<'a> Preamble<'a> {
+    /// The preamble of a finished test, as its local end printed it.
+    pub fn of(result: &'a TestResult) -> Preamble<'a> {
+        Preamble {
+            role: result.local.role,
+            server_addr: &result.server_addr,
+            spec: &result.spec,
+            sockets: &result.local.sockets,
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Text
 // ---------------------------------------------------------------------------------------------
@@ -540,12 +552,7 @@ fn event_line(event: &str, data: &Value) -> String {
 // --- start ---
 
 fn result_start_json(result: &TestResult) -> Obj {
-    let p = Preamble {
-        role: result.local.role,
-        server_addr: &result.server_addr,
-        spec: &result.spec,
-        sockets: &result.local.sockets,
-    };
+    let p = Preamble::of(result);
     start_json(
         &p,
         result.started_unix_ms,

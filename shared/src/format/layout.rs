@@ -69,6 +69,11 @@ impl Layout {
         }
     }
 
+    /// The layout named `id` (as [`Layout::id`] spells it).
+    pub fn from_id(id: &str) -> Option<Layout> {
+        Layout::ALL.into_iter().find(|l| l.id() == id)
+    }
+
     /// `result` in this layout, or the reason it has none, as text to show in its place.
     pub fn text(self, result: &TestResult) -> String {
         self.render(result).unwrap_or_else(|why| format!("{why}\n"))
@@ -77,15 +82,9 @@ impl Layout {
 
 /// iperf3's text of a finished test: preamble, intervals, summary.
 fn iperf3_text(result: &TestResult) -> String {
-    let p = Preamble {
-        role: result.local.role,
-        server_addr: &result.server_addr,
-        spec: &result.spec,
-        sockets: &result.local.sockets,
-    };
     let mut out = String::new();
     for part in [
-        iperf3::text_preamble(&p),
+        iperf3::text_preamble(&Preamble::of(result)),
         iperf3::text_interval_header(&result.spec, result.local.role),
     ] {
         push_line(&mut out, &part);
@@ -163,5 +162,9 @@ mod tests {
             ids,
             ["iperf3", "iperf2", "ttcp", "netperf", "stream", "json"]
         );
+        for layout in Layout::ALL {
+            assert_eq!(Layout::from_id(layout.id()), Some(layout));
+        }
+        assert_eq!(Layout::from_id("html"), None);
     }
 }
