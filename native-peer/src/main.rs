@@ -1,34 +1,11 @@
-//! perfpeer: network performance peers (TCP, UDP, DCCP) with a WebSocket control endpoint, a
-//! web UI, and the wire protocols of iperf3, iperf 2, ttcp and netperf's client.
-//!
-//! # Layout
-//! - `cli/`: one module per subcommand; flags are parsed and validated there, then become a
-//!   [`perfpeer_shared::spec::TestSpec`]. `anyhow` lives only here and in this file.
-//! - `engine/`: the data plane (workers, pacing, counters, sampler, CPU, socket options).
-//! - `session/`: peer↔peer sessions over the control channel.
-//! - `server/`: `perfpeer serve`: warp routes, `/ws` handlers, the data listener, shared state.
-//! - `hostinfo`: facts about this host.
-//! - `dccp`: DCCP sockets behind a platform seam, and whether this kernel has DCCP.
-
-mod admission;
-mod budget;
-mod cli;
-#[cfg(test)]
-mod codec_fuzz;
-mod compat;
-mod dccp;
-mod engine;
-mod hostinfo;
-mod server;
-mod session;
-mod store;
-mod sweep;
-mod targets;
-mod util;
+//! The `perfpeer` binary: parses the command line (its role taken from the program name, so an
+//! `iperf3`, `iperf` or `ttcp` symlink is that tool) and runs it; the exit code says how it
+//! went (2 for a usage error, 1 for a failed or partial test). Everything else is the library.
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use perfpeer::cli;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse_from(cli::argv_with_role());

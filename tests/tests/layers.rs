@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 /// Each top-level module of native-peer and its layer (higher imports lower).
 const LAYERS: &[(&str, u8)] = &[
     ("main", 8),
+    ("lib", 8),
     ("cli", 8),
     ("codec_fuzz", 8),
     ("sweep", 7),
