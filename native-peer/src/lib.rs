@@ -21,8 +21,6 @@
 pub mod admission;
 pub mod budget;
 pub mod cli;
-#[cfg(test)]
-mod codec_fuzz;
 pub mod compat;
 pub mod dccp;
 pub mod engine;

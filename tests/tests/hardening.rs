@@ -102,7 +102,7 @@ fn cookie_bytes(hex: &str) -> [u8; 16] {
     out
 }
 
-/// perfpeer's UDP hello datagram (engine/wire.rs): "PPU1", kind 1, stream id, cookie.
+/// perfpeer's UDP hello datagram (proto/src/wire.rs): "PPU1", kind 1, stream id, cookie.
 fn udp_hello(stream_id: u32, cookie: &[u8; 16]) -> Vec<u8> {
     let mut d = b"PPU1\x01\0\0\0".to_vec();
     d.extend_from_slice(&stream_id.to_be_bytes());
@@ -110,7 +110,7 @@ fn udp_hello(stream_id: u32, cookie: &[u8; 16]) -> Vec<u8> {
     d
 }
 
-/// perfpeer's TCP stream hello (engine/wire.rs): "PPT1", stream id, cookie.
+/// perfpeer's TCP stream hello (proto/src/wire.rs): "PPT1", stream id, cookie.
 fn tcp_hello(stream_id: u32, cookie: &[u8; 16]) -> Vec<u8> {
     let mut d = b"PPT1".to_vec();
     d.extend_from_slice(&stream_id.to_be_bytes());

@@ -12,7 +12,6 @@ const LAYERS: &[(&str, u8)] = &[
     ("main", 8),
     ("lib", 8),
     ("cli", 8),
-    ("codec_fuzz", 8),
     ("sweep", 7),
     ("targets", 6),
     ("compat", 5),

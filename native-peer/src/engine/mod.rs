@@ -16,8 +16,8 @@ pub mod sockopt;
 mod tcp;
 mod udp;
 mod udp_batch;
-pub mod udp_stats;
-pub mod wire;
+pub use perfpeer_proto::udp_stats;
+pub use perfpeer_proto::wire;
 
 use std::io;
 use std::net::{TcpStream, UdpSocket};

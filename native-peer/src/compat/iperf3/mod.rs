@@ -8,6 +8,6 @@
 //! - [`client`]: `perfpeer iperf3 -c`, against a stock `iperf3 -s`.
 
 pub mod client;
-pub mod codec;
+pub use perfpeer_proto::iperf3 as codec;
 pub mod control;
 pub mod server;

@@ -8,8 +8,8 @@ use perfpeer_shared::control::ClientMsg;
 use perfpeer_shared::report::{PeerRole, SideReport};
 use perfpeer_shared::spec::{Protocol, TestSpec};
 
-use crate::compat::{iperf2, iperf3};
-use crate::engine::wire::{DataHeader, DatagramFormat, StreamHello, UdpControl};
+use crate::wire::{DataHeader, DatagramFormat, StreamHello, UdpControl};
+use crate::{iperf2, iperf3};
 
 /// Cases per decoder.
 const CASES: usize = 20_000;
@@ -113,7 +113,7 @@ fn perfpeer_data_plane_decoders() {
 #[test]
 fn iperf3_decoders() {
     let spec = TestSpec::new(Protocol::Tcp);
-    let params = serde_json::to_vec(&iperf3::codec::params_json(&spec, false)).unwrap();
+    let params = serde_json::to_vec(&iperf3::params_json(&spec, false)).unwrap();
     let results = serde_json::to_vec(&serde_json::json!({
         "cpu_util_total": 1.0, "cpu_util_user": 0.5, "cpu_util_system": 0.5,
         "sender_has_retransmits": 1,
@@ -123,7 +123,7 @@ fn iperf3_decoders() {
     .unwrap();
     let local = SideReport::empty(PeerRole::Server, Default::default());
     each_case(&[params.clone(), results.clone()], |b| {
-        if let Ok(p) = iperf3::codec::Params::parse(b)
+        if let Ok(p) = iperf3::Params::parse(b)
             && let Ok(r) = p.into_requested()
         {
             assert!(
@@ -132,30 +132,29 @@ fn iperf3_decoders() {
                 r.spec
             );
         }
-        if let Ok(r) = iperf3::codec::Results::parse(b) {
+        if let Ok(r) = iperf3::Results::parse(b) {
             let _ = r.into_report(&local, PeerRole::Client, Protocol::Tcp);
         }
         if b.len() >= 4 {
             let prefix: [u8; 4] = b[..4].try_into().unwrap();
-            if let Ok(n) = iperf3::codec::frame_len(prefix, iperf3::codec::MAX_PARAMS_LEN) {
-                assert!(n <= iperf3::codec::MAX_PARAMS_LEN);
+            if let Ok(n) = iperf3::frame_len(prefix, iperf3::MAX_PARAMS_LEN) {
+                assert!(n <= iperf3::MAX_PARAMS_LEN);
             }
         }
-        if b.len() >= iperf3::codec::COOKIE_LEN {
-            let c: [u8; iperf3::codec::COOKIE_LEN] =
-                b[..iperf3::codec::COOKIE_LEN].try_into().unwrap();
-            let _ = iperf3::codec::Cookie::from_bytes(&c);
+        if b.len() >= iperf3::COOKIE_LEN {
+            let c: [u8; iperf3::COOKIE_LEN] = b[..iperf3::COOKIE_LEN].try_into().unwrap();
+            let _ = iperf3::Cookie::from_bytes(&c);
         }
         if let Some(&first) = b.first() {
-            let _ = iperf3::codec::State::from_byte(first);
+            let _ = iperf3::State::from_byte(first);
         }
     });
 }
 
 #[test]
 fn iperf2_decoders() {
-    let header = iperf2::codec::Header::new(
-        iperf2::codec::Amount::Time(std::time::Duration::from_secs(10)),
+    let header = iperf2::Header::new(
+        iperf2::Amount::Time(std::time::Duration::from_secs(10)),
         1,
         5001,
         false,
@@ -164,12 +163,12 @@ fn iperf2_decoders() {
     each_case(&[header.to_vec()], |b| {
         if b.len() >= 4 {
             let word = u32::from_be_bytes(b[..4].try_into().unwrap());
-            if let Ok(Some(len)) = iperf2::codec::Header::length_from_flags(word) {
+            if let Ok(Some(len)) = iperf2::Header::length_from_flags(word) {
                 assert!(len <= 256, "a header length of {len} bytes");
             }
         }
-        let _ = iperf2::codec::Header::decode(b);
-        let _ = iperf2::codec::ServerReport::decode(b);
+        let _ = iperf2::Header::decode(b);
+        let _ = iperf2::ServerReport::decode(b);
     });
 }
 

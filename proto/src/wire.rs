@@ -506,7 +506,7 @@ impl DatagramFormat {
 
 /// A cookie as 32 lowercase hex digits (its form in control messages).
 pub fn cookie_to_hex(cookie: &Cookie) -> String {
-    crate::util::hex(cookie)
+    cookie.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Reads a cookie from 32 hex digits.
@@ -523,7 +523,9 @@ pub fn cookie_from_hex(text: &str) -> Option<Cookie> {
 
 /// A fresh random cookie.
 pub fn random_cookie() -> Cookie {
-    crate::util::random_16()
+    let mut cookie = [0u8; 16];
+    getrandom::fill(&mut cookie).expect("the OS random source is available");
+    cookie
 }
 
 #[cfg(test)]

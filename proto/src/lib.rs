@@ -1,0 +1,17 @@
+//! perfpeer's wire formats, sans I/O (quinn-proto's split): every format a peer reads from or
+//! writes to the network, as pure functions from bytes to typed values and back, tested with
+//! byte vectors and fuzzed with seeded random and mutated input. The sockets that carry them
+//! are in the `perfpeer` crate (`engine`, `server`, `compat`).
+//!
+//! - [`wire`]: perfpeer's own data streams: TCP stream hello, UDP hello/challenge/confirm/ack/
+//!   fin, datagram headers, and the datagram layouts of iperf3, iperf 2 and ttcp.
+//! - [`iperf3`]: iperf3's cookie, state bytes, length-prefixed JSON, parameters and results.
+//! - [`iperf2`]: iperf 2.1's test header, header ack and UDP server report.
+//! - [`udp_stats`]: a UDP receiver's loss, reordering, duplicates, jitter and gaps.
+
+#[cfg(test)]
+mod fuzz;
+pub mod iperf2;
+pub mod iperf3;
+pub mod udp_stats;
+pub mod wire;
