@@ -735,3 +735,194 @@ mod service_demand_tests {
         assert_eq!(quiet.service_demand_us_per_kb(PeerRole::Client), None);
     }
 }
+
+#[cfg(test)]
+mod statistics_tests {
+    //! The derived figures of the model, each checked against a value worked out by hand.
+    use super::*;
+    use crate::spec::{Direction, Protocol, TestSpec};
+
+    fn tcp_stream(
+        id: u32,
+        role: StreamRole,
+        bytes: u64,
+        retransmits: Option<u64>,
+    ) -> StreamInterval {
+        StreamInterval {
+            id,
+            role,
+            bytes,
+            packets: None,
+            tcp: retransmits.map(|r| TcpSample {
+                retransmits: r,
+                ..TcpSample::default()
+            }),
+            udp_rx: None,
+            tfrc: None,
+        }
+    }
+
+    fn half_second(streams: Vec<StreamInterval>) -> IntervalReport {
+        IntervalReport {
+            start: Duration::from_millis(1500),
+            end: Duration::from_millis(2000),
+            omitted: false,
+            streams,
+        }
+    }
+
+    #[test]
+    fn an_interval_sums_one_role_and_its_rate_over_its_own_length() {
+        let report = half_second(vec![
+            tcp_stream(1, StreamRole::Sender, 1_000_000, Some(3)),
+            tcp_stream(2, StreamRole::Sender, 500_000, Some(4)),
+            tcp_stream(3, StreamRole::Receiver, 42, None),
+        ]);
+        assert_eq!(report.seconds(), 0.5);
+        let sent = report.sum(StreamRole::Sender).unwrap();
+        assert_eq!(sent.bytes, 1_500_000);
+        // 1.5 MB in 0.5 s = 24 Mbit/s.
+        assert_eq!(sent.bits_per_second, 24_000_000.0);
+        assert_eq!(sent.retransmits, Some(7));
+        let received = report.sum(StreamRole::Receiver).unwrap();
+        assert_eq!((received.bytes, received.retransmits), (42, None));
+        // Retransmits are summed only when every stream reported them.
+        let mixed = half_second(vec![
+            tcp_stream(1, StreamRole::Sender, 1, Some(3)),
+            tcp_stream(2, StreamRole::Sender, 1, None),
+        ]);
+        assert_eq!(mixed.sum(StreamRole::Sender).unwrap().retransmits, None);
+        assert!(half_second(Vec::new()).sum(StreamRole::Sender).is_none());
+    }
+
+    #[test]
+    fn udp_intervals_add_counts_average_jitter_and_keep_the_longest_gap() {
+        let rx = |packets, lost, jitter_ms, max_gap_ms| StreamInterval {
+            udp_rx: Some(UdpRxSample {
+                packets,
+                lost,
+                out_of_order: 1,
+                duplicates: 0,
+                jitter_ms,
+                max_gap_ms,
+            }),
+            ..tcp_stream(1, StreamRole::Receiver, packets * 100, None)
+        };
+        let report = half_second(vec![rx(100, 5, 1.0, Some(2.5)), rx(300, 15, 3.0, None)]);
+        let sum = report.sum(StreamRole::Receiver).unwrap().udp_rx.unwrap();
+        assert_eq!((sum.packets, sum.lost, sum.out_of_order), (400, 20, 2));
+        assert_eq!(sum.jitter_ms, 2.0, "the mean of the streams' jitter");
+        assert_eq!(sum.max_gap_ms, Some(2.5));
+        // 20 of 400 expected.
+        assert_eq!(sum.lost_percent(), 5.0);
+    }
+
+    #[test]
+    fn rates_and_loss_at_the_edges() {
+        assert_eq!(bits_per_second(1_000, 0.0), 0.0);
+        assert_eq!(bits_per_second(125, 1.0), 1000.0);
+        let none_expected = UdpRxFinal::default();
+        assert_eq!(none_expected.lost_percent(), 0.0);
+        let udp = UdpRxFinal {
+            received: 990,
+            lost: 10,
+            ..UdpRxFinal::default()
+        };
+        assert_eq!(udp.expected(), 1000);
+        assert_eq!(udp.lost_percent(), 1.0);
+        let stream = StreamFinal {
+            id: 1,
+            role: StreamRole::Receiver,
+            bytes: 2_500_000,
+            duration: Duration::from_millis(2500),
+            packets: None,
+            tcp: None,
+            udp_rx: None,
+            rr: None,
+        };
+        assert_eq!(stream.bits_per_second(), 8_000_000.0);
+    }
+
+    #[test]
+    fn cpu_figures_in_percent_of_one_cpu_and_of_the_host() {
+        let cpu = CpuUsage {
+            elapsed: Duration::from_secs(4),
+            process_user_s: 1.0,
+            process_system_s: 3.0,
+            host_user_percent: 10.0,
+            host_system_percent: 15.0,
+            cpus: 4,
+        };
+        assert_eq!(cpu.process_user_percent(), 25.0);
+        assert_eq!(cpu.process_system_percent(), 75.0);
+        assert_eq!(cpu.process_total_percent(), 100.0);
+        assert_eq!(cpu.host_total_percent(), 25.0);
+        assert!(cpu.measured() && cpu.host_measured());
+        // 25 % of 4 CPUs for 4 s = 4 CPU-seconds = 4e6 µs, over 4000 KB = 1000 µs/KB.
+        assert_eq!(cpu.service_demand_us_per_kb(4000 * 1024), Some(1000.0));
+        assert_eq!(cpu.service_demand_us_per_transaction(8000), Some(500.0));
+        assert_eq!(cpu.service_demand_us_per_kb(0), None);
+        let stock = CpuUsage::default();
+        assert!(!stock.measured() && !stock.host_measured());
+        assert_eq!(stock.process_total_percent(), 0.0);
+        assert_eq!(stock.service_demand_us_per_kb(1 << 20), None);
+    }
+
+    #[test]
+    fn flows_pair_each_streams_sender_and_receiver_by_id() {
+        let fin = |id, role, bytes| StreamFinal {
+            id,
+            role,
+            bytes,
+            duration: Duration::from_secs(1),
+            packets: None,
+            tcp: None,
+            udp_rx: None,
+            rr: None,
+        };
+        let mut spec = TestSpec::new(Protocol::Tcp);
+        spec.direction = Direction::Bidir;
+        spec.streams = 1;
+        let client = SideReport {
+            streams: vec![
+                fin(1, StreamRole::Sender, 100),
+                fin(2, StreamRole::Receiver, 70),
+            ],
+            ..SideReport::empty(PeerRole::Client, HostInfo::default())
+        };
+        let server = SideReport {
+            streams: vec![
+                fin(1, StreamRole::Receiver, 90),
+                fin(2, StreamRole::Sender, 80),
+            ],
+            ..SideReport::empty(PeerRole::Server, HostInfo::default())
+        };
+        let result = TestResult {
+            id: "t".into(),
+            spec,
+            started_unix_ms: 0,
+            server_addr: String::new(),
+            local: client,
+            remote: Some(server),
+            status: TestStatus::Complete,
+        };
+        let flows = result.flows();
+        assert_eq!(flows.len(), 2);
+        let (up, down) = (&flows[0], &flows[1]);
+        assert!(up.client_to_server && !down.client_to_server);
+        let (id, tx, rx) = up.streams[0];
+        assert_eq!((id, tx.unwrap().bytes, rx.unwrap().bytes), (1, 100, 90));
+        let (id, tx, rx) = down.streams[0];
+        assert_eq!((id, tx.unwrap().bytes, rx.unwrap().bytes), (2, 80, 70));
+        assert_eq!(up.sent.unwrap().bytes, 100);
+        assert_eq!(down.received.unwrap().bytes, 70);
+        // Without the far end's report, only this end's views are there.
+        let alone = TestResult {
+            remote: None,
+            ..result
+        };
+        let flows = alone.flows();
+        assert!(flows[0].received.is_none() && flows[0].sent.is_some());
+        assert!(flows[1].sent.is_none() && flows[1].received.is_some());
+    }
+}

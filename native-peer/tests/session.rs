@@ -1,0 +1,538 @@
+//! The client session in-process, over real loopback sockets: a far end that follows a script
+//! (a WebSocket server written here, answering as a perfpeer peer would, or as a broken one
+//! would) and a data port that takes the streams, or the real far end (`perfpeer serve`'s
+//! server, started in this process). Each case runs in milliseconds: handshake refusals, a far
+//! end that vanishes, the finals exchange, and what stream errors make of a result.
+
+use std::io::Read;
+use std::net::{Shutdown, SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use perfpeer::session::SessionError;
+use perfpeer::session::client::{ClientOptions, run_test};
+use perfpeer::session::events::TestEvent;
+use perfpeer_shared::PROTOCOL_VERSION;
+use perfpeer_shared::control::{ClientMsg, ErrorCode, PeerInfo, ServerMsg};
+use perfpeer_shared::report::{
+    IntervalReport, PeerRole, SideReport, StreamRole, TestResult, TestStatus,
+};
+use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_util::sync::CancellationToken;
+
+/// A test of `bytes` bytes, client to far end, one TCP stream.
+fn bytes_spec(bytes: u64) -> TestSpec {
+    let mut spec = TestSpec::new(Protocol::Tcp);
+    spec.end = EndCondition::Bytes { bytes };
+    spec
+}
+
+/// A data port that takes every stream and reads it to its end (or resets it at once).
+struct DataPort {
+    port: u16,
+}
+
+impl DataPort {
+    fn reading() -> DataPort {
+        DataPort::start(false)
+    }
+
+    /// Resets every stream as soon as it has sent something: its sender sees a broken stream.
+    fn resetting() -> DataPort {
+        DataPort::start(true)
+    }
+
+    fn start(reset: bool) -> DataPort {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 64 * 1024];
+                    if reset {
+                        let _ = conn.read(&mut buf);
+                        // Unread data in the receive queue makes close send a reset.
+                        std::thread::sleep(Duration::from_millis(20));
+                        let _ = socket2::SockRef::from(&conn).set_linger(Some(Duration::ZERO));
+                        return;
+                    }
+                    while matches!(conn.read(&mut buf), Ok(n) if n > 0) {}
+                    let _ = conn.shutdown(Shutdown::Both);
+                });
+            }
+        });
+        DataPort { port }
+    }
+}
+
+/// The far end's side of the control connection.
+struct Script {
+    ws: WebSocketStream<TcpStream>,
+}
+
+impl Script {
+    async fn recv(&mut self) -> Option<ClientMsg> {
+        loop {
+            match self.ws.next().await? {
+                Ok(Message::Text(t)) => return Some(serde_json::from_str(t.as_str()).unwrap()),
+                Ok(Message::Close(_)) | Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+    }
+
+    async fn send(&mut self, msg: &ServerMsg) {
+        let text = serde_json::to_string(msg).unwrap();
+        self.ws.send(Message::text(text)).await.unwrap();
+    }
+
+    /// Answers the hello as a peer of `version`.
+    async fn welcome(&mut self, version: u32) {
+        assert!(matches!(self.recv().await, Some(ClientMsg::Hello { .. })));
+        self.send(&ServerMsg::Welcome {
+            protocol_version: version,
+            peer: PeerInfo::default(),
+            authorized: false,
+        })
+        .await;
+    }
+
+    /// Takes the `open`, accepts it with the data port, and says `ready` (the client reads it
+    /// once its streams are open).
+    async fn accept(&mut self, data: &DataPort) {
+        assert!(matches!(self.recv().await, Some(ClientMsg::Open { .. })));
+        self.send(&ServerMsg::Accepted {
+            test_id: "t1".into(),
+            cookie: "00112233445566778899aabbccddeeff".into(),
+            data_port: data.port,
+        })
+        .await;
+        self.send(&ServerMsg::Ready).await;
+        assert!(matches!(self.recv().await, Some(ClientMsg::Begin)));
+    }
+
+    /// Waits for the client's `stop` and `final`; returns its final report.
+    async fn stop_and_final(&mut self) -> SideReport {
+        loop {
+            match self.recv().await {
+                Some(ClientMsg::Stop) => {}
+                Some(ClientMsg::Final { report }) => return report,
+                other => panic!("expected stop and final, got {other:?}"),
+            }
+        }
+    }
+}
+
+/// A far end on loopback that runs `script` on the first control connection.
+async fn scripted<F, Fut>(script: F) -> SocketAddr
+where
+    F: FnOnce(Script) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+        script(Script { ws }).await;
+    });
+    addr
+}
+
+/// Runs `spec` against `addr`; the outcome, every event, and how long it took.
+async fn run(
+    addr: SocketAddr,
+    spec: &TestSpec,
+) -> (Result<TestResult, SessionError>, Vec<TestEvent>, Duration) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let start = Instant::now();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(20),
+        run_test(
+            &addr.to_string(),
+            spec,
+            &ClientOptions::default(),
+            tx,
+            CancellationToken::new(),
+        ),
+    )
+    .await
+    .expect("the client ends by itself");
+    let took = start.elapsed();
+    let mut events = Vec::new();
+    while let Ok(ev) = rx.try_recv() {
+        events.push(ev);
+    }
+    (outcome, events, took)
+}
+
+fn interval(start_s: u64) -> IntervalReport {
+    IntervalReport {
+        start: Duration::from_secs(start_s),
+        end: Duration::from_secs(start_s + 1),
+        omitted: false,
+        streams: Vec::new(),
+    }
+}
+
+fn partial_reason(result: &TestResult) -> &str {
+    match &result.status {
+        TestStatus::Partial { reason } => reason,
+        TestStatus::Complete => panic!("expected a partial result: {result:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_peer_of_another_protocol_version_is_refused_by_name() {
+    let addr = scripted(|mut s| async move {
+        s.welcome(PROTOCOL_VERSION + 1).await;
+        let _ = s.recv().await;
+    })
+    .await;
+    let (outcome, events, _) = run(addr, &bytes_spec(1 << 20)).await;
+    match outcome {
+        Err(SessionError::Refused { code, message }) => {
+            assert_eq!(code, ErrorCode::VersionMismatch);
+            assert!(message.contains("same perfpeer version"), "{message}");
+        }
+        other => panic!("expected a version refusal, got {other:?}"),
+    }
+    assert!(events.is_empty(), "nothing started: {events:?}");
+}
+
+#[tokio::test]
+async fn a_refused_open_is_the_far_ends_words() {
+    let addr = scripted(|mut s| async move {
+        s.welcome(PROTOCOL_VERSION).await;
+        assert!(matches!(s.recv().await, Some(ClientMsg::Open { .. })));
+        s.send(&ServerMsg::error(
+            ErrorCode::OverLimit,
+            "this peer is running its maximum of 1 tests",
+        ))
+        .await;
+        let _ = s.recv().await;
+    })
+    .await;
+    let (outcome, _, _) = run(addr, &bytes_spec(1 << 20)).await;
+    match outcome {
+        Err(e @ SessionError::Refused { .. }) => {
+            assert_eq!(e.code(), ErrorCode::OverLimit);
+            assert_eq!(e.to_string(), "this peer is running its maximum of 1 tests");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn something_that_is_not_a_peer_is_unreachable_with_its_http_status() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut tcp, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 2048];
+        let _ = tcp.read(&mut buf).await;
+        let _ = tcp
+            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+            .await;
+    });
+    let (outcome, _, took) = run(addr, &bytes_spec(1 << 20)).await;
+    let err = outcome.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Unreachable);
+    assert!(
+        err.to_string().contains("not a perfpeer peer (HTTP 404"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(2), "{took:?}");
+}
+
+#[tokio::test]
+async fn a_far_end_that_vanishes_mid_test_leaves_a_partial_result_at_once() {
+    let data = DataPort::reading();
+    let addr = scripted(move |mut s| async move {
+        s.welcome(PROTOCOL_VERSION).await;
+        s.accept(&data).await;
+        s.send(&ServerMsg::Interval {
+            test_id: "t1".into(),
+            role: PeerRole::Server,
+            report: interval(0),
+        })
+        .await;
+        // Gone: the connection drops with the script.
+    })
+    .await;
+    let mut spec = TestSpec::new(Protocol::Tcp);
+    spec.end = EndCondition::Time {
+        duration: Duration::from_secs(30),
+    };
+    spec.bitrate = Some(perfpeer_shared::units::BitRate(10_000_000));
+    let (outcome, events, took) = run(addr, &spec).await;
+    let result = outcome.expect("a result, partial");
+    assert!(
+        took < Duration::from_secs(5),
+        "noticed at once, not at 30 s: {took:?}"
+    );
+    assert!(result.remote.is_none());
+    let reason = partial_reason(&result);
+    assert!(
+        reason.contains("went away") || reason.contains("closed"),
+        "{reason}"
+    );
+    assert!(matches!(events.first(), Some(TestEvent::Started { test_id, .. }) if test_id == "t1"));
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            TestEvent::Interval {
+                role: PeerRole::Server,
+                ..
+            }
+        )),
+        "the far end's interval was passed on: {events:?}"
+    );
+}
+
+#[tokio::test]
+async fn finals_are_exchanged_and_the_far_ends_intervals_joined_to_its_report() {
+    let data = DataPort::reading();
+    let (seen_tx, mut seen_rx) = mpsc::unbounded_channel();
+    let addr = scripted(move |mut s| async move {
+        s.welcome(PROTOCOL_VERSION).await;
+        s.accept(&data).await;
+        for start in 0..2 {
+            s.send(&ServerMsg::Interval {
+                test_id: "t1".into(),
+                role: PeerRole::Server,
+                report: interval(start),
+            })
+            .await;
+        }
+        let client_final = s.stop_and_final().await;
+        let _ = seen_tx.send(client_final);
+        let mut report = SideReport::empty(PeerRole::Server, Default::default());
+        report.intervals.push(interval(9)); // must be replaced by the live ones
+        s.send(&ServerMsg::Final {
+            report,
+            result_id: Some("00ff".into()),
+        })
+        .await;
+        let _ = s.recv().await;
+    })
+    .await;
+    let (outcome, events, took) = run(addr, &bytes_spec(1 << 20)).await;
+    let result = outcome.unwrap();
+    assert_eq!(result.status, TestStatus::Complete, "{:?}", result.status);
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let client_final = seen_rx.recv().await.unwrap();
+    assert!(
+        client_final.intervals.is_empty(),
+        "the final travels without intervals"
+    );
+    assert_eq!(client_final.streams[0].role, StreamRole::Sender);
+    assert_eq!(client_final.streams[0].bytes, 1 << 20);
+    assert_eq!(result.local.streams[0].bytes, 1 << 20);
+    let remote = result.remote.expect("the far end's report");
+    let starts: Vec<u64> = remote.intervals.iter().map(|i| i.start.as_secs()).collect();
+    assert_eq!(starts, [0, 1], "the live intervals, not the final's");
+    assert!(
+        events.iter().any(
+            |e| matches!(e, TestEvent::Stored { url } if url == &format!("http://{addr}/r/00ff"))
+        ),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_result_id_that_is_not_hex_makes_no_link() {
+    let data = DataPort::reading();
+    let addr = scripted(move |mut s| async move {
+        s.welcome(PROTOCOL_VERSION).await;
+        s.accept(&data).await;
+        s.stop_and_final().await;
+        s.send(&ServerMsg::Final {
+            report: SideReport::empty(PeerRole::Server, Default::default()),
+            result_id: Some("../../evil".into()),
+        })
+        .await;
+        let _ = s.recv().await;
+    })
+    .await;
+    let (outcome, events, _) = run(addr, &bytes_spec(1 << 16)).await;
+    assert_eq!(outcome.unwrap().status, TestStatus::Complete);
+    assert!(
+        !events.iter().any(|e| matches!(e, TestEvent::Stored { .. })),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_far_end_that_stops_the_test_is_a_partial_result_with_its_words() {
+    let data = DataPort::reading();
+    let addr = scripted(move |mut s| async move {
+        s.welcome(PROTOCOL_VERSION).await;
+        s.accept(&data).await;
+        s.send(&ServerMsg::error(
+            ErrorCode::OverLimit,
+            "test ran past its deadline",
+        ))
+        .await;
+        let _ = s.recv().await;
+    })
+    .await;
+    let mut spec = bytes_spec(u64::MAX / 4);
+    spec.bitrate = Some(perfpeer_shared::units::BitRate(1_000_000));
+    let (outcome, _, took) = run(addr, &spec).await;
+    let result = outcome.unwrap();
+    assert_eq!(
+        partial_reason(&result),
+        "the far peer stopped the test: test ran past its deadline"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[tokio::test]
+async fn a_far_end_that_closes_instead_of_its_final_makes_the_result_partial() {
+    let data = DataPort::reading();
+    let addr = scripted(move |mut s| async move {
+        s.welcome(PROTOCOL_VERSION).await;
+        s.accept(&data).await;
+        s.stop_and_final().await;
+        // Closes without a final.
+    })
+    .await;
+    let (outcome, _, took) = run(addr, &bytes_spec(1 << 16)).await;
+    let result = outcome.unwrap();
+    assert!(result.remote.is_none());
+    let reason = partial_reason(&result);
+    assert!(
+        reason.contains("went away") || reason.contains("closed"),
+        "{reason}"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "not the 15 s final timeout: {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_broken_stream_makes_a_finished_test_partial_and_names_the_stream() {
+    let data = DataPort::resetting();
+    let addr = scripted(move |mut s| async move {
+        s.welcome(PROTOCOL_VERSION).await;
+        s.accept(&data).await;
+        s.stop_and_final().await;
+        s.send(&ServerMsg::Final {
+            report: SideReport::empty(PeerRole::Server, Default::default()),
+            result_id: None,
+        })
+        .await;
+        let _ = s.recv().await;
+    })
+    .await;
+    let (outcome, _, took) = run(addr, &bytes_spec(1 << 30)).await;
+    let result = outcome.unwrap();
+    assert!(result.remote.is_some(), "the finals were exchanged");
+    let reason = partial_reason(&result);
+    assert!(reason.starts_with("stream 1: "), "{reason}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+/// The real far end, in this process: `perfpeer serve`'s server on loopback ports.
+async fn real_peer() -> (SocketAddr, CancellationToken) {
+    use perfpeer::server::{self, runner::Runner, state::ServeConfig, state::ServerState};
+
+    /// A browser's runs, as `perfpeer serve` hands them down (not used by these tests' client).
+    struct Targets;
+    impl Runner for Targets {
+        fn run(
+            &self,
+            target: String,
+            spec: TestSpec,
+            events: mpsc::UnboundedSender<TestEvent>,
+            cancel: CancellationToken,
+        ) -> futures_util::future::BoxFuture<'static, Result<TestResult, SessionError>> {
+            Box::pin(async move {
+                perfpeer::targets::run(&target, &spec, &ClientOptions::default(), events, cancel)
+                    .await
+            })
+        }
+        fn sweep(
+            &self,
+            target: String,
+            spec: TestSpec,
+            sizes: Vec<u32>,
+            events: mpsc::UnboundedSender<perfpeer::session::events::SweepEvent>,
+            cancel: CancellationToken,
+        ) -> futures_util::future::BoxFuture<'static, perfpeer_shared::sweep::SweepResult> {
+            Box::pin(async move {
+                perfpeer::sweep::run(
+                    &target,
+                    &spec,
+                    &sizes,
+                    &ClientOptions::default(),
+                    events,
+                    cancel,
+                )
+                .await
+            })
+        }
+    }
+
+    let bound = server::bind("127.0.0.1:0".parse().unwrap(), 0).unwrap();
+    let control = bound.control_addr().unwrap();
+    let config = ServeConfig {
+        max_tests: 4,
+        max_duration: Duration::from_secs(60),
+        max_bitrate: None,
+        token: None,
+        data_from_any_address: false,
+        max_memory: 256 << 20,
+        host_names: Vec::new(),
+        allowed_origins: Vec::new(),
+    };
+    let info = PeerInfo {
+        name: "in-process".into(),
+        data_port: bound.data_addr().unwrap().port(),
+        max_tests: 4,
+        ..Default::default()
+    };
+    let shutdown = CancellationToken::new();
+    let state = ServerState::new(config, info, Arc::new(Targets), shutdown.clone());
+    tokio::spawn(server::run(bound, state));
+    (control, shutdown)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn against_the_real_far_end_both_ends_count_the_same_bytes() {
+    let (addr, shutdown) = real_peer().await;
+    for direction in [
+        perfpeer_shared::spec::Direction::Normal,
+        perfpeer_shared::spec::Direction::Reverse,
+    ] {
+        let mut spec = bytes_spec(4 << 20);
+        spec.direction = direction;
+        let (outcome, _, took) = run(addr, &spec).await;
+        let result = outcome.unwrap();
+        assert_eq!(result.status, TestStatus::Complete, "{direction:?}");
+        let remote = result.remote.as_ref().expect("the far end's report");
+        let flows = result.flows();
+        assert_eq!(flows.len(), 1);
+        assert_eq!(
+            result.local.streams[0].bytes, remote.streams[0].bytes,
+            "{direction:?}"
+        );
+        assert_eq!(result.local.streams[0].bytes, 4 << 20, "{direction:?}");
+        assert!(took < Duration::from_secs(5), "{direction:?}: {took:?}");
+    }
+    // A test the real far end must refuse: more streams than any peer takes.
+    let mut spec = bytes_spec(1 << 20);
+    spec.streams = 200;
+    let (outcome, _, _) = run(addr, &spec).await;
+    assert_eq!(outcome.unwrap_err().code(), ErrorCode::InvalidSpec);
+    shutdown.cancel();
+}
