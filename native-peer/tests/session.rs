@@ -444,44 +444,7 @@ async fn a_broken_stream_makes_a_finished_test_partial_and_names_the_stream() {
 
 /// The real far end, in this process: `perfpeer serve`'s server on loopback ports.
 async fn real_peer() -> (SocketAddr, CancellationToken) {
-    use perfpeer::server::{self, runner::Runner, state::ServeConfig, state::ServerState};
-
-    /// A browser's runs, as `perfpeer serve` hands them down (not used by these tests' client).
-    struct Targets;
-    impl Runner for Targets {
-        fn run(
-            &self,
-            target: String,
-            spec: TestSpec,
-            events: mpsc::UnboundedSender<TestEvent>,
-            cancel: CancellationToken,
-        ) -> futures_util::future::BoxFuture<'static, Result<TestResult, SessionError>> {
-            Box::pin(async move {
-                perfpeer::targets::run(&target, &spec, &ClientOptions::default(), events, cancel)
-                    .await
-            })
-        }
-        fn sweep(
-            &self,
-            target: String,
-            spec: TestSpec,
-            sizes: Vec<u32>,
-            events: mpsc::UnboundedSender<perfpeer::session::events::SweepEvent>,
-            cancel: CancellationToken,
-        ) -> futures_util::future::BoxFuture<'static, perfpeer_shared::sweep::SweepResult> {
-            Box::pin(async move {
-                perfpeer::sweep::run(
-                    &target,
-                    &spec,
-                    &sizes,
-                    &ClientOptions::default(),
-                    events,
-                    cancel,
-                )
-                .await
-            })
-        }
-    }
+    use perfpeer::server::{self, state::ServeConfig, state::ServerState};
 
     let bound = server::bind("127.0.0.1:0".parse().unwrap(), 0).unwrap();
     let control = bound.control_addr().unwrap();
@@ -502,7 +465,12 @@ async fn real_peer() -> (SocketAddr, CancellationToken) {
         ..Default::default()
     };
     let shutdown = CancellationToken::new();
-    let state = ServerState::new(config, info, Arc::new(Targets), shutdown.clone());
+    let state = ServerState::new(
+        config,
+        info,
+        Arc::new(perfpeer::sweep::AnyTarget),
+        shutdown.clone(),
+    );
     tokio::spawn(server::run(bound, state));
     (control, shutdown)
 }

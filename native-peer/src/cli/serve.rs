@@ -11,23 +11,14 @@ use anyhow::Context;
 
 use super::UsageError;
 use clap::Args;
-use futures_util::future::BoxFuture;
 use perfpeer_shared::control::PeerInfo;
-use perfpeer_shared::report::TestResult;
-use perfpeer_shared::spec::TestSpec;
-use perfpeer_shared::sweep::SweepResult;
 use perfpeer_shared::units::{BitRate, parse_rate};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::sockopt;
 use crate::hostinfo;
-use crate::server::runner::Runner;
 use crate::server::state::{ServeConfig, ServerState};
 use crate::server::{self, token};
-use crate::session::SessionError;
-use crate::session::client::ClientOptions;
-use crate::session::events::{SweepEvent, TestEvent};
 use crate::store::{Retention, Store};
 
 /// Flags of `perfpeer serve`.
@@ -168,7 +159,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
         allowed_origins: args.allowed_origins.clone(),
     };
     let shutdown = CancellationToken::new();
-    let state = ServerState::new(config, info, Arc::new(BrowserRuns), shutdown.clone());
+    let state = ServerState::new(
+        config,
+        info,
+        Arc::new(crate::sweep::AnyTarget),
+        shutdown.clone(),
+    );
     let mut dccp_services = vec![perfpeer_shared::dccp::DEFAULT_SERVICE];
     dccp_services.extend(
         args.dccp_service
@@ -334,43 +330,4 @@ async fn wait_for_signal(shutdown: CancellationToken) {
     }
     tracing::info!("shutting down");
     shutdown.cancel();
-}
-
-/// A browser's `run` and `sweep`, handed to the server from the layers that know every kind of
-/// target (`targets`) and how to sweep (`sweep`).
-struct BrowserRuns;
-
-impl Runner for BrowserRuns {
-    fn run(
-        &self,
-        target: String,
-        spec: TestSpec,
-        events: mpsc::UnboundedSender<TestEvent>,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'static, Result<TestResult, SessionError>> {
-        Box::pin(async move {
-            crate::targets::run(&target, &spec, &ClientOptions::default(), events, cancel).await
-        })
-    }
-
-    fn sweep(
-        &self,
-        target: String,
-        spec: TestSpec,
-        sizes: Vec<u32>,
-        events: mpsc::UnboundedSender<SweepEvent>,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'static, SweepResult> {
-        Box::pin(async move {
-            crate::sweep::run(
-                &target,
-                &spec,
-                &sizes,
-                &ClientOptions::default(),
-                events,
-                cancel,
-            )
-            .await
-        })
-    }
 }
