@@ -35,3 +35,15 @@ if [ ${#need[@]} -gt 0 ]; then
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+
+# The lint step of scripts/test.sh: clippy comes with rustup's default profile; a minimal
+# profile lacks it.
+if ! cargo clippy --version >/dev/null 2>&1; then
+    if command -v rustup >/dev/null 2>&1; then
+        echo "setup: adding the clippy component"
+        rustup component add clippy
+    else
+        echo "setup: cargo clippy is missing and rustup is not there to add it" >&2
+        exit 1
+    fi
+fi

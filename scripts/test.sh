@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit tests, codec tests, and the end-to-end tests that start
 # real perfpeer peers on loopback and in network namespaces (those need root, as CI has), and the
-# web UI in headless Chromium (so the UI is built first). Ends with one line totalling every test
-# binary's results.
+# web UI in headless Chromium (so the UI is built first), after clippy with warnings as errors.
+# Ends with one line totalling every test binary's results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 ./scripts/build-web.sh
 cargo build --workspace --all-targets --locked
+# Lints, the workspace's chosen set (Cargo.toml [workspace.lints]) included, as errors.
+cargo clippy --workspace --all-targets --locked -- -D warnings
 # The benchmark runner once, in its 1-second smoke mode (every case, every stock tool on PATH),
 # so its command lines and parsers cannot rot. Not a measurement: see docs/benchmarks.md.
 cargo run --locked -q -p perfpeer-bench -- --smoke --perfpeer target/debug/perfpeer \

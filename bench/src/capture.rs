@@ -2,6 +2,13 @@
 //! bound to `lo`: the same instrument for every tool, so pacing is judged alike. Needs root (or
 //! CAP_NET_RAW); without it the runner says so and leaves the pacing columns out.
 
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    reason = "FFI with AF_PACKET: libc gives its constants as c_int where the kernel's structs take u16 and sizes as usize where it takes socklen_t; each value is a small constant, and lengths and timestamps are used only after their sign is checked"
+)]
+
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,7 +41,7 @@ fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 fn open_lo() -> io::Result<Fd> {
-    let proto = (libc::ETH_P_IP as u16).to_be() as libc::c_int;
+    let proto = libc::c_int::from((libc::ETH_P_IP as u16).to_be());
     // SAFETY: plain socket/ioctl/bind calls with stack-allocated, correctly sized arguments.
     unsafe {
         let fd = Fd(check(libc::socket(

@@ -64,7 +64,7 @@ pub fn spawn(argv: &[String], out: PathBuf) -> Result<Proc, ProcError> {
             source,
         })?;
     Ok(Proc {
-        pid: child.id() as libc::pid_t,
+        pid: libc::pid_t::try_from(child.id()).expect("Linux pids fit pid_t"),
         out,
         _child: child,
     })

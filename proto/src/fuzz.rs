@@ -4,6 +4,11 @@
 //! from a fixed seed, random bytes and mutations of valid messages. The properties: no panic,
 //! length fields bounded before use, and valid messages read back as written.
 
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "random bytes and indices: keeping the low bits of a random u64 is the intent"
+)]
+
 use perfpeer_shared::control::ClientMsg;
 use perfpeer_shared::report::{PeerRole, SideReport};
 use perfpeer_shared::spec::{Protocol, TestSpec};

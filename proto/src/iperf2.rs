@@ -69,6 +69,10 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_be_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
+#[allow(
+    clippy::cast_possible_wrap,
+    reason = "iperf2's signed 32-bit fields travel as their two's-complement bits"
+)]
 fn i32_at(b: &[u8], at: usize) -> i32 {
     u32_at(b, at) as i32
 }
@@ -109,6 +113,10 @@ pub struct Header {
 
 impl Header {
     /// A 2.1-style header for a test of `amount` (`udp` sets the UDP flags).
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "the header length (60) fits its flag field"
+    )]
     pub fn new(amount: Amount, threads: u16, port: u16, udp: bool) -> Header {
         let base = if udp {
             flags::SEQNO64B | flags::EXTEND | flags::LEN_BIT | (76 << 1)
@@ -135,6 +143,10 @@ impl Header {
     }
 
     /// The 60 header bytes.
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "iperf2's header has 32-bit fields: the amount is clamped first, the rate is split into its low word and its high bits as iperf2 splits it"
+    )]
     pub fn encode(&self) -> [u8; TCP_HEADER_LEN] {
         let mut b = [0u8; TCP_HEADER_LEN];
         let amount = match self.amount {
@@ -185,6 +197,10 @@ impl Header {
     }
 
     /// Reads a header from its bytes (at least 24; the extended fields when present).
+    #[allow(
+        clippy::cast_sign_loss,
+        reason = "a non-negative amount (checked by the branch) is a byte count"
+    )]
     pub fn decode(b: &[u8]) -> Result<Header, CodecError> {
         if b.len() < 24 {
             return Err(CodecError::Truncated {
@@ -239,6 +255,10 @@ impl Header {
 }
 
 /// The 28-byte ack a server sends after a header.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "the ack length (28) fits its 32-bit field"
+)]
 pub fn ack() -> [u8; ACK_LEN] {
     let mut b = [0u8; ACK_LEN];
     b[0..4].copy_from_slice(&2u32.to_be_bytes());
@@ -267,6 +287,10 @@ pub struct ServerReport {
 
 impl ServerReport {
     /// The 128 report bytes.
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "iperf2's report splits 64-bit counts into a low and a high 32-bit word; the low word is the truncation"
+    )]
     pub fn encode(&self) -> [u8; REPORT_LEN] {
         let mut b = [0u8; REPORT_LEN];
         let put = |b: &mut [u8; REPORT_LEN], at: usize, v: u32| {

@@ -113,6 +113,10 @@ pub enum State {
 
 impl State {
     /// The byte on the wire.
+    #[allow(
+        clippy::cast_sign_loss,
+        reason = "iperf3's states are signed chars on the wire (-1, -2, …): the byte is their bits"
+    )]
     pub fn byte(self) -> u8 {
         let v: i8 = match self {
             State::TestStart => 1,
@@ -132,6 +136,10 @@ impl State {
     }
 
     /// Reads a state byte.
+    #[allow(
+        clippy::cast_possible_wrap,
+        reason = "iperf3's states are signed chars on the wire (-1, -2, …): the byte is their bits"
+    )]
     pub fn from_byte(b: u8) -> Result<State, CodecError> {
         Ok(match b as i8 {
             1 => State::TestStart,
@@ -155,7 +163,8 @@ impl State {
 pub fn frame_json(value: &Value) -> Vec<u8> {
     let body = serde_json::to_vec(value).expect("JSON values serialize");
     let mut out = Vec::with_capacity(4 + body.len());
-    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    let len = u32::try_from(body.len()).expect("a JSON frame is far below 4 GiB");
+    out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(&body);
     out
 }
@@ -171,7 +180,11 @@ pub fn frame_len(prefix: [u8; 4], max: usize) -> Result<usize, CodecError> {
 
 /// iperf3's stream ids: 1, 3, 4, 5, … (2 is skipped, a quirk both ends keep).
 pub fn stream_id(index: usize) -> u32 {
-    if index == 0 { 1 } else { index as u32 + 2 }
+    if index == 0 {
+        1
+    } else {
+        u32::try_from(index).map_or(u32::MAX, |i| i.saturating_add(2))
+    }
 }
 
 /// The client's test parameters, typed as iperf3 3.18 checks them.
@@ -379,6 +392,10 @@ pub struct StreamResult {
 
 /// Reads an integer that stock iperf3 may have printed as an unsigned 64-bit value: its −1
 /// ("unknown") arrives as 18446744073709551615.
+#[allow(
+    clippy::cast_possible_wrap,
+    reason = "iperf3 prints some counters as unsigned 64-bit: their bits are the signed value it meant"
+)]
 fn wrapped_i64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     let n = serde_json::Number::deserialize(d)?;
     if let Some(i) = n.as_i64() {
@@ -487,6 +504,10 @@ impl Results {
     }
 }
 
+#[allow(
+    clippy::cast_possible_wrap,
+    reason = "iperf3's result JSON holds counts as signed 64-bit; ours stay below 2^63"
+)]
 fn stream_result(s: &StreamFinal) -> StreamResult {
     let (jitter, errors, packets) = match (&s.udp_rx, s.packets) {
         (Some(rx), _) => (rx.jitter_ms / 1000.0, rx.lost as i64, rx.expected() as i64),
@@ -507,6 +528,10 @@ fn stream_result(s: &StreamFinal) -> StreamResult {
     }
 }
 
+#[allow(
+    clippy::cast_sign_loss,
+    reason = "negative counts from a peer are clamped to 0 before the conversion"
+)]
 fn stream_final(
     s: &StreamResult,
     role: StreamRole,

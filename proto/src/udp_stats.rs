@@ -126,6 +126,10 @@ impl UdpRxStats {
     }
 
     /// RFC 3550 §6.4.1: J += (|D| − J) / 16, D the change in transit time.
+    #[allow(
+        clippy::cast_possible_wrap,
+        reason = "a Duration's nanoseconds fit in 96 bits, so in an i128"
+    )]
     fn update_jitter(&mut self, sent: Duration, arrived: Duration) {
         // Transit times in integer nanoseconds: the clocks' offset cancels exactly.
         let transit = arrived.as_nanos() as i128 - sent.as_nanos() as i128;

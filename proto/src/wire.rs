@@ -230,6 +230,10 @@ pub struct DataHeader {
 
 impl DataHeader {
     /// Writes the header into the first 16 bytes of `buf`.
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "the header carries seconds as 32 bits (136 years of monotonic time)"
+    )]
     pub fn write(&self, buf: &mut [u8]) {
         buf[..8].copy_from_slice(&self.seq.to_be_bytes());
         buf[8..12].copy_from_slice(&(self.sent.as_secs() as u32).to_be_bytes());
@@ -397,6 +401,10 @@ pub enum Datagram {
     Other,
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "wall-clock seconds in 32 bits, as iperf's datagrams carry them (until 2106)"
+)]
 fn split_time(t: Duration) -> (u32, u32) {
     (t.as_secs() as u32, t.subsec_micros())
 }
@@ -415,6 +423,10 @@ impl DatagramFormat {
 
     /// Writes the header of data datagram `seq` into `buf`. `mono` is the sender's monotonic
     /// time, `wall` the time since the Unix epoch (iperf2 puts wall-clock time on the wire).
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "iperf and ttcp datagrams carry a 32-bit sequence number where we keep 64: the low word is the wire value"
+    )]
     pub fn write_data(self, buf: &mut [u8], seq: u64, mono: Duration, wall: Duration) {
         match self {
             DatagramFormat::Perfpeer => DataHeader { seq, sent: mono }.write(buf),
@@ -440,6 +452,11 @@ impl DatagramFormat {
     }
 
     /// Reads a received datagram.
+    #[allow(
+        clippy::cast_possible_wrap,
+        clippy::cast_sign_loss,
+        reason = "iperf's 32-bit sequence numbers are signed on the wire (a negative one is a fin): the bits are the value"
+    )]
     pub fn classify(self, buf: &[u8]) -> Datagram {
         let time = |sec_at: usize| {
             Some(Duration::new(
@@ -553,6 +570,11 @@ mod format_tests {
     }
 
     #[test]
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a test building a negative 32-bit fin id from its bits"
+    )]
     fn iperf2_datagram_bytes_and_fin() {
         let mut buf = [0u8; 76];
         let f = DatagramFormat::Iperf2 { seq64: true };

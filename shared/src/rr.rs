@@ -10,6 +10,7 @@ const LINEAR: u64 = 64;
 const SUB_BITS: u32 = 5;
 const SUB: u64 = 1 << SUB_BITS;
 /// Bucket count: the linear part plus 32 sub-buckets for each power of two from 2^6 to 2^63.
+#[allow(clippy::cast_possible_truncation, reason = "64 and 32: small constants")]
 const BUCKETS: usize = LINEAR as usize + (64 - 6) * SUB as usize;
 
 /// A log-linear histogram of round-trip times in nanoseconds (bucket width ≤ 1/32 of the value),
@@ -35,6 +36,10 @@ impl Default for RttHistogram {
     }
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "bucket indices are below BUCKETS (1920) and exponents below 64"
+)]
 fn bucket_of(ns: u64) -> usize {
     if ns < LINEAR {
         return ns as usize;
@@ -45,6 +50,10 @@ fn bucket_of(ns: u64) -> usize {
 }
 
 /// The largest value that falls into bucket `b`.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "b is a bucket index below BUCKETS (1920): its exponent and sub-bucket are small"
+)]
 fn bucket_upper(b: usize) -> u64 {
     if b < LINEAR as usize {
         return b as u64;
@@ -79,6 +88,11 @@ impl RttHistogram {
 
     /// The smallest value `v` such that at least `p` percent of the recorded values are ≤ `v`
     /// (to bucket precision, never above the true maximum); `None` when empty.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "the rank is a non-negative count no larger than the sample count (p is clamped to 0..=100)"
+    )]
     pub fn percentile_ns(&self, p: f64) -> Option<u64> {
         if self.count == 0 {
             return None;

@@ -69,11 +69,21 @@ fn parse_scaled(input: &str, base: f64, what: &'static str) -> Result<f64, UnitE
 }
 
 /// Parses a rate such as `200M`, `1.5G` or `48k` (powers of 1000) into bits per second.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "parse_scaled returns a finite non-negative value; `as` saturates at u64::MAX, which the spec's limits refuse later"
+)]
 pub fn parse_rate(input: &str) -> Result<BitRate, UnitError> {
     parse_scaled(input, 1000.0, "rate").map(|v| BitRate(v.round() as u64))
 }
 
 /// Parses a size such as `128K`, `10M` or `1400` (powers of 1024) into bytes.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "parse_scaled returns a finite non-negative value; `as` saturates at u64::MAX, which the spec's limits refuse later"
+)]
 pub fn parse_size(input: &str) -> Result<u64, UnitError> {
     parse_scaled(input, 1024.0, "size").map(|v| v.round() as u64)
 }

@@ -3,6 +3,11 @@
 //! tails), and the corpus of inputs that once hurt a listener, kept as hex under
 //! `tests/fuzz-corpus/<listener>/` and replayed before anything generated.
 
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "random bytes and indices: keeping the low bits of a random u64 is the intent"
+)]
+
 use std::path::PathBuf;
 
 /// xorshift64*: fast, seeded, the same sequence on every run.

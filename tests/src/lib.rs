@@ -265,7 +265,8 @@ pub fn free_port() -> u16 {
         Ordering::Relaxed,
     );
     loop {
-        let port = (LOW + NEXT.fetch_add(1, Ordering::Relaxed) % SPAN) as u16;
+        let port = u16::try_from(LOW + NEXT.fetch_add(1, Ordering::Relaxed) % SPAN)
+            .expect("LOW + SPAN stays below 65536");
         let free = ["127.0.0.1", "0.0.0.0"].iter().all(|ip| {
             std::net::TcpListener::bind((*ip, port)).is_ok()
                 && std::net::UdpSocket::bind((*ip, port)).is_ok()
@@ -440,14 +441,15 @@ pub fn connect_from(from: [u8; 4], to: SocketAddr) -> Option<TcpStream> {
         }
         let stream = TcpStream::from_raw_fd(fd);
         let sin = |ip: [u8; 4], port: u16| libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_family: libc::sa_family_t::try_from(libc::AF_INET).expect("AF_INET fits"),
             sin_port: port.to_be(),
             sin_addr: libc::in_addr {
                 s_addr: u32::from_be_bytes(ip).to_be(),
             },
             sin_zero: [0; 8],
         };
-        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let len = libc::socklen_t::try_from(std::mem::size_of::<libc::sockaddr_in>())
+            .expect("sockaddr_in size fits");
         let local = sin(from, 0);
         if libc::bind(fd, (&local as *const libc::sockaddr_in).cast(), len) != 0 {
             return None;

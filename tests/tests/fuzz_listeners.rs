@@ -6,6 +6,11 @@
 //! and still serve a real test. (DCCP's listener needs a kernel with DCCP: the dccp_vm test
 //! drives it.)
 
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "frames built by hand with lengths that fit their fields"
+)]
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::process::Command;

@@ -4,6 +4,12 @@
 //! flood from one address while another tests, and buffers a client asks for beyond the peer's
 //! memory budget.
 
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    reason = "raw packets built by hand: small constants and lengths under 64 KiB in 16-bit fields"
+)]
+
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream, UdpSocket};
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -207,7 +207,7 @@ fn bad_input_from_iperf3_clients_is_refused_and_the_server_keeps_serving() {
     assert!(send_and_read(port, &[b'a'; 37]).is_empty());
     let params = |body: &[u8]| {
         let mut m = cookie.to_vec();
-        m.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        m.extend_from_slice(&u32::try_from(body.len()).unwrap().to_be_bytes());
         m.extend_from_slice(body);
         m
     };

@@ -240,7 +240,13 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
             "Streams must be a whole number from 1 to 128",
         ));
     }
-    spec.streams = streams as u16;
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a positive whole number at most u16::MAX, checked above"
+    )]
+    let streams = streams as u16;
+    spec.streams = streams;
     let len_given = !input.len.trim().is_empty();
     if len_given {
         let len = parse_size(&input.len).map_err(|e| err("len", e.to_string()))?;

@@ -205,6 +205,10 @@ pub fn share_url(origin: &str, id: &str) -> String {
 
 /// `2026-12-02 14:03:07` in the browser's time zone (`tz_offset_min` is JavaScript's
 /// `getTimezoneOffset()`: minutes to add to local time to get UTC).
+#[allow(
+    clippy::cast_possible_wrap,
+    reason = "milliseconds since 1970 divided to seconds fit an i64"
+)]
 pub fn when(created_ms: u64, tz_offset_min: i32) -> String {
     let secs = (created_ms / 1000) as i64 - i64::from(tz_offset_min) * 60;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
@@ -218,6 +222,11 @@ pub fn when(created_ms: u64, tz_offset_min: i32) -> String {
 }
 
 /// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "day and month of a civil date are in 1..=31 and 1..=12"
+)]
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);

@@ -192,7 +192,9 @@ fn default_send_size(protocol: Protocol, window: Option<u32>) -> u32 {
         s.send_buffer_size()
     });
     match (probed, protocol) {
-        (Ok(n), Protocol::Udp) if n > 0 => n.min(MAX_UDP_LEN as usize) as u32,
+        (Ok(n), Protocol::Udp) if n > 0 => {
+            u32::try_from(n).map_or(MAX_UDP_LEN, |n| n.min(MAX_UDP_LEN))
+        }
         (Ok(n), Protocol::Tcp) if n > 0 => u32::try_from(n).unwrap_or(u32::MAX),
         _ => 4096,
     }

@@ -45,6 +45,10 @@ struct RawTfrcTx {
     ipi: u32,
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "socket option values are a few bytes: their length fits socklen_t"
+)]
 fn set_raw(s: &Socket, opt: libc::c_int, bytes: &[u8]) -> io::Result<()> {
     // SAFETY: `bytes` is valid for its length; the kernel copies it.
     let rc = unsafe {
@@ -64,6 +68,10 @@ fn set_raw(s: &Socket, opt: libc::c_int, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// getsockopt into `out` (plain-old-data); returns the length the kernel wrote.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "socket option values are a few bytes: their length fits socklen_t"
+)]
 fn get_raw<T>(s: &Socket, opt: libc::c_int, out: &mut T) -> io::Result<usize> {
     let mut len = std::mem::size_of::<T>() as libc::socklen_t;
     // SAFETY: `out` is a valid, writable `T` of `len` bytes; T is only ever a POD struct,

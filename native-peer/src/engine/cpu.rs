@@ -36,7 +36,8 @@ pub fn parse_proc_stat(text: &str) -> Option<HostTimes> {
     let cpus = text
         .lines()
         .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
-        .count() as u32;
+        .count();
+    let cpus = u32::try_from(cpus).unwrap_or(u32::MAX);
     Some(HostTimes {
         user: v[0] + v[1],
         system: v[2] + v[5] + v[6],
@@ -54,6 +55,10 @@ pub struct CpuSnapshot {
     host: Option<HostTimes>,
 }
 
+#[allow(
+    clippy::cast_sign_loss,
+    reason = "clamped to non-negative before the conversion"
+)]
 fn timeval(tv: libc::timeval) -> Duration {
     Duration::new(
         tv.tv_sec.max(0) as u64,
@@ -101,7 +106,7 @@ fn usage_between(a: &CpuSnapshot, b: &CpuSnapshot) -> CpuUsage {
             0.0,
             0.0,
             std::thread::available_parallelism()
-                .map(|n| n.get() as u32)
+                .map(|n| u32::try_from(n.get()).unwrap_or(u32::MAX))
                 .unwrap_or(1),
         ),
     };

@@ -101,7 +101,9 @@ impl StreamCounters {
     }
 
     fn mark_finished_at(&self, epoch: Instant, at: Instant) {
-        let ns = at.saturating_duration_since(epoch).as_nanos() as u64 + 1;
+        let ns = u64::try_from(at.saturating_duration_since(epoch).as_nanos())
+            .unwrap_or(u64::MAX - 1)
+            + 1;
         let _ = self
             .finished_ns
             .compare_exchange(0, ns, Ordering::Release, Ordering::Relaxed);
@@ -135,10 +137,11 @@ impl SideControl {
         };
         let prev = budget
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
-                (left > 0).then(|| left.saturating_sub(want as u64))
+                (left > 0).then(|| left.saturating_sub(u64::try_from(want).unwrap_or(u64::MAX)))
             })
             .ok()?;
-        Some(prev.min(want as u64) as usize)
+        // At most `want`, so it fits a usize.
+        Some(usize::try_from(prev).map_or(want, |p| p.min(want)))
     }
 
     fn stopping(&self) -> bool {
@@ -432,6 +435,10 @@ fn run_worker(socket: DataSocket, role: StreamRole, w: Worker) {
 
 /// A payload buffer of `len` bytes of pseudo-random filler (so compression on the path gains
 /// nothing), allocated once per stream and reused for every write.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "filler bytes: keeping the low bits of the generator is the intent"
+)]
 fn payload(len: usize) -> Vec<u8> {
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     (0..len)

@@ -42,11 +42,21 @@ impl Pacer {
     }
 
     /// The send's place in the even schedule, ignoring the catch-up limit.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "nanoseconds as f64 from non-negative counts and rates; `as` saturates, and a pacing horizon past 584 years is not reached"
+    )]
     fn scheduled(&self) -> Instant {
         self.start + Duration::from_nanos((self.sent as f64 * self.ns_per_byte) as u64)
     }
 
     /// Accounts a send of `bytes` made at `now`.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "nanoseconds as f64 from non-negative counts and rates; `as` saturates, and a pacing horizon past 584 years is not reached"
+    )]
     pub fn on_sent(&mut self, bytes: u64, now: Instant) {
         if now > self.scheduled() + MAX_DEBT {
             // Far behind (the host stalled us): restart the schedule from now.

@@ -112,7 +112,7 @@ pub(super) fn request(sock: &TcpStream, w: &Worker, rr: RequestResponse) -> io::
             || w.control.aborted().then_some(Ok(Io::Stopped)),
         );
         match answered {
-            Ok(Io::Done) => hist.record(t0.elapsed().as_nanos() as u64),
+            Ok(Io::Done) => hist.record(u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX)),
             Ok(Io::Eof) => {
                 break Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -125,7 +125,7 @@ pub(super) fn request(sock: &TcpStream, w: &Worker, rr: RequestResponse) -> io::
     };
     let fin = RrFinal {
         transactions: hist.count(),
-        request_len: w.len as u32,
+        request_len: u32::try_from(w.len).unwrap_or(u32::MAX),
         response_len: rr.response_len,
         rtt: hist.summary(),
     };

@@ -59,7 +59,7 @@ pub(super) fn request(sock: &impl Datagrams, w: &Worker, rr: RequestResponse) ->
                 Ok(n) if UdpControl::is_control(&resp[..n]) => {}
                 Ok(n) if req.len() >= TAG && n >= TAG && tag_of(&resp[..n]) != Some(seq) => {}
                 Ok(_) => {
-                    hist.record(t0.elapsed().as_nanos() as u64);
+                    hist.record(u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX));
                     break;
                 }
                 Err(e) if is_retry(&e) || e.kind() == io::ErrorKind::ConnectionRefused => {}
@@ -69,7 +69,7 @@ pub(super) fn request(sock: &impl Datagrams, w: &Worker, rr: RequestResponse) ->
     };
     let fin = RrFinal {
         transactions: hist.count(),
-        request_len: w.len as u32,
+        request_len: u32::try_from(w.len).unwrap_or(u32::MAX),
         response_len: rr.response_len,
         rtt: hist.summary(),
     };

@@ -229,7 +229,8 @@ impl Sampler {
                 max_snd_cwnd: s.tcp.max_cwnd,
                 max_rtt_us: s.tcp.max_rtt,
                 min_rtt_us: s.tcp.min_rtt,
-                mean_rtt_us: (s.tcp.rtt_sum / s.tcp.rtt_samples.max(1)) as u32,
+                mean_rtt_us: u32::try_from(s.tcp.rtt_sum / s.tcp.rtt_samples.max(1))
+                    .unwrap_or(u32::MAX),
             });
         StreamFinal {
             id: s.id,

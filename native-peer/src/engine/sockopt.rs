@@ -42,6 +42,10 @@ pub fn apply(sock: SockRef<'_>, spec: &TestSpec, is_ipv6: bool) -> io::Result<()
 
 /// Caps the kernel's pacing of this socket at `rate` (SO_MAX_PACING_RATE, in bytes per second):
 /// TCP paces itself to it, and the fq qdisc does for any socket.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "the size of a u64 fits socklen_t"
+)]
 pub fn set_max_pacing_rate(sock: &impl AsRawFd, rate: BitRate) -> io::Result<()> {
     let bytes_per_sec: u64 = (rate.0 / 8).max(1);
     // SAFETY: a plain setsockopt with a u64 value and its size.
@@ -64,8 +68,12 @@ pub fn set_max_pacing_rate(sock: &impl AsRawFd, rate: BitRate) -> io::Result<()>
 /// What the kernel set: (SO_SNDBUF, SO_RCVBUF).
 pub fn buffer_sizes(sock: SockRef<'_>) -> (Option<u32>, Option<u32>) {
     (
-        sock.send_buffer_size().ok().map(|v| v as u32),
-        sock.recv_buffer_size().ok().map(|v| v as u32),
+        sock.send_buffer_size()
+            .ok()
+            .and_then(|v| u32::try_from(v).ok()),
+        sock.recv_buffer_size()
+            .ok()
+            .and_then(|v| u32::try_from(v).ok()),
     )
 }
 
@@ -97,6 +105,10 @@ pub struct TcpInfo {
 }
 
 /// Reads TCP_INFO; `None` if the kernel refuses.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "the size of struct tcp_info fits socklen_t"
+)]
 pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
     // SAFETY: we pass a zeroed tcp_info and its true size; the kernel writes at most that much.
     let info = unsafe {

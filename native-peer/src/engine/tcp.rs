@@ -109,6 +109,10 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
 
 /// Receives up to `buf.len()` bytes and lets the kernel drop them instead of copying them out
 /// (MSG_TRUNC on a TCP socket); returns how many bytes were consumed.
+#[allow(
+    clippy::cast_sign_loss,
+    reason = "recv's result is used only after the negative (error) case returned"
+)]
 fn recv_discard(sock: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
     loop {
         // SAFETY: `buf` is valid for `buf.len()` bytes; with MSG_TRUNC the kernel does not even

@@ -19,6 +19,11 @@ pub(super) const BATCH: usize = 32;
 const HEADER_SLOT: usize = 64;
 
 /// `sendmmsg` of `bufs` (at most [`BATCH`]); returns how many datagrams the kernel took.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "at most BATCH (64) messages per call, and the result is used only after the negative (error) case returned"
+)]
 fn send_batch(sock: &UdpSocket, bufs: &[Vec<u8>]) -> io::Result<usize> {
     let n = bufs.len().min(BATCH);
     // SAFETY: zeroed iovec/mmsghdr are valid "empty" values; each msghdr points at one iovec
@@ -45,6 +50,11 @@ fn send_batch(sock: &UdpSocket, bufs: &[Vec<u8>]) -> io::Result<usize> {
 
 /// `recvmmsg` into `buf` cut in slots of `slot` bytes; fills `lens` with each datagram's true
 /// length (MSG_TRUNC) and returns the count. Waits (up to the socket timeout) for the first.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "at most BATCH (32) messages per call, and the result is used only after the negative (error) case returned"
+)]
 fn recv_batch(
     sock: &UdpSocket,
     buf: &mut [u8],
@@ -100,6 +110,11 @@ const GSO_BYTES: usize = 65_000;
 const UDP_SEGMENT: libc::c_int = 103;
 
 /// Sets (or with 0 clears) the socket's UDP GSO segment size.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    reason = "a UDP segment size is below 64 KiB, and the option's size fits socklen_t"
+)]
 fn set_udp_segment(sock: &UdpSocket, size: usize) -> io::Result<()> {
     let v = size as libc::c_int;
     // SAFETY: a plain setsockopt with an int value and its size.

@@ -73,6 +73,12 @@ impl Origin {
     }
 }
 
+/// A count or a time in ms as SQLite's integer (i64), saturating: no figure kept here comes
+/// near 2^63.
+pub(crate) fn sql_int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 /// One line of the history list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -328,7 +334,7 @@ impl Store {
                 [],
                 |r| r.get(0),
             )?;
-            if used as u64 <= self.retention.max_bytes {
+            if u64::try_from(used).unwrap_or(0) <= self.retention.max_bytes {
                 break;
             }
             // The oldest tenth of what is finished (at least one), tests and sweeps alike.
@@ -376,7 +382,7 @@ impl Store {
         let inserted = self.conn().execute(
             "INSERT INTO results (id, test_id, created_ms, origin, role, peer, protocol, direction, spec_json, host_json, status, owner)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'running', ?11)",
-            params![id, test_id, now_ms() as i64, origin.as_str(), role, peer, protocol, direction, serde_json::to_string(spec)?, serde_json::to_string(host)?, owner::this_process()],
+            params![id, test_id, sql_int(now_ms()), origin.as_str(), role, peer, protocol, direction, serde_json::to_string(spec)?, serde_json::to_string(host)?, owner::this_process()],
         );
         self.noted(inserted.map_err(StoreError::from))?;
         Ok(id)
@@ -419,7 +425,7 @@ impl Store {
         let tx = conn.transaction()?;
         tx.execute(
             "UPDATE results SET status = ?2, reason = ?3, bytes = ?4, bits_per_second = ?5, result_json = ?6, test_id = CASE WHEN ?7 = '' THEN test_id ELSE ?7 END WHERE id = ?1",
-            params![id, status, reason, bytes.map(|b| b as i64), bps, serde_json::to_string(&slim)?, result.id],
+            params![id, status, reason, bytes.map(sql_int), bps, serde_json::to_string(&slim)?, result.id],
         )?;
         // Intervals not written live (the short tail, the far end's) are added now.
         for side in [Some(&result.local), result.remote.as_ref()]
@@ -435,7 +441,7 @@ impl Store {
                 };
                 tx.execute(
                     "INSERT OR IGNORE INTO intervals (result_id, role, seq, report_json) VALUES (?1, ?2, ?3, ?4)",
-                    params![id, role_word(side.role), seq as u32, json],
+                    params![id, role_word(side.role), sql_int(seq as u64), json],
                 )?;
             }
         }
@@ -650,7 +656,7 @@ fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Summary> {
     Ok(Summary {
         id: r.get(0)?,
         kind: test_kind(),
-        created_ms: r.get::<_, i64>(1)? as u64,
+        created_ms: u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
         origin: r.get(2)?,
         role: r.get(3)?,
         peer: r.get(4)?,
@@ -658,7 +664,9 @@ fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Summary> {
         direction: r.get(6)?,
         status: r.get(7)?,
         reason: r.get(8)?,
-        bytes: r.get::<_, Option<i64>>(9)?.map(|b| b as u64),
+        bytes: r
+            .get::<_, Option<i64>>(9)?
+            .and_then(|b| u64::try_from(b).ok()),
         bits_per_second: r.get(10)?,
         link_enabled: r.get(11)?,
     })

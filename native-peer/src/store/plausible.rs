@@ -15,6 +15,11 @@ const MAX_BYTES_PER_SECOND: f64 = 200e9;
 const TIME_SLACK: Duration = Duration::from_secs(30);
 
 /// Why `remote` does not fit `result`'s test, if it does not.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "a count of intervals from a ratio of durations, non-negative and capped by MAX_INTERVALS"
+)]
 pub fn remote_problem(result: &TestResult, remote: &SideReport) -> Option<String> {
     let spec = &result.spec;
     let longest = spec

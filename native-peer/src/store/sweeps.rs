@@ -78,7 +78,7 @@ impl Store {
             "INSERT INTO sweeps (id, created_ms, peer, spec_json, result_json) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![
                 id,
-                now_ms() as i64,
+                super::sql_int(now_ms()),
                 peer,
                 serde_json::to_string(spec)?,
                 serde_json::to_string(result)?
@@ -139,7 +139,7 @@ impl SweepRow {
     fn decode(self) -> Result<StoredSweep, StoreError> {
         Ok(StoredSweep {
             id: self.id,
-            created_ms: self.created_ms.max(0) as u64,
+            created_ms: u64::try_from(self.created_ms).unwrap_or(0),
             peer: self.peer,
             spec: serde_json::from_str(&self.spec_json)?,
             result: serde_json::from_str(&self.result_json)?,

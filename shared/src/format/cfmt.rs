@@ -2,6 +2,12 @@
 //! matches theirs character for character.
 
 /// C's `%.{precision}g`: the shorter of fixed and exponent notation, trailing zeros removed.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    reason = "C's %g: a decimal exponent of an f64 is within ±330 and a precision a few digits, so the i32/usize conversions are exact"
+)]
 pub fn g(value: f64, precision: usize) -> String {
     let p = precision.max(1);
     if value == 0.0 {

@@ -398,6 +398,10 @@ fn join_lines(lines: Vec<String>) -> String {
 
 /// C's `%.2g`, which iperf3 uses for loss percentages: two significant digits, trailing zeros
 /// dropped, exponent form below 1e-4 and from 100 up (so 100 % prints "1e+02", as in iperf3).
+#[allow(
+    clippy::cast_sign_loss,
+    reason = "the number of decimals, 1 - exponent, is positive for the values below 1 that take this path"
+)]
 fn two_significant(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return if v == 0.0 { "0".into() } else { v.to_string() };
@@ -688,6 +692,10 @@ fn secs_json(d: std::time::Duration) -> Value {
 }
 
 /// RFC 1123 date in GMT, e.g. "Wed, 02 Dec 2026 14:08:17 GMT".
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "calendar fields (day, month, hour, …) of a date are small numbers"
+)]
 pub fn http_date(unix_secs: u64) -> String {
     const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
     const MONTHS: [&str; 12] = [

@@ -39,6 +39,10 @@ fn amount(spec: &TestSpec) -> Amount {
     }
 }
 
+#[allow(
+    clippy::cast_possible_wrap,
+    reason = "iperf2's buffer length is a signed 32-bit field; our lengths are at most 1 MiB"
+)]
 fn header(spec: &TestSpec, port: u16) -> Header {
     let mut h = Header::new(
         amount(spec),
@@ -237,6 +241,10 @@ fn drain_until_closed(sockets: &[DataSocket]) {
 }
 
 /// Sends fins (id −(N+1), −(N+2), …) every 10 ms until each stream's server report arrives.
+#[allow(
+    clippy::cast_possible_wrap,
+    reason = "iperf2's fin ids are negative 32-bit counts: datagram counts stay far below 2^63"
+)]
 fn fin_exchange(
     sockets: &[DataSocket],
     finals: &[StreamFinal],
@@ -253,6 +261,11 @@ fn fin_exchange(
     Ok(reports)
 }
 
+#[allow(
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    reason = "iperf2's fin ids are negative counts, written as their bits"
+)]
 fn await_report(udp: &UdpSocket, sent: i64, template: &[u8]) -> Result<ServerReport, String> {
     let mut datagram = template.to_vec();
     datagram.resize(template.len().max(UDP_HEADER_AT + 60), 0);

@@ -335,7 +335,7 @@ async fn udp_flow(
     let socket = crate::server::data_listener::connected_udp_socket(local, from)
         .map_err(|e| e.to_string())?;
     let mut spec = spec_for(Protocol::Udp, Some(&header), shared.config.max_duration);
-    spec.len = first.len() as u32;
+    spec.len = u32::try_from(first.len()).unwrap_or(u32::MAX);
     spec.end = EndCondition::Time {
         duration: shared.config.max_duration,
     };

@@ -276,7 +276,7 @@ async fn serve_test(
             state = control.next_state() => {
                 return Err(match state {
                     Err(e) => e,
-                    Ok(other) => Iperf3Error::Codec(CodecError::BadState(other.byte() as i8)),
+                    Ok(other) => Iperf3Error::Codec(CodecError::BadState(i8::from_ne_bytes([other.byte()]))),
                 });
             }
         }
@@ -433,7 +433,7 @@ async fn run_until_test_end(
             state = control.next_state() => match state? {
                 State::TestEnd => return Ok(()),
                 State::ClientTerminate => return Err(Iperf3Error::Aborted("the client was interrupted".into())),
-                other => return Err(Iperf3Error::Codec(CodecError::BadState(other.byte() as i8))),
+                other => return Err(Iperf3Error::Codec(CodecError::BadState(i8::from_ne_bytes([other.byte()])))),
             },
             _ = tokio::time::sleep_until(deadline) => return Err(Iperf3Error::Timeout("test end")),
             _ = shared.shutdown.cancelled() => {
