@@ -10,7 +10,10 @@ const LINEAR: u64 = 64;
 const SUB_BITS: u32 = 5;
 const SUB: u64 = 1 << SUB_BITS;
 /// Bucket count: the linear part plus 32 sub-buckets for each power of two from 2^6 to 2^63.
-#[allow(clippy::cast_possible_truncation, reason = "64 and 32: small constants")]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "64 and 32: small constants"
+)]
 const BUCKETS: usize = LINEAR as usize + (64 - 6) * SUB as usize;
 
 /// A log-linear histogram of round-trip times in nanoseconds (bucket width ≤ 1/32 of the value),

@@ -219,6 +219,57 @@ async fn cancel_ends_a_running_test_early() {
     );
 }
 
+/// SIGTERM ends a browser's run as a cancel would, and the peer keeps its partial result (with
+/// the figures so far) before it exits: the run's task is drained, not dropped with the runtime.
+#[tokio::test]
+async fn sigterm_keeps_a_browsers_running_test_before_the_peer_exits() {
+    let mut dut = Peer::start(&[]);
+    let pc = Peer::start(&[]);
+    let mut ws = connect(&dut).await;
+    assert!(hello(&mut ws, Some(TOKEN)).await);
+    let mut spec = short_spec(Protocol::Tcp);
+    spec.end = EndCondition::Time {
+        duration: Duration::from_secs(60),
+    };
+    send(
+        &mut ws,
+        &ClientMsg::Run {
+            target: pc.control.clone(),
+            spec,
+        },
+    )
+    .await;
+    let mut intervals = 0;
+    while intervals < 2 {
+        if let ServerMsg::Interval { .. } = recv(&mut ws).await {
+            intervals += 1;
+        }
+    }
+    let pid = libc::pid_t::try_from(dut.pid()).unwrap();
+    // SAFETY: signalling the child process this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    assert!(
+        perfpeer_tests::wait_for(Duration::from_secs(15), || !dut.is_running()),
+        "the peer exits soon after SIGTERM"
+    );
+    let store = dut.dir.to_str().unwrap().to_string();
+    let list = perfpeer_tests::Running::spawn(
+        &perfpeer_tests::perfpeer_bin(),
+        &["results", "--data-dir", &store, "list"],
+    )
+    .wait(Duration::from_secs(20));
+    let list = String::from_utf8_lossy(&list.stdout).to_string();
+    let line = list
+        .lines()
+        .find(|l| l.contains("browser"))
+        .unwrap_or_else(|| panic!("the run is in the history: {list}"));
+    assert!(
+        line.contains("cancelled") && line.contains("bits/s"),
+        "kept as cancelled with its figures: {line}\n{}",
+        dut.log()
+    );
+}
+
 #[tokio::test]
 async fn a_run_survives_its_browser_and_can_be_attached_again() {
     let dut = Peer::start(&[]);

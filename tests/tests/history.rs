@@ -137,6 +137,41 @@ fn a_peer_killed_mid_test_shows_the_test_aborted_after_restart() {
     );
 }
 
+/// SIGTERM is not SIGKILL: the peer ends its running tests, keeps them (with why they ended)
+/// and only then exits, instead of leaving them `running` for the next start to mark aborted.
+#[test]
+fn a_peer_stopped_with_sigterm_keeps_its_running_test_before_it_exits() {
+    let mut peer = Peer::start(&[]);
+    let client = Running::spawn(&perfpeer_bin(), &["test", &peer.control, "-t", "30"]);
+    assert!(wait_for(Duration::from_secs(10), || peer
+        .log()
+        .contains("test begins")));
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = libc::pid_t::try_from(peer.pid()).unwrap();
+    // SAFETY: signalling the child process this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    assert!(
+        wait_for(Duration::from_secs(10), || !peer.is_running()),
+        "the peer exits soon after SIGTERM"
+    );
+    drop(client);
+    // Read the store as it was left, before a restart could mark anything.
+    let store = peer.dir.to_str().unwrap().to_string();
+    let list = Running::spawn(&perfpeer_bin(), &["results", "--data-dir", &store, "list"])
+        .wait(Duration::from_secs(20));
+    let list = String::from_utf8_lossy(&list.stdout).to_string();
+    let line = list
+        .lines()
+        .find(|l| l.contains("far_end"))
+        .unwrap_or_else(|| {
+            panic!("the test is in the history: {list}");
+        });
+    assert!(
+        line.contains("failed") && !line.contains("running"),
+        "ended and kept as failed, not left running: {line}"
+    );
+}
+
 #[test]
 fn results_cli_lists_shows_and_exports_a_self_contained_page() {
     let peer = Peer::start(&[]);

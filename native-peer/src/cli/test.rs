@@ -53,7 +53,7 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     )
     .await?;
     if let (Ok(result), false) = (&outcome, args.no_store) {
-        keep(result, &args);
+        keep(result, &args).await;
     }
     let dccp_lines = match (&outcome, style) {
         (Ok(result), Style::Text) => perfpeer_shared::format::dccp::text(result),
@@ -70,7 +70,7 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
 
 /// Adds a finished test to this machine's history; a store that cannot be opened is only a
 /// warning, since the test itself succeeded.
-fn keep(result: &TestResult, args: &TestArgs) {
+async fn keep(result: &TestResult, args: &TestArgs) {
     let dir = crate::server::token::data_dir(args.data_dir.as_deref());
     match crate::store::Store::open(&dir) {
         Ok((store, note)) => {
@@ -87,7 +87,7 @@ fn keep(result: &TestResult, args: &TestArgs) {
                 &peer,
                 &result.spec,
             ) {
-                rec.finish(result);
+                rec.finish(result).await;
             }
         }
         Err(e) => eprintln!("perfpeer: the result was not kept: {e}"),

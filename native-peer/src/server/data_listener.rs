@@ -81,7 +81,8 @@ pub async fn run_tcp(listener: TcpListener, state: Arc<ServerState>) {
         accept_admitted(&listener, &unidentified, &DROPPED_TCP, &state.shutdown).await
     {
         let state = state.clone();
-        tokio::spawn(async move {
+        let tasks = state.tasks.clone();
+        tasks.spawn(async move {
             let outcome = tokio::select! {
                 r = identify_tcp(stream, from, &state) => r,
                 _ = place.evicted().cancelled() => Err("shed for another source's connection".into()),

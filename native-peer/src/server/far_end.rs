@@ -12,9 +12,10 @@ use perfpeer_shared::report::{PeerRole, StreamRole, TestResult, TestStatus};
 use perfpeer_shared::spec::{EndCondition, TestSpec};
 use socket2::SockRef;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use super::state::{IncomingStream, ServerState};
-use crate::engine::wire::{cookie_to_hex, random_cookie};
+use crate::engine::wire::{Cookie, cookie_to_hex, random_cookie};
 use crate::engine::{DataSocket, StreamSetup, sockopt};
 use crate::session::SessionError;
 use crate::session::channel::ControlChannel;
@@ -136,7 +137,23 @@ pub async fn serve(
         .map_err(|e| refuse(ErrorCode::OverLimit, e.to_string()))?;
     let cookie = random_cookie();
     let test_id = cookie_to_hex(&random_cookie())[..12].to_string();
-    let (pending, incoming) = state.expect_streams(cookie, plan.len(), client.ip());
+    // Every log line of the test carries its id and client through this span.
+    let span = tracing::info_span!("far_end_test", test_id = %test_id, %client);
+    run_accepted(chan, spec, state, client, cookie, test_id)
+        .instrument(span)
+        .await
+}
+
+/// The accepted test, from its `accepted` to its `final`.
+async fn run_accepted(
+    chan: &mut ControlChannel,
+    spec: TestSpec,
+    state: &Arc<ServerState>,
+    client: SocketAddr,
+    cookie: Cookie,
+    test_id: String,
+) -> Result<(), SessionError> {
+    let (pending, incoming) = state.expect_streams(cookie, spec.stream_plan().len(), client.ip());
     chan.send(&ServerMsg::Accepted {
         test_id: test_id.clone(),
         cookie: cookie_to_hex(&cookie),
@@ -156,7 +173,7 @@ pub async fn serve(
         Err(_) => return Err(SessionError::PeerLost("no begin after ready".into())),
     }
     let _running = state.track(&test_id, PeerRole::Server, client.to_string(), &spec);
-    tracing::info!(test_id, %client, protocol = ?spec.protocol, direction = ?spec.direction, streams = spec.streams, "test begins");
+    tracing::info!(protocol = ?spec.protocol, direction = ?spec.direction, streams = spec.streams, "test begins");
     let started_unix_ms = crate::util::unix_ms_now();
     let mut m = Measurement::start(PeerRole::Server, &spec, setups)?;
     let limit = far_end_limit(&spec, state.config.max_duration);
@@ -175,7 +192,6 @@ pub async fn serve(
     outcome?;
     if !finished.stream_errors.is_empty() {
         tracing::warn!(
-            test_id,
             errors = finished.stream_errors.join("; "),
             "data streams ended with errors"
         );
@@ -201,22 +217,26 @@ pub async fn serve(
                 },
             ),
         };
-    tracing::info!(test_id, complete = remote.is_some(), "test ended");
+    tracing::info!(complete = remote.is_some(), "test ended");
     let mut summary = report.clone();
     summary.intervals.clear();
-    let result_id = rec.map(|rec| {
-        let id = rec.id().to_string();
-        rec.finish(&TestResult {
-            id: test_id,
-            spec,
-            started_unix_ms,
-            server_addr: client.to_string(),
-            local: report,
-            remote,
-            status,
-        });
-        id
-    });
+    let result_id = match rec {
+        Some(rec) => {
+            let id = rec.id().to_string();
+            let result = TestResult {
+                id: test_id,
+                spec,
+                started_unix_ms,
+                server_addr: client.to_string(),
+                local: report,
+                remote,
+                status,
+            };
+            rec.finish(&result).await;
+            Some(id)
+        }
+        None => None,
+    };
     chan.send(&ServerMsg::Final {
         report: summary,
         result_id,

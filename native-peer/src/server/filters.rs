@@ -70,7 +70,9 @@ pub fn ws(
                         ws.max_message_size(MAX_CONTROL_MESSAGE)
                             .max_frame_size(MAX_CONTROL_MESSAGE)
                             .on_upgrade(move |socket| {
-                                handlers::on_socket(socket, state, remote, place)
+                                let tasks = state.tasks.clone();
+                                tasks
+                                    .track_future(handlers::on_socket(socket, state, remote, place))
                             }),
                     )
                 }

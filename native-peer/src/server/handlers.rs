@@ -57,21 +57,31 @@ impl WsMessage for Message {
     }
 }
 
-/// Serves one WebSocket connection until it closes, or until its place is taken by another
-/// source's (see [`crate::admission`]).
+/// Serves one WebSocket connection until it closes, until its place is taken by another
+/// source's (see [`crate::admission`]), or [`SHUTDOWN_GRACE`] after the peer starts shutting
+/// down (a far-end test ends at once and keeps its result; a browser following a run sees
+/// its end).
 pub async fn on_socket(
     ws: WebSocket,
     state: Arc<ServerState>,
     remote: SocketAddr,
     place: Admitted,
 ) {
+    let shutdown = state.shutdown.clone();
     tokio::select! {
         _ = serve_socket(ws, &state, remote) => {}
         _ = place.evicted().cancelled() => {
             tracing::debug!(%remote, "WebSocket shed for another source's");
         }
+        () = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } => {}
     }
 }
+
+/// How long a WebSocket stays open once the peer shuts down.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
 async fn serve_socket(ws: WebSocket, state: &Arc<ServerState>, remote: SocketAddr) {
     let state = state.clone();

@@ -63,7 +63,7 @@ pub async fn serve(listener: TcpListener, state: Arc<ServerState>) {
             .timer(TokioTimer::new())
             .header_read_timeout(HEADER_READ_TIMEOUT);
         let watcher = graceful.watcher();
-        tokio::spawn(async move {
+        state.tasks.spawn(async move {
             let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
             let connection = watcher.watch(connection.into_owned());
             tokio::select! {

@@ -19,6 +19,7 @@ pub mod token;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use socket2::{Domain, Socket, Type};
 use tokio::net::{TcpListener, UdpSocket};
@@ -70,10 +71,33 @@ fn bind_control(addr: SocketAddr) -> io::Result<TcpListener> {
     TcpListener::from_std(socket.into())
 }
 
-/// Serves until `state.shutdown` is cancelled.
+/// Longest wait at shutdown for running tests and connections to end (tests abort at once;
+/// their results are kept first).
+const DRAIN_LIMIT: Duration = Duration::from_secs(15);
+
+/// Serves until `state.shutdown` is cancelled, then waits (at most [`DRAIN_LIMIT`]) for every
+/// task it started, and for the store's queued writes.
 pub async fn run(bound: Bound, state: Arc<ServerState>) {
-    let tcp = tokio::spawn(data_listener::run_tcp(bound.data_tcp, state.clone()));
-    let udp = tokio::spawn(data_listener::run_udp(bound.data_udp, state.clone()));
-    http::serve(bound.control, state).await;
+    let tcp = state
+        .tasks
+        .spawn(data_listener::run_tcp(bound.data_tcp, state.clone()));
+    let udp = state
+        .tasks
+        .spawn(data_listener::run_udp(bound.data_udp, state.clone()));
+    http::serve(bound.control, state.clone()).await;
     let _ = tokio::join!(tcp, udp);
+    state.tasks.close();
+    if tokio::time::timeout(DRAIN_LIMIT, state.tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            tasks = state.tasks.len(),
+            "tasks still running after {} s: stopping anyway",
+            DRAIN_LIMIT.as_secs()
+        );
+    }
+    if let Some(store) = state.store() {
+        store.flush().await;
+    }
 }

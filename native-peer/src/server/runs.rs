@@ -43,7 +43,9 @@ pub fn start(
         running: None,
         rec: None,
     };
-    tokio::spawn(supervise(state.clone(), slot, run, job, events));
+    state
+        .tasks
+        .spawn(supervise(state.clone(), slot, run, job, events));
     log
 }
 
@@ -82,7 +84,9 @@ pub fn start_sweep(
         test_id: String::new(),
         running: None,
     };
-    tokio::spawn(supervise(state.clone(), slot, run, job, events));
+    state
+        .tasks
+        .spawn(supervise(state.clone(), slot, run, job, events));
     log
 }
 
@@ -119,6 +123,9 @@ async fn supervise<S: Supervised>(
     let mut job = std::pin::pin!(tokio::spawn(job));
     let mut check = tokio::time::interval(Duration::from_secs(1));
     let mut abandonment = Abandonment::default();
+    // Shutdown cancels the run once; the branch is then off, or it would be ready on every
+    // turn and spin this task, starving the run it is waiting for.
+    let mut cancelled_for_shutdown = false;
     let last = loop {
         tokio::select! {
             joined = &mut job => {
@@ -130,7 +137,10 @@ async fn supervise<S: Supervised>(
             }
             Some(ev) = events.recv() => run.on_event(ev),
             _ = check.tick() => abandonment.check(&log, run.id()),
-            () = state.shutdown.cancelled() => log.cancel(),
+            () = state.shutdown.cancelled(), if !cancelled_for_shutdown => {
+                cancelled_for_shutdown = true;
+                log.cancel();
+            }
         }
     };
     log.push(last);
@@ -205,7 +215,7 @@ impl Supervised for TestRun {
                 // Kept before it is announced.
                 if let Some(r) = self.rec.take() {
                     let result_id = r.id().to_string();
-                    r.finish(&result);
+                    r.finish(&result).await;
                     self.log.push(ServerMsg::Stored {
                         test_id: self.test_id.clone(),
                         result_id,
@@ -292,12 +302,11 @@ impl Supervised for SweepRun {
 impl SweepRun {
     /// Keeps the finished sweep in the store (if this peer keeps results); its result id.
     async fn keep(&self, result: &SweepResult) -> Option<String> {
-        let store = self.state.store()?.clone();
+        let store = self.state.store()?;
         let (target, spec, result) = (self.target.clone(), self.spec.clone(), result.clone());
-        let kept = tokio::task::spawn_blocking(move || store.save_sweep(&target, &spec, &result))
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|saved| saved.map_err(|e| e.to_string()));
+        let kept = store
+            .write(move |s| s.save_sweep(&target, &spec, &result))
+            .await?;
         kept.inspect_err(|e| tracing::warn!(error = %e, "cannot keep the sweep"))
             .ok()
     }

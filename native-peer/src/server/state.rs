@@ -95,6 +95,9 @@ pub struct ServerState {
     pub shutdown: CancellationToken,
     /// Tests started from a browser with `run`, attachable by test id.
     pub runs: super::run_log::Runs,
+    /// Every task serving a connection or a run: drained on shutdown, so running tests end
+    /// with their results kept.
+    pub tasks: tokio_util::task::TaskTracker,
     /// What a browser's `run` and `sweep` are handed to.
     pub runner: Arc<dyn super::runner::Runner>,
     /// Buffers of running tests, within `config.max_memory`.
@@ -136,6 +139,7 @@ impl ServerState {
             info,
             shutdown,
             runs: super::run_log::Runs::default(),
+            tasks: tokio_util::task::TaskTracker::new(),
             runner,
             pending: Mutex::new(HashMap::new()),
             store: std::sync::OnceLock::new(),

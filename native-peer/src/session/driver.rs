@@ -10,6 +10,7 @@ use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, StreamRole, 
 use perfpeer_shared::spec::{EndCondition, TestSpec};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::SessionError;
 use super::events::TestEvent;
@@ -97,6 +98,18 @@ pub trait FarEnd {
 /// Runs the test with a far end that is ready, sending live events to `events`; `cancel` ends
 /// it early with a partial result.
 pub async fn drive(
+    far: impl FarEnd,
+    ready: Ready,
+    spec: &TestSpec,
+    events: &mpsc::UnboundedSender<TestEvent>,
+    cancel: &CancellationToken,
+) -> Result<TestResult, SessionError> {
+    // Every log line of the run carries its test id and far end through this span.
+    let span = tracing::info_span!("test", test_id = %ready.test_id, far_end = %ready.server_addr);
+    run(far, ready, spec, events, cancel).instrument(span).await
+}
+
+async fn run(
     mut far: impl FarEnd,
     ready: Ready,
     spec: &TestSpec,

@@ -19,6 +19,7 @@ mod plausible;
 mod record;
 pub mod schema;
 mod sweeps;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -174,6 +175,8 @@ pub struct Store {
     retention: Retention,
     read_only: bool,
     last_error: Mutex<Option<String>>,
+    /// The thread every write from async code runs on.
+    writer: writer::Writer,
 }
 
 impl Store {
@@ -249,6 +252,7 @@ impl Store {
             retention: Retention::default(),
             read_only: false,
             last_error: Mutex::new(None),
+            writer: writer::Writer::start(),
         })
     }
 
@@ -281,6 +285,7 @@ impl Store {
             retention: Retention::default(),
             read_only: true,
             last_error: Mutex::new(None),
+            writer: writer::Writer::start(),
         })
     }
 
@@ -366,17 +371,18 @@ impl Store {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Writes a test that begins now and returns its new result id.
+    /// Writes a test that begins now under the result id `id` (a new [`crate::util::random_id`]).
+    #[allow(clippy::too_many_arguments)] // one row's columns
     pub fn begin(
         &self,
+        id: &str,
         test_id: &str,
         origin: Origin,
         role: PeerRole,
         peer: &str,
         spec: &TestSpec,
         host: &HostInfo,
-    ) -> Result<String, StoreError> {
-        let id = crate::util::random_id();
+    ) -> Result<(), StoreError> {
         let role = role_word(role);
         let (protocol, direction) = (word(&spec.protocol), word(&spec.direction));
         let inserted = self.conn().execute(
@@ -384,25 +390,22 @@ impl Store {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'running', ?11)",
             params![id, test_id, sql_int(now_ms()), origin.as_str(), role, peer, protocol, direction, serde_json::to_string(spec)?, serde_json::to_string(host)?, owner::this_process()],
         );
-        self.noted(inserted.map_err(StoreError::from))?;
-        Ok(id)
+        self.noted(inserted.map_err(StoreError::from)).map(|_| ())
     }
 
-    /// Appends one interval of one end; returns the bytes of JSON it took.
-    pub fn append_interval(
+    /// Appends one interval of one end, already as its JSON.
+    pub fn append_interval_json(
         &self,
         id: &str,
         role: PeerRole,
         seq: u32,
-        report: &IntervalReport,
-    ) -> Result<usize, StoreError> {
-        let json = serde_json::to_string(report)?;
+        json: &str,
+    ) -> Result<(), StoreError> {
         let written = self.conn().execute(
             "INSERT OR REPLACE INTO intervals (result_id, role, seq, report_json) VALUES (?1, ?2, ?3, ?4)",
             params![id, role_word(role), seq, json],
         );
-        self.noted(written.map_err(StoreError::from))
-            .map(|_| json.len())
+        self.noted(written.map_err(StoreError::from)).map(|_| ())
     }
 
     /// Writes the finished result (its intervals are stored apart, so they are left out here).

@@ -1,6 +1,7 @@
 //! A running test's line into the store: created when the test begins, fed each interval as it
-//! is measured, closed with the result before the result is announced. Store failures are
-//! logged, never fatal: a full disk must not stop a measurement.
+//! is measured, closed with the result before the result is announced. Every write goes to the
+//! store's writer thread (`writer`), never onto the async runtime; only the result's is
+//! awaited. Store failures are logged, never fatal: a full disk must not stop a measurement.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,7 +23,8 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// Writes the test's start; `None` (logged) if the store refused.
+    /// Queues the test's start; `None` if this store cannot be written (read-only) or its
+    /// writer is behind.
     pub fn begin(
         store: &Arc<Store>,
         test_id: &str,
@@ -31,19 +33,29 @@ impl Recording {
         peer: &str,
         spec: &TestSpec,
     ) -> Option<Recording> {
-        match store.begin(test_id, origin, role, peer, spec, &hostinfo::host_info()) {
-            Ok(id) => Some(Recording {
-                store: store.clone(),
-                id,
-                next_seq: HashMap::new(),
-                interval_bytes: HashMap::new(),
-                finished: false,
-            }),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot record the test");
-                None
-            }
+        if store.read_only {
+            return None;
         }
+        let id = crate::util::random_id();
+        let (row, test_id, peer, spec) = (
+            id.clone(),
+            test_id.to_string(),
+            peer.to_string(),
+            spec.clone(),
+        );
+        let queued = store.write_later(move |s| {
+            let host = hostinfo::host_info();
+            if let Err(e) = s.begin(&row, &test_id, origin, role, &peer, &spec, &host) {
+                tracing::warn!(error = %e, "cannot record the test");
+            }
+        });
+        queued.then(|| Recording {
+            store: store.clone(),
+            id,
+            next_seq: HashMap::new(),
+            interval_bytes: HashMap::new(),
+            finished: false,
+        })
     }
 
     /// The result id (the share link's secret).
@@ -51,32 +63,48 @@ impl Recording {
         &self.id
     }
 
-    /// Writes one interval of one end (while the test's share of interval space lasts).
+    /// Queues one interval of one end (while the test's share of interval space lasts).
     pub fn interval(&mut self, role: PeerRole, report: &IntervalReport) {
         let seq = self.next_seq.entry(role).or_insert(0);
         let written = self.interval_bytes.entry(role).or_insert(0);
         if *written < super::MAX_INTERVAL_BYTES {
-            match self.store.append_interval(&self.id, role, *seq, report) {
-                Ok(n) => *written += n,
-                Err(e) => tracing::warn!(error = %e, "cannot record an interval"),
-            }
+            let json = match serde_json::to_string(report) {
+                Ok(json) => json,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot record an interval");
+                    return;
+                }
+            };
+            *written += json.len();
+            let (id, at) = (self.id.clone(), *seq);
+            self.store.write_later(move |s| {
+                if let Err(e) = s.append_interval_json(&id, role, at, &json) {
+                    tracing::warn!(error = %e, "cannot record an interval");
+                }
+            });
         }
         *seq += 1;
     }
 
-    /// Writes the result; call before announcing it.
-    pub fn finish(mut self, result: &TestResult) {
-        if let Err(e) = self.store.finish(&self.id, result) {
+    /// Writes the result, after every interval queued before it; await it before announcing
+    /// the result.
+    pub async fn finish(mut self, result: &TestResult) {
+        self.finished = true;
+        let (id, result) = (self.id.clone(), result.clone());
+        let written = self.store.write(move |s| s.finish(&id, &result)).await;
+        if let Some(Err(e)) = written {
             tracing::warn!(error = %e, "cannot record the result");
         }
-        self.finished = true;
     }
 }
 
 impl Drop for Recording {
     fn drop(&mut self) {
         if !self.finished {
-            let _ = self.store.fail(&self.id, "the test ended without a result");
+            let id = self.id.clone();
+            self.store.write_later(move |s| {
+                let _ = s.fail(&id, "the test ended without a result");
+            });
         }
     }
 }

@@ -68,8 +68,8 @@ fn result(spec: &TestSpec) -> TestResult {
     }
 }
 
-#[test]
-fn round_trip_with_both_ends_intervals() {
+#[tokio::test]
+async fn round_trip_with_both_ends_intervals() {
     let dir = temp_dir("rt");
     let (store, note) = Store::open(&dir).unwrap();
     assert!(note.is_none());
@@ -87,7 +87,7 @@ fn round_trip_with_both_ends_intervals() {
     rec.interval(PeerRole::Client, &interval(0, 1000));
     let id = rec.id().to_string();
     assert_eq!(id.len(), 32, "an unguessable 128-bit id");
-    rec.finish(&result(&spec));
+    rec.finish(&result(&spec)).await;
     let got = store.get(&id).unwrap().unwrap();
     assert_eq!(got.summary.status, "complete");
     assert_eq!(got.summary.bytes, Some(2000));
@@ -103,8 +103,8 @@ fn round_trip_with_both_ends_intervals() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn a_running_test_is_aborted_on_reopen_and_keeps_its_intervals() {
+#[tokio::test]
+async fn a_running_test_is_aborted_on_reopen_and_keeps_its_intervals() {
     let dir = temp_dir("abort");
     let id = {
         let (store, _) = Store::open(&dir).unwrap();
@@ -124,6 +124,7 @@ fn a_running_test_is_aborted_on_reopen_and_keeps_its_intervals() {
         let id = rec.id().to_string();
         // The process "dies": nothing more is written (no Drop runs under SIGKILL).
         std::mem::forget(rec);
+        store.flush().await;
         id
     };
     // While its writer lives (this process), opening the store again leaves it running ...
@@ -247,6 +248,7 @@ fn a_sweep_is_kept_whole_and_its_link_switches_and_deletes_like_a_tests() {
     assert_eq!(line.reason.as_deref(), Some("2 of 2 sizes failed"));
     store
         .begin(
+            &crate::util::random_id(),
             "t",
             Origin::Cli,
             PeerRole::Client,
@@ -275,7 +277,7 @@ fn a_sweep_is_kept_whole_and_its_link_switches_and_deletes_like_a_tests() {
 }
 
 /// A finished test with `intervals` one-second intervals on each side.
-fn finished(store: &Arc<Store>, spec: &TestSpec, intervals: u64) -> String {
+async fn finished(store: &Arc<Store>, spec: &TestSpec, intervals: u64) -> String {
     let mut rec =
         Recording::begin(store, "t", Origin::FarEnd, PeerRole::Server, "c", spec).unwrap();
     let mut r = result(spec);
@@ -285,17 +287,17 @@ fn finished(store: &Arc<Store>, spec: &TestSpec, intervals: u64) -> String {
     for i in &r.local.intervals {
         rec.interval(PeerRole::Server, i);
     }
-    rec.finish(&r);
+    rec.finish(&r).await;
     id
 }
 
-#[test]
-fn the_database_is_the_owners_alone() {
+#[tokio::test]
+async fn the_database_is_the_owners_alone() {
     use std::os::unix::fs::PermissionsExt;
     let dir = temp_dir("modes").join("nested");
     let (store, _) = Store::open(&dir).unwrap();
     let store = Arc::new(store);
-    finished(&store, &TestSpec::new(Protocol::Tcp), 2);
+    finished(&store, &TestSpec::new(Protocol::Tcp), 2).await;
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&dir), 0o700);
     assert_eq!(mode(&dir.join(FILE_NAME)), 0o600);
@@ -303,8 +305,8 @@ fn the_database_is_the_owners_alone() {
     std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
 
-#[test]
-fn retention_keeps_the_newest_results_within_count_and_size() {
+#[tokio::test]
+async fn retention_keeps_the_newest_results_within_count_and_size() {
     let dir = temp_dir("retention");
     let (mut store, _) = Store::open(&dir).unwrap();
     store.set_retention(Retention {
@@ -313,7 +315,10 @@ fn retention_keeps_the_newest_results_within_count_and_size() {
     });
     let store = Arc::new(store);
     let spec = TestSpec::new(Protocol::Tcp);
-    let ids: Vec<String> = (0..12).map(|_| finished(&store, &spec, 2)).collect();
+    let mut ids = Vec::new();
+    for _ in 0..12 {
+        ids.push(finished(&store, &spec, 2).await);
+    }
     let kept: Vec<String> = store.list(100).unwrap().into_iter().map(|s| s.id).collect();
     assert_eq!(kept.len(), 5);
     assert!(
@@ -335,7 +340,7 @@ fn retention_keeps_the_newest_results_within_count_and_size() {
         duration: Duration::from_secs(600),
     };
     for _ in 0..40 {
-        finished(&store, &long, 600);
+        finished(&store, &long, 600).await;
     }
     let used: i64 = Connection::open(dir2.join(FILE_NAME))
         .unwrap()
@@ -352,8 +357,8 @@ fn retention_keeps_the_newest_results_within_count_and_size() {
     }
 }
 
-#[test]
-fn an_implausible_far_report_is_kept_without_it() {
+#[tokio::test]
+async fn an_implausible_far_report_is_kept_without_it() {
     let dir = temp_dir("plausible");
     let (store, _) = Store::open(&dir).unwrap();
     let store = Arc::new(store);
@@ -364,7 +369,7 @@ fn an_implausible_far_report_is_kept_without_it() {
     // A 10 s test whose client claims 100 000 intervals and a stream the test never had.
     r.remote.as_mut().unwrap().intervals = (0..100_000).map(|i| interval(i, 1)).collect();
     r.remote.as_mut().unwrap().streams[0].id = 99;
-    rec.finish(&r);
+    rec.finish(&r).await;
     let got = store.get(&id).unwrap().unwrap();
     assert!(got.result.remote.is_none());
     assert_eq!(got.summary.status, "failed");

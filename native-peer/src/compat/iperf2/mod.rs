@@ -1,7 +1,7 @@
 //! iperf 2.1's wire format: no control connection; each TCP stream opens with a test header
 //! (answered by a 28-byte ack), each UDP datagram carries the header at offset 16, and a UDP
 //! test ends with a negative-id fin answered by the server's 128-byte report. See
-//! `shared/docs/wire-protocols.md` §2.
+//! docs/wire-protocols.md ("iperf 2.1").
 //!
 //! - [`codec`]: headers, ack and server report as bytes (pure).
 //! - [`client`]: `perfpeer iperf -c`, against a stock `iperf -s`.

@@ -1,6 +1,6 @@
 //! iperf3's protocol (3.12 onwards): a control connection with a 37-byte cookie, one-byte
 //! states and length-prefixed JSON; data streams on the same port. See
-//! `shared/docs/wire-protocols.md` §1 for the layout this follows.
+//! docs/wire-protocols.md ("iperf3") for the layout this follows.
 //!
 //! - [`codec`]: cookie, states, framing, parameter and result JSON (pure).
 //! - [`control`]: reading and writing those on a control socket.
