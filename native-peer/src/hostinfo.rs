@@ -1,7 +1,6 @@
 //! Facts about this host that reports and the peer's self-description carry: name, kernel,
 //! perfpeer version, reachable addresses.
 
-use std::ffi::CStr;
 use std::net::IpAddr;
 
 use perfpeer_shared::report::HostInfo;
@@ -24,31 +23,21 @@ pub fn hostname() -> String {
         .map(|s| s.trim().to_string())
         .ok()
         .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| uname_field(|u| &u.nodename))
-}
-
-fn uname_field(pick: impl Fn(&libc::utsname) -> &[libc::c_char; 65]) -> String {
-    // SAFETY: uname fills the zeroed struct; its fields are NUL-terminated C strings.
-    unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) != 0 {
-            return "unknown".into();
-        }
-        CStr::from_ptr(pick(&u).as_ptr())
-            .to_string_lossy()
-            .into_owned()
-    }
+        .or_else(|| crate::sys::uname().map(|u| u.nodename))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// `Linux 6.1.0-18-amd64 #1 SMP … x86_64`.
 pub fn system_line() -> String {
-    [
-        uname_field(|u| &u.sysname),
-        uname_field(|u| &u.release),
-        uname_field(|u| &u.version),
-        uname_field(|u| &u.machine),
-    ]
-    .join(" ")
+    let Some(u) = crate::sys::uname() else {
+        return "unknown".into();
+    };
+    [u.sysname, u.release, u.version, u.machine]
+        .into_iter()
+        .filter(|f| !f.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Non-loopback addresses of this host's interfaces, IPv4 first.

@@ -6,7 +6,7 @@
 //! # Layers
 //! Modules import only downward (docs/architecture.md draws it; `tests/tests/layers.rs` checks
 //! it): [`cli`] → [`sweep`] → [`targets`] → [`compat`] → [`server`] → [`session`] → [`store`],
-//! [`engine`] → [`dccp`], [`hostinfo`], [`admission`], [`budget`] → [`util`]. The pure wire
+//! [`engine`] → [`dccp`], [`hostinfo`], [`admission`], [`budget`] → [`util`], [`sys`] (every call into the OS beyond std). The pure wire
 //! formats are in the `perfpeer-proto` crate, the shared model in `perfpeer-shared`.
 //!
 //! - [`cli`]: one module per subcommand; flags are parsed and validated there, then become a
@@ -29,5 +29,6 @@ pub mod server;
 pub mod session;
 pub mod store;
 pub mod sweep;
+pub mod sys;
 pub mod targets;
 pub mod util;

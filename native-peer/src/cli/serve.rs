@@ -125,7 +125,7 @@ fn parse_rate_arg(s: &str) -> Result<BitRate, String> {
 /// Runs the peer until a signal.
 pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     super::init_logging("info");
-    raise_fd_limit();
+    crate::sys::raise_fd_limit();
     let token = resolve_token(&args)?;
     let bound = bind(&args)?;
     let control = bound.control_addr()?;
@@ -180,24 +180,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     server::run(bound, state).await;
     tracing::info!("stopped");
     Ok(std::process::ExitCode::SUCCESS)
-}
-
-/// Lifts the soft limit on open files to the hard one: the listeners' caps (connections
-/// before their hello, HTTP, WebSockets) add up to more than a common soft limit of 1024, and
-/// running out of descriptors would refuse everyone, not just the source that caused it.
-fn raise_fd_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit on a local struct.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
-        {
-            limit.rlim_cur = limit.rlim_max.min(65_536).max(limit.rlim_cur);
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
-    }
 }
 
 /// Keeps results in the data directory; a peer without a usable store still serves tests.

@@ -4,7 +4,6 @@
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use perfpeer_shared::dccp::{DccpStreamInfo, DccpSupport, TfrcRx, TfrcTx};
@@ -45,51 +44,14 @@ struct RawTfrcTx {
     ipi: u32,
 }
 
-#[allow(
-    clippy::cast_possible_truncation,
-    reason = "socket option values are a few bytes: their length fits socklen_t"
-)]
 fn set_raw(s: &Socket, opt: libc::c_int, bytes: &[u8]) -> io::Result<()> {
-    // SAFETY: `bytes` is valid for its length; the kernel copies it.
-    let rc = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            SOL_DCCP,
-            opt,
-            bytes.as_ptr().cast(),
-            bytes.len() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    crate::sys::setsockopt_bytes(s, SOL_DCCP, opt, bytes)
 }
 
 /// getsockopt into `out` (plain-old-data); returns the length the kernel wrote.
-#[allow(
-    clippy::cast_possible_truncation,
-    reason = "socket option values are a few bytes: their length fits socklen_t"
-)]
 fn get_raw<T>(s: &Socket, opt: libc::c_int, out: &mut T) -> io::Result<usize> {
-    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
-    // SAFETY: `out` is a valid, writable `T` of `len` bytes; T is only ever a POD struct,
-    // integer or byte array here.
-    let rc = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            SOL_DCCP,
-            opt,
-            (out as *mut T).cast(),
-            &mut len,
-        )
-    };
-    if rc == 0 {
-        Ok(len as usize)
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    // SAFETY: T is only ever a POD struct, integer or byte array here.
+    unsafe { crate::sys::getsockopt_into(s, SOL_DCCP, opt, out) }
 }
 
 fn new_socket(addr: &SocketAddr) -> io::Result<Socket> {

@@ -55,33 +55,17 @@ pub struct CpuSnapshot {
     host: Option<HostTimes>,
 }
 
-#[allow(
-    clippy::cast_sign_loss,
-    reason = "clamped to non-negative before the conversion"
-)]
-fn timeval(tv: libc::timeval) -> Duration {
-    Duration::new(
-        tv.tv_sec.max(0) as u64,
-        (tv.tv_usec.clamp(0, 999_999) as u32) * 1000,
-    )
-}
-
 impl CpuSnapshot {
     /// Reads the counters now.
     pub fn take() -> Self {
-        // SAFETY: getrusage fills the zeroed struct we pass; RUSAGE_SELF is always valid.
-        let usage = unsafe {
-            let mut usage: libc::rusage = std::mem::zeroed();
-            libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-            usage
-        };
+        let (process_user, process_system) = crate::sys::process_cpu_times().unwrap_or_default();
         let host = std::fs::read_to_string("/proc/stat")
             .ok()
             .and_then(|t| parse_proc_stat(&t));
         CpuSnapshot {
             at: Instant::now(),
-            process_user: timeval(usage.ru_utime),
-            process_system: timeval(usage.ru_stime),
+            process_user,
+            process_system,
             host,
         }
     }

@@ -91,13 +91,7 @@ pub fn wait_until(due: Instant, stopping: impl Fn() -> bool) -> bool {
     }
 }
 
-/// Asks the kernel for 1 µs timer slack on this thread so short sleeps end on time.
-pub fn tighten_timer_slack() {
-    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only the calling thread.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0);
-    }
-}
+pub use crate::sys::tighten_timer_slack;
 
 #[cfg(test)]
 mod tests {

@@ -47,7 +47,7 @@ pub(super) fn request(sock: &impl Datagrams, w: &Worker, rr: RequestResponse) ->
         let t0 = Instant::now();
         match sock.send(&req) {
             Ok(_) => {}
-            Err(e) if is_retry(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => continue,
+            Err(e) if is_retry(&e) || crate::sys::is_no_buffer_space(&e) => continue,
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
             Err(e) => break Err(e),
         }
@@ -98,7 +98,7 @@ pub(super) fn answer(sock: &impl Datagrams, w: &Worker, rr: RequestResponse) -> 
                 }
                 match sock.send(&resp) {
                     Ok(_) => {}
-                    Err(e) if is_retry(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
+                    Err(e) if is_retry(&e) || crate::sys::is_no_buffer_space(&e) => {}
                     Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
                     Err(e) => return Err(e),
                 }

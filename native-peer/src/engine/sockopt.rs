@@ -42,27 +42,8 @@ pub fn apply(sock: SockRef<'_>, spec: &TestSpec, is_ipv6: bool) -> io::Result<()
 
 /// Caps the kernel's pacing of this socket at `rate` (SO_MAX_PACING_RATE, in bytes per second):
 /// TCP paces itself to it, and the fq qdisc does for any socket.
-#[allow(
-    clippy::cast_possible_truncation,
-    reason = "the size of a u64 fits socklen_t"
-)]
 pub fn set_max_pacing_rate(sock: &impl AsRawFd, rate: BitRate) -> io::Result<()> {
-    let bytes_per_sec: u64 = (rate.0 / 8).max(1);
-    // SAFETY: a plain setsockopt with a u64 value and its size.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_MAX_PACING_RATE,
-            (&bytes_per_sec as *const u64).cast(),
-            std::mem::size_of::<u64>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    crate::sys::set_max_pacing_rate(sock, (rate.0 / 8).max(1))
 }
 
 /// What the kernel set: (SO_SNDBUF, SO_RCVBUF).
@@ -87,54 +68,7 @@ pub fn tcp_mss_and_congestion(sock: SockRef<'_>) -> (Option<u32>, Option<String>
     (sock.tcp_mss().ok(), cc)
 }
 
-/// The TCP_INFO fields perfpeer reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TcpInfo {
-    /// Retransmitted segments since the connection began.
-    pub total_retrans: u32,
-    /// Congestion window in segments.
-    pub snd_cwnd: u32,
-    /// Sender MSS.
-    pub snd_mss: u32,
-    /// Smoothed RTT, µs.
-    pub rtt: u32,
-    /// RTT variance, µs.
-    pub rttvar: u32,
-    /// Path MTU.
-    pub pmtu: u32,
-}
-
-/// Reads TCP_INFO; `None` if the kernel refuses.
-#[allow(
-    clippy::cast_possible_truncation,
-    reason = "the size of struct tcp_info fits socklen_t"
-)]
-pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
-    // SAFETY: we pass a zeroed tcp_info and its true size; the kernel writes at most that much.
-    let info = unsafe {
-        let mut info: libc::tcp_info = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        let rc = libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        );
-        if rc != 0 {
-            return None;
-        }
-        info
-    };
-    Some(TcpInfo {
-        total_retrans: info.tcpi_total_retrans,
-        snd_cwnd: info.tcpi_snd_cwnd,
-        snd_mss: info.tcpi_snd_mss,
-        rtt: info.tcpi_rtt,
-        rttvar: info.tcpi_rttvar,
-        pmtu: info.tcpi_pmtu,
-    })
-}
+pub use crate::sys::{TcpInfo, tcp_info};
 
 /// TCP congestion controls this kernel lets unprivileged sockets choose.
 pub fn congestion_controls() -> Vec<String> {

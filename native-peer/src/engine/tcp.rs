@@ -3,7 +3,6 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -80,7 +79,7 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     let mut reader = sock;
     loop {
         let got = if w.skip_rx_copy {
-            recv_discard(sock, &mut buf)
+            crate::sys::recv_discard(sock, &mut buf)
         } else {
             reader.read(&mut buf)
         };
@@ -103,34 +102,6 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
                 io::ErrorKind::TimedOut,
                 "sender never closed the stream",
             ));
-        }
-    }
-}
-
-/// Receives up to `buf.len()` bytes and lets the kernel drop them instead of copying them out
-/// (MSG_TRUNC on a TCP socket); returns how many bytes were consumed.
-#[allow(
-    clippy::cast_sign_loss,
-    reason = "recv's result is used only after the negative (error) case returned"
-)]
-fn recv_discard(sock: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        // SAFETY: `buf` is valid for `buf.len()` bytes; with MSG_TRUNC the kernel does not even
-        // write to it.
-        let n = unsafe {
-            libc::recv(
-                sock.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_TRUNC,
-            )
-        };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
         }
     }
 }

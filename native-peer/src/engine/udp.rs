@@ -61,7 +61,7 @@ pub(super) fn send(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
             }
             // A full queue (ENOBUFS) or an ICMP error for an earlier datagram: this one was not
             // sent, so its sequence number is reused.
-            Err(e) if is_retry(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
+            Err(e) if is_retry(&e) || crate::sys::is_no_buffer_space(&e) => {
                 std::thread::yield_now();
                 continue;
             }

@@ -5,92 +5,18 @@
 
 use std::io;
 use std::net::UdpSocket;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::udp::{Refusals, is_receive_retry, lock, receiver_done, signal_end, wall_clock};
 use super::wire::{Datagram, DatagramFormat};
 use super::{POLL, Worker, is_retry};
+use crate::sys::{self, recv_batch, send_batch, set_udp_segment};
 
 /// Datagrams per system call.
-pub(super) const BATCH: usize = 32;
+pub(super) const BATCH: usize = sys::BATCH;
 /// Bytes kept of each datagram when the payload is not copied out: enough for any header.
 const HEADER_SLOT: usize = 64;
-
-/// `sendmmsg` of `bufs` (at most [`BATCH`]); returns how many datagrams the kernel took.
-#[allow(
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    reason = "at most BATCH (64) messages per call, and the result is used only after the negative (error) case returned"
-)]
-fn send_batch(sock: &UdpSocket, bufs: &[Vec<u8>]) -> io::Result<usize> {
-    let n = bufs.len().min(BATCH);
-    // SAFETY: zeroed iovec/mmsghdr are valid "empty" values; each msghdr points at one iovec
-    // that points into a live buffer, and all of it outlives the call.
-    unsafe {
-        let mut iov: [libc::iovec; BATCH] = std::mem::zeroed();
-        let mut msgs: [libc::mmsghdr; BATCH] = std::mem::zeroed();
-        for i in 0..n {
-            iov[i] = libc::iovec {
-                iov_base: bufs[i].as_ptr() as *mut libc::c_void,
-                iov_len: bufs[i].len(),
-            };
-            msgs[i].msg_hdr.msg_iov = &mut iov[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
-        }
-        let rc = libc::sendmmsg(sock.as_raw_fd(), msgs.as_mut_ptr(), n as u32, 0);
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(rc as usize)
-        }
-    }
-}
-
-/// `recvmmsg` into `buf` cut in slots of `slot` bytes; fills `lens` with each datagram's true
-/// length (MSG_TRUNC) and returns the count. Waits (up to the socket timeout) for the first.
-#[allow(
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    reason = "at most BATCH (32) messages per call, and the result is used only after the negative (error) case returned"
-)]
-fn recv_batch(
-    sock: &UdpSocket,
-    buf: &mut [u8],
-    slot: usize,
-    lens: &mut [usize],
-) -> io::Result<usize> {
-    let n = (buf.len() / slot).min(BATCH).min(lens.len());
-    // SAFETY: as in `send_batch`; each iovec covers its own slot of `buf`.
-    unsafe {
-        let mut iov: [libc::iovec; BATCH] = std::mem::zeroed();
-        let mut msgs: [libc::mmsghdr; BATCH] = std::mem::zeroed();
-        for i in 0..n {
-            iov[i] = libc::iovec {
-                iov_base: buf.as_mut_ptr().add(i * slot).cast(),
-                iov_len: slot,
-            };
-            msgs[i].msg_hdr.msg_iov = &mut iov[i];
-            msgs[i].msg_hdr.msg_iovlen = 1;
-        }
-        let flags = libc::MSG_WAITFORONE | libc::MSG_TRUNC;
-        let rc = libc::recvmmsg(
-            sock.as_raw_fd(),
-            msgs.as_mut_ptr(),
-            n as u32,
-            flags,
-            std::ptr::null_mut(),
-        );
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        for i in 0..rc as usize {
-            lens[i] = msgs[i].msg_len as usize;
-        }
-        Ok(rc as usize)
-    }
-}
 
 /// Whether a sending stream takes the batched path: unpaced, in perfpeer's own format.
 pub(super) fn sends(w: &Worker) -> bool {
@@ -106,33 +32,6 @@ pub(super) fn receives(w: &Worker) -> bool {
 const GSO_SEGMENTS: usize = 64;
 /// Largest UDP GSO send.
 const GSO_BYTES: usize = 65_000;
-/// `SOL_UDP` option: segment size for UDP GSO.
-const UDP_SEGMENT: libc::c_int = 103;
-
-/// Sets (or with 0 clears) the socket's UDP GSO segment size.
-#[allow(
-    clippy::cast_possible_truncation,
-    clippy::cast_possible_wrap,
-    reason = "a UDP segment size is below 64 KiB, and the option's size fits socklen_t"
-)]
-fn set_udp_segment(sock: &UdpSocket, size: usize) -> io::Result<()> {
-    let v = size as libc::c_int;
-    // SAFETY: a plain setsockopt with an int value and its size.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_UDP,
-            UDP_SEGMENT,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
 
 /// Unpaced sender: with UDP GSO where the kernel offers it (one trip through the stack for up
 /// to 64 datagrams, each with its own header, cut apart by the kernel), else `sendmmsg`.

@@ -31,22 +31,15 @@ const DELIVERY_WAIT: Duration = Duration::from_millis(500);
 /// Waits until every sending TCP socket's queue (sent but unacknowledged, or not yet sent) is
 /// empty, or `limit` passes.
 async fn wait_until_delivered(m: &Measurement, limit: Duration) {
-    use std::os::fd::AsRawFd;
-    let queued = |fd: i32| {
-        let mut n: libc::c_int = 0;
-        // SAFETY: TIOCOUTQ writes one int through the pointer we pass.
-        let rc = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
-        if rc == 0 { n } else { 0 }
-    };
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
-        let pending: i64 = m
+        let pending: u64 = m
             .engine()
             .streams()
             .iter()
             .filter(|s| s.role == StreamRole::Sender)
             .filter_map(|s| match &s.socket {
-                DataSocket::Tcp(t) => Some(i64::from(queued(t.as_raw_fd()))),
+                DataSocket::Tcp(t) => Some(crate::sys::unsent_bytes(&**t).unwrap_or(0)),
                 DataSocket::Udp(_) | DataSocket::Dccp(_) => None,
             })
             .sum();

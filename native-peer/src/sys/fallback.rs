@@ -1,0 +1,148 @@
+//! [`crate::sys`] where perfpeer has no implementation for the system: every call says it is
+//! unavailable, and the callers take their portable path. Compiled into the tests on Linux too,
+//! where each answer is checked.
+
+// On Linux this module is built only for its tests: the live calls are `linux`'s.
+#![cfg_attr(target_os = "linux", allow(dead_code))]
+
+use std::io;
+use std::time::Duration;
+
+use super::{TcpInfo, Uname};
+
+#[cfg(unix)]
+pub use std::os::fd::AsRawFd as AsSocket;
+#[cfg(windows)]
+pub use std::os::windows::io::AsRawSocket as AsSocket;
+
+fn unsupported(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("{what} is not available on this system"),
+    )
+}
+
+/// Leaves the open-file limit as it is.
+pub fn raise_fd_limit() {}
+
+/// Unknown here.
+pub fn unsent_bytes<S: AsSocket>(_sock: &S) -> Option<u64> {
+    None
+}
+
+/// Unknown here: CPU figures are reported as not measured.
+pub fn process_cpu_times() -> Option<(Duration, Duration)> {
+    None
+}
+
+/// What std knows: the system's name and the machine.
+pub fn uname() -> Option<Uname> {
+    Some(Uname {
+        sysname: std::env::consts::OS.to_string(),
+        machine: std::env::consts::ARCH.to_string(),
+        ..Uname::default()
+    })
+}
+
+/// Nothing to tighten here.
+pub fn tighten_timer_slack() {}
+
+/// No error means "no buffer space" here beyond what `WouldBlock` already says.
+pub fn is_no_buffer_space(_e: &io::Error) -> bool {
+    false
+}
+
+/// Unavailable: the caller reads and copies.
+pub fn recv_discard<S: AsSocket>(_sock: &S, _buf: &mut [u8]) -> io::Result<usize> {
+    Err(unsupported("a discarding receive (MSG_TRUNC)"))
+}
+
+/// Unavailable: perfpeer paces in user space.
+pub fn set_max_pacing_rate<S: AsSocket>(_sock: &S, _bytes_per_sec: u64) -> io::Result<()> {
+    Err(unsupported("kernel pacing (SO_MAX_PACING_RATE)"))
+}
+
+/// Unknown here: no retransmit or RTT figures.
+pub fn tcp_info<S: AsSocket>(_sock: &S) -> Option<TcpInfo> {
+    None
+}
+
+/// Unavailable: the caller sends one datagram at a time.
+pub fn send_batch<S: AsSocket>(_sock: &S, _bufs: &[Vec<u8>]) -> io::Result<usize> {
+    Err(unsupported("batched UDP sends (sendmmsg)"))
+}
+
+/// Unavailable: the caller receives one datagram at a time.
+pub fn recv_batch<S: AsSocket>(
+    _sock: &S,
+    _buf: &mut [u8],
+    _slot: usize,
+    _lens: &mut [usize],
+) -> io::Result<usize> {
+    Err(unsupported("batched UDP receives (recvmmsg)"))
+}
+
+/// Unavailable: no UDP GSO.
+pub fn set_udp_segment<S: AsSocket>(_sock: &S, _size: usize) -> io::Result<()> {
+    Err(unsupported("UDP segmentation offload"))
+}
+
+/// Unavailable (only DCCP uses raw options, and DCCP is Linux's).
+pub fn setsockopt_bytes<S: AsSocket>(
+    _sock: &S,
+    _level: i32,
+    _opt: i32,
+    _bytes: &[u8],
+) -> io::Result<()> {
+    Err(unsupported("raw socket options"))
+}
+
+/// Unavailable (only DCCP uses raw options, and DCCP is Linux's).
+///
+/// # Safety
+/// As on Linux: `T` must be plain old data.
+pub unsafe fn getsockopt_into<S: AsSocket, T>(
+    _sock: &S,
+    _level: i32,
+    _opt: i32,
+    _out: &mut T,
+) -> io::Result<usize> {
+    Err(unsupported("raw socket options"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_call_says_it_is_unavailable_and_nothing_panics() {
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        raise_fd_limit();
+        tighten_timer_slack();
+        assert_eq!(unsent_bytes(&udp), None);
+        assert_eq!(process_cpu_times(), None);
+        assert_eq!(tcp_info(&udp), None);
+        assert!(!is_no_buffer_space(&io::Error::from_raw_os_error(105)));
+        let u = uname().unwrap();
+        assert_eq!(u.sysname, std::env::consts::OS);
+        let kind = |r: io::Result<usize>| r.unwrap_err().kind();
+        assert_eq!(
+            kind(recv_discard(&udp, &mut [0; 8])),
+            io::ErrorKind::Unsupported
+        );
+        assert_eq!(
+            kind(send_batch(&udp, &[vec![0; 8]])),
+            io::ErrorKind::Unsupported
+        );
+        assert_eq!(
+            kind(recv_batch(&udp, &mut [0; 64], 32, &mut [0; 2])),
+            io::ErrorKind::Unsupported
+        );
+        assert!(set_udp_segment(&udp, 1400).is_err());
+        assert!(set_max_pacing_rate(&udp, 1).is_err());
+        assert!(setsockopt_bytes(&udp, 0, 0, &[]).is_err());
+        let mut out = 0u32;
+        // SAFETY: u32 is plain old data (and nothing is written here).
+        assert!(unsafe { getsockopt_into(&udp, 0, 0, &mut out) }.is_err());
+    }
+}

@@ -1,0 +1,290 @@
+//! The Linux side of [`crate::sys`]: each call with its `unsafe` block and why it is sound.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use super::{BATCH, TcpInfo, Uname};
+
+/// `-1` from a call becomes the OS error; anything else is the result.
+fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// The size of `T` as a socket option length.
+fn socklen_of<T>() -> libc::socklen_t {
+    libc::socklen_t::try_from(std::mem::size_of::<T>()).expect("option values are small")
+}
+
+/// Lifts the soft limit on open files to the hard one (at most 65,536).
+pub fn raise_fd_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit on a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max.min(65_536).max(limit.rlim_cur);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
+/// Bytes a TCP socket holds that the peer has not acknowledged (TIOCOUTQ); `None` if the
+/// kernel does not say.
+pub fn unsent_bytes(sock: &impl AsRawFd) -> Option<u64> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ writes one int through the pointer we pass.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+    (rc == 0).then(|| u64::try_from(n).unwrap_or(0))
+}
+
+fn timeval(tv: libc::timeval) -> Duration {
+    let secs = u64::try_from(tv.tv_sec).unwrap_or(0);
+    let micros = u32::try_from(tv.tv_usec.clamp(0, 999_999)).unwrap_or(0);
+    Duration::new(secs, micros * 1000)
+}
+
+/// This process's (user, system) CPU time so far.
+pub fn process_cpu_times() -> Option<(Duration, Duration)> {
+    // SAFETY: getrusage fills the zeroed struct we pass; RUSAGE_SELF is always valid.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
+            return None;
+        }
+        usage
+    };
+    Some((timeval(usage.ru_utime), timeval(usage.ru_stime)))
+}
+
+/// The system's names.
+pub fn uname() -> Option<Uname> {
+    // SAFETY: uname fills the zeroed struct; its fields are NUL-terminated C strings.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return None;
+        }
+        let field =
+            |f: &[libc::c_char; 65]| CStr::from_ptr(f.as_ptr()).to_string_lossy().into_owned();
+        Some(Uname {
+            sysname: field(&u.sysname),
+            nodename: field(&u.nodename),
+            release: field(&u.release),
+            version: field(&u.version),
+            machine: field(&u.machine),
+        })
+    }
+}
+
+/// Asks the kernel for 1 µs timer slack on this thread so short sleeps end on time.
+pub fn tighten_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only the calling thread.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_TIMERSLACK,
+            libc::c_ulong::from(1000u16),
+            0,
+            0,
+            0,
+        );
+    }
+}
+
+/// Whether `e` means the kernel's buffers are full for now (ENOBUFS): a sender tries again.
+pub fn is_no_buffer_space(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOBUFS)
+}
+
+/// Receives up to `buf.len()` bytes of a TCP socket and lets the kernel drop them instead of
+/// copying them out (MSG_TRUNC); returns how many bytes were consumed.
+pub fn recv_discard(sock: &impl AsRawFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is valid for `buf.len()` bytes; with MSG_TRUNC the kernel does not even
+        // write to it.
+        let n = unsafe {
+            libc::recv(
+                sock.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_TRUNC,
+            )
+        };
+        if let Ok(n) = usize::try_from(n) {
+            return Ok(n);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Caps the kernel's pacing of this socket at `bytes_per_sec` (SO_MAX_PACING_RATE): TCP paces
+/// itself to it, and the fq qdisc does for any socket.
+pub fn set_max_pacing_rate(sock: &impl AsRawFd, bytes_per_sec: u64) -> io::Result<()> {
+    // SAFETY: a plain setsockopt with a u64 value and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&bytes_per_sec as *const u64).cast(),
+            socklen_of::<u64>(),
+        )
+    };
+    check(rc).map(|_| ())
+}
+
+/// Reads TCP_INFO; `None` if the kernel refuses.
+pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
+    // SAFETY: we pass a zeroed tcp_info and its true size; the kernel writes at most that much.
+    let info = unsafe {
+        let mut info: libc::tcp_info = std::mem::zeroed();
+        let mut len = socklen_of::<libc::tcp_info>();
+        let rc = libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        );
+        if rc != 0 {
+            return None;
+        }
+        info
+    };
+    Some(TcpInfo {
+        total_retrans: info.tcpi_total_retrans,
+        snd_cwnd: info.tcpi_snd_cwnd,
+        snd_mss: info.tcpi_snd_mss,
+        rtt: info.tcpi_rtt,
+        rttvar: info.tcpi_rttvar,
+        pmtu: info.tcpi_pmtu,
+    })
+}
+
+/// `sendmmsg` of `bufs` (at most [`BATCH`]) on a connected UDP socket; returns how many
+/// datagrams the kernel took.
+pub fn send_batch(sock: &impl AsRawFd, bufs: &[Vec<u8>]) -> io::Result<usize> {
+    let n = bufs.len().min(BATCH);
+    // SAFETY: zeroed iovec/mmsghdr are valid "empty" values; each msghdr points at one iovec
+    // that points into a live buffer, and all of it outlives the call.
+    let rc = unsafe {
+        let mut iov: [libc::iovec; BATCH] = std::mem::zeroed();
+        let mut msgs: [libc::mmsghdr; BATCH] = std::mem::zeroed();
+        for i in 0..n {
+            iov[i] = libc::iovec {
+                iov_base: bufs[i].as_ptr() as *mut libc::c_void,
+                iov_len: bufs[i].len(),
+            };
+            msgs[i].msg_hdr.msg_iov = &mut iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        let count = libc::c_uint::try_from(n).expect("at most BATCH");
+        libc::sendmmsg(sock.as_raw_fd(), msgs.as_mut_ptr(), count, 0)
+    };
+    check(rc).map(|sent| usize::try_from(sent).unwrap_or(0))
+}
+
+/// `recvmmsg` into `buf` cut in slots of `slot` bytes; fills `lens` with each datagram's true
+/// length (MSG_TRUNC) and returns the count. Waits (up to the socket timeout) for the first.
+pub fn recv_batch(
+    sock: &impl AsRawFd,
+    buf: &mut [u8],
+    slot: usize,
+    lens: &mut [usize],
+) -> io::Result<usize> {
+    let n = (buf.len() / slot).min(BATCH).min(lens.len());
+    // SAFETY: as in `send_batch`; each iovec covers its own slot of `buf`.
+    unsafe {
+        let mut iov: [libc::iovec; BATCH] = std::mem::zeroed();
+        let mut msgs: [libc::mmsghdr; BATCH] = std::mem::zeroed();
+        for i in 0..n {
+            iov[i] = libc::iovec {
+                iov_base: buf.as_mut_ptr().add(i * slot).cast(),
+                iov_len: slot,
+            };
+            msgs[i].msg_hdr.msg_iov = &mut iov[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        let flags = libc::MSG_WAITFORONE | libc::MSG_TRUNC;
+        let count = libc::c_uint::try_from(n).expect("at most BATCH");
+        let rc = libc::recvmmsg(
+            sock.as_raw_fd(),
+            msgs.as_mut_ptr(),
+            count,
+            flags,
+            std::ptr::null_mut(),
+        );
+        let got = usize::try_from(check(rc)?).unwrap_or(0);
+        for i in 0..got {
+            lens[i] = msgs[i].msg_len as usize;
+        }
+        Ok(got)
+    }
+}
+
+/// `SOL_UDP` option: segment size for UDP GSO.
+const UDP_SEGMENT: libc::c_int = 103;
+
+/// Sets (or with 0 clears) a UDP socket's GSO segment size.
+pub fn set_udp_segment(sock: &impl AsRawFd, size: usize) -> io::Result<()> {
+    let v = libc::c_int::try_from(size)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "segment size too large"))?;
+    // SAFETY: a plain setsockopt with an int value and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_UDP,
+            UDP_SEGMENT,
+            (&v as *const libc::c_int).cast(),
+            socklen_of::<libc::c_int>(),
+        )
+    };
+    check(rc).map(|_| ())
+}
+
+/// setsockopt with a value given as its bytes.
+pub fn setsockopt_bytes(sock: &impl AsRawFd, level: i32, opt: i32, bytes: &[u8]) -> io::Result<()> {
+    let len = libc::socklen_t::try_from(bytes.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "option value too large"))?;
+    // SAFETY: `bytes` is valid for its length; the kernel copies it.
+    let rc = unsafe { libc::setsockopt(sock.as_raw_fd(), level, opt, bytes.as_ptr().cast(), len) };
+    check(rc).map(|_| ())
+}
+
+/// getsockopt into `out`; returns the length the kernel wrote.
+///
+/// # Safety
+/// `T` must be plain old data (an integer, a byte array, a `repr(C)` struct of those): the
+/// kernel writes any bytes into it.
+pub unsafe fn getsockopt_into<T>(
+    sock: &impl AsRawFd,
+    level: i32,
+    opt: i32,
+    out: &mut T,
+) -> io::Result<usize> {
+    let mut len = socklen_of::<T>();
+    // SAFETY: `out` is a valid, writable `T` of `len` bytes, and the caller promises any bytes
+    // are a valid `T`.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            level,
+            opt,
+            (out as *mut T).cast(),
+            &mut len,
+        )
+    };
+    check(rc)?;
+    Ok(len as usize)
+}

@@ -1,0 +1,57 @@
+//! Every call into the operating system that std and socket2 do not offer, behind one seam:
+//! nothing else in perfpeer names `libc`. [`linux`] implements each call; on other systems
+//! `fallback` answers that a call is unavailable (`Unsupported`, `None`, or nothing done), so
+//! callers keep a portable path: plain sends where batching is missing, no retransmit figures
+//! where TCP_INFO is missing. (`fallback` is also built in this crate's tests on Linux, so it
+//! cannot rot unseen.)
+//!
+//! The calls: socket options (pacing rate, TCP_INFO, UDP GSO segment size, raw get/set for
+//! DCCP's options), batched UDP (`sendmmsg`, `recvmmsg` with MSG_TRUNC), a TCP read that
+//! discards (MSG_TRUNC), a TCP socket's unsent bytes (TIOCOUTQ), the process's CPU times
+//! (getrusage), uname, the open-file limit, timer slack, and which I/O errors mean "no buffer
+//! space".
+
+#[cfg(any(not(target_os = "linux"), test))]
+mod fallback;
+#[cfg(target_os = "linux")]
+mod linux;
+
+#[cfg(not(target_os = "linux"))]
+pub use fallback::*;
+#[cfg(target_os = "linux")]
+pub use linux::*;
+
+/// Datagrams per batched UDP call at most.
+pub const BATCH: usize = 32;
+
+/// The TCP_INFO fields perfpeer reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpInfo {
+    /// Retransmitted segments since the connection began.
+    pub total_retrans: u32,
+    /// Congestion window in segments.
+    pub snd_cwnd: u32,
+    /// Sender MSS.
+    pub snd_mss: u32,
+    /// Smoothed RTT, µs.
+    pub rtt: u32,
+    /// RTT variance, µs.
+    pub rttvar: u32,
+    /// Path MTU.
+    pub pmtu: u32,
+}
+
+/// The system's names, as `uname` gives them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Uname {
+    /// `Linux`.
+    pub sysname: String,
+    /// The host name.
+    pub nodename: String,
+    /// `6.1.0-18-amd64`.
+    pub release: String,
+    /// `#1 SMP PREEMPT_DYNAMIC …`.
+    pub version: String,
+    /// `x86_64`.
+    pub machine: String,
+}
