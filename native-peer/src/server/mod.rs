@@ -75,6 +75,22 @@ fn bind_control(addr: SocketAddr) -> io::Result<TcpListener> {
 /// their results are kept first).
 const DRAIN_LIMIT: Duration = Duration::from_secs(15);
 
+/// Closes `tasks` and waits for them to end, at most [`DRAIN_LIMIT`] (then logs how many are
+/// left): what every server does between its shutdown and its exit.
+pub async fn drain(tasks: &tokio_util::task::TaskTracker) {
+    tasks.close();
+    if tokio::time::timeout(DRAIN_LIMIT, tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            tasks = tasks.len(),
+            "tasks still running after {} s: stopping anyway",
+            DRAIN_LIMIT.as_secs()
+        );
+    }
+}
+
 /// Serves until `state.shutdown` is cancelled, then waits (at most [`DRAIN_LIMIT`]) for every
 /// task it started, and for the store's queued writes.
 pub async fn run(bound: Bound, state: Arc<ServerState>) {
@@ -86,17 +102,7 @@ pub async fn run(bound: Bound, state: Arc<ServerState>) {
         .spawn(data_listener::run_udp(bound.data_udp, state.clone()));
     http::serve(bound.control, state.clone()).await;
     let _ = tokio::join!(tcp, udp);
-    state.tasks.close();
-    if tokio::time::timeout(DRAIN_LIMIT, state.tasks.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            tasks = state.tasks.len(),
-            "tasks still running after {} s: stopping anyway",
-            DRAIN_LIMIT.as_secs()
-        );
-    }
+    drain(&state.tasks).await;
     if let Some(store) = state.store() {
         store.flush().await;
     }

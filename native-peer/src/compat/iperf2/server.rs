@@ -14,6 +14,7 @@ use perfpeer_shared::spec::{DEFAULT_TCP_LEN, Direction, EndCondition, Protocol, 
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpStream, UdpSocket};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::codec::{ACK_LEN, Amount, Header, ServerReport, UDP_HEADER_AT, ack, flags};
 use crate::admission::{Admission, Admitted, Caps, LogLimit, accept_admitted};
@@ -100,18 +101,21 @@ pub async fn run(
         events,
         shutdown,
     });
-    tokio::spawn(udp_flows(udp, local, shared.clone()));
+    let tasks = TaskTracker::new();
+    tasks.spawn(udp_flows(udp, local, shared.clone(), tasks.clone()));
     let unidentified = Admission::new(UNIDENTIFIED_CAPS);
     while let Some((stream, from, place)) =
         accept_admitted(&tcp, &unidentified, &DROPPED, &shared.shutdown).await
     {
         let shared = shared.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             if let Err(reason) = tcp_stream(stream, from, place, &shared).await {
                 let _ = shared.events.send(ServerEvent::Refused { from, reason });
             }
         });
     }
+    // Running tests end at the shutdown; their results are reported before the server exits.
+    crate::server::drain(&tasks).await;
     Ok(())
 }
 
@@ -273,7 +277,7 @@ async fn run_stream(
     }
 }
 
-async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>) {
+async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>, tasks: TaskTracker) {
     let mut buf = vec![0u8; 65_536];
     loop {
         let (n, from) = tokio::select! {
@@ -303,7 +307,7 @@ async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>) {
             .insert(from);
         let first = buf[..n].to_vec();
         let shared = shared.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             let served = tokio::select! {
                 r = udp_flow(first, local, from, &shared) => r,
                 _ = place.evicted().cancelled() => Err("shed for another source's flow".into()),

@@ -16,6 +16,7 @@ use perfpeer_shared::spec::{Protocol, TestSpec};
 use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::codec::{
     CodecError, Cookie, MAX_PARAMS_LEN, MAX_RESULTS_LEN, Params, Results, State, UDP_REPLY,
@@ -124,7 +125,8 @@ pub async fn run(
         shutdown,
     });
     let local = udp.local_addr()?;
-    tokio::spawn(udp_connects(udp, local, shared.clone()));
+    let tasks = TaskTracker::new();
+    tasks.spawn(udp_connects(udp, local, shared.clone()));
     let unidentified = Admission::new(UNIDENTIFIED_CAPS);
     let mut arrivals = 0u64;
     while let Some((stream, from, place)) =
@@ -136,8 +138,10 @@ pub async fn run(
         // orders its streams by this number (stream i has role i of the plan).
         let arrival = arrivals;
         arrivals += 1;
-        tokio::spawn(async move { on_connection(stream, from, place, arrival, shared).await });
+        tasks.spawn(async move { on_connection(stream, from, place, arrival, shared).await });
     }
+    // Running tests end at the shutdown; their results are reported before the server exits.
+    crate::server::drain(&tasks).await;
     Ok(())
 }
 
