@@ -78,10 +78,7 @@ async fn one_size(
 }
 
 fn partial_reason(r: &TestResult) -> String {
-    match &r.status {
-        TestStatus::Partial { reason } => reason.clone(),
-        TestStatus::Complete => String::new(),
-    }
+    r.status.ended_early().unwrap_or_default().to_string()
 }
 
 /// A browser's `run` and `sweep` against any kind of target: what `perfpeer serve` hands the

@@ -184,7 +184,7 @@ fn interval(start_s: u64) -> IntervalReport {
 fn partial_reason(result: &TestResult) -> &str {
     match &result.status {
         TestStatus::Partial { reason } => reason,
-        TestStatus::Complete => panic!("expected a partial result: {result:?}"),
+        other => panic!("expected a partial result, not {other:?}: {result:?}"),
     }
 }
 
@@ -393,6 +393,44 @@ async fn a_far_end_that_stops_the_test_is_a_partial_result_with_its_words() {
         "the far peer stopped the test: test ran past its deadline"
     );
     assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[tokio::test]
+async fn a_cancel_ends_the_test_as_cancelled_with_the_figures_so_far() {
+    let data = DataPort::reading();
+    let addr = scripted(move |mut s| async move {
+        s.welcome(PROTOCOL_VERSION).await;
+        s.accept(&data).await;
+        let _ = s.recv().await;
+    })
+    .await;
+    let mut spec = TestSpec::new(Protocol::Tcp);
+    spec.end = EndCondition::Time {
+        duration: Duration::from_secs(30),
+    };
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let stop = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        stop.cancel();
+    });
+    let result = run_test(
+        &addr.to_string(),
+        &spec,
+        &ClientOptions::default(),
+        tx,
+        cancel,
+    )
+    .await
+    .unwrap();
+    assert_eq!(result.status, TestStatus::Cancelled);
+    assert_eq!(result.status.ended_early(), Some("cancelled"));
+    assert!(
+        result.local.streams[0].bytes > 0,
+        "the figures so far are kept"
+    );
+    assert!(result.remote.is_none(), "no finals after a cancel");
 }
 
 #[tokio::test]

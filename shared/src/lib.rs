@@ -7,6 +7,7 @@
 //! - [`dccp`]: DCCP options, a peer's DCCP support and the kernel's DCCP figures.
 //! - [`sweep`]: packet-size sweeps (one short test per size) as one table.
 //! - [`control`]: the messages on the `/ws` WebSocket (browser↔peer and peer↔peer).
+//! - [`history`]: one line of a peer's result history (enums for its words).
 //! - [`report`]: the one result model (intervals, per-stream finals, CPU) and the statistics
 //!   derived from it (sums, utilisation, service demand).
 //! - [`rr`]: request/response results (round-trip histogram and its summary).
@@ -17,6 +18,7 @@
 pub mod control;
 pub mod dccp;
 pub mod format;
+pub mod history;
 pub mod report;
 pub mod rr;
 pub mod spec;

@@ -431,11 +431,25 @@ impl SideReport {
 pub enum TestStatus {
     /// Ran to its end condition and both ends reported.
     Complete,
-    /// Stopped early (cancelled, or the other end vanished); the figures cover what ran.
+    /// Stopped early (the other end vanished, a stream broke, …); the figures cover what ran.
     Partial {
         /// Why.
         reason: String,
     },
+    /// Someone stopped it on purpose (Ctrl-C, a browser's cancel, the peer shutting down); the
+    /// figures cover what ran.
+    Cancelled,
+}
+
+impl TestStatus {
+    /// Why the test did not run to its end (`"cancelled"` for a cancel), or `None` if it did.
+    pub fn ended_early(&self) -> Option<&str> {
+        match self {
+            TestStatus::Complete => None,
+            TestStatus::Partial { reason } => Some(reason),
+            TestStatus::Cancelled => Some("cancelled"),
+        }
+    }
 }
 
 /// A finished (or partial) test as one end renders it.

@@ -4,61 +4,15 @@
 //! controller sends a [`Request`] and hands the answer back as text.
 
 use perfpeer_shared::format::chart::{self, Series};
-use perfpeer_shared::report::TestResult;
+use perfpeer_shared::history::{RunStatus, from_word};
+use perfpeer_shared::report::{PeerRole, TestResult};
+use perfpeer_shared::spec::{Direction, Protocol};
 use serde::Deserialize;
 
 use crate::present::rate;
 
-/// One line of the peer's history (`GET /api/results`), newest first.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Entry {
-    /// Result id: the share link's secret.
-    pub id: String,
-    /// `test`, or `sweep` (a packet-size sweep kept whole: `bytes` is its total and
-    /// `bits_per_second` its best size's rate).
-    #[serde(default = "test_kind")]
-    pub kind: String,
-    /// When the test began, ms since the Unix epoch.
-    pub created_ms: u64,
-    /// `cli`, `browser` or `far_end`.
-    #[serde(default)]
-    pub origin: String,
-    /// This peer's role (`client` or `server`).
-    #[serde(default)]
-    pub role: String,
-    /// The other end.
-    #[serde(default)]
-    pub peer: String,
-    /// `tcp`, `udp`, `dccp`.
-    pub protocol: String,
-    /// `normal`, `reverse` or `bidir` (as the client sees it).
-    pub direction: String,
-    /// `running`, `complete`, `cancelled`, `failed` or `aborted`.
-    pub status: String,
-    /// Why it did not complete.
-    #[serde(default)]
-    pub reason: Option<String>,
-    /// Bytes received (or sent when nothing was received).
-    #[serde(default)]
-    pub bytes: Option<u64>,
-    /// Throughput of those bytes.
-    #[serde(default)]
-    pub bits_per_second: Option<f64>,
-    /// Whether `/r/<id>` answers.
-    #[serde(default)]
-    pub link_enabled: bool,
-}
-
-fn test_kind() -> String {
-    "test".into()
-}
-
-impl Entry {
-    /// Whether this line is a kept sweep (opened as a table, not overlaid).
-    pub fn is_sweep(&self) -> bool {
-        self.kind == "sweep"
-    }
-}
+/// One line of the peer's history (`GET /api/results`), newest first: the peer's own type.
+pub use perfpeer_shared::history::HistoryEntry as Entry;
 
 /// The list's body parsed.
 pub fn parse_list(body: &str) -> Result<Vec<Entry>, String> {
@@ -105,19 +59,29 @@ pub fn parse_opened(body: &str) -> Result<Opened, String> {
 pub struct Filter {
     /// Part of the peer's address or name, any case.
     pub peer: String,
-    /// `tcp`, `udp`, `dccp` or empty.
-    pub protocol: String,
-    /// `normal`, `reverse`, `bidir` or empty.
-    pub direction: String,
+    /// Only this protocol.
+    pub protocol: Option<Protocol>,
+    /// Only this direction.
+    pub direction: Option<Direction>,
 }
 
 impl Filter {
+    /// The filters as the page's fields read (`""` for any, else a protocol's or direction's
+    /// word; a word that is neither lets everything through).
+    pub fn from_fields(peer: String, protocol: &str, direction: &str) -> Filter {
+        Filter {
+            peer,
+            protocol: from_word(protocol),
+            direction: from_word(direction),
+        }
+    }
+
     /// Whether `e` passes.
     pub fn matches(&self, e: &Entry) -> bool {
         let peer = self.peer.trim().to_lowercase();
         (peer.is_empty() || e.peer.to_lowercase().contains(&peer))
-            && (self.protocol.is_empty() || e.protocol == self.protocol)
-            && (self.direction.is_empty() || e.direction == self.direction)
+            && self.protocol.is_none_or(|p| e.protocol == p)
+            && self.direction.is_none_or(|d| e.direction == d)
     }
 }
 
@@ -240,12 +204,11 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 /// The direction as the form words it: TX, RX or both.
-pub fn direction_word(direction: &str) -> &str {
+pub fn direction_word(direction: Direction) -> &'static str {
     match direction {
-        "normal" => "TX",
-        "reverse" => "RX",
-        "bidir" => "both",
-        other => other,
+        Direction::Normal => "TX",
+        Direction::Reverse => "RX",
+        Direction::Bidir => "both",
     }
 }
 
@@ -270,20 +233,20 @@ pub struct Row {
 pub fn row(e: &Entry, tz_offset_min: i32) -> Row {
     let mut what = format!(
         "{} {}",
-        e.protocol.to_uppercase(),
-        direction_word(&e.direction)
+        e.protocol.upper_name(),
+        direction_word(e.direction)
     );
-    if e.role == "server" {
+    if e.role == PeerRole::Server {
         what.push_str(" (far end)");
     }
     if e.is_sweep() {
         what.push_str(" size sweep");
     }
-    let mut status = e.status.clone();
+    let mut status = e.status.word();
     if let Some(r) = e
         .reason
         .as_ref()
-        .filter(|r| e.status != "complete" && **r != e.status)
+        .filter(|r| e.status != RunStatus::Complete && **r != status)
     {
         status.push_str(&format!(": {r}"));
     }
@@ -405,8 +368,8 @@ pub fn overlay_label(e: &Entry, tz_offset_min: i32) -> String {
     format!(
         "{time} {} {} {}",
         e.peer,
-        e.protocol.to_uppercase(),
-        direction_word(&e.direction)
+        e.protocol.upper_name(),
+        direction_word(e.direction)
     )
 }
 

@@ -117,6 +117,7 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
     let mut rows = vec![match &result.status {
         TestStatus::Complete => row("status", "Status", "complete"),
         TestStatus::Partial { reason } => row("status", "Status", format!("partial: {reason}")),
+        TestStatus::Cancelled => row("status", "Status", "cancelled"),
     }];
     for (i, flow) in result.flows().iter().enumerate() {
         let dir = if flow.client_to_server { "TX" } else { "RX" };

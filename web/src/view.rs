@@ -244,8 +244,8 @@ fn history_row(e: &history::Entry, tz: i32, picked: bool) -> String {
         "<li data-id='{id}' data-protocol='{}' data-kind='{}'>{pick}\
          <button type='button' class='open' data-open='{id}'><span class='when'>{}</span>\
          <span class='rate'>{}</span><span class='peer'>{} · {}</span><span class='status'>{}</span></button></li>",
-        escape(&e.protocol),
-        escape(&e.kind),
+        escape(&e.protocol.word()),
+        escape(&e.kind.word()),
         escape(&r.when),
         escape(&r.throughput),
         escape(&r.what),
@@ -311,11 +311,7 @@ fn set_download(slot: &mut Option<String>, id: &str, text: &str, mime: &str, nam
 
 /// The history filters as typed.
 pub fn read_filter() -> Filter {
-    Filter {
-        peer: value("h-peer"),
-        protocol: value("h-protocol"),
-        direction: value("h-direction"),
-    }
+    Filter::from_fields(value("h-peer"), &value("h-protocol"), &value("h-direction"))
 }
 
 fn render_link(model: &Model) {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use perfpeer_shared::format::iperf2 as fmt;
-use perfpeer_shared::report::{PeerRole, TestStatus};
+use perfpeer_shared::report::PeerRole;
 use perfpeer_shared::spec::Protocol;
 use tokio::sync::mpsc;
 
@@ -110,9 +110,9 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     .await?;
     let result = outcome.with_context(|| format!("test against {host} failed"))?;
     out!("{}", fmt::final_rows(&result));
-    Ok(match result.status {
-        TestStatus::Complete => ExitCode::SUCCESS,
-        TestStatus::Partial { reason } => {
+    Ok(match result.status.ended_early() {
+        None => ExitCode::SUCCESS,
+        Some(reason) => {
             eprintln!("perfpeer: the test ended early: {reason}");
             ExitCode::from(1)
         }

@@ -6,7 +6,7 @@ use std::io;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use perfpeer_shared::report::{TestResult, TestStatus};
+use perfpeer_shared::report::TestResult;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -86,9 +86,9 @@ pub fn finish(
     match outcome {
         Ok(result) => {
             printer.result(&result)?;
-            Ok(match result.status {
-                TestStatus::Complete => ExitCode::SUCCESS,
-                TestStatus::Partial { .. } => ExitCode::from(1),
+            Ok(match result.status.ended_early() {
+                None => ExitCode::SUCCESS,
+                Some(_) => ExitCode::from(1),
             })
         }
         Err(e) => {

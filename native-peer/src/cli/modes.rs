@@ -9,7 +9,6 @@ use anyhow::Context;
 use clap::Args;
 use perfpeer_shared::dccp::{DccpSpec, parse_service};
 use perfpeer_shared::format::{cbr, dccp as dccp_text, sweep as sweep_text};
-use perfpeer_shared::report::TestStatus;
 use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
 use perfpeer_shared::sweep::parse_sizes;
 use perfpeer_shared::units::BitRate;
@@ -186,7 +185,7 @@ pub async fn run_cbr(
     let result = outcome.with_context(|| format!("constant-bitrate stream to {peer} failed"))?;
     out!("{}", cbr::summary(&result));
     out!("{}", dccp_text::text(&result));
-    if let TestStatus::Partial { reason } = &result.status {
+    if let Some(reason) = result.status.ended_early() {
         outln!("(partial: {reason})");
         return Ok(ExitCode::from(1));
     }

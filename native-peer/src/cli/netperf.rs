@@ -10,7 +10,6 @@ use std::time::Duration;
 use anyhow::bail;
 use clap::{Args, Parser};
 use perfpeer_shared::format::netperf::{self as fmt, NetperfTest};
-use perfpeer_shared::report::TestStatus;
 use perfpeer_shared::spec::{
     Direction, EndCondition, MAX_UDP_LEN, Protocol, RequestResponse, TestSpec,
 };
@@ -313,9 +312,9 @@ pub async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
         }
     };
     print(&fmt::table(&result, &opts)?)?;
-    Ok(match result.status {
-        TestStatus::Complete => ExitCode::SUCCESS,
-        TestStatus::Partial { reason } => {
+    Ok(match result.status.ended_early() {
+        None => ExitCode::SUCCESS,
+        Some(reason) => {
             eprintln!(
                 "perfpeer netperf: the test ended early ({reason}); the figures cover what ran"
             );

@@ -118,7 +118,11 @@ fn list(store: &Store, limit: u32) -> anyhow::Result<()> {
             .map(|b| format_bytes(b as f64).trim().to_string())
             .unwrap_or_else(|| "-".into());
         // A sweep's rate is its best size's.
-        let what = if r.kind == "sweep" { "sweep" } else { &r.role };
+        let what = if r.is_sweep() {
+            "sweep".to_string()
+        } else {
+            r.role.word()
+        };
         outln!(
             "{}  {when}  {:8} {:6} {:4} {:7} {:>12} {:>14}  {}  {}",
             r.id,

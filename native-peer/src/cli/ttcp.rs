@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use perfpeer_shared::format::ttcp::{self as fmt, TtcpFigures, TtcpRole};
-use perfpeer_shared::report::{StreamRole, TestStatus};
+use perfpeer_shared::report::StreamRole;
 use perfpeer_shared::spec::{EndCondition, MAX_TEST_TIME, Protocol, SpecError, TestSpec};
 use tokio_util::sync::CancellationToken;
 
@@ -159,7 +159,7 @@ pub async fn run(args: TtcpArgs) -> anyhow::Result<ExitCode> {
             &CancellationToken::new(),
         )
         .await?;
-        if let TestStatus::Partial { reason } = &result.status {
+        if let Some(reason) = result.status.ended_early() {
             eprintln!("ttcp: transfer ended early: {reason}");
         }
         fmt::figures(&result).1

@@ -34,6 +34,24 @@ pub struct Ready {
     pub role: PeerRole,
 }
 
+/// Why a test ended before its end condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EarlyEnd {
+    /// Someone cancelled it (Ctrl-C, a browser's cancel, the peer shutting down).
+    Cancelled,
+    /// It could not go on (the far end stopped it or went away, a final that never came, …).
+    Because(String),
+}
+
+impl std::fmt::Display for EarlyEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EarlyEnd::Cancelled => f.write_str("cancelled"),
+            EarlyEnd::Because(why) => f.write_str(why),
+        }
+    }
+}
+
 /// What a far end says while the test runs.
 #[derive(Debug)]
 pub enum FarEvent {
@@ -136,10 +154,10 @@ async fn run(
     match &ended_early {
         None => {
             if let Err(e) = far.end(&m).await {
-                ended_early = Some(e.to_string());
+                ended_early = Some(EarlyEnd::Because(e.to_string()));
             }
         }
-        Some(why) => far.abandon(why).await,
+        Some(why) => far.abandon(&why.to_string()).await,
     }
     let mut finished = m.finish(far.abort_streams(ended_early.is_some())).await;
     if let Some(report) = finished.tail.clone() {
@@ -150,7 +168,7 @@ async fn run(
         None => match far.finals(&mut finished.report, events).await {
             Ok(remote) => remote,
             Err(why) => {
-                ended_early = Some(why);
+                ended_early = Some(EarlyEnd::Because(why));
                 None
             }
         },
@@ -169,7 +187,7 @@ async fn run(
     })
 }
 
-/// Measures until the end condition; `Err(why)` if the test ended early.
+/// Measures until the end condition; `Err` if the test ended early.
 async fn until_end(
     far: &mut impl FarEnd,
     m: &mut Measurement,
@@ -177,7 +195,7 @@ async fn until_end(
     spec: &TestSpec,
     events: &mpsc::UnboundedSender<TestEvent>,
     cancel: &CancellationToken,
-) -> Result<(), String> {
+) -> Result<(), EarlyEnd> {
     let deadline = far.deadline(spec, m.epoch());
     let mut poll = tokio::time::interval(DONE_POLL);
     loop {
@@ -190,7 +208,7 @@ async fn until_end(
                     let _ = events.send(TestEvent::Interval { role: role.other(), report });
                 }
                 FarEvent::SendersDone => {}
-                FarEvent::Ended(why) => return Err(why),
+                FarEvent::Ended(why) => return Err(EarlyEnd::Because(why)),
             },
             () = sleep_until(deadline) => return Ok(()),
             _ = poll.tick() => {
@@ -198,7 +216,7 @@ async fn until_end(
                     return Ok(());
                 }
             }
-            () = cancel.cancelled() => return Err("cancelled".into()),
+            () = cancel.cancelled() => return Err(EarlyEnd::Cancelled),
         }
     }
 }

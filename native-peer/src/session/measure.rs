@@ -15,6 +15,7 @@ use crate::engine::{DataSocket, Engine, StreamSetup, WireOptions, sockopt};
 use crate::hostinfo;
 
 use super::SessionError;
+use super::driver::EarlyEnd;
 
 /// Longest wait for workers to end after stop (receivers drain at most 10 s themselves).
 const JOIN_LIMIT: Duration = Duration::from_secs(12);
@@ -31,12 +32,14 @@ pub struct Finished {
 }
 
 impl Finished {
-    /// The one rule for every kind of test: one that ended early (`ended_early`: why) is
-    /// partial for that reason; one that ran to its end is partial if a stream broke on the way
-    /// (reset, unreachable), naming the streams, and complete otherwise.
-    pub fn status(&self, ended_early: Option<String>) -> TestStatus {
+    /// The one rule for every kind of test: one that was cancelled is cancelled; one that
+    /// ended early for another reason is partial for it; one that ran to its end is partial if
+    /// a stream broke on the way (reset, unreachable), naming the streams, and complete
+    /// otherwise.
+    pub fn status(&self, ended_early: Option<EarlyEnd>) -> TestStatus {
         match ended_early {
-            Some(reason) => TestStatus::Partial { reason },
+            Some(EarlyEnd::Cancelled) => TestStatus::Cancelled,
+            Some(EarlyEnd::Because(reason)) => TestStatus::Partial { reason },
             None if !self.stream_errors.is_empty() => TestStatus::Partial {
                 reason: self.stream_errors.join("; "),
             },

@@ -52,27 +52,7 @@ pub enum StoreError {
     Io(#[from] std::io::Error),
 }
 
-/// Where a stored test came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Origin {
-    /// `perfpeer test` on this machine.
-    Cli,
-    /// A browser's `run` on this peer.
-    Browser,
-    /// This peer was the far end (`perfpeer serve`).
-    FarEnd,
-}
-
-impl Origin {
-    fn as_str(self) -> &'static str {
-        match self {
-            Origin::Cli => "cli",
-            Origin::Browser => "browser",
-            Origin::FarEnd => "far_end",
-        }
-    }
-}
+pub use perfpeer_shared::history::{HistoryEntry, Origin, ResultKind, RunStatus};
 
 /// A count or a time in ms as SQLite's integer (i64), saturating: no figure kept here comes
 /// near 2^63.
@@ -80,44 +60,11 @@ pub(crate) fn sql_int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// One line of the history list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    /// Result id (the share link's secret).
-    pub id: String,
-    /// `test`, or `sweep` (a packet-size sweep kept whole: `bytes` is its total and
-    /// `bits_per_second` its best size's rate).
-    #[serde(default = "test_kind")]
-    pub kind: String,
-    /// When it began, ms since the Unix epoch.
-    pub created_ms: u64,
-    /// cli, browser or far_end.
-    pub origin: String,
-    /// This peer's role.
-    pub role: String,
-    /// The other end.
-    pub peer: String,
-    /// tcp / udp.
-    pub protocol: String,
-    /// normal / reverse / bidir.
-    pub direction: String,
-    /// running, complete, cancelled, failed or aborted.
-    pub status: String,
-    /// Why it did not complete.
-    pub reason: Option<String>,
-    /// Bytes received (or sent, when nothing was received).
-    pub bytes: Option<u64>,
-    /// Throughput of that.
-    pub bits_per_second: Option<f64>,
-    /// Whether `/r/<id>` answers.
-    pub link_enabled: bool,
-}
-
 /// A stored result with its history-list facts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stored {
     /// The list facts.
-    pub summary: Summary,
+    pub summary: HistoryEntry,
     /// The result, with both ends' intervals.
     pub result: TestResult,
 }
@@ -131,14 +78,12 @@ pub enum Kept {
     Sweep(Box<StoredSweep>),
 }
 
-/// The status word for a finished result.
-pub fn status_word(status: &TestStatus) -> (&'static str, Option<String>) {
+/// Where a finished result stands in the history, and why it did not complete.
+pub fn run_status(status: &TestStatus) -> (RunStatus, Option<String>) {
     match status {
-        TestStatus::Complete => ("complete", None),
-        TestStatus::Partial { reason } if reason == "cancelled" => {
-            ("cancelled", Some(reason.clone()))
-        }
-        TestStatus::Partial { reason } => ("failed", Some(reason.clone())),
+        TestStatus::Complete => (RunStatus::Complete, None),
+        TestStatus::Cancelled => (RunStatus::Cancelled, Some("cancelled".into())),
+        TestStatus::Partial { reason } => (RunStatus::Failed, Some(reason.clone())),
     }
 }
 
@@ -383,12 +328,12 @@ impl Store {
         spec: &TestSpec,
         host: &HostInfo,
     ) -> Result<(), StoreError> {
-        let role = role_word(role);
-        let (protocol, direction) = (word(&spec.protocol), word(&spec.direction));
+        let role = role.word();
+        let (protocol, direction) = (spec.protocol.word(), spec.direction.word());
         let inserted = self.conn().execute(
             "INSERT INTO results (id, test_id, created_ms, origin, role, peer, protocol, direction, spec_json, host_json, status, owner)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'running', ?11)",
-            params![id, test_id, sql_int(now_ms()), origin.as_str(), role, peer, protocol, direction, serde_json::to_string(spec)?, serde_json::to_string(host)?, owner::this_process()],
+            params![id, test_id, sql_int(now_ms()), origin.word(), role, peer, protocol, direction, serde_json::to_string(spec)?, serde_json::to_string(host)?, owner::this_process()],
         );
         self.noted(inserted.map_err(StoreError::from)).map(|_| ())
     }
@@ -403,7 +348,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let written = self.conn().execute(
             "INSERT OR REPLACE INTO intervals (result_id, role, seq, report_json) VALUES (?1, ?2, ?3, ?4)",
-            params![id, role_word(role), seq, json],
+            params![id, role.word(), seq, json],
         );
         self.noted(written.map_err(StoreError::from)).map(|_| ())
     }
@@ -417,7 +362,8 @@ impl Store {
     }
 
     fn write_finished(&self, id: &str, result: &TestResult) -> Result<(), StoreError> {
-        let (status, reason) = status_word(&result.status);
+        let (status, reason) = run_status(&result.status);
+        let status = status.word();
         let mut slim = result.clone();
         slim.local.intervals.clear();
         if let Some(r) = slim.remote.as_mut() {
@@ -444,7 +390,7 @@ impl Store {
                 };
                 tx.execute(
                     "INSERT OR IGNORE INTO intervals (result_id, role, seq, report_json) VALUES (?1, ?2, ?3, ?4)",
-                    params![id, role_word(side.role), sql_int(seq as u64), json],
+                    params![id, side.role.word(), sql_int(seq as u64), json],
                 )?;
             }
         }
@@ -459,8 +405,8 @@ impl Store {
     }
 
     /// The history (tests and kept sweeps), newest first (at most `limit`).
-    pub fn list(&self, limit: u32) -> Result<Vec<Summary>, StoreError> {
-        let mut rows: Vec<Summary> = {
+    pub fn list(&self, limit: u32) -> Result<Vec<HistoryEntry>, StoreError> {
+        let mut rows: Vec<HistoryEntry> = {
             let conn = self.conn();
             let mut stmt = conn.prepare(
                 "SELECT id, created_ms, origin, role, peer, protocol, direction, status, reason, bytes, bits_per_second, link_enabled
@@ -507,7 +453,7 @@ impl Store {
         for row in rows {
             let (role, json) = row?;
             let report: IntervalReport = serde_json::from_str(&json)?;
-            if role == role_word(result.local.role) {
+            if role == result.local.role.word() {
                 result.local.intervals.push(report);
             } else if let Some(remote) = result.remote.as_mut() {
                 remote.intervals.push(report);
@@ -629,13 +575,6 @@ fn is_read_only(e: &StoreError) -> bool {
     }
 }
 
-fn role_word(role: PeerRole) -> &'static str {
-    match role {
-        PeerRole::Client => "client",
-        PeerRole::Server => "server",
-    }
-}
-
 fn is_corruption(e: &rusqlite::Error) -> bool {
     matches!(
         e.sqlite_error_code(),
@@ -644,28 +583,32 @@ fn is_corruption(e: &rusqlite::Error) -> bool {
 }
 
 /// A unit enum's serde name (`udp`, `normal`), as the tables store it.
-fn word<T: Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
+/// A word column read back as its enum (a word this version does not know is an error).
+fn column<T: for<'de> serde::Deserialize<'de>>(
+    r: &rusqlite::Row<'_>,
+    index: usize,
+) -> rusqlite::Result<T> {
+    let text: String = r.get(index)?;
+    perfpeer_shared::history::from_word(&text).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            index,
+            rusqlite::types::Type::Text,
+            format!("unknown word {text:?}").into(),
+        )
+    })
 }
 
-fn test_kind() -> String {
-    "test".into()
-}
-
-fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Summary> {
-    Ok(Summary {
+fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryEntry> {
+    Ok(HistoryEntry {
         id: r.get(0)?,
-        kind: test_kind(),
+        kind: ResultKind::Test,
         created_ms: u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
-        origin: r.get(2)?,
-        role: r.get(3)?,
+        origin: column(r, 2)?,
+        role: column(r, 3)?,
         peer: r.get(4)?,
-        protocol: r.get(5)?,
-        direction: r.get(6)?,
-        status: r.get(7)?,
+        protocol: column(r, 5)?,
+        direction: column(r, 6)?,
+        status: column(r, 7)?,
         reason: r.get(8)?,
         bytes: r
             .get::<_, Option<i64>>(9)?
@@ -676,13 +619,8 @@ fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Summary> {
 }
 
 /// The result of a test that never finished: its spec and the intervals written so far.
-fn unfinished(summary: &Summary, test_id: &str, spec: TestSpec, host: HostInfo) -> TestResult {
-    let role = if summary.role == "server" {
-        PeerRole::Server
-    } else {
-        PeerRole::Client
-    };
-    let local = SideReport::empty(role, host);
+fn unfinished(summary: &HistoryEntry, test_id: &str, spec: TestSpec, host: HostInfo) -> TestResult {
+    let local = SideReport::empty(summary.role, host);
     TestResult {
         id: test_id.to_string(),
         spec,
@@ -694,7 +632,7 @@ fn unfinished(summary: &Summary, test_id: &str, spec: TestSpec, host: HostInfo) 
             reason: summary
                 .reason
                 .clone()
-                .unwrap_or_else(|| summary.status.clone()),
+                .unwrap_or_else(|| summary.status.word()),
         },
     }
 }

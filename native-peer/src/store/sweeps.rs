@@ -8,7 +8,8 @@ use perfpeer_shared::sweep::SweepResult;
 use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, Summary, now_ms, word};
+use super::{HistoryEntry, Origin, ResultKind, RunStatus, Store, StoreError, now_ms};
+use perfpeer_shared::report::PeerRole;
 
 /// A kept sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,19 +41,23 @@ impl StoredSweep {
 
     /// Its line in the history list: kind `sweep`, its total bytes and its best size's rate;
     /// `complete` when every size has figures, else `failed` saying how many did not.
-    pub fn summary(&self) -> Summary {
+    pub fn summary(&self) -> HistoryEntry {
         let points = &self.result.points;
         let failed = points.iter().filter(|p| p.error.is_some()).count();
-        Summary {
+        HistoryEntry {
             id: self.id.clone(),
-            kind: "sweep".into(),
+            kind: ResultKind::Sweep,
             created_ms: self.created_ms,
-            origin: "browser".into(),
-            role: "client".into(),
+            origin: Origin::Browser,
+            role: PeerRole::Client,
             peer: self.peer.clone(),
-            protocol: word(&self.spec.protocol),
-            direction: word(&self.spec.direction),
-            status: if failed == 0 { "complete" } else { "failed" }.into(),
+            protocol: self.spec.protocol,
+            direction: self.spec.direction,
+            status: if failed == 0 {
+                RunStatus::Complete
+            } else {
+                RunStatus::Failed
+            },
             reason: (failed > 0).then(|| format!("{failed} of {} sizes failed", points.len())),
             bytes: Some(points.iter().map(|p| p.bytes).sum()),
             bits_per_second: points
@@ -88,7 +93,7 @@ impl Store {
     }
 
     /// The kept sweeps' history lines, newest first (at most `limit`).
-    pub(super) fn sweep_summaries(&self, limit: u32) -> Result<Vec<Summary>, StoreError> {
+    pub(super) fn sweep_summaries(&self, limit: u32) -> Result<Vec<HistoryEntry>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare(&format!(
             "SELECT {COLUMNS} FROM sweeps ORDER BY created_ms DESC LIMIT ?1"

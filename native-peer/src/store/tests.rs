@@ -89,7 +89,7 @@ async fn round_trip_with_both_ends_intervals() {
     assert_eq!(id.len(), 32, "an unguessable 128-bit id");
     rec.finish(&result(&spec)).await;
     let got = store.get(&id).unwrap().unwrap();
-    assert_eq!(got.summary.status, "complete");
+    assert_eq!(got.summary.status, RunStatus::Complete);
     assert_eq!(got.summary.bytes, Some(2000));
     assert_eq!(got.result.local.intervals.len(), 2);
     assert_eq!(got.result.remote.as_ref().unwrap().intervals.len(), 1);
@@ -129,7 +129,10 @@ async fn a_running_test_is_aborted_on_reopen_and_keeps_its_intervals() {
     };
     // While its writer lives (this process), opening the store again leaves it running ...
     let (store, _) = Store::open(&dir).unwrap();
-    assert_eq!(store.get(&id).unwrap().unwrap().summary.status, "running");
+    assert_eq!(
+        store.get(&id).unwrap().unwrap().summary.status,
+        RunStatus::Running
+    );
     drop(store);
     // ... and once the writer is gone, it is aborted.
     Connection::open(dir.join(FILE_NAME))
@@ -138,7 +141,7 @@ async fn a_running_test_is_aborted_on_reopen_and_keeps_its_intervals() {
         .unwrap();
     let (store, _) = Store::open(&dir).unwrap();
     let got = store.get(&id).unwrap().unwrap();
-    assert_eq!(got.summary.status, "aborted");
+    assert_eq!(got.summary.status, RunStatus::Aborted);
     assert_eq!(got.result.local.intervals.len(), 2);
     assert_eq!(got.result.local.role, PeerRole::Server);
     assert!(matches!(got.result.status, TestStatus::Partial { .. }));
@@ -237,13 +240,13 @@ fn a_sweep_is_kept_whole_and_its_link_switches_and_deletes_like_a_tests() {
     assert_eq!(list.len(), 1);
     let line = &list[0];
     assert_eq!(
+        (line.id.as_str(), line.kind, line.protocol, line.status),
         (
-            line.id.as_str(),
-            line.kind.as_str(),
-            line.protocol.as_str(),
-            line.status.as_str()
-        ),
-        (id.as_str(), "sweep", "udp", "failed")
+            id.as_str(),
+            ResultKind::Sweep,
+            Protocol::Udp,
+            RunStatus::Failed
+        )
     );
     assert_eq!(line.reason.as_deref(), Some("2 of 2 sizes failed"));
     store
@@ -259,8 +262,8 @@ fn a_sweep_is_kept_whole_and_its_link_switches_and_deletes_like_a_tests() {
         .unwrap();
     let list = store.list(10).unwrap();
     assert_eq!(
-        list.iter().map(|l| l.kind.as_str()).collect::<Vec<_>>(),
-        vec!["test", "sweep"]
+        list.iter().map(|l| l.kind).collect::<Vec<_>>(),
+        vec![ResultKind::Test, ResultKind::Sweep]
     );
     assert_eq!(store.list(1).unwrap().len(), 1, "the limit holds over both");
     assert!(store.set_link(&id, false).unwrap());
@@ -372,7 +375,7 @@ async fn an_implausible_far_report_is_kept_without_it() {
     rec.finish(&r).await;
     let got = store.get(&id).unwrap().unwrap();
     assert!(got.result.remote.is_none());
-    assert_eq!(got.summary.status, "failed");
+    assert_eq!(got.summary.status, RunStatus::Failed);
     assert!(
         got.summary
             .reason

@@ -137,6 +137,7 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
     let status = match &result.status {
         TestStatus::Complete => "complete".to_string(),
         TestStatus::Partial { reason } => format!("ended early: {reason}"),
+        TestStatus::Cancelled => "cancelled".to_string(),
     };
     rows.push(("Status".into(), status));
     rows

@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 
 use crate::report::{
     CpuUsage, DirectionTotals, Flow, HostInfo, IntervalReport, IntervalSum, PeerRole, SideReport,
-    SocketInfo, StreamFinal, StreamInterval, StreamRole, TestResult, TestStatus, UdpRxFinal,
-    UdpRxSample, bits_per_second,
+    SocketInfo, StreamFinal, StreamInterval, StreamRole, TestResult, UdpRxFinal, UdpRxSample,
+    bits_per_second,
 };
 use crate::spec::{Direction, EndCondition, Protocol, TestSpec};
 use crate::units::{format_bits, format_bytes};
@@ -151,7 +151,7 @@ pub fn text_summary(result: &TestResult) -> String {
     }
     lines.push(cpu_line(result));
     lines.extend(service_demand_line(result));
-    if let TestStatus::Partial { reason } = &result.status {
+    if let Some(reason) = result.status.ended_early() {
         lines.push(format!("Test ended early: {reason}"));
     }
     let mut out = join_lines(lines);
@@ -512,8 +512,8 @@ pub fn json(result: &TestResult) -> Value {
     put(&mut top, "intervals", intervals);
     put(&mut top, "end", Value::Object(end_json(result)));
     put(&mut top, "perfpeer", perfpeer_json(result));
-    if let TestStatus::Partial { reason } = &result.status {
-        put(&mut top, "error", reason.as_str());
+    if let Some(reason) = result.status.ended_early() {
+        put(&mut top, "error", reason);
     }
     Value::Object(top)
 }
@@ -540,12 +540,9 @@ pub fn json_stream_end(result: &TestResult) -> String {
     let mut end = end_json(result);
     put(&mut end, "perfpeer", perfpeer_json(result));
     let end_line = event_line("end", &Value::Object(end));
-    match &result.status {
-        TestStatus::Partial { reason } => format!(
-            "{}\n{end_line}",
-            event_line("error", &reason.as_str().into())
-        ),
-        TestStatus::Complete => end_line,
+    match result.status.ended_early() {
+        Some(reason) => format!("{}\n{end_line}", event_line("error", &reason.into())),
+        None => end_line,
     }
 }
 
@@ -1022,11 +1019,11 @@ fn perfpeer_json(result: &TestResult) -> Value {
     let flows = result.flows();
     let mut m = Obj::new();
     put(&mut m, "version", result.local.host.version.as_str());
-    match &result.status {
-        TestStatus::Complete => put(&mut m, "status", "complete"),
-        TestStatus::Partial { reason } => {
+    match result.status.ended_early() {
+        None => put(&mut m, "status", "complete"),
+        Some(reason) => {
             put(&mut m, "status", "partial");
-            put(&mut m, "partial_reason", reason.as_str());
+            put(&mut m, "partial_reason", reason);
         }
     }
     let (sd_local, sd_remote) = service_demands(result);
@@ -1087,7 +1084,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::report::{TcpFinal, TcpSample};
+    use crate::report::{TcpFinal, TcpSample, TestStatus};
 
     fn secs(s: f64) -> Duration {
         Duration::from_secs_f64(s)

@@ -50,22 +50,11 @@ fn filters_by_peer_text_protocol_and_direction() {
     assert_eq!(ids(peer(" PC.LAN ")), ["aa11"]);
     assert_eq!(ids(peer("10.0")), ["bb22"]);
     assert!(ids(peer("nowhere")).is_empty());
-    let proto = Filter {
-        protocol: "tcp".into(),
-        ..Filter::default()
-    };
-    assert_eq!(ids(proto), ["bb22"]);
-    let dir = Filter {
-        direction: "reverse".into(),
-        ..Filter::default()
-    };
-    assert_eq!(ids(dir), ["aa11"]);
-    let none = Filter {
-        protocol: "udp".into(),
-        direction: "normal".into(),
-        ..Filter::default()
-    };
-    assert!(ids(none).is_empty());
+    let fields = |p: &str, d: &str| Filter::from_fields(String::new(), p, d);
+    assert_eq!(ids(fields("tcp", "")), ["bb22"]);
+    assert_eq!(ids(fields("", "reverse")), ["aa11"]);
+    assert!(ids(fields("udp", "normal")).is_empty());
+    assert_eq!(ids(fields("", "")), ["aa11", "bb22"], "empty fields: any");
 }
 
 #[test]
@@ -211,7 +200,7 @@ fn a_kept_sweep_is_a_row_that_opens_as_a_sweep_and_is_not_overlaid() {
     assert!(opened.result.is_none());
     assert_eq!(opened.sweep.unwrap().peer, "pc:5210");
     assert!(
-        parse_opened(r#"{"summary":{"id":"x","created_ms":1,"protocol":"tcp","direction":"normal","status":"complete"}}"#)
+        parse_opened(r#"{"summary":{"id":"x","created_ms":1,"origin":"cli","role":"client","peer":"pc","protocol":"tcp","direction":"normal","status":"complete"}}"#)
             .unwrap_err()
             .contains("neither")
     );

@@ -281,14 +281,15 @@ mod stored {
     use crate::present::tests::tcp_result;
 
     const LIST: &str = r#"[
-     {"id":"r2","created_ms":2000,"role":"client","peer":"pc","protocol":"udp","direction":"normal",
+     {"id":"r2","created_ms":2000,"origin":"browser","role":"client","peer":"pc","protocol":"udp","direction":"normal",
       "status":"complete","bits_per_second":1e6,"link_enabled":true},
-     {"id":"r1","created_ms":1000,"role":"client","peer":"pc","protocol":"tcp","direction":"normal",
+     {"id":"r1","created_ms":1000,"origin":"browser","role":"client","peer":"pc","protocol":"tcp","direction":"normal",
       "status":"complete","bits_per_second":9e8,"link_enabled":true}]"#;
 
     fn opened(link_enabled: bool) -> String {
         serde_json::json!({
-            "summary": {"id":"r1","created_ms":1000,"protocol":"tcp","direction":"normal",
+            "summary": {"id":"r1","created_ms":1000,"origin":"browser","role":"client","peer":"pc",
+                        "protocol":"tcp","direction":"normal",
                         "status":"complete","link_enabled": link_enabled},
             "result": tcp_result(),
         })

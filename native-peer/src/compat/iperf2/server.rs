@@ -22,6 +22,7 @@ use crate::budget::MemoryBudget;
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions};
 use crate::server::far_end;
+use crate::session::driver::EarlyEnd;
 use crate::session::measure::Measurement;
 
 /// Time a new TCP connection has to send its header.
@@ -215,7 +216,7 @@ async fn tcp_stream(
     let limit = far_end::far_end_limit(&spec, shared.config.max_duration);
     let ended = run_stream(&m, role, &spec, limit, shared).await;
     let finished = m.finish(ended.is_err()).await;
-    let status = finished.status(ended.err());
+    let status = finished.status(ended.err().map(EarlyEnd::Because));
     let mut local = finished.report;
     if !reverse {
         // iperf2 counts the header as received data.
@@ -366,7 +367,7 @@ async fn udp_flow(
         header_time(&header).unwrap_or(shared.config.max_duration) + Duration::from_secs(10);
     let ended = run_stream(&m, StreamRole::Receiver, &spec, limit, shared).await;
     let finished = m.finish(ended.is_err()).await;
-    let status = finished.status(ended.err());
+    let status = finished.status(ended.err().map(EarlyEnd::Because));
     let local_report = finished.report;
     // The report goes only to a flow that ended with its fin (not to one that went quiet or
     // failed), and never more bytes of reports than the flow sent: iperf2's UDP protocol has no

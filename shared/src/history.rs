@@ -1,0 +1,172 @@
+//! One line of a peer's result history, as the peer keeps it and the browser and `perfpeer
+//! results list` read it (`GET /api/results`): one type for both ends, with enums where the
+//! wire carries words (`"far_end"`, `"cancelled"`, …). The words are the JSON and the database
+//! columns alike.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::PeerRole;
+use crate::spec::{Direction, Protocol};
+
+/// What a history line holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultKind {
+    /// One test.
+    #[default]
+    Test,
+    /// A packet-size sweep kept whole (its bytes are its total, its rate its best size's).
+    Sweep,
+}
+
+/// Who started a kept test on this peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// `perfpeer test` on this machine.
+    Cli,
+    /// A browser's `run` on this peer.
+    Browser,
+    /// This peer was the far end (`perfpeer serve`).
+    FarEnd,
+}
+
+/// Where a kept test stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Still measuring.
+    Running,
+    /// Ran to its end and both ends reported.
+    Complete,
+    /// Someone stopped it early (its figures so far are kept).
+    Cancelled,
+    /// It ended early or broke (the reason says why).
+    Failed,
+    /// The peer that ran it died during it (found at the next start).
+    Aborted,
+}
+
+/// The word of a unit-like enum variant as serde writes it.
+fn word_of<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// Reads one of these enums from its word (`None` for a word it does not have).
+pub fn from_word<T: for<'de> Deserialize<'de>>(word: &str) -> Option<T> {
+    serde_json::from_value(serde_json::Value::String(word.to_string())).ok()
+}
+
+macro_rules! words {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// Its word, as the JSON and the database carry it.
+            pub fn word(self) -> String {
+                word_of(&self)
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.pad(&word_of(self))
+            }
+        }
+    )*};
+}
+
+words!(ResultKind, Origin, RunStatus, Protocol, Direction, PeerRole);
+
+/// One line of the history list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    /// Result id (the share link's secret).
+    pub id: String,
+    /// A test or a kept sweep.
+    #[serde(default)]
+    pub kind: ResultKind,
+    /// When it began, ms since the Unix epoch.
+    pub created_ms: u64,
+    /// Who started it here.
+    pub origin: Origin,
+    /// This peer's end of it.
+    pub role: PeerRole,
+    /// The other end.
+    pub peer: String,
+    /// Its protocol.
+    pub protocol: Protocol,
+    /// Its direction, as the client sees it.
+    pub direction: Direction,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// Why it did not complete.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Bytes received (or sent, when nothing was received).
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Throughput of those bytes.
+    #[serde(default)]
+    pub bits_per_second: Option<f64>,
+    /// Whether `/r/<id>` answers.
+    #[serde(default)]
+    pub link_enabled: bool,
+}
+
+impl HistoryEntry {
+    /// Whether this line is a kept sweep (opened as a table, not overlaid).
+    pub fn is_sweep(&self) -> bool {
+        self.kind == ResultKind::Sweep
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_read_back_and_pad_like_strings() {
+        for s in [
+            RunStatus::Running,
+            RunStatus::Complete,
+            RunStatus::Cancelled,
+            RunStatus::Failed,
+            RunStatus::Aborted,
+        ] {
+            assert_eq!(from_word::<RunStatus>(&s.word()), Some(s));
+        }
+        assert_eq!(Origin::FarEnd.word(), "far_end");
+        assert_eq!(format!("[{:8}]", Origin::Cli), "[cli     ]");
+        assert_eq!(from_word::<Origin>("nobody"), None);
+    }
+
+    #[test]
+    fn a_line_parses_from_the_peers_json() {
+        let line: HistoryEntry = serde_json::from_str(
+            r#"{"id":"ab","created_ms":5,"origin":"far_end","role":"server","peer":"pc",
+               "protocol":"udp","direction":"reverse","status":"cancelled","reason":"cancelled"}"#,
+        )
+        .unwrap();
+        assert_eq!(line.kind, ResultKind::Test, "kind defaults to a test");
+        assert_eq!(
+            (
+                line.origin,
+                line.role,
+                line.protocol,
+                line.direction,
+                line.status
+            ),
+            (
+                Origin::FarEnd,
+                PeerRole::Server,
+                Protocol::Udp,
+                Direction::Reverse,
+                RunStatus::Cancelled
+            )
+        );
+        assert!(serde_json::from_str::<HistoryEntry>(r#"{"id":"x","status":"weird"}"#).is_err());
+    }
+}
