@@ -317,6 +317,13 @@ pub enum ControlError {
     Malformed(String),
 }
 
+/// The body of an HTTP API error (`{"error": "..."}`): fixed words, never the request's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiError {
+    /// What was wrong.
+    pub error: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

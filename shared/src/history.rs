@@ -7,8 +7,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::PeerRole;
-use crate::spec::{Direction, Protocol};
+use crate::report::{PeerRole, TestResult};
+use crate::spec::{Direction, Protocol, TestSpec};
+use crate::sweep::SweepResult;
 
 /// What a history line holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -121,6 +122,79 @@ impl HistoryEntry {
     pub fn is_sweep(&self) -> bool {
         self.kind == ResultKind::Sweep
     }
+}
+
+/// A kept sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeptSweep {
+    /// Result id (`/r/<id>`).
+    pub id: String,
+    /// When it was kept, Unix ms.
+    pub created_ms: u64,
+    /// The other peer, as given.
+    pub peer: String,
+    /// What each size ran (its `len` replaced by each size).
+    pub spec: TestSpec,
+    /// The rows.
+    pub result: SweepResult,
+    /// Whether `/r/<id>` answers.
+    pub link_enabled: bool,
+}
+
+impl KeptSweep {
+    /// Its page heading: the table's title line and the other peer.
+    pub fn title(&self) -> String {
+        let service = self.spec.dccp.map(|d| d.service);
+        format!(
+            "{} → {}",
+            crate::format::sweep::title(&self.result, service),
+            self.peer
+        )
+    }
+
+    /// Its line in the history list: kind `sweep`, its total bytes and its best size's rate;
+    /// `complete` when every size has figures, else `failed` saying how many did not.
+    pub fn summary(&self) -> HistoryEntry {
+        let points = &self.result.points;
+        let failed = points.iter().filter(|p| p.error.is_some()).count();
+        HistoryEntry {
+            id: self.id.clone(),
+            kind: ResultKind::Sweep,
+            created_ms: self.created_ms,
+            origin: Origin::Browser,
+            role: PeerRole::Client,
+            peer: self.peer.clone(),
+            protocol: self.spec.protocol,
+            direction: self.spec.direction,
+            status: if failed == 0 {
+                RunStatus::Complete
+            } else {
+                RunStatus::Failed
+            },
+            reason: (failed > 0).then(|| format!("{failed} of {} sizes failed", points.len())),
+            bytes: Some(points.iter().map(|p| p.bytes).sum()),
+            bits_per_second: points
+                .iter()
+                .filter(|p| p.error.is_none())
+                .map(|p| p.bits_per_second)
+                .reduce(f64::max),
+            link_enabled: self.link_enabled,
+        }
+    }
+}
+
+/// One kept result as the token holder opens it (`GET /api/results/<id>`): its history line and
+/// either a test's result (with both ends' intervals) or a kept sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenedResult {
+    /// The history line (its link state included).
+    pub summary: HistoryEntry,
+    /// A test's result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<TestResult>,
+    /// A kept sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<KeptSweep>,
 }
 
 #[cfg(test)]

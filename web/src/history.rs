@@ -7,7 +7,6 @@ use perfpeer_shared::format::chart::{self, Series};
 use perfpeer_shared::history::{RunStatus, from_word};
 use perfpeer_shared::report::{PeerRole, TestResult};
 use perfpeer_shared::spec::{Direction, Protocol};
-use serde::Deserialize;
 
 use crate::present::rate;
 
@@ -19,30 +18,8 @@ pub fn parse_list(body: &str) -> Result<Vec<Entry>, String> {
     serde_json::from_str(body).map_err(|e| format!("the peer's history list did not parse: {e}"))
 }
 
-/// One stored result with its list facts (`GET /api/results/<id>`): a test's result, or a kept
-/// sweep.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Opened {
-    /// The list facts (link state).
-    pub summary: Entry,
-    /// A test's result with both ends' intervals.
-    #[serde(default)]
-    pub result: Option<TestResult>,
-    /// A kept sweep.
-    #[serde(default)]
-    pub sweep: Option<KeptSweep>,
-}
-
-/// A sweep as the peer keeps it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct KeptSweep {
-    /// The other peer.
-    pub peer: String,
-    /// What each size ran.
-    pub spec: perfpeer_shared::spec::TestSpec,
-    /// The rows.
-    pub result: perfpeer_shared::sweep::SweepResult,
-}
+/// One stored result with its list facts (`GET /api/results/<id>`): the peer's own type.
+pub use perfpeer_shared::history::OpenedResult as Opened;
 
 /// A stored result's body parsed (it holds a test's result or a sweep).
 pub fn parse_opened(body: &str) -> Result<Opened, String> {
@@ -150,9 +127,9 @@ impl Request {
 
 /// What went wrong with an answer, in plain words (`status` 0: the request never got one).
 pub fn failure(status: u16, body: &str) -> String {
-    let said = serde_json::from_str::<serde_json::Value>(body)
+    let said = serde_json::from_str::<perfpeer_shared::control::ApiError>(body)
         .ok()
-        .and_then(|v| v.get("error")?.as_str().map(str::to_string));
+        .map(|e| e.error);
     match (status, said) {
         (0, _) => format!("the peer did not answer ({})", body.trim()),
         (401, _) => "the peer did not accept the token".into(),

@@ -151,7 +151,9 @@ async fn handle_rejection(err: warp::Rejection) -> Result<impl warp::Reply, Infa
     } else {
         (StatusCode::BAD_REQUEST, "bad request")
     };
-    let body = warp::reply::json(&serde_json::json!({ "error": message }));
+    let body = warp::reply::json(&perfpeer_shared::control::ApiError {
+        error: message.to_string(),
+    });
     Ok(warp::reply::with_status(body, code))
 }
 

@@ -5,6 +5,8 @@
 //! and `POST /api/results/<id>/link` (`{"enabled": false}` turns a share link off). Unknown or
 //! disabled ids are a plain 404.
 
+use perfpeer_shared::control::ApiError;
+use perfpeer_shared::history::OpenedResult;
 use std::sync::Arc;
 
 use perfpeer_shared::format::html;
@@ -49,11 +51,17 @@ pub fn routes(
         .then(|id: String, state: Arc<ServerState>| async move {
             with_store(&state, move |s| {
                 Ok(match s.kept(&id)? {
-                    Some(Kept::Test(found)) => warp::reply::json(&found).into_response(),
-                    Some(Kept::Sweep(sweep)) => warp::reply::json(&serde_json::json!({
-                        "summary": sweep.summary(),
-                        "sweep": sweep,
-                    }))
+                    Some(Kept::Test(found)) => warp::reply::json(&OpenedResult {
+                        summary: found.summary,
+                        result: Some(found.result),
+                        sweep: None,
+                    })
+                    .into_response(),
+                    Some(Kept::Sweep(sweep)) => warp::reply::json(&OpenedResult {
+                        summary: sweep.summary(),
+                        result: None,
+                        sweep: Some(*sweep),
+                    })
                     .into_response(),
                     None => not_found_json(),
                 })
@@ -149,7 +157,9 @@ where
 
 fn error_json(status: StatusCode, message: &str) -> Response {
     warp::reply::with_status(
-        warp::reply::json(&serde_json::json!({ "error": message })),
+        warp::reply::json(&ApiError {
+            error: message.to_string(),
+        }),
         status,
     )
     .into_response()

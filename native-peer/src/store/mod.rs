@@ -32,7 +32,6 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 pub use record::Recording;
-pub use sweeps::StoredSweep;
 
 /// Name of the database file in the data directory.
 pub const FILE_NAME: &str = "results.db";
@@ -52,7 +51,7 @@ pub enum StoreError {
     Io(#[from] std::io::Error),
 }
 
-pub use perfpeer_shared::history::{HistoryEntry, Origin, ResultKind, RunStatus};
+pub use perfpeer_shared::history::{HistoryEntry, KeptSweep, Origin, ResultKind, RunStatus};
 
 /// A count or a time in ms as SQLite's integer (i64), saturating: no figure kept here comes
 /// near 2^63.
@@ -75,7 +74,7 @@ pub enum Kept {
     /// A test.
     Test(Box<Stored>),
     /// A packet-size sweep.
-    Sweep(Box<StoredSweep>),
+    Sweep(Box<KeptSweep>),
 }
 
 /// Where a finished result stands in the history, and why it did not complete.

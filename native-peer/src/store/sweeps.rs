@@ -6,69 +6,8 @@
 use perfpeer_shared::spec::TestSpec;
 use perfpeer_shared::sweep::SweepResult;
 use rusqlite::{OptionalExtension, params};
-use serde::{Deserialize, Serialize};
 
-use super::{HistoryEntry, Origin, ResultKind, RunStatus, Store, StoreError, now_ms};
-use perfpeer_shared::report::PeerRole;
-
-/// A kept sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StoredSweep {
-    /// Result id (`/r/<id>`).
-    pub id: String,
-    /// When it was kept, Unix ms.
-    pub created_ms: u64,
-    /// The other peer, as given.
-    pub peer: String,
-    /// What each size ran (its `len` replaced by each size).
-    pub spec: TestSpec,
-    /// The rows.
-    pub result: SweepResult,
-    /// Whether `/r/<id>` answers.
-    pub link_enabled: bool,
-}
-
-impl StoredSweep {
-    /// Its page heading: the table's title line and the other peer.
-    pub fn title(&self) -> String {
-        let service = self.spec.dccp.map(|d| d.service);
-        format!(
-            "{} → {}",
-            perfpeer_shared::format::sweep::title(&self.result, service),
-            self.peer
-        )
-    }
-
-    /// Its line in the history list: kind `sweep`, its total bytes and its best size's rate;
-    /// `complete` when every size has figures, else `failed` saying how many did not.
-    pub fn summary(&self) -> HistoryEntry {
-        let points = &self.result.points;
-        let failed = points.iter().filter(|p| p.error.is_some()).count();
-        HistoryEntry {
-            id: self.id.clone(),
-            kind: ResultKind::Sweep,
-            created_ms: self.created_ms,
-            origin: Origin::Browser,
-            role: PeerRole::Client,
-            peer: self.peer.clone(),
-            protocol: self.spec.protocol,
-            direction: self.spec.direction,
-            status: if failed == 0 {
-                RunStatus::Complete
-            } else {
-                RunStatus::Failed
-            },
-            reason: (failed > 0).then(|| format!("{failed} of {} sizes failed", points.len())),
-            bytes: Some(points.iter().map(|p| p.bytes).sum()),
-            bits_per_second: points
-                .iter()
-                .filter(|p| p.error.is_none())
-                .map(|p| p.bits_per_second)
-                .reduce(f64::max),
-            link_enabled: self.link_enabled,
-        }
-    }
-}
+use super::{HistoryEntry, KeptSweep, Store, StoreError, now_ms};
 
 impl Store {
     /// Keeps a finished sweep; returns its new result id.
@@ -103,7 +42,7 @@ impl Store {
     }
 
     /// The sweep with `id`, link on or off.
-    pub fn sweep(&self, id: &str) -> Result<Option<StoredSweep>, StoreError> {
+    pub fn sweep(&self, id: &str) -> Result<Option<KeptSweep>, StoreError> {
         let row = self
             .conn()
             .query_row(
@@ -141,8 +80,8 @@ impl SweepRow {
         })
     }
 
-    fn decode(self) -> Result<StoredSweep, StoreError> {
-        Ok(StoredSweep {
+    fn decode(self) -> Result<KeptSweep, StoreError> {
+        Ok(KeptSweep {
             id: self.id,
             created_ms: u64::try_from(self.created_ms).unwrap_or(0),
             peer: self.peer,

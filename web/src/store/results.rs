@@ -150,7 +150,12 @@ impl Model {
         Vec::new()
     }
 
-    fn show_stored_sweep(&mut self, id: String, link_enabled: bool, kept: history::KeptSweep) {
+    fn show_stored_sweep(
+        &mut self,
+        id: String,
+        link_enabled: bool,
+        kept: perfpeer_shared::history::KeptSweep,
+    ) {
         self.share = Some(Share {
             result_id: id.clone(),
             test_id: id.clone(),
