@@ -158,10 +158,9 @@ fn print_server_event(ev: &server::ServerEvent, style: Style) {
         (E::Failed { client, error }, Style::Text) => {
             outln!("iperf3: error from {client}: {error}")
         }
-        (E::Failed { client, error }, _) => outln!(
-            "{}",
-            serde_json::json!({ "error": format!("{client}: {error}") })
-        ),
+        (E::Failed { client, error }, _) => {
+            outln!("{}", fmt::json_error(&format!("{client}: {error}")))
+        }
         _ => {}
     }
 }

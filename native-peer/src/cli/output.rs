@@ -128,13 +128,8 @@ impl<'a> Printer<'a> {
     pub fn error(&mut self, message: &str) -> io::Result<()> {
         match self.style {
             Style::Text => Ok(()),
-            Style::Json => self.write(
-                &serde_json::to_string_pretty(&serde_json::json!({ "error": message }))
-                    .unwrap_or_default(),
-            ),
-            Style::JsonStream => {
-                self.write(&serde_json::json!({ "event": "error", "data": message }).to_string())
-            }
+            Style::Json => self.write(&iperf3::json_error(message)),
+            Style::JsonStream => self.write(&iperf3::json_stream_error(message)),
         }
     }
 }

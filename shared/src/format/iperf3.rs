@@ -546,6 +546,18 @@ pub fn json_stream_end(result: &TestResult) -> String {
     }
 }
 
+/// A failed test in `-J`: iperf3's `{"error": "..."}` object, pretty-printed.
+pub fn json_error(message: &str) -> String {
+    let mut top = Obj::new();
+    put(&mut top, "error", message);
+    serde_json::to_string_pretty(&Value::Object(top)).unwrap_or_default()
+}
+
+/// A failed test in `--json-stream`: `{"event":"error","data":"..."}`.
+pub fn json_stream_error(message: &str) -> String {
+    event_line("error", &message.into())
+}
+
 fn event_line(event: &str, data: &Value) -> String {
     format!(r#"{{"event":"{event}","data":{data}}}"#)
 }
