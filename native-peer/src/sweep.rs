@@ -5,7 +5,7 @@
 
 use futures_util::future::BoxFuture;
 use perfpeer_shared::report::{TestResult, TestStatus};
-use perfpeer_shared::spec::TestSpec;
+use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use perfpeer_shared::sweep::{SweepPoint, SweepResult};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -33,9 +33,10 @@ pub async fn run(
         }
         let mut one = spec.clone();
         one.len = len;
-        let point = match one.validate() {
+        // Each size is a new spec, checked as its own: one that does not fit fails alone.
+        let point = match ValidSpec::new(one) {
             Err(e) => SweepPoint::failed(len, e.to_string()),
-            Ok(()) => match one_size(target, &one, opts, &events, cancel.clone()).await {
+            Ok(one) => match one_size(target, &one, opts, &events, cancel.clone()).await {
                 Ok(r) if r.status == TestStatus::Complete => SweepPoint::from_result(len, &r)
                     .unwrap_or_else(|| SweepPoint::failed(len, "no receiver report")),
                 Ok(r) => SweepPoint::failed(len, partial_reason(&r)),
@@ -57,7 +58,7 @@ pub async fn run(
 /// One size's test, its events forwarded as [`SweepEvent::Test`].
 async fn one_size(
     target: &str,
-    spec: &TestSpec,
+    spec: &ValidSpec,
     opts: &ClientOptions,
     events: &mpsc::UnboundedSender<SweepEvent>,
     cancel: CancellationToken,
@@ -89,7 +90,7 @@ impl Runner for AnyTarget {
     fn run(
         &self,
         target: String,
-        spec: TestSpec,
+        spec: ValidSpec,
         events: mpsc::UnboundedSender<TestEvent>,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, Result<TestResult, SessionError>> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use perfpeer_shared::control::ErrorCode;
 use perfpeer_shared::report::{StreamRole, TestResult};
-use perfpeer_shared::spec::{Direction, TestSpec};
+use perfpeer_shared::spec::{Direction, TestSpec, ValidSpec};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -59,7 +59,7 @@ pub fn parse(target: &str) -> Result<(Kind, String, u16), String> {
 /// Runs `spec` against `target`, whatever kind of far end it names.
 pub async fn run(
     target: &str,
-    spec: &TestSpec,
+    spec: &ValidSpec,
     opts: &ClientOptions,
     events: mpsc::UnboundedSender<TestEvent>,
     cancel: CancellationToken,
@@ -78,10 +78,6 @@ pub async fn run(
         )
         .await;
     }
-    spec.validate().map_err(|e| SessionError::Refused {
-        code: ErrorCode::InvalidSpec,
-        message: e.to_string(),
-    })?;
     if spec.protocol == perfpeer_shared::spec::Protocol::Dccp {
         return Err(SessionError::Refused {
             code: ErrorCode::InvalidSpec,

@@ -18,7 +18,7 @@ use perfpeer_shared::control::{ClientMsg, ErrorCode, PeerInfo, ServerMsg};
 use perfpeer_shared::report::{
     IntervalReport, PeerRole, SideReport, StreamRole, TestResult, TestStatus,
 };
-use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
+use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec, ValidSpec};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::WebSocketStream;
@@ -151,12 +151,13 @@ async fn run(
     spec: &TestSpec,
 ) -> (Result<TestResult, SessionError>, Vec<TestEvent>, Duration) {
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let spec = ValidSpec::new(spec.clone()).expect("a valid spec");
     let start = Instant::now();
     let outcome = tokio::time::timeout(
         Duration::from_secs(20),
         run_test(
             &addr.to_string(),
-            spec,
+            &spec,
             &ClientOptions::default(),
             tx,
             CancellationToken::new(),
@@ -415,6 +416,7 @@ async fn a_cancel_ends_the_test_as_cancelled_with_the_figures_so_far() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         stop.cancel();
     });
+    let spec = ValidSpec::new(spec).unwrap();
     let result = run_test(
         &addr.to_string(),
         &spec,
@@ -535,10 +537,13 @@ async fn against_the_real_far_end_both_ends_count_the_same_bytes() {
         assert_eq!(result.local.streams[0].bytes, 4 << 20, "{direction:?}");
         assert!(took < Duration::from_secs(5), "{direction:?}: {took:?}");
     }
-    // A test the real far end must refuse: more streams than any peer takes.
+    // A test the real far end must refuse: longer than its --max-duration (60 s here).
     let mut spec = bytes_spec(1 << 20);
-    spec.streams = 200;
+    spec.end = EndCondition::Time {
+        duration: Duration::from_secs(120),
+    };
     let (outcome, _, _) = run(addr, &spec).await;
-    assert_eq!(outcome.unwrap_err().code(), ErrorCode::InvalidSpec);
+    let refused = outcome.unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::OverLimit, "{refused}");
     shutdown.cancel();
 }

@@ -388,6 +388,41 @@ pub enum SpecError {
     RrLen(u32),
 }
 
+/// A spec that passed [`TestSpec::validate`]. It is made once, where a spec enters (a flag
+/// parser, the browser's form, a control message), and everything that runs a test takes it,
+/// so nothing below the edge checks again. It dereferences to the spec; changing a spec means
+/// taking it out ([`ValidSpec::into_inner`]) and validating the new one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct ValidSpec(TestSpec);
+
+impl ValidSpec {
+    /// Checks `spec`.
+    pub fn new(spec: TestSpec) -> Result<ValidSpec, SpecError> {
+        spec.validate()?;
+        Ok(ValidSpec(spec))
+    }
+
+    /// The spec, to change it (the result must be validated again).
+    pub fn into_inner(self) -> TestSpec {
+        self.0
+    }
+}
+
+impl std::ops::Deref for ValidSpec {
+    type Target = TestSpec;
+    fn deref(&self) -> &TestSpec {
+        &self.0
+    }
+}
+
+impl TryFrom<TestSpec> for ValidSpec {
+    type Error = SpecError;
+    fn try_from(spec: TestSpec) -> Result<ValidSpec, SpecError> {
+        ValidSpec::new(spec)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,5 +551,19 @@ mod tests {
         assert_eq!(back, s);
         let bad = json.replace(r#""streams":1"#, r#""streams":-1"#);
         assert!(serde_json::from_str::<TestSpec>(&bad).is_err());
+    }
+
+    #[test]
+    fn a_valid_spec_is_only_made_from_a_spec_that_passes() {
+        let mut bad = TestSpec::new(Protocol::Tcp);
+        bad.streams = 0;
+        assert_eq!(ValidSpec::new(bad), Err(SpecError::Streams(0)));
+        let good = ValidSpec::new(TestSpec::new(Protocol::Udp)).unwrap();
+        assert_eq!(good.protocol, Protocol::Udp, "it reads as the spec");
+        assert_eq!(
+            serde_json::to_value(&good).unwrap(),
+            serde_json::to_value(TestSpec::new(Protocol::Udp)).unwrap(),
+            "and travels as it"
+        );
     }
 }

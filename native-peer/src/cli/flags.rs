@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use anyhow::bail;
 use clap::Args;
-use perfpeer_shared::spec::{Direction, EndCondition, Protocol, RequestResponse, TestSpec};
+use perfpeer_shared::spec::{
+    Direction, EndCondition, Protocol, RequestResponse, TestSpec, ValidSpec,
+};
 use perfpeer_shared::units::{BitRate, parse_rate, parse_size};
 
 use super::output::Style;
@@ -153,7 +155,13 @@ fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
 
 impl TestFlags {
     /// Builds and validates the spec; `rate_per_stream` reads `-b` as iperf3 does.
-    pub fn spec(&self, rate_per_stream: bool) -> anyhow::Result<TestSpec> {
+    pub fn spec(&self, rate_per_stream: bool) -> anyhow::Result<ValidSpec> {
+        Ok(ValidSpec::new(self.build_spec(rate_per_stream)?)?)
+    }
+
+    /// Builds the spec from the flags, not yet validated (`perfpeer test`'s modes change it
+    /// further before it is).
+    pub fn build_spec(&self, rate_per_stream: bool) -> anyhow::Result<TestSpec> {
         let protocol = if self.udp {
             Protocol::Udp
         } else {
@@ -201,9 +209,6 @@ impl TestFlags {
                 .response_len
                 .map_or(spec.len, |n| u32::try_from(n).unwrap_or(u32::MAX));
             spec.rr = Some(RequestResponse { response_len });
-        }
-        if let Err(e) = spec.validate() {
-            bail!("{e}");
         }
         Ok(spec)
     }

@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use perfpeer_shared::dccp::{DccpSpec, parse_service};
 use perfpeer_shared::format::{cbr, dccp as dccp_text, sweep as sweep_text};
-use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
+use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec, ValidSpec};
 use perfpeer_shared::sweep::parse_sizes;
 use perfpeer_shared::units::BitRate;
 use tokio::sync::mpsc;
@@ -53,13 +53,14 @@ pub struct ModeFlags {
 }
 
 impl ModeFlags {
-    /// Folds the flags into `spec` (built from the common flags) and validates it again.
-    pub fn apply(&self, mut spec: TestSpec, given: Given) -> anyhow::Result<TestSpec> {
+    /// Folds the flags into `spec` (built from the common flags) and validates the result: the
+    /// one check of `perfpeer test`'s spec.
+    pub fn apply(&self, mut spec: TestSpec, given: Given) -> anyhow::Result<ValidSpec> {
         let datagram_mode = self.sweep_len.is_some() || self.cbr.is_some();
         let protocol = match (self.dccp, datagram_mode || given.udp) {
             (true, _) => Protocol::Dccp,
             (false, true) => Protocol::Udp,
-            (false, false) => return Ok(spec),
+            (false, false) => return Ok(ValidSpec::new(spec)?),
         };
         let defaults = TestSpec::new(protocol);
         spec.protocol = protocol;
@@ -92,8 +93,7 @@ impl ModeFlags {
                 duration: Duration::from_secs(SWEEP_SECONDS),
             };
         }
-        spec.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(spec)
+        Ok(ValidSpec::new(spec)?)
     }
 
     /// The sweep's sizes, if `--sweep-len` was given.
@@ -165,7 +165,7 @@ pub async fn run_sweep(
 /// Runs a constant-bitrate stream with live receiver lines; prints the summary (text only).
 pub async fn run_cbr(
     peer: &str,
-    spec: &TestSpec,
+    spec: &ValidSpec,
     opts: &ClientOptions,
 ) -> anyhow::Result<ExitCode> {
     outln!(

@@ -11,7 +11,7 @@ use anyhow::bail;
 use clap::{Args, Parser};
 use perfpeer_shared::format::netperf::{self as fmt, NetperfTest};
 use perfpeer_shared::spec::{
-    Direction, EndCondition, MAX_UDP_LEN, Protocol, RequestResponse, TestSpec,
+    Direction, EndCondition, MAX_UDP_LEN, Protocol, RequestResponse, TestSpec, ValidSpec,
 };
 
 use super::live::run_printing;
@@ -201,7 +201,7 @@ fn default_send_size(protocol: Protocol, window: Option<u32>) -> u32 {
 
 impl NetperfArgs {
     /// The spec of the chosen test with the test-specific options applied, validated.
-    fn spec(&self, t: &TestOptions) -> anyhow::Result<TestSpec> {
+    fn spec(&self, t: &TestOptions) -> anyhow::Result<ValidSpec> {
         let protocol = match self.test {
             NetperfTest::UdpStream | NetperfTest::UdpRr => Protocol::Udp,
             _ => Protocol::Tcp,
@@ -239,10 +239,7 @@ impl NetperfArgs {
                 .send_size
                 .unwrap_or_else(|| default_send_size(protocol, spec.window));
         }
-        if let Err(e) = spec.validate() {
-            bail!("{e}");
-        }
-        Ok(spec)
+        Ok(ValidSpec::new(spec)?)
     }
 
     fn options(&self) -> ClientOptions {

@@ -36,7 +36,10 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     let usage = |e: anyhow::Error| anyhow::Error::from(UsageError(format!("{e:#}")));
     let spec = args
         .modes
-        .apply(args.flags.spec(false).map_err(usage)?, args.flags.given())
+        .apply(
+            args.flags.build_spec(false).map_err(usage)?,
+            args.flags.given(),
+        )
         .map_err(usage)?;
     let opts = args.flags.options().map_err(usage)?;
     let style = args.flags.style();
@@ -99,7 +102,9 @@ mod tests {
     use std::time::Duration;
 
     use clap::Parser;
-    use perfpeer_shared::spec::{Direction, EndCondition, Protocol, RequestResponse, TestSpec};
+    use perfpeer_shared::spec::{
+        Direction, EndCondition, Protocol, RequestResponse, TestSpec, ValidSpec,
+    };
     use perfpeer_shared::units::BitRate;
 
     use super::*;
@@ -118,6 +123,7 @@ mod tests {
             .args
             .flags
             .spec(false)
+            .map(ValidSpec::into_inner)
     }
 
     #[test]
@@ -170,7 +176,8 @@ mod tests {
         let w = Wrap::try_parse_from(full).map_err(|e| anyhow::anyhow!("{e}"))?;
         w.args
             .modes
-            .apply(w.args.flags.spec(false)?, w.args.flags.given())
+            .apply(w.args.flags.build_spec(false)?, w.args.flags.given())
+            .map(ValidSpec::into_inner)
     }
 
     #[test]

@@ -191,7 +191,7 @@ mod tests {
         fn run(
             &self,
             _: String,
-            _: perfpeer_shared::spec::TestSpec,
+            _: perfpeer_shared::spec::ValidSpec,
             _: tokio::sync::mpsc::UnboundedSender<crate::session::events::TestEvent>,
             _: CancellationToken,
         ) -> futures_util::future::BoxFuture<

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use perfpeer_shared::PROTOCOL_VERSION;
 use perfpeer_shared::control::{ClientMsg, ErrorCode, ServerMsg};
-use perfpeer_shared::spec::TestSpec;
+use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use warp::ws::{Message, WebSocket};
 
 use super::far_end;
@@ -239,7 +239,7 @@ async fn start_run(
     target: String,
     spec: TestSpec,
 ) -> Result<(), SessionError> {
-    spec.validate().map_err(|e| SessionError::Refused {
+    let spec = ValidSpec::new(spec).map_err(|e| SessionError::Refused {
         code: ErrorCode::InvalidSpec,
         message: e.to_string(),
     })?;

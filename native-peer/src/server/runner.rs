@@ -4,7 +4,7 @@
 
 use futures_util::future::BoxFuture;
 use perfpeer_shared::report::TestResult;
-use perfpeer_shared::spec::TestSpec;
+use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use perfpeer_shared::sweep::SweepResult;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -20,7 +20,7 @@ pub trait Runner: Send + Sync {
     fn run(
         &self,
         target: String,
-        spec: TestSpec,
+        spec: ValidSpec,
         events: mpsc::UnboundedSender<TestEvent>,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, Result<TestResult, SessionError>>;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use perfpeer_shared::control::{ErrorCode, ServerMsg};
 use perfpeer_shared::report::{PeerRole, TestResult};
-use perfpeer_shared::spec::TestSpec;
+use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use perfpeer_shared::sweep::SweepResult;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::task::JoinError;
@@ -27,7 +27,7 @@ pub fn start(
     state: &Arc<ServerState>,
     slot: OwnedSemaphorePermit,
     target: String,
-    spec: TestSpec,
+    spec: ValidSpec,
 ) -> Arc<RunLog> {
     let log = RunLog::new();
     let (events_tx, events) = mpsc::unbounded_channel();
@@ -38,7 +38,7 @@ pub fn start(
         state: state.clone(),
         log: log.clone(),
         target,
-        spec,
+        spec: spec.into_inner(),
         test_id: String::new(),
         running: None,
         rec: None,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use perfpeer_shared::PROTOCOL_VERSION;
 use perfpeer_shared::control::{ClientMsg, ErrorCode, MAX_CONTROL_MESSAGE, ServerMsg};
 use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, TestResult};
-use perfpeer_shared::spec::TestSpec;
+use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::{self, Message, protocol::WebSocketConfig};
 use tokio_util::sync::CancellationToken;
@@ -178,7 +178,7 @@ fn refusal_or_protocol(msg: ServerMsg) -> SessionError {
 /// early with a partial result.
 pub async fn run_test(
     target: &str,
-    spec: &TestSpec,
+    spec: &ValidSpec,
     opts: &ClientOptions,
     events: mpsc::UnboundedSender<TestEvent>,
     cancel: CancellationToken,
@@ -191,20 +191,18 @@ pub async fn run_test(
 /// streams, up to the far end's `ready`.
 pub async fn open(
     target: &str,
-    spec: &TestSpec,
+    spec: &ValidSpec,
     opts: &ClientOptions,
 ) -> Result<(PerfpeerFarEnd, Ready), SessionError> {
-    spec.validate().map_err(|e| SessionError::Refused {
-        code: ErrorCode::InvalidSpec,
-        message: e.to_string(),
-    })?;
     let server = resolve(target, opts.family).await?;
     if spec.protocol == perfpeer_shared::spec::Protocol::Dccp {
         check_local_dccp(spec, server.is_ipv6())?;
     }
     let mut chan = connect(server, target, opts.bind, opts.connect_timeout).await?;
     hello(&mut chan, opts.token.clone()).await?;
-    chan.send(&ClientMsg::Open { spec: spec.clone() })?;
+    chan.send(&ClientMsg::Open {
+        spec: TestSpec::clone(spec),
+    })?;
     let (test_id, cookie, data_port) = match chan.recv::<ServerMsg>().await? {
         ServerMsg::Accepted {
             test_id,

@@ -2,6 +2,7 @@
 
 use super::*;
 use clap::Parser;
+use perfpeer_shared::spec::ValidSpec;
 
 #[derive(Parser)]
 struct Wrap {
@@ -20,7 +21,9 @@ fn parse(argv: &[&str]) -> Result<NetperfArgs, String> {
 fn spec_of(argv: &[&str]) -> Result<TestSpec, String> {
     let args = parse(argv)?;
     let t = TestOptions::try_parse_from(&args.test_options).map_err(|e| e.to_string())?;
-    args.spec(&t).map_err(|e| format!("{e:#}"))
+    args.spec(&t)
+        .map(ValidSpec::into_inner)
+        .map_err(|e| format!("{e:#}"))
 }
 
 #[test]
