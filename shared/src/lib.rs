@@ -8,6 +8,8 @@
 //! - [`sweep`]: packet-size sweeps (one short test per size) as one table.
 //! - [`control`]: the messages on the `/ws` WebSocket (browser↔peer and peer↔peer).
 //! - [`history`]: one line of a peer's result history (enums for its words).
+//! - [`request`]: what a person asks for (a test, a sweep, a stream), as the CLI's flags and
+//!   the browser's form both build it, into a checked spec.
 //! - [`report`]: the one result model (intervals, per-stream finals, CPU) and the statistics
 //!   derived from it (sums, utilisation, service demand).
 //! - [`rr`]: request/response results (round-trip histogram and its summary).
@@ -20,6 +22,7 @@ pub mod dccp;
 pub mod format;
 pub mod history;
 pub mod report;
+pub mod request;
 pub mod rr;
 pub mod spec;
 pub mod sweep;

@@ -1,16 +1,17 @@
 //! The "new test" form as plain values: what the user typed, turned into a `run` or `sweep`
-//! request ([`TestRequest`]) with the same units and validation as the CLI (DCCP with a CCID,
+//! request ([`TestRequest`]) by the builder `perfpeer test`'s flags use too
+//! (`perfpeer_shared::request`), with the same units and checks (DCCP with a CCID,
 //! packet-size sweeps, constant-bitrate streams included), and the presets that mirror the
 //! classic recipes. DOM-free: the view reads and writes [`FormInput`] fields.
 
 use std::time::Duration;
 
-use perfpeer_shared::control::ClientMsg;
 use perfpeer_shared::dccp::{DEFAULT_SERVICE, DccpSpec};
-use perfpeer_shared::format::cbr;
-use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
-use perfpeer_shared::sweep::{check_request, parse_sizes};
-use perfpeer_shared::units::{BitRate, parse_rate, parse_size};
+use perfpeer_shared::format::cbr::{self, StreamError};
+use perfpeer_shared::request::{Mode, RequestError, RequestInput};
+use perfpeer_shared::spec::{Direction, EndCondition, MAX_STREAMS, Protocol, SpecError, TestSpec};
+use perfpeer_shared::sweep::parse_sizes;
+use perfpeer_shared::units::{parse_rate, parse_size};
 
 /// The form's fields exactly as typed (strings, so nothing is lost before validation).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,42 +182,21 @@ fn positive_number(field: &'static str, text: &str, what: &str) -> Result<f64, F
     }
 }
 
-/// What the form asks the peer to do.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TestRequest {
-    /// The other peer.
-    pub target: String,
-    /// The test (for a sweep: each size's test, its `len` replaced).
-    pub spec: TestSpec,
-    /// Sizes of a packet-size sweep; `None` for one test.
-    pub sweep: Option<Vec<u32>>,
-}
+pub use perfpeer_shared::request::TestRequest;
 
-impl TestRequest {
-    /// The control message that starts it.
-    pub fn message(&self) -> ClientMsg {
-        match &self.sweep {
-            Some(sizes) => ClientMsg::Sweep {
-                target: self.target.clone(),
-                spec: self.spec.clone(),
-                sizes: sizes.clone(),
-            },
-            None => ClientMsg::Run {
-                target: self.target.clone(),
-                spec: self.spec.clone(),
-            },
-        }
-    }
-}
-
-/// The request the form describes, validated as the peer will validate it.
+/// The request the form describes, built and checked by the same builder as `perfpeer test`'s
+/// flags; a problem names the field to fix.
 pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
     let target = check_target(&input.target)?;
-    let mode = input.mode.as_str();
-    let protocol = match (input.protocol.as_str(), mode) {
-        ("dccp", _) => Protocol::Dccp,
-        ("udp", _) | (_, "sweep" | "cbr") => Protocol::Udp,
-        _ => Protocol::Tcp,
+    let mode = match input.mode.as_str() {
+        "sweep" => Mode::Sweep(parse_sizes(&input.sizes).map_err(|e| err("sizes", e))?),
+        "cbr" => Mode::Stream(input.cbr.clone()),
+        _ => Mode::Test,
+    };
+    let protocol = if input.protocol == "udp" {
+        Protocol::Udp
+    } else {
+        Protocol::Tcp
     };
     let mut spec = TestSpec::new(protocol);
     spec.direction = match input.direction.as_str() {
@@ -224,7 +204,7 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
         "both" => Direction::Bidir,
         _ => Direction::Normal,
     };
-    spec.end = if input.end == "bytes" && mode == "test" {
+    spec.end = if input.end == "bytes" && mode == Mode::Test {
         let bytes = parse_size(&input.bytes).map_err(|e| err("bytes", e.to_string()))?;
         EndCondition::Bytes { bytes }
     } else {
@@ -233,17 +213,15 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
             .map_err(|_| err("seconds", "Duration is too long"))?;
         EndCondition::Time { duration }
     };
+    let streams_message = format!("Streams must be a whole number from 1 to {MAX_STREAMS}");
     let streams = positive_number("streams", &input.streams, "Streams")?;
-    if streams.fract() != 0.0 || streams > f64::from(u16::MAX) {
-        return Err(err(
-            "streams",
-            "Streams must be a whole number from 1 to 128",
-        ));
+    if streams.fract() != 0.0 || streams > f64::from(MAX_STREAMS) {
+        return Err(err("streams", streams_message));
     }
     #[allow(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
-        reason = "a positive whole number at most u16::MAX, checked above"
+        reason = "a positive whole number at most MAX_STREAMS, checked above"
     )]
     let streams = streams as u16;
     spec.streams = streams;
@@ -252,10 +230,13 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
         let len = parse_size(&input.len).map_err(|e| err("len", e.to_string()))?;
         spec.len = u32::try_from(len).map_err(|_| err("len", "Length is too large"))?;
     }
-    if protocol != Protocol::Tcp && !input.bitrate.trim().is_empty() {
+    // A rate is a datagram test's: UDP, DCCP, or any sweep or stream.
+    let datagrams = input.protocol != "tcp" || mode != Mode::Test;
+    let bitrate_given = datagrams && !input.bitrate.trim().is_empty();
+    if bitrate_given {
         spec.bitrate = Some(parse_rate(&input.bitrate).map_err(|e| err("bitrate", e.to_string()))?);
     }
-    if protocol == Protocol::Dccp {
+    let dccp = if input.protocol == "dccp" {
         let ccid = match input.ccid.trim() {
             "" => None,
             c => Some(
@@ -265,62 +246,60 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
                     .ok_or_else(|| err("ccid", "The CCID is 2, 3 or 4"))?,
             ),
         };
-        spec.dccp = Some(DccpSpec {
+        Some(DccpSpec {
             service: DEFAULT_SERVICE,
             ccid,
-        });
-    }
-    if mode == "cbr" {
-        let (rate, len) = cbr_rate_len(&input.cbr, len_given.then_some(spec.len))?;
-        spec.bitrate = Some(rate);
-        spec.len = len;
-    }
-    spec.validate().map_err(|e| {
-        let field = match e {
-            perfpeer_shared::spec::SpecError::Streams(_) => "streams",
-            perfpeer_shared::spec::SpecError::UdpLen(_)
-            | perfpeer_shared::spec::SpecError::DccpLen(_)
-            | perfpeer_shared::spec::SpecError::TcpLen(_) => "len",
-            perfpeer_shared::spec::SpecError::ZeroBytes => "bytes",
-            _ => "seconds",
-        };
-        err(field, e.to_string())
-    })?;
-    let sweep = if mode == "sweep" {
-        let sizes = parse_sizes(&input.sizes).map_err(|e| err("sizes", e))?;
-        check_request(&spec, &sizes).map_err(|e| err("sizes", e))?;
-        Some(sizes)
+        })
     } else {
         None
     };
-    Ok(TestRequest {
+    let request = RequestInput {
         target,
         spec,
-        sweep,
+        mode,
+        dccp,
+        len_given,
+        bitrate_given,
+        // The form always says how long (or how much).
+        end_given: true,
+    };
+    request.build().map_err(|e| match e {
+        RequestError::Spec(e) => {
+            let field = match e {
+                SpecError::Streams(_) => "streams",
+                SpecError::UdpLen(_) | SpecError::DccpLen(_) | SpecError::TcpLen(_) => "len",
+                SpecError::ZeroBytes => "bytes",
+                _ => "seconds",
+            };
+            err(field, e.to_string())
+        }
+        RequestError::Stream { error, .. } => stream_error(error),
+        RequestError::Sweep(message) => err("sizes", message),
     })
 }
 
-/// A stream's rate and packet size: a preset (`mp3`), or a rate with the Length field.
-fn cbr_rate_len(text: &str, len: Option<u32>) -> Result<(BitRate, u32), FormError> {
-    cbr::rate_and_len(text, len).map_err(|e| match e {
-        cbr::StreamError::NotARate => err(
+/// A stream's rate problem in the form's terms.
+fn stream_error(error: StreamError) -> FormError {
+    match error {
+        StreamError::NotARate => err(
             "cbr",
             format!(
                 "The stream takes a rate (like 48k) or a preset ({})",
                 cbr::preset_names()
             ),
         ),
-        cbr::StreamError::ZeroRate => err("cbr", "The stream needs a rate above 0"),
-        cbr::StreamError::NeedsLen => err(
+        StreamError::ZeroRate => err("cbr", "The stream needs a rate above 0"),
+        StreamError::NeedsLen => err(
             "len",
             "A stream at a rate needs a Length: the bytes in each packet (160 for audio)",
         ),
-    })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use perfpeer_shared::control::ClientMsg;
     use perfpeer_shared::units::BitRate;
 
     fn input(target: &str) -> FormInput {
@@ -339,7 +318,7 @@ mod tests {
         } = to_request(&input("pc.lan")).unwrap();
         assert_eq!(sweep, None);
         assert_eq!(target, "pc.lan");
-        assert_eq!(spec, TestSpec::new(Protocol::Tcp));
+        assert_eq!(*spec, TestSpec::new(Protocol::Tcp));
     }
 
     #[test]

@@ -395,7 +395,7 @@ impl Model {
                 self.notice = None;
                 self.run = Some(RunState::new(
                     request.target.clone(),
-                    request.spec.clone(),
+                    TestSpec::clone(&request.spec),
                     None,
                     request.sweep.clone(),
                 ));

@@ -19,8 +19,6 @@ use crate::session::target::Family;
 /// Which of the common flags were given (modes pick their own defaults for the others).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Given {
-    /// `-u`.
-    pub udp: bool,
     /// `-l`.
     pub len: bool,
     /// `-b`.
@@ -216,7 +214,6 @@ impl TestFlags {
     /// Which flags were given.
     pub fn given(&self) -> Given {
         Given {
-            udp: self.udp,
             len: self.len.is_some(),
             bitrate: self.bitrate.is_some(),
             time: self.time.is_some(),

@@ -1,17 +1,18 @@
 //! `perfpeer test` modes beyond one bulk transfer: DCCP (`--dccp`, `--dccp-service`, `--ccid`),
-//! packet-size sweeps (`--sweep-len`) and constant-bitrate streams (`--cbr`). Flags are checked
-//! here and folded into the one `TestSpec`; sweeps run one short test per size.
+//! packet-size sweeps (`--sweep-len`) and constant-bitrate streams (`--cbr`). The flags become a
+//! `perfpeer_shared::request::RequestInput`, folded by the same builder as the browser's form;
+//! sweeps run one short test per size.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 use perfpeer_shared::dccp::{DccpSpec, parse_service};
-use perfpeer_shared::format::{cbr, dccp as dccp_text, sweep as sweep_text};
-use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec, ValidSpec};
+use perfpeer_shared::format::cbr::{self, StreamError};
+use perfpeer_shared::format::{dccp as dccp_text, sweep as sweep_text};
+use perfpeer_shared::request::{Mode, RequestError, RequestInput, TestRequest};
+use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use perfpeer_shared::sweep::parse_sizes;
-use perfpeer_shared::units::BitRate;
 use tokio::sync::mpsc;
 
 use super::flags::Given;
@@ -20,12 +21,6 @@ use super::output::Style;
 use crate::session::client::ClientOptions;
 use crate::session::events::SweepEvent;
 use crate::session::events::TestEvent;
-
-/// Seconds per size of a sweep unless `-t` says otherwise.
-const SWEEP_SECONDS: u64 = 2;
-/// Length of a constant-bitrate stream unless `-t`/`-n` say otherwise: an hour (Ctrl-C ends it
-/// early with a partial result).
-const CBR_SECONDS: u64 = 3600;
 
 /// DCCP, sweep and constant-bitrate flags of `perfpeer test`.
 #[derive(Debug, Args)]
@@ -53,55 +48,40 @@ pub struct ModeFlags {
 }
 
 impl ModeFlags {
-    /// Folds the flags into `spec` (built from the common flags) and validates the result: the
-    /// one check of `perfpeer test`'s spec.
-    pub fn apply(&self, mut spec: TestSpec, given: Given) -> anyhow::Result<ValidSpec> {
-        let datagram_mode = self.sweep_len.is_some() || self.cbr.is_some();
-        let protocol = match (self.dccp, datagram_mode || given.udp) {
-            (true, _) => Protocol::Dccp,
-            (false, true) => Protocol::Udp,
-            (false, false) => return Ok(ValidSpec::new(spec)?),
-        };
-        let defaults = TestSpec::new(protocol);
-        spec.protocol = protocol;
-        if !given.len {
-            spec.len = defaults.len;
-        }
-        if !given.bitrate {
-            spec.bitrate = defaults.bitrate;
-        }
-        if self.dccp {
-            spec.dccp = Some(DccpSpec {
-                service: self
-                    .dccp_service
-                    .unwrap_or(perfpeer_shared::dccp::DEFAULT_SERVICE),
-                ccid: self.ccid,
-            });
-        }
-        if let Some(cbr) = &self.cbr {
-            let (rate, len) = cbr_rate_len(cbr, given.len.then_some(spec.len))?;
-            spec.bitrate = Some(rate);
-            spec.len = len;
-            if !given.time && !given.bytes {
-                spec.end = EndCondition::Time {
-                    duration: Duration::from_secs(CBR_SECONDS),
-                };
+    /// The request these flags make of `spec` (built from the common flags), through the
+    /// shared builder the browser's form uses too: the one check of `perfpeer test`'s spec.
+    pub fn request(
+        &self,
+        target: &str,
+        spec: TestSpec,
+        given: Given,
+    ) -> anyhow::Result<TestRequest> {
+        let mode = match (&self.sweep_len, &self.cbr) {
+            (Some(sizes), _) => {
+                Mode::Sweep(parse_sizes(sizes).map_err(|e| anyhow::anyhow!("{e}"))?)
             }
-        }
-        if self.sweep_len.is_some() && !given.time {
-            spec.end = EndCondition::Time {
-                duration: Duration::from_secs(SWEEP_SECONDS),
-            };
-        }
-        Ok(ValidSpec::new(spec)?)
-    }
-
-    /// The sweep's sizes, if `--sweep-len` was given.
-    pub fn sweep_sizes(&self) -> anyhow::Result<Option<Vec<u32>>> {
-        self.sweep_len
-            .as_deref()
-            .map(|s| parse_sizes(s).map_err(|e| anyhow::anyhow!("{e}")))
-            .transpose()
+            (None, Some(rate)) => Mode::Stream(rate.clone()),
+            (None, None) => Mode::Test,
+        };
+        let dccp = self.dccp.then(|| DccpSpec {
+            service: self
+                .dccp_service
+                .unwrap_or(perfpeer_shared::dccp::DEFAULT_SERVICE),
+            ccid: self.ccid,
+        });
+        let input = RequestInput {
+            target: target.to_string(),
+            spec,
+            mode,
+            dccp,
+            len_given: given.len,
+            bitrate_given: given.bitrate,
+            end_given: given.time || given.bytes,
+        };
+        input.build().map_err(|e| match e {
+            RequestError::Stream { error, text } => stream_words(error, &text),
+            other => anyhow::anyhow!("{other}"),
+        })
     }
 
     /// Whether this is a constant-bitrate stream.
@@ -110,18 +90,18 @@ impl ModeFlags {
     }
 }
 
-/// `--cbr 48k` with `--len 160`, or `--cbr mp3`.
-fn cbr_rate_len(text: &str, len: Option<u32>) -> anyhow::Result<(BitRate, u32)> {
-    cbr::rate_and_len(text, len).map_err(|e| match e {
-        cbr::StreamError::NotARate => anyhow::anyhow!(
+/// `--cbr` problems in the flags' terms.
+fn stream_words(error: StreamError, text: &str) -> anyhow::Error {
+    match error {
+        StreamError::NotARate => anyhow::anyhow!(
             "--cbr takes a rate (e.g. 48k) or a preset ({})",
             cbr::preset_names()
         ),
-        cbr::StreamError::ZeroRate => anyhow::anyhow!("--cbr needs a rate above 0"),
-        cbr::StreamError::NeedsLen => anyhow::anyhow!(
+        StreamError::ZeroRate => anyhow::anyhow!("--cbr needs a rate above 0"),
+        StreamError::NeedsLen => anyhow::anyhow!(
             "--cbr {text} needs --len BYTES (bytes per packet), e.g. --cbr 48k --len 160"
         ),
-    })
+    }
 }
 
 /// Runs one short test per size and prints the table (or, with -J, the `SweepResult` JSON).
@@ -206,19 +186,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cbr_rates_and_presets() {
-        assert_eq!(cbr_rate_len("mp3", None).unwrap(), (BitRate(48_000), 160));
-        assert_eq!(
-            cbr_rate_len("48k", Some(160)).unwrap(),
-            (BitRate(48_000), 160)
-        );
+    fn stream_problems_are_worded_in_the_flags_terms() {
         assert!(
-            cbr_rate_len("48k", None)
-                .unwrap_err()
+            stream_words(StreamError::NeedsLen, "48k")
                 .to_string()
-                .contains("--len")
+                .contains("--cbr 48k needs --len")
         );
-        assert!(format!("{:#}", cbr_rate_len("loud", None).unwrap_err()).contains("mp3"));
-        assert!(cbr_rate_len("0", Some(160)).is_err());
+        assert!(format!("{:#}", stream_words(StreamError::NotARate, "loud")).contains("mp3"));
+        assert!(
+            stream_words(StreamError::ZeroRate, "0")
+                .to_string()
+                .contains("above 0")
+        );
     }
 }

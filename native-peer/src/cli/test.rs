@@ -34,16 +34,18 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
     // Every flag error is a usage error (exit 2), whether clap or the spec's check found it.
     let usage = |e: anyhow::Error| anyhow::Error::from(UsageError(format!("{e:#}")));
-    let spec = args
+    let request = args
         .modes
-        .apply(
+        .request(
+            &args.peer,
             args.flags.build_spec(false).map_err(usage)?,
             args.flags.given(),
         )
         .map_err(usage)?;
+    let spec = request.spec;
     let opts = args.flags.options().map_err(usage)?;
     let style = args.flags.style();
-    if let Some(sizes) = args.modes.sweep_sizes().map_err(usage)? {
+    if let Some(sizes) = request.sweep {
         return super::modes::run_sweep(&args.peer, &spec, sizes, &opts, style).await;
     }
     if args.modes.is_cbr() && style == Style::Text {
@@ -176,8 +178,8 @@ mod tests {
         let w = Wrap::try_parse_from(full).map_err(|e| anyhow::anyhow!("{e}"))?;
         w.args
             .modes
-            .apply(w.args.flags.build_spec(false)?, w.args.flags.given())
-            .map(ValidSpec::into_inner)
+            .request("pc", w.args.flags.build_spec(false)?, w.args.flags.given())
+            .map(|r| r.spec.into_inner())
     }
 
     #[test]
