@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use super::SessionError;
 use super::events::TestEvent;
-use super::measure::Measurement;
+use super::measure::{EarlyEnd, Measurement};
 use crate::engine::{StreamSetup, WireOptions};
 
 /// How often the end condition is checked when a test is not timed.
@@ -32,24 +32,6 @@ pub struct Ready {
     pub wire: WireOptions,
     /// Which end of the test this is.
     pub role: PeerRole,
-}
-
-/// Why a test ended before its end condition.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EarlyEnd {
-    /// Someone cancelled it (Ctrl-C, a browser's cancel, the peer shutting down).
-    Cancelled,
-    /// It could not go on (the far end stopped it or went away, a final that never came, …).
-    Because(String),
-}
-
-impl std::fmt::Display for EarlyEnd {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EarlyEnd::Cancelled => f.write_str("cancelled"),
-            EarlyEnd::Because(why) => f.write_str(why),
-        }
-    }
 }
 
 /// What a far end says while the test runs.

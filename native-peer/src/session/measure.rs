@@ -15,10 +15,27 @@ use crate::engine::{DataSocket, Engine, StreamSetup, WireOptions, sockopt};
 use crate::hostinfo;
 
 use super::SessionError;
-use super::driver::EarlyEnd;
 
 /// Longest wait for workers to end after stop (receivers drain at most 10 s themselves).
 const JOIN_LIMIT: Duration = Duration::from_secs(12);
+
+/// Why a test ended before its end condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EarlyEnd {
+    /// Someone cancelled it (Ctrl-C, a browser's cancel, the peer shutting down).
+    Cancelled,
+    /// It could not go on (the far end stopped it or went away, a final that never came, …).
+    Because(String),
+}
+
+impl std::fmt::Display for EarlyEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EarlyEnd::Cancelled => f.write_str("cancelled"),
+            EarlyEnd::Because(why) => f.write_str(why),
+        }
+    }
+}
 
 /// What a measurement is at its end.
 #[derive(Debug)]

@@ -22,8 +22,7 @@ use crate::budget::MemoryBudget;
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions};
 use crate::server::far_end;
-use crate::session::driver::EarlyEnd;
-use crate::session::measure::Measurement;
+use crate::session::measure::{EarlyEnd, Measurement};
 
 /// Time a new TCP connection has to send its header.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
