@@ -127,6 +127,17 @@ impl Script {
             }
         }
     }
+
+    /// Answers the client's `final` with an empty report of its own and `result_id`, then
+    /// waits for the client to close.
+    async fn final_then_close(&mut self, result_id: Option<&str>) {
+        self.send(&ServerMsg::Final {
+            report: SideReport::empty(PeerRole::Server, Default::default()),
+            result_id: result_id.map(str::to_string),
+        })
+        .await;
+        let _ = self.recv().await;
+    }
 }
 
 /// A far end on loopback that runs `script` on the first control connection.
@@ -355,12 +366,7 @@ async fn a_result_id_that_is_not_hex_makes_no_link() {
         s.welcome(PROTOCOL_VERSION).await;
         s.accept(&data).await;
         s.stop_and_final().await;
-        s.send(&ServerMsg::Final {
-            report: SideReport::empty(PeerRole::Server, Default::default()),
-            result_id: Some("../../evil".into()),
-        })
-        .await;
-        let _ = s.recv().await;
+        s.final_then_close(Some("../../evil")).await;
     })
     .await;
     let (outcome, events, _) = run(addr, &bytes_spec(1 << 16)).await;
@@ -466,12 +472,7 @@ async fn a_broken_stream_makes_a_finished_test_partial_and_names_the_stream() {
         s.welcome(PROTOCOL_VERSION).await;
         s.accept(&data).await;
         s.stop_and_final().await;
-        s.send(&ServerMsg::Final {
-            report: SideReport::empty(PeerRole::Server, Default::default()),
-            result_id: None,
-        })
-        .await;
-        let _ = s.recv().await;
+        s.final_then_close(None).await;
     })
     .await;
     let (outcome, _, took) = run(addr, &bytes_spec(1 << 30)).await;

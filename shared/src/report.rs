@@ -639,7 +639,7 @@ mod service_demand_tests {
         }
     }
 
-    fn stream(id: u32, role: StreamRole, bytes: u64) -> StreamFinal {
+    pub(super) fn stream(id: u32, role: StreamRole, bytes: u64) -> StreamFinal {
         StreamFinal {
             id,
             role,
@@ -652,7 +652,7 @@ mod service_demand_tests {
         }
     }
 
-    fn side(role: PeerRole, streams: Vec<StreamFinal>) -> SideReport {
+    pub(super) fn side(role: PeerRole, streams: Vec<StreamFinal>) -> SideReport {
         SideReport {
             streams,
             cpu: busy_cpu(),
@@ -660,7 +660,7 @@ mod service_demand_tests {
         }
     }
 
-    fn result(spec: TestSpec, client: SideReport, server: SideReport) -> TestResult {
+    pub(super) fn result(spec: TestSpec, client: SideReport, server: SideReport) -> TestResult {
         TestResult {
             id: "t".into(),
             spec,
@@ -753,6 +753,7 @@ mod service_demand_tests {
 #[cfg(test)]
 mod statistics_tests {
     //! The derived figures of the model, each checked against a value worked out by hand.
+    use super::service_demand_tests::{result, side, stream};
     use super::*;
     use crate::spec::{Direction, Protocol, TestSpec};
 
@@ -844,17 +845,9 @@ mod statistics_tests {
         };
         assert_eq!(udp.expected(), 1000);
         assert_eq!(udp.lost_percent(), 1.0);
-        let stream = StreamFinal {
-            id: 1,
-            role: StreamRole::Receiver,
-            bytes: 2_500_000,
-            duration: Duration::from_millis(2500),
-            packets: None,
-            tcp: None,
-            udp_rx: None,
-            rr: None,
-        };
-        assert_eq!(stream.bits_per_second(), 8_000_000.0);
+        // 2 MB over the fixture's 2 s.
+        let received = stream(1, StreamRole::Receiver, 2_000_000);
+        assert_eq!(received.bits_per_second(), 8_000_000.0);
     }
 
     #[test]
@@ -884,42 +877,24 @@ mod statistics_tests {
 
     #[test]
     fn flows_pair_each_streams_sender_and_receiver_by_id() {
-        let fin = |id, role, bytes| StreamFinal {
-            id,
-            role,
-            bytes,
-            duration: Duration::from_secs(1),
-            packets: None,
-            tcp: None,
-            udp_rx: None,
-            rr: None,
-        };
         let mut spec = TestSpec::new(Protocol::Tcp);
         spec.direction = Direction::Bidir;
         spec.streams = 1;
-        let client = SideReport {
-            streams: vec![
-                fin(1, StreamRole::Sender, 100),
-                fin(2, StreamRole::Receiver, 70),
+        let client = side(
+            PeerRole::Client,
+            vec![
+                stream(1, StreamRole::Sender, 100),
+                stream(2, StreamRole::Receiver, 70),
             ],
-            ..SideReport::empty(PeerRole::Client, HostInfo::default())
-        };
-        let server = SideReport {
-            streams: vec![
-                fin(1, StreamRole::Receiver, 90),
-                fin(2, StreamRole::Sender, 80),
+        );
+        let server = side(
+            PeerRole::Server,
+            vec![
+                stream(1, StreamRole::Receiver, 90),
+                stream(2, StreamRole::Sender, 80),
             ],
-            ..SideReport::empty(PeerRole::Server, HostInfo::default())
-        };
-        let result = TestResult {
-            id: "t".into(),
-            spec,
-            started_unix_ms: 0,
-            server_addr: String::new(),
-            local: client,
-            remote: Some(server),
-            status: TestStatus::Complete,
-        };
+        );
+        let result = result(spec, client, server);
         let flows = result.flows();
         assert_eq!(flows.len(), 2);
         let (up, down) = (&flows[0], &flows[1]);

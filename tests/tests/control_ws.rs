@@ -183,11 +183,9 @@ async fn run_drives_a_test_to_another_peer_with_live_reports() {
     }
 }
 
-#[tokio::test]
-async fn cancel_ends_a_running_test_early() {
-    let dut = Peer::start(&[]);
-    let pc = Peer::start(&[]);
-    let mut ws = connect(&dut).await;
+/// A browser's `run` of a 60 s TCP test from `dut` to `pc`; the connection that follows it.
+async fn start_minute_long_run(dut: &Peer, pc: &Peer) -> Ws {
+    let mut ws = connect(dut).await;
     assert!(hello(&mut ws, Some(TOKEN)).await);
     let mut spec = short_spec(Protocol::Tcp);
     spec.end = EndCondition::Time {
@@ -201,6 +199,14 @@ async fn cancel_ends_a_running_test_early() {
         },
     )
     .await;
+    ws
+}
+
+#[tokio::test]
+async fn cancel_ends_a_running_test_early() {
+    let dut = Peer::start(&[]);
+    let pc = Peer::start(&[]);
+    let mut ws = start_minute_long_run(&dut, &pc).await;
     loop {
         if let ServerMsg::Interval { .. } = recv(&mut ws).await {
             break;
@@ -225,20 +231,7 @@ async fn cancel_ends_a_running_test_early() {
 async fn sigterm_keeps_a_browsers_running_test_before_the_peer_exits() {
     let mut dut = Peer::start(&[]);
     let pc = Peer::start(&[]);
-    let mut ws = connect(&dut).await;
-    assert!(hello(&mut ws, Some(TOKEN)).await);
-    let mut spec = short_spec(Protocol::Tcp);
-    spec.end = EndCondition::Time {
-        duration: Duration::from_secs(60),
-    };
-    send(
-        &mut ws,
-        &ClientMsg::Run {
-            target: pc.control.clone(),
-            spec,
-        },
-    )
-    .await;
+    let mut ws = start_minute_long_run(&dut, &pc).await;
     let mut intervals = 0;
     while intervals < 2 {
         if let ServerMsg::Interval { .. } = recv(&mut ws).await {

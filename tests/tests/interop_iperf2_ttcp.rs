@@ -11,6 +11,26 @@ fn perfpeer(args: &[&str]) -> std::process::Output {
     Running::spawn(&perfpeer_bin(), args).wait(Duration::from_secs(30))
 }
 
+/// A plain socket standing in for classic `ttcp -r`: it takes one connection and counts its
+/// bytes to EOF; the port, and the count when the connection ends.
+fn counting_receiver() -> (u16, std::thread::JoinHandle<u64>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let counter = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = vec![0u8; 65536];
+        let mut total = 0u64;
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+        total
+    });
+    (port, counter)
+}
+
 fn text(out: &std::process::Output) -> String {
     format!(
         "{}{}",
@@ -156,20 +176,7 @@ fn iperf3_and_ttcp_targets_in_perfpeer_test() {
     );
 
     // ttcp:// against a plain socket standing in for classic ttcp -r: it counts to EOF.
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let tport = listener.local_addr().unwrap().port();
-    let counter = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        let mut buf = vec![0u8; 65536];
-        let mut total = 0u64;
-        while let Ok(n) = s.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            total += n as u64;
-        }
-        total
-    });
+    let (tport, counter) = counting_receiver();
     let target = format!("ttcp://127.0.0.1:{tport}");
     let v = json_of(
         &perfpeer(&["test", &target, "-n", "1000K", "-l", "1K", "-J"]),
@@ -188,20 +195,7 @@ fn iperf3_and_ttcp_targets_in_perfpeer_test() {
 /// no control connection, and nothing stopped the sender).
 #[test]
 fn timed_ttcp_target_ends_at_its_time() {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let tport = listener.local_addr().unwrap().port();
-    let counter = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        let mut buf = vec![0u8; 65536];
-        let mut total = 0u64;
-        while let Ok(n) = s.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            total += n as u64;
-        }
-        total
-    });
+    let (tport, counter) = counting_receiver();
     let target = format!("ttcp://127.0.0.1:{tport}");
     let args = ["test", &target, "-t", "1", "-b", "100M", "-J"];
     let out = Running::spawn(&perfpeer_bin(), &args).wait(Duration::from_secs(10));
