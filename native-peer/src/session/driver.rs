@@ -142,7 +142,7 @@ async fn run(
         Some(why) => far.abandon(&why.to_string()).await,
     }
     let mut finished = m.finish(far.abort_streams(ended_early.is_some())).await;
-    if let Some(report) = finished.tail.clone() {
+    if let Some(report) = finished.tail.take() {
         let _ = events.send(TestEvent::Interval { role, report });
     }
     let remote = match ended_early {
