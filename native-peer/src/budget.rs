@@ -2,8 +2,8 @@
 //! the buffers its streams will allocate before any is allocated, and refused with a clear error
 //! when the budget cannot take it. The charge is given back when the test ends.
 
+use portable_atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Smallest default budget: a default test (one stream, 128 KiB writes) fits many times over.
 const MIN_DEFAULT: u64 = 16 << 20;

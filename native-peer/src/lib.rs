@@ -25,6 +25,7 @@ pub mod compat;
 pub mod dccp;
 pub mod engine;
 pub mod hostinfo;
+pub mod resolve;
 pub mod server;
 pub mod session;
 pub mod store;

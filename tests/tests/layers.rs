@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("engine", 2),
     ("dccp", 1),
     ("hostinfo", 1),
+    ("resolve", 1),
     ("admission", 1),
     ("budget", 1),
     ("util", 0),

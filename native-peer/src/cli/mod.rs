@@ -36,9 +36,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `perfpeer --version`: the version, then the target, linking and UI of this build
+/// (native-peer/build.rs).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("PERFPEER_BUILD"), ")");
+
 /// Network throughput peers: run `perfpeer serve` on one machine and `perfpeer test HOST` on another.
 #[derive(Debug, Parser)]
-#[command(name = "perfpeer", version, about)]
+#[command(name = "perfpeer", version = VERSION, about)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -109,8 +113,13 @@ pub struct UsageError(pub String);
 
 /// Runs the chosen subcommand on a fresh tokio runtime.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    // Sized to the machine: two workers at most (the data path runs on its own threads), one on
+    // a single-core router; blocking work (opening streams, joining them, the store) is short
+    // and capped well below tokio's default of 512 threads.
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(cores.min(2))
+        .max_blocking_threads(64)
         .enable_all()
         .thread_name("perfpeer-rt")
         .build()?;
@@ -125,16 +134,37 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Logs go to stderr; `RUST_LOG` overrides `default_level`.
+/// Logs go to stderr; `RUST_LOG` (`level` or `target=level,…` directives) overrides
+/// `default_level`. A `RUST_LOG` that cannot be read is said once, then the default is used.
 fn init_logging(default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let from_env = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let (filter, bad) = match from_env.as_deref().map(str::parse::<Targets>) {
+        Some(Ok(filter)) => (filter, None),
+        Some(Err(e)) => (default_targets(default_level), Some(e)),
+        None => (default_targets(default_level), None),
+    };
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(ansi)
+        .with_ansi(ansi);
+    let _ = tracing_subscriber::registry()
+        .with(fmt)
+        .with(filter)
         .try_init();
+    if let Some(e) = bad {
+        tracing::warn!("RUST_LOG not understood ({e}); logging at {default_level}");
+    }
+}
+
+fn default_targets(level: &str) -> tracing_subscriber::filter::Targets {
+    level
+        .parse()
+        .unwrap_or_else(|_| tracing_subscriber::filter::Targets::new())
 }
 
 #[cfg(test)]

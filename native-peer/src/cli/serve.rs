@@ -70,10 +70,12 @@ pub struct ServeArgs {
     /// Results (tests and sweeps) kept in the history; the oldest go first.
     #[arg(long, default_value_t = 1000, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     keep_results: u32,
-    /// Largest size of the result database (K/M/G = x1024); the oldest results go first. On a
-    /// router, keep the data dir in RAM (--data-dir /tmp/perfpeer) or make this small.
-    #[arg(long, default_value = "64M", value_name = "SIZE", value_parser = parse_store_size)]
-    max_results_size: u64,
+    /// Largest size of the result database (K/M/G = x1024); the oldest results go first.
+    /// Default: a tenth of the filesystem holding the data dir, between 1M and 64M (a router's
+    /// few MB of flash keep a few results; a PC keeps 64M). On a router, keep the data dir in
+    /// RAM (--data-dir /tmp/perfpeer): flash wears.
+    #[arg(long, value_name = "SIZE", value_parser = parse_store_size)]
+    max_results_size: Option<u64>,
     /// Memory the buffers of the tests this peer serves may take at once (K/M/G = x1024); a test
     /// that would go over is refused. Default: an eighth of this machine's memory, between 16M
     /// and 1G.
@@ -94,6 +96,14 @@ fn parse_origin(s: &str) -> Result<String, String> {
         return Err("an origin is scheme://host[:port], with no path".into());
     }
     Ok(s.to_string())
+}
+
+/// The default `--max-results-size` for a data dir on a filesystem of `fs_bytes`: a tenth of
+/// it, between 1 MiB and 64 MiB (64 MiB when its size is unknown).
+fn default_store_size(fs_bytes: Option<u64>) -> u64 {
+    const MIN: u64 = 1 << 20;
+    const MAX: u64 = 64 << 20;
+    fs_bytes.map_or(MAX, |total| (total / 10).clamp(MIN, MAX))
 }
 
 fn parse_store_size(s: &str) -> Result<u64, String> {
@@ -191,9 +201,18 @@ fn open_store(args: &ServeArgs, state: &ServerState) {
                 tracing::warn!("{note}");
                 eprintln!("perfpeer: {note}");
             }
+            let max_bytes = args.max_results_size.unwrap_or_else(|| {
+                let default = default_store_size(crate::sys::filesystem_bytes(&dir));
+                tracing::info!(
+                    "keeping results up to {} MiB in {} (--max-results-size)",
+                    default >> 20,
+                    dir.display()
+                );
+                default
+            });
             store.set_retention(Retention {
                 max_results: args.keep_results,
-                max_bytes: args.max_results_size,
+                max_bytes,
             });
             state.set_store(std::sync::Arc::new(store));
         }
@@ -312,4 +331,28 @@ async fn wait_for_signal(shutdown: CancellationToken) {
     }
     tracing::info!("shutting down");
     shutdown.cancel();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_store_size;
+
+    #[test]
+    fn the_store_default_follows_the_filesystem() {
+        // A router's 6 MB overlay, a 64 MB tmpfs, a PC's disk, an unknown one.
+        assert_eq!(default_store_size(Some(6 << 20)), 1 << 20);
+        assert_eq!(default_store_size(Some(64 << 20)), (64 << 20) / 10);
+        assert_eq!(default_store_size(Some(500 << 30)), 64 << 20);
+        assert_eq!(default_store_size(None), 64 << 20);
+    }
+
+    #[test]
+    fn the_filesystem_size_is_read() {
+        let here = crate::sys::filesystem_bytes(std::path::Path::new("/"));
+        assert!(here.is_some_and(|b| b > 1 << 20), "{here:?}");
+        assert_eq!(
+            crate::sys::filesystem_bytes(std::path::Path::new("/no/such/dir")),
+            None
+        );
+    }
 }

@@ -19,9 +19,9 @@ mod udp_batch;
 pub use perfpeer_proto::udp_stats;
 pub use perfpeer_proto::wire;
 
+use portable_atomic::{AtomicBool, AtomicU64, Ordering};
 use std::io;
 use std::net::{TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};

@@ -1,20 +1,64 @@
 //! The web UI embedded at build time (see native-peer/build.rs): lookup by path, content types,
 //! caching (index.html revalidates; versioned `assets/<hash>/` files are immutable for a year),
-//! and the pre-compressed gzip body when the browser accepts it. No I/O.
+//! and the gzip body when the browser accepts it. A file the build gzipped is embedded only
+//! gzipped (the binary carries one copy: it matters on a router's flash); a client that takes
+//! no gzip gets it inflated, once per file per process. No I/O.
+
+use std::io::Read;
+use std::sync::OnceLock;
 
 use warp::Reply;
+use warp::http::StatusCode;
 use warp::http::header::{CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, HeaderValue, VARY};
 use warp::reply::Response;
+
+/// The largest file an embedded gzip body may inflate to (the UI's wasm is under 1 MiB).
+const MAX_INFLATED: u64 = 16 << 20;
 
 /// One embedded file.
 #[derive(Debug)]
 pub struct Asset {
     /// Path under the site root, without a leading slash (`index.html`, `assets/…/x.js`).
     pub path: &'static str,
-    /// Its bytes.
-    pub body: &'static [u8],
-    /// The same bytes gzipped, when the build produced them.
-    pub gzip: Option<&'static [u8]>,
+    /// Its bytes as embedded: gzipped when `gzipped`, else plain.
+    stored: &'static [u8],
+    gzipped: bool,
+    /// The plain bytes of a gzipped file, inflated the first time a client needs them.
+    inflated: OnceLock<Option<Vec<u8>>>,
+}
+
+impl Asset {
+    /// An embedded file (build.rs writes one call per file).
+    pub const fn new(path: &'static str, stored: &'static [u8], gzipped: bool) -> Asset {
+        Asset {
+            path,
+            stored,
+            gzipped,
+            inflated: OnceLock::new(),
+        }
+    }
+
+    /// Its gzip bytes, when the build made them.
+    pub fn gzip(&self) -> Option<&'static [u8]> {
+        self.gzipped.then_some(self.stored)
+    }
+
+    /// Its plain bytes; `None` only if the embedded gzip is broken (a test checks every one).
+    pub fn plain(&'static self) -> Option<&'static [u8]> {
+        if !self.gzipped {
+            return Some(self.stored);
+        }
+        self.inflated
+            .get_or_init(|| {
+                let mut out = Vec::new();
+                flate2::read::GzDecoder::new(self.stored)
+                    .take(MAX_INFLATED)
+                    .read_to_end(&mut out)
+                    .ok()
+                    .map(|_| out)
+            })
+            .as_deref()
+    }
 }
 
 include!(concat!(env!("OUT_DIR"), "/assets.rs"));
@@ -69,8 +113,11 @@ pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
 
 /// The HTTP response for `asset`.
 pub fn response(asset: &'static Asset, accept_encoding: Option<&str>) -> Response {
-    let gzip = asset.gzip.filter(|_| accepts_gzip(accept_encoding));
-    let mut res = gzip.unwrap_or(asset.body).into_response();
+    let gzip = asset.gzip().filter(|_| accepts_gzip(accept_encoding));
+    let Some(body) = gzip.or_else(|| asset.plain()) else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let mut res = body.into_response();
     let headers = res.headers_mut();
     headers.insert(
         CONTENT_TYPE,
@@ -80,7 +127,7 @@ pub fn response(asset: &'static Asset, accept_encoding: Option<&str>) -> Respons
         CACHE_CONTROL,
         HeaderValue::from_static(cache_control(asset.path)),
     );
-    if asset.gzip.is_some() {
+    if asset.gzipped {
         headers.insert(VARY, HeaderValue::from_static("accept-encoding"));
     }
     if gzip.is_some() {
@@ -121,11 +168,12 @@ mod tests {
         assert_eq!(res.headers()[CONTENT_TYPE], "text/html; charset=utf-8");
         assert_eq!(res.headers()[CACHE_CONTROL], "no-cache");
         assert!(res.headers().get(CONTENT_ENCODING).is_none());
-        for asset in ASSETS {
-            assert!(!asset.body.is_empty(), "{}", asset.path);
+        for asset in &ASSETS {
+            let plain = asset.plain().expect("every embedded gzip inflates");
+            assert!(!plain.is_empty(), "{}", asset.path);
             let res = response(asset, Some("gzip"));
             let gz = res.headers().get(CONTENT_ENCODING).is_some();
-            assert_eq!(gz, asset.gzip.is_some(), "{}", asset.path);
+            assert_eq!(gz, asset.gzip().is_some(), "{}", asset.path);
         }
     }
 }

@@ -10,9 +10,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tower_service::Service;
 
@@ -41,7 +40,6 @@ pub struct ClientAddr(pub SocketAddr);
 pub async fn serve(listener: TcpListener, state: Arc<ServerState>) {
     let routes = filters::routes(state.clone());
     let admission = Admission::new(HTTP_CAPS);
-    let graceful = GracefulShutdown::new();
     while let Some((stream, from, place)) =
         accept_admitted(&listener, &admission, &DROPPED, &state.shutdown).await
     {
@@ -57,21 +55,35 @@ pub async fn serve(listener: TcpListener, state: Arc<ServerState>) {
                 Ok::<_, Infallible>(response)
             }
         });
-        let mut builder = auto::Builder::new(TokioExecutor::new()).http1_only();
+        // HTTP/1.1 only, with hyper's own builder: the auto (HTTP/2-capable) one would link h2,
+        // 250 KB of a router build for a protocol no browser uses over plain HTTP.
+        let mut builder = http1::Builder::new();
         builder
-            .http1()
             .timer(TokioTimer::new())
             .header_read_timeout(HEADER_READ_TIMEOUT);
-        let watcher = graceful.watcher();
+        let shutdown = state.shutdown.clone();
         state.tasks.spawn(async move {
-            let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-            let connection = watcher.watch(connection.into_owned());
-            tokio::select! {
-                _ = connection => {}
-                _ = place.evicted().cancelled() => DROPPED.warn(from, "shed for another source's connection"),
+            let connection = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades();
+            let mut connection = std::pin::pin!(connection);
+            // At shutdown a connection finishes the request in flight, then closes (the
+            // server's drain waits for this task); an evicted one closes at once.
+            let mut closing = false;
+            loop {
+                tokio::select! {
+                    _ = connection.as_mut() => break,
+                    () = shutdown.cancelled(), if !closing => {
+                        connection.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                    () = place.evicted().cancelled() => {
+                        DROPPED.warn(from, "shed for another source's connection");
+                        break;
+                    }
+                }
             }
         });
     }
     drop(listener);
-    graceful.shutdown().await;
 }

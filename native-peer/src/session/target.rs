@@ -8,14 +8,8 @@ use super::SessionError;
 /// Default control port of a perfpeer peer.
 pub const DEFAULT_CONTROL_PORT: u16 = 5210;
 
-/// Address family restriction (`-4`, `-6`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    /// IPv4 only.
-    V4,
-    /// IPv6 only.
-    V6,
-}
+pub use crate::resolve::Family;
+use crate::resolve::ResolveError;
 
 /// Splits `target` into host and port (default: the perfpeer control port).
 pub fn split_host_port(target: &str) -> Result<(String, u16), String> {
@@ -73,16 +67,16 @@ pub async fn resolve_host(
     family: Option<Family>,
 ) -> Result<SocketAddr, String> {
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    let mut addrs = tokio::net::lookup_host((host, port))
+    let addrs = crate::resolve::lookup(host, family)
         .await
-        .map_err(|e| format!("cannot resolve '{host}': {e}"))?;
-    addrs
-        .find(|a| match family {
-            Some(Family::V4) => a.is_ipv4(),
-            Some(Family::V6) => a.is_ipv6(),
-            None => true,
-        })
-        .ok_or_else(|| format!("'{host}' has no address of the requested family"))
+        .map_err(|e| match e {
+            ResolveError::NotFound(_) | ResolveError::BadName(_) => e.to_string(),
+            other => format!("cannot resolve '{host}': {other}"),
+        })?;
+    let ip = addrs
+        .first()
+        .ok_or_else(|| format!("'{host}' has no address of the requested family"))?;
+    Ok(SocketAddr::new(*ip, port))
 }
 
 #[cfg(test)]

@@ -85,6 +85,24 @@ pub fn uname() -> Option<Uname> {
     }
 }
 
+/// The size of the filesystem holding `path`, in bytes (statvfs); `None` if it cannot be read.
+pub fn filesystem_bytes(path: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs reads the NUL-terminated path and fills the zeroed struct we pass.
+    let st = unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c_path.as_ptr(), &mut st) != 0 {
+            return None;
+        }
+        st
+    };
+    // Field widths differ by target (32-bit fsblkcnt_t on some): widen each to u64.
+    #[allow(clippy::useless_conversion)]
+    let (blocks, frsize) = (u64::from(st.f_blocks), u64::from(st.f_frsize));
+    blocks.checked_mul(frsize)
+}
+
 /// Asks the kernel for 1 µs timer slack on this thread so short sleeps end on time.
 pub fn tighten_timer_slack() {
     // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only the calling thread.
@@ -144,8 +162,11 @@ pub fn set_max_pacing_rate(sock: &impl AsRawFd, bytes_per_sec: u64) -> io::Resul
     check(rc).map(|_| ())
 }
 
-/// Reads TCP_INFO; `None` if the kernel refuses.
+/// Reads TCP_INFO; `None` if the kernel refuses or writes too little of it to hold the fields
+/// perfpeer reads (qemu-user, say, passes on only an int's worth).
 pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
+    // The last field read; every other one lies before it.
+    let needed = std::mem::offset_of!(libc::tcp_info, tcpi_total_retrans) + 4;
     // SAFETY: we pass a zeroed tcp_info and its true size; the kernel writes at most that much.
     let info = unsafe {
         let mut info: libc::tcp_info = std::mem::zeroed();
@@ -157,7 +178,7 @@ pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
             (&mut info as *mut libc::tcp_info).cast(),
             &mut len,
         );
-        if rc != 0 {
+        if rc != 0 || (len as usize) < needed {
             return None;
         }
         info
