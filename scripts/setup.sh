@@ -2,6 +2,7 @@
 # Installs what perfpeer's build and tests need on Debian 12 beyond rustup/cargo: iproute2 (ip,
 # tc) for the network-namespace tests, the stock tools used for interop and benchmarks, the wasm
 # toolchain for the web UI, headless Chromium for its browser test, and qemu for the DCCP test.
+# With --dut, also the cross toolchains of scripts/build-dut.sh.
 # Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
 set -euo pipefail
 
@@ -27,6 +28,18 @@ command -v cpio >/dev/null 2>&1 || need+=(cpio)
 # The browser test: Debian's headless Chromium and its WebDriver.
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
+
+# `--dut` (scripts/build-dut.sh and the DUT tests): the cross compilers with their static glibc,
+# Debian's rustc-web to build std for those targets, and qemu-user to run the results.
+if [ "${1:-}" = "--dut" ]; then
+    [ -x /usr/bin/rustc ] || need+=(rustc-web)
+    [ -x /usr/bin/cargo ] || need+=(cargo-web)
+    [ -d /usr/lib/rustlib/src/rust/library ] || need+=(rust-web-src)
+    for pkg in gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-mipsel-linux-gnu \
+        gcc-mips-linux-gnu qemu-user-static; do
+        dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+    done
+fi
 
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit tests, codec tests, and the end-to-end tests that start
 # real perfpeer peers on loopback and in network namespaces (those need root, as CI has), and the
-# web UI in headless Chromium (so the UI is built first), after clippy with warnings as errors.
+# web UI in headless Chromium (so the UI is built first), after clippy with warnings as errors,
+# and two static DUT builds under qemu-user (built here first, see scripts/build-dut.sh).
 # Ends with one line totalling every test binary's results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # so its command lines and parsers cannot rot. Not a measurement: see docs/benchmarks.md.
 cargo run --locked -q -p perfpeer-bench -- --smoke --perfpeer target/debug/perfpeer \
     --json target/bench-smoke.json >/dev/null
+# Two of the static DUT builds (one 64-bit ARM, one 32-bit MIPS), for tests/tests/dut.rs to run
+# under qemu-user; the other targets are built by scripts/build-dut.sh alone (release time).
+export PERFPEER_DUT_TARGETS="aarch64 mipsel"
+# shellcheck disable=SC2086
+./scripts/build-dut.sh $PERFPEER_DUT_TARGETS
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

@@ -66,18 +66,31 @@ impl Peer {
 
     /// Starts a peer through `prefix` (e.g. `ip netns exec NS`), listening on `listen`.
     pub fn start_with(prefix: Vec<String>, listen: &str, data_port: &str, extra: &[&str]) -> Peer {
-        Peer::start_in(temp_dir("peer"), prefix, listen, data_port, extra)
+        Peer::start_bin_in(
+            &perfpeer_bin(),
+            temp_dir("peer"),
+            prefix,
+            listen,
+            data_port,
+            extra,
+        )
     }
 
-    fn start_in(
+    /// Starts another perfpeer binary (a DUT build, through `prefix` such as
+    /// `qemu-mipsel-static`) on 127.0.0.1 with free ports and extra `serve` flags.
+    pub fn start_binary(bin: &std::path::Path, prefix: Vec<String>, extra: &[&str]) -> Peer {
+        Peer::start_bin_in(bin, temp_dir("peer"), prefix, "127.0.0.1:0", "0", extra)
+    }
+
+    fn start_bin_in(
+        bin: &std::path::Path,
         dir: PathBuf,
         prefix: Vec<String>,
         listen: &str,
         data_port: &str,
         extra: &[&str],
     ) -> Peer {
-        let bin = perfpeer_bin();
-        let mut cmd = command_through(&prefix, &bin);
+        let mut cmd = command_through(&prefix, bin);
         cmd.args([
             "serve",
             "--listen",
@@ -137,7 +150,7 @@ impl Peer {
     pub fn restart(mut self) -> Peer {
         self.kill();
         let dir = std::mem::replace(&mut self.dir, PathBuf::new());
-        Peer::start_in(dir, Vec::new(), "127.0.0.1:0", "0", &[])
+        Peer::start_bin_in(&perfpeer_bin(), dir, Vec::new(), "127.0.0.1:0", "0", &[])
     }
 
     /// Kills the peer at once (SIGKILL).

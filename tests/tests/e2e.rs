@@ -10,6 +10,8 @@ mod datagram_modes;
 mod dccp_host;
 /// Real kernel DCCP in a Debian 12 guest under qemu (TCG): CCIDs, IPv4/IPv6, sweep, CBR.
 mod dccp_vm;
+/// The static DUT builds under qemu-user and in an empty chroot.
+mod dut;
 /// Bad input and failures: unreachable peers, garbage, oversized frames, dying peers, caps.
 mod faults;
 /// A fuzz target per listener, a fixed number of cases from a fixed seed, corpus first.
