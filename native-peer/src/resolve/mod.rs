@@ -56,13 +56,11 @@ pub enum ResolveError {
     System(io::Error),
 }
 
-/// Whether this build resolves by itself rather than through the system's libc.
-pub const BUILTIN: bool = cfg!(target_feature = "crt-static");
-
 /// The addresses of `host` (a name or a literal address) of the wanted family, best first.
 pub async fn lookup(host: &str, family: Option<Family>) -> Result<Vec<IpAddr>, ResolveError> {
+    // A literal address is its own answer, of its family only (`-4 ::1` has none).
     if let Ok(ip) = host.parse::<IpAddr>() {
-        return Ok(vec![ip]);
+        return only_wanted(vec![ip], host, family);
     }
     // Compiled out of a static build, so glibc's getaddrinfo (and the NSS loader it brings) is
     // not linked into it.
@@ -84,6 +82,15 @@ pub async fn lookup(host: &str, family: Option<Family>) -> Result<Vec<IpAddr>, R
     let addrs: Vec<IpAddr> = tokio::time::timeout(LOOKUP_DEADLINE, work)
         .await
         .map_err(|_| ResolveError::TimedOut)??;
+    only_wanted(addrs, host, family)
+}
+
+/// `addrs` of the wanted family, or `NotFound` when none is.
+fn only_wanted(
+    addrs: Vec<IpAddr>,
+    host: &str,
+    family: Option<Family>,
+) -> Result<Vec<IpAddr>, ResolveError> {
     let addrs: Vec<IpAddr> = addrs.into_iter().filter(|a| wanted(*a, family)).collect();
     if addrs.is_empty() {
         return Err(ResolveError::NotFound(host.to_string()));
@@ -301,6 +308,20 @@ mod tests {
             lookup_with("a b", None, hosts, &conf).await,
             Err(ResolveError::BadName(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn a_literal_address_answers_only_for_its_family() {
+        assert_eq!(
+            lookup("::1", None).await.unwrap(),
+            vec![IpAddr::V6(Ipv6Addr::LOCALHOST)]
+        );
+        assert!(matches!(
+            lookup("::1", Some(Family::V4)).await,
+            Err(ResolveError::NotFound(_))
+        ));
+        assert!(lookup("127.0.0.1", Some(Family::V4)).await.is_ok());
+        assert!(lookup("127.0.0.1", Some(Family::V6)).await.is_err());
     }
 
     #[tokio::test]
