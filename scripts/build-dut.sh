@@ -20,41 +20,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(x86_64 aarch64 armv7 mipsel mips)
-[ $# -gt 0 ] || set -- "${all[@]}"
+# One row per target: short name, Rust target, cross compiler.
+table="x86_64 x86_64-unknown-linux-gnu x86_64-linux-gnu-gcc
+aarch64 aarch64-unknown-linux-gnu aarch64-linux-gnu-gcc
+armv7 armv7-unknown-linux-gnueabihf arm-linux-gnueabihf-gcc
+mipsel mipsel-unknown-linux-gnu mipsel-linux-gnu-gcc
+mips mips-unknown-linux-gnu mips-linux-gnu-gcc"
+[ $# -gt 0 ] || set -- $(echo "$table" | cut -d' ' -f1)
 
-# short name -> Rust target, gcc prefix
-triple_of() {
-    case "$1" in
-    x86_64 | x86_64-unknown-linux-gnu) echo x86_64-unknown-linux-gnu ;;
-    aarch64 | aarch64-unknown-linux-gnu) echo aarch64-unknown-linux-gnu ;;
-    armv7 | armv7-unknown-linux-gnueabihf) echo armv7-unknown-linux-gnueabihf ;;
-    mipsel | mipsel-unknown-linux-gnu) echo mipsel-unknown-linux-gnu ;;
-    mips | mips-unknown-linux-gnu) echo mips-unknown-linux-gnu ;;
-    *) return 1 ;;
-    esac
-}
-short_of() {
-    case "$1" in
-    x86_64-*) echo x86_64 ;; aarch64-*) echo aarch64 ;; armv7-*) echo armv7 ;;
-    mipsel-*) echo mipsel ;; mips-*) echo mips ;;
-    esac
-}
-gcc_of() {
-    case "$1" in
-    x86_64-*) echo x86_64-linux-gnu-gcc ;; aarch64-*) echo aarch64-linux-gnu-gcc ;;
-    armv7-*) echo arm-linux-gnueabihf-gcc ;; mipsel-*) echo mipsel-linux-gnu-gcc ;;
-    mips-*) echo mips-linux-gnu-gcc ;;
-    esac
-}
-
-targets=()
+rows=()
 for t in "$@"; do
-    triple=$(triple_of "$t") || {
-        echo "build-dut: unknown target '$t' (one of: ${all[*]}, or its Rust target)" >&2
+    row=$(echo "$table" | awk -v t="$t" '$1 == t || $2 == t')
+    [ -n "$row" ] || {
+        echo "build-dut: unknown target '$t' (one of:" $(echo "$table" | cut -d' ' -f1) \
+            "or its Rust target)" >&2
         exit 2
     }
-    targets+=("$triple")
+    rows+=("$row")
 done
 
 ./scripts/setup.sh --dut
@@ -66,9 +48,8 @@ version=$(awk -F'"' '/^\[workspace.package\]/ { p = 1 } p && /^version/ { print 
 cache=${PERFPEER_DUT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/perfpeer/dut-target}
 mkdir -p dist "$cache"
 
-for triple in "${targets[@]}"; do
-    short=$(short_of "$triple")
-    cc=$(gcc_of "$triple")
+for row in "${rows[@]}"; do
+    read -r short triple cc <<<"$row"
     var=$(echo "$triple" | tr 'a-z-' 'A-Z_')
     export "CARGO_TARGET_${var}_LINKER=$cc"
     export "CC_${triple//-/_}=$cc"
