@@ -122,6 +122,64 @@ fn two_stock_clients_at_once() {
     assert!(u64_at(&second, "/end/sum_received/bytes") > 0);
 }
 
+/// Stock clients from one address at once, UDP and TCP mixed, both directions: UDP hellos carry
+/// no cookie, so each must reach its own test (they went to whichever UDP test of the address
+/// was found first).
+#[test]
+fn concurrent_stock_udp_clients_from_one_address_keep_their_own_streams() {
+    if !have("iperf3") {
+        return;
+    }
+    let (_server, port) = our_server(&[]);
+    let cases: [&[&str]; 4] = [
+        &["-u", "-b", "10M", "-t", "2"],
+        &["-u", "-b", "20M", "-t", "2", "-R", "-P", "2"],
+        &["-b", "200M", "-t", "2"],
+        &["-u", "-b", "5M", "-t", "2", "--bidir"],
+    ];
+    for round in 0..3 {
+        let clients: Vec<_> = cases
+            .iter()
+            .map(|args| {
+                let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+                std::thread::spawn(move || {
+                    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                    (args.join(" "), stock_client(port, &args))
+                })
+            })
+            .collect();
+        for client in clients {
+            let (args, v) = client.join().expect("a stock client failed");
+            let streams = v["end"]["streams"].as_array().map_or(0, Vec::len);
+            let wanted = if args.contains("-P 2") || args.contains("--bidir") {
+                2
+            } else {
+                1
+            };
+            assert_eq!(streams, wanted, "round {round}, {args}: {v}");
+            for key in ["sum_sent", "sum_received"] {
+                let sent = u64_at(&v, &format!("/end/{key}/bytes"));
+                assert!(sent > 0, "round {round}, {args}: no bytes in {key}: {v}");
+            }
+            let sent = u64_at(&v, "/end/sum_sent/bytes");
+            let received = u64_at(&v, "/end/sum_received/bytes");
+            // Another test's stream would add to one side only; a lost stream would empty it.
+            assert!(
+                received <= sent && received >= sent / 10 * 9,
+                "round {round}, {args}: sent {sent}, received {received}"
+            );
+            if args.contains("--bidir") {
+                let sent = u64_at(&v, "/end/sum_sent_bidir_reverse/bytes");
+                let received = u64_at(&v, "/end/sum_received_bidir_reverse/bytes");
+                assert!(
+                    received <= sent && received >= sent / 10 * 9,
+                    "round {round}, {args} reverse: sent {sent}, received {received}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn our_client_against_stock_server() {
     if !have("iperf3") {

@@ -1,8 +1,12 @@
 //! `perfpeer iperf3 -s`: an iperf3 server for stock clients (3.12 onwards) that, unlike
 //! iperf3's own, serves several tests at once. Control and data share one port: a new TCP
 //! connection whose cookie belongs to a test waiting for streams is a data stream, any other is
-//! a new test. UDP streams announce themselves with a 4-byte datagram and are matched to the
-//! waiting UDP test from the same client address.
+//! a new test. UDP streams announce themselves with a 4-byte datagram that carries no cookie,
+//! each from the stream's own socket: it is matched to the one UDP test of that client address
+//! that is creating its streams. Only one UDP test per client address creates its streams at a
+//! time (another waits for its turn before it is told CREATE_STREAMS), so concurrent UDP tests
+//! from one host never get each other's streams; a hello from a source address that already
+//! has a stream, or beyond the test's stream count, is ignored.
 
 use crate::util::lock;
 use std::net::{IpAddr, SocketAddr};
@@ -90,6 +94,10 @@ struct Pending {
     cookie: Cookie,
     client_ip: IpAddr,
     udp: bool,
+    /// Streams still expected.
+    missing: usize,
+    /// UDP streams' source addresses (ip, port) taken so far.
+    udp_sources: Vec<SocketAddr>,
     /// Streams as they arrive, each with its place in arrival order.
     tx: mpsc::Sender<(u64, DataSocket)>,
 }
@@ -100,6 +108,8 @@ struct Shared {
     tests_by_source: Arc<Admission>,
     memory: Arc<MemoryBudget>,
     pending: Mutex<Vec<Pending>>,
+    /// Woken when a pending test leaves `pending` (a UDP test waiting for its turn looks again).
+    pending_left: tokio::sync::Notify,
     events: mpsc::UnboundedSender<ServerEvent>,
     shutdown: CancellationToken,
 }
@@ -121,6 +131,7 @@ pub async fn run(
         memory: MemoryBudget::new(config.max_memory),
         config,
         pending: Mutex::new(Vec::new()),
+        pending_left: tokio::sync::Notify::new(),
         events,
         shutdown,
     });
@@ -221,6 +232,43 @@ struct PendingGuard<'a> {
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         lock(&self.shared.pending).retain(|p| p.cookie != self.cookie);
+        self.shared.pending_left.notify_waiters();
+    }
+}
+
+/// Enters `pending` as a test waiting for its streams. A UDP test first waits (until
+/// `deadline`) for no other UDP test of the same client address to be waiting: UDP hellos
+/// carry no cookie, so two such tests at once could not be told apart.
+async fn enter_pending<'a>(
+    shared: &'a Shared,
+    entry: Pending,
+    deadline: tokio::time::Instant,
+) -> Result<PendingGuard<'a>, Iperf3Error> {
+    loop {
+        let notified = shared.pending_left.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        {
+            let mut pending = lock(&shared.pending);
+            let taken = entry.udp
+                && pending
+                    .iter()
+                    .any(|p| p.udp && p.client_ip == entry.client_ip);
+            if !taken {
+                let cookie = entry.cookie;
+                pending.push(entry);
+                return Ok(PendingGuard { shared, cookie });
+            }
+        }
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep_until(deadline) => {
+                return Err(Iperf3Error::Timeout("another UDP test from this address to create its streams"));
+            }
+            _ = shared.shutdown.cancelled() => {
+                return Err(Iperf3Error::Aborted("the server is shutting down".into()));
+            }
+        }
     }
 }
 
@@ -259,13 +307,15 @@ async fn serve_test(
     let count = usize::from(spec.total_streams());
     let (tx, mut rx) = mpsc::channel(count);
     let udp = spec.protocol == Protocol::Udp;
-    lock(&shared.pending).push(Pending {
+    let entry = Pending {
         cookie,
         client_ip: client.ip(),
         udp,
+        missing: count,
+        udp_sources: Vec::new(),
         tx,
-    });
-    let guard = PendingGuard { shared, cookie };
+    };
+    let guard = enter_pending(shared, entry, tokio::time::Instant::now() + STEP_TIMEOUT).await?;
     control.write_state(State::CreateStreams).await?;
     let mut sockets = Vec::with_capacity(count);
     let deadline = tokio::time::Instant::now() + STEP_TIMEOUT;
@@ -461,11 +511,24 @@ async fn udp_connects(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>)
         if n != 4 {
             continue; // stray data from an earlier test
         }
-        let tx = lock(&shared.pending)
-            .iter()
-            .find(|p| p.udp && p.client_ip == from.ip().to_canonical())
-            .map(|p| p.tx.clone());
-        let Some(tx) = tx else { continue };
+        let source = SocketAddr::new(from.ip().to_canonical(), from.port());
+        // At most one UDP test per client address is pending (`enter_pending`); a source that
+        // already has a stream is a repeated hello, not a new stream.
+        let tx = {
+            let mut pending = lock(&shared.pending);
+            let Some(test) = pending
+                .iter_mut()
+                .find(|p| p.udp && p.client_ip == source.ip())
+            else {
+                continue;
+            };
+            if test.missing == 0 || test.udp_sources.contains(&source) {
+                continue;
+            }
+            test.missing -= 1;
+            test.udp_sources.push(source);
+            test.tx.clone()
+        };
         match crate::server::data_listener::connected_udp_socket(local, from) {
             Ok(s) => {
                 let _ = s.send(&UDP_REPLY);
