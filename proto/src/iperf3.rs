@@ -178,12 +178,23 @@ pub fn frame_len(prefix: [u8; 4], max: usize) -> Result<usize, CodecError> {
     Ok(len)
 }
 
-/// iperf3's stream ids: 1, 3, 4, 5, … (2 is skipped, a quirk both ends keep).
-pub fn stream_id(index: usize) -> u32 {
-    if index == 0 {
-        1
+/// iperf3's id on the wire for the stream a test's plan numbers `plan_id` (1, 2, 3, …):
+/// iperf3 numbers its streams 1, 3, 4, 5, … (2 is skipped, a quirk both ends keep).
+pub fn wire_stream_id(plan_id: u32) -> u32 {
+    if plan_id <= 1 {
+        plan_id
     } else {
-        u32::try_from(index).map_or(u32::MAX, |i| i.saturating_add(2))
+        plan_id.saturating_add(1)
+    }
+}
+
+/// The plan's id of the stream iperf3 numbers `wire` on the wire; `None` for the ids iperf3
+/// never uses (0 and 2).
+pub fn plan_stream_id(wire: u32) -> Option<u32> {
+    match wire {
+        0 | 2 => None,
+        1 => Some(1),
+        n => Some(n - 1),
     }
 }
 
@@ -470,21 +481,24 @@ impl Results {
         protocol: Protocol,
     ) -> SideReport {
         let elapsed = local.cpu.elapsed;
+        // A stream under an id iperf3 never uses is left out (the report keeps the others).
         let streams = self
             .streams
             .iter()
-            .map(|s| {
-                let ours = local.streams.iter().find(|l| l.id == s.id).map(|l| l.role);
+            .filter_map(|s| {
+                let id = plan_stream_id(s.id)?;
+                let ours = local.streams.iter().find(|l| l.id == id).map(|l| l.role);
                 let role = match ours {
                     Some(StreamRole::Sender) => StreamRole::Receiver,
                     _ => StreamRole::Sender,
                 };
-                stream_final(
+                Some(stream_final(
+                    id,
                     s,
                     role,
                     self.sender_has_retransmits,
                     protocol == Protocol::Udp,
-                )
+                ))
             })
             .collect();
         let cpu_seconds = |pct: f64| pct / 100.0 * elapsed.as_secs_f64();
@@ -515,7 +529,7 @@ fn stream_result(s: &StreamFinal) -> StreamResult {
         (None, None) => (0.0, 0, 0),
     };
     StreamResult {
-        id: s.id,
+        id: wire_stream_id(s.id),
         bytes: s.bytes,
         retransmits: s.tcp.map_or(-1, |t| t.retransmits as i64),
         jitter,
@@ -533,6 +547,7 @@ fn stream_result(s: &StreamFinal) -> StreamResult {
     reason = "negative counts from a peer are clamped to 0 before the conversion"
 )]
 fn stream_final(
+    id: u32,
     s: &StreamResult,
     role: StreamRole,
     has_retransmits: i64,
@@ -540,7 +555,7 @@ fn stream_final(
 ) -> StreamFinal {
     let duration = Duration::try_from_secs_f64(s.end_time).unwrap_or_default();
     StreamFinal {
-        id: s.id,
+        id,
         role,
         bytes: s.bytes,
         duration,
@@ -696,6 +711,13 @@ mod tests {
 
     #[test]
     fn stream_ids_skip_two() {
-        assert_eq!((0..4).map(stream_id).collect::<Vec<_>>(), vec![1, 3, 4, 5]);
+        assert_eq!(
+            (1..=4).map(wire_stream_id).collect::<Vec<_>>(),
+            vec![1, 3, 4, 5]
+        );
+        assert_eq!(
+            [0, 1, 2, 3, 4, 5].map(plan_stream_id),
+            [None, Some(1), None, Some(2), Some(3), Some(4)]
+        );
     }
 }

@@ -51,6 +51,9 @@ pub struct TcpSample {
     pub rttvar_us: u32,
     /// Path MTU.
     pub pmtu: u32,
+    /// The receiver's advertised window, bytes (iperf3's `snd_wnd`), where the kernel says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snd_wnd: Option<u64>,
 }
 
 /// UDP receiver figures for one interval.
@@ -138,6 +141,17 @@ pub struct IntervalSum {
 }
 
 impl IntervalReport {
+    /// Start and end in seconds on iperf3's timeline, which starts again at 0 when the omitted
+    /// start (`omit`) is over: a measured interval counts from there, an omitted one from the
+    /// start of the test.
+    pub fn iperf3_span(&self, omit: Duration) -> (f64, f64) {
+        let shift = if self.omitted { Duration::ZERO } else { omit };
+        (
+            self.start.saturating_sub(shift).as_secs_f64(),
+            self.end.saturating_sub(shift).as_secs_f64(),
+        )
+    }
+
     /// Interval length.
     pub fn seconds(&self) -> f64 {
         (self.end.saturating_sub(self.start)).as_secs_f64()
@@ -219,6 +233,10 @@ pub struct TcpFinal {
     pub min_rtt_us: u32,
     /// Mean of the sampled smoothed RTTs, µs.
     pub mean_rtt_us: u32,
+    /// Largest advertised receive window seen, bytes (iperf3's `max_snd_wnd`), where the
+    /// kernel says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_snd_wnd: Option<u64>,
 }
 
 /// UDP receiver figures over the whole test.

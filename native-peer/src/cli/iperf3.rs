@@ -159,7 +159,10 @@ fn print_server_event(ev: &server::ServerEvent, style: Style) {
             outln!("iperf3: error from {client}: {error}")
         }
         (E::Failed { client, error }, _) => {
-            outln!("{}", fmt::json_error(&format!("{client}: {error}")))
+            outln!(
+                "{}",
+                fmt::json_error(&format!("{client}: {error}"), &crate::hostinfo::host_info())
+            )
         }
         _ => {}
     }

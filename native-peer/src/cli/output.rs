@@ -128,7 +128,7 @@ impl<'a> Printer<'a> {
     pub fn error(&mut self, message: &str) -> io::Result<()> {
         match self.style {
             Style::Text => Ok(()),
-            Style::Json => self.write(&iperf3::json_error(message)),
+            Style::Json => self.write(&iperf3::json_error(message, &hostinfo::host_info())),
             Style::JsonStream => self.write(&iperf3::json_stream_error(message)),
         }
     }

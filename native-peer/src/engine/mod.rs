@@ -91,6 +91,8 @@ pub struct StreamCounters {
     pub rr: Mutex<Option<RrFinal>>,
     /// When the stream ended, in ns since the engine's epoch plus one (0 = still running).
     finished_ns: AtomicU64,
+    /// When a receiver last got data, in ns since the engine's epoch plus one (0 = never).
+    last_data_ns: AtomicU64,
     /// The error that ended the stream, if any.
     pub error: Mutex<Option<String>>,
 }
@@ -101,12 +103,24 @@ impl StreamCounters {
     }
 
     fn mark_finished_at(&self, epoch: Instant, at: Instant) {
-        let ns = u64::try_from(at.saturating_duration_since(epoch).as_nanos())
-            .unwrap_or(u64::MAX - 1)
-            + 1;
+        let ns = ns_plus_one(at.saturating_duration_since(epoch));
         let _ = self
             .finished_ns
             .compare_exchange(0, ns, Ordering::Release, Ordering::Relaxed);
+    }
+
+    /// A receiver got data now.
+    pub(crate) fn mark_data(&self, epoch: Instant) {
+        self.last_data_ns
+            .store(ns_plus_one(epoch.elapsed()), Ordering::Relaxed);
+    }
+
+    /// When a receiver last got data, relative to the epoch.
+    pub fn last_data_at(&self) -> Option<Duration> {
+        match self.last_data_ns.load(Ordering::Relaxed) {
+            0 => None,
+            ns => Some(Duration::from_nanos(ns - 1)),
+        }
     }
 
     /// When the stream ended, relative to the epoch.
@@ -116,6 +130,10 @@ impl StreamCounters {
             ns => Some(Duration::from_nanos(ns - 1)),
         }
     }
+}
+
+fn ns_plus_one(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX - 1) + 1
 }
 
 /// Flags shared by all workers of one end of a test.
@@ -425,10 +443,21 @@ fn run_worker(socket: DataSocket, role: StreamRole, w: Worker) {
             *slot = Some(e.to_string());
         }
     }
-    // An aborted stream ended when the abort came, not when its thread noticed.
+    // An aborted stream ended when the abort came, not when its thread noticed. A receiver
+    // told to stop ended then, or at the last data that arrived after it (what was in flight):
+    // not when it noticed the stream had gone quiet, so its figures cover the time data was
+    // arriving and not the wait for the quiet.
+    let now = Instant::now();
     let end = match (w.control.aborted(), w.control.stopped_instant()) {
         (true, Some(at)) => at,
-        _ => Instant::now(),
+        (false, Some(stop)) if role == StreamRole::Receiver => {
+            let last_data = w
+                .counters
+                .last_data_at()
+                .map_or(stop, |d| w.control.epoch + d);
+            last_data.max(stop).min(now)
+        }
+        _ => now,
     };
     w.counters.mark_finished_at(w.control.epoch, end);
 }

@@ -28,6 +28,7 @@ struct Snap {
 #[derive(Debug, Clone, Copy, Default)]
 struct TcpAgg {
     max_cwnd: u64,
+    max_wnd: Option<u64>,
     min_rtt: u32,
     max_rtt: u32,
     rtt_sum: u64,
@@ -39,6 +40,9 @@ impl TcpAgg {
         self.max_cwnd = self
             .max_cwnd
             .max(u64::from(info.snd_cwnd) * u64::from(info.snd_mss));
+        if let Some(wnd) = info.snd_wnd {
+            self.max_wnd = Some(self.max_wnd.unwrap_or(0).max(u64::from(wnd)));
+        }
         if info.rtt > 0 {
             self.min_rtt = if self.rtt_samples == 0 {
                 info.rtt
@@ -163,6 +167,7 @@ impl Sampler {
                     rtt_us: i.rtt,
                     rttvar_us: i.rttvar,
                     pmtu: i.pmtu,
+                    snd_wnd: i.snd_wnd.map(u64::from),
                 }),
                 udp_rx: snap
                     .udp
@@ -187,12 +192,26 @@ impl Sampler {
         report
     }
 
-    /// The last, short interval (if long enough to be worth showing) and the per-stream finals.
+    /// The last, short interval and the per-stream finals. The last interval ends when the
+    /// last stream did (not when the caller got round to finishing: that may include a
+    /// handshake); it is shown if it is at least a tenth of an interval, or if it is the only
+    /// one (a short test), as iperf3 does.
     pub fn finish(&mut self, now: Instant) -> (Option<IntervalReport>, Vec<StreamFinal>) {
-        let since_last = now
+        let streams_end = self
+            .streams
+            .iter()
+            .map(|s| s.counters.finished_at())
+            .collect::<Option<Vec<_>>>()
+            .and_then(|ends| ends.into_iter().max());
+        let tail_end = streams_end.map_or(now, |d| {
+            (self.epoch + d).min(now).max(self.epoch + self.last_end)
+        });
+        let since_last = tail_end
             .saturating_duration_since(self.epoch)
             .saturating_sub(self.last_end);
-        let tail = (since_last >= self.interval / 10).then(|| self.tick(now));
+        let first = self.last_end.is_zero();
+        let tail = (since_last >= self.interval / 10 || (first && !since_last.is_zero()))
+            .then(|| self.tick(tail_end));
         if tail.is_none() {
             // Bring the counters up to date even if the sliver is not reported on its own.
             for s in &mut self.streams {
@@ -231,6 +250,7 @@ impl Sampler {
                 min_rtt_us: s.tcp.min_rtt,
                 mean_rtt_us: u32::try_from(s.tcp.rtt_sum / s.tcp.rtt_samples.max(1))
                     .unwrap_or(u32::MAX),
+                max_snd_wnd: s.tcp.max_wnd,
             });
         StreamFinal {
             id: s.id,

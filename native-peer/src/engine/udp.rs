@@ -136,6 +136,7 @@ pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
                     );
                     bytes += n as u64;
                     w.counters.bytes.store(bytes, Ordering::Relaxed);
+                    w.counters.mark_data(epoch);
                 }
                 // A ttcp start sentinel (nothing received yet) is not the end.
                 Datagram::End { .. } if w.format == DatagramFormat::Ttcp && count == 0 => {}

@@ -353,7 +353,16 @@ async fn run_until_stop(
                 chan.send(&ServerMsg::Interval { test_id: test_id.to_string(), role: PeerRole::Server, report })?;
             }
             msg = chan.recv::<ClientMsg>() => match msg? {
-                ClientMsg::Stop => return Ok(()),
+                ClientMsg::Stop => {
+                    // A boundary that passed with the stop is reported, not folded into the last.
+                    if let Some(report) = m.take_due_interval() {
+                        if let Some(rec) = rec.as_mut() {
+                            rec.interval(PeerRole::Server, &report);
+                        }
+                        chan.send(&ServerMsg::Interval { test_id: test_id.to_string(), role: PeerRole::Server, report })?;
+                    }
+                    return Ok(());
+                }
                 other => return Err(SessionError::Protocol(format!("unexpected {other:?} during a test"))),
             },
             _ = poll.tick() => {

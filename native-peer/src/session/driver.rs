@@ -133,6 +133,11 @@ async fn run(
     let mut ended_early = until_end(&mut far, &mut m, role, spec, events, cancel)
         .await
         .err();
+    // The end and an interval boundary came together: the interval is reported as itself,
+    // not stretched into the last one.
+    if let Some(report) = m.take_due_interval() {
+        let _ = events.send(TestEvent::Interval { role, report });
+    }
     match &ended_early {
         None => {
             if let Err(e) = far.end(&m).await {

@@ -74,6 +74,9 @@ pub struct Measurement {
     next_tick: Instant,
     interval: Duration,
     intervals: Vec<IntervalReport>,
+    /// Each stream's (local, peer) address, read at the start: once the far end has closed a
+    /// stream its peer address can no longer be asked for.
+    addresses: Vec<(String, String)>,
 }
 
 impl Measurement {
@@ -98,7 +101,13 @@ impl Measurement {
         let engine = Engine::start_with(spec, setups, epoch, wire)
             .map_err(|e| SessionError::Internal(e.to_string()))?;
         let sampler = Sampler::new(&engine, spec.omit, spec.interval);
+        let addresses = engine
+            .streams()
+            .iter()
+            .map(|s| s.socket.addresses())
+            .collect();
         Ok(Measurement {
+            addresses,
             role,
             engine,
             sampler,
@@ -129,8 +138,9 @@ impl Measurement {
         self.engine
             .streams()
             .iter()
-            .map(|s| {
-                let (local, remote) = s.socket.addresses();
+            .zip(&self.addresses)
+            .map(|(s, (local, remote))| {
+                let (local, remote) = (local.clone(), remote.clone());
                 SocketInfo {
                     id: s.id,
                     local,
@@ -142,6 +152,18 @@ impl Measurement {
                 }
             })
             .collect()
+    }
+
+    /// The interval whose boundary has passed but was not yet reported (the end of the test
+    /// and the boundary came together), if any.
+    pub fn take_due_interval(&mut self) -> Option<IntervalReport> {
+        let now = Instant::now();
+        (self.next_tick <= now).then(|| {
+            self.next_tick += self.interval;
+            let report = self.sampler.tick(now);
+            self.intervals.push(report.clone());
+            report
+        })
     }
 
     /// Waits for the next interval boundary and reports it.

@@ -181,8 +181,10 @@ pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
         if rc != 0 || (len as usize) < needed {
             return None;
         }
-        info
+        (info, len as usize)
     };
+    let (info, len) = info;
+    let has_snd_wnd = len >= std::mem::offset_of!(libc::tcp_info, tcpi_snd_wnd) + 4;
     Some(TcpInfo {
         total_retrans: info.tcpi_total_retrans,
         snd_cwnd: info.tcpi_snd_cwnd,
@@ -190,6 +192,7 @@ pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
         rtt: info.tcpi_rtt,
         rttvar: info.tcpi_rttvar,
         pmtu: info.tcpi_pmtu,
+        snd_wnd: has_snd_wnd.then_some(info.tcpi_snd_wnd),
     })
 }
 

@@ -39,6 +39,9 @@ pub struct TcpInfo {
     pub rttvar: u32,
     /// Path MTU.
     pub pmtu: u32,
+    /// The peer's advertised receive window, bytes; `None` from a kernel older than 6.2,
+    /// whose TCP_INFO ends before it.
+    pub snd_wnd: Option<u32>,
 }
 
 /// The system's names, as `uname` gives them.

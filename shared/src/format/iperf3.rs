@@ -111,11 +111,7 @@ pub fn text_interval(spec: &TestSpec, local: PeerRole, report: &IntervalReport) 
         lines.push(SEPARATOR.to_string());
     }
     let label = if report.omitted { "(omitted)" } else { "" };
-    let (start, end, seconds) = (
-        report.start.as_secs_f64(),
-        report.end.as_secs_f64(),
-        report.seconds(),
-    );
+    let ((start, end), seconds) = (report.iperf3_span(spec.omit), report.seconds());
     for role in roles {
         let tag = role_tag(spec, local, role == StreamRole::Sender);
         for s in report.streams.iter().filter(|s| s.role == role) {
@@ -369,7 +365,19 @@ fn line(lead: &str, tail: Tail, label: &str) -> String {
 }
 
 fn id_cell(id: u32) -> String {
-    format!("{id:>3}")
+    format!("{:>3}", socket_number(id))
+}
+
+/// The number iperf3 shows for the stream the plan numbers `id` (1, 2, …): stock iperf3 shows
+/// its sockets' file descriptors, which a client opens as 5, 7, 9, 12, 14, 16, … (a buffer file
+/// beside each socket, and one more descriptor after the third); scripts that read `[  5]` or
+/// `"socket": 5` find the same numbers here.
+pub fn socket_number(id: u32) -> u32 {
+    match id {
+        0 => 0,
+        1..=3 => 3 + 2 * id,
+        _ => id.saturating_mul(2).saturating_add(4),
+    }
 }
 
 fn id_header(spec: &TestSpec) -> &'static str {
@@ -515,7 +523,41 @@ pub fn json(result: &TestResult) -> Value {
     if let Some(reason) = result.status.ended_early() {
         put(&mut top, "error", reason);
     }
-    Value::Object(top)
+    cjson_numbers(Value::Object(top))
+}
+
+/// iperf3's JSON library prints a whole number without a fraction (`"start": 0`, `"omit": 0`,
+/// `"lost_percent": 0`) and any other with up to 15 significant digits; consumers written
+/// against stock output may test `isinstance(x, int)` or compare text, so perfpeer's numbers
+/// take the same shape.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "a whole number below 1e15 converts to i64 exactly"
+)]
+pub fn cjson_numbers(v: Value) -> Value {
+    match v {
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if !n.is_i64() && !n.is_u64() && f.fract() == 0.0 && f.abs() < 1e15 => {
+                Value::from(f as i64)
+            }
+            _ => Value::Number(n),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(cjson_numbers).collect()),
+        Value::Object(m) => {
+            Value::Object(m.into_iter().map(|(k, x)| (k, cjson_numbers(x))).collect())
+        }
+        other => other,
+    }
+}
+
+/// iperf3's `system_info`, `uname -a`'s fields: system, host name, release, version, machine.
+fn system_info(host: &HostInfo) -> String {
+    match host.system.split_once(' ') {
+        Some((system, rest)) if !host.hostname.is_empty() => {
+            format!("{system} {} {rest}", host.hostname)
+        }
+        _ => host.system.clone(),
+    }
 }
 
 /// The `--json-stream` start line, `{"event":"start","data":…}` as iperf3 3.17+ (without the
@@ -546,9 +588,17 @@ pub fn json_stream_end(result: &TestResult) -> String {
     }
 }
 
-/// A failed test in `-J`: iperf3's `{"error": "..."}` object, pretty-printed.
-pub fn json_error(message: &str) -> String {
+/// A failed test in `-J`, as stock iperf3 prints one: the skeleton of a result (`start` with no
+/// connection, the version and system, empty `intervals` and `end`) and `error`, pretty-printed.
+pub fn json_error(message: &str, host: &HostInfo) -> String {
+    let mut start = Obj::new();
+    put(&mut start, "connected", Vec::<Value>::new());
+    put(&mut start, "version", format!("perfpeer {}", host.version));
+    put(&mut start, "system_info", system_info(host));
     let mut top = Obj::new();
+    put(&mut top, "start", Value::Object(start));
+    put(&mut top, "intervals", Vec::<Value>::new());
+    put(&mut top, "end", Value::Object(Obj::new()));
     put(&mut top, "error", message);
     serde_json::to_string_pretty(&Value::Object(top)).unwrap_or_default()
 }
@@ -559,6 +609,7 @@ pub fn json_stream_error(message: &str) -> String {
 }
 
 fn event_line(event: &str, data: &Value) -> String {
+    let data = cjson_numbers(data.clone());
     format!(r#"{{"event":"{event}","data":{data}}}"#)
 }
 
@@ -587,7 +638,7 @@ fn start_json(
         p.sockets.iter().map(connected_json).collect::<Vec<_>>(),
     );
     put(&mut m, "version", format!("perfpeer {}", host.version));
-    put(&mut m, "system_info", host.system.as_str());
+    put(&mut m, "system_info", system_info(host));
     put(&mut m, "timestamp", timestamp_json(started_unix_ms));
     match p.role {
         PeerRole::Client => put(&mut m, "connecting_to", addr_json(p.server_addr)),
@@ -626,7 +677,7 @@ fn start_json(
 
 fn connected_json(s: &SocketInfo) -> Value {
     let mut m = Obj::new();
-    put(&mut m, "socket", s.id);
+    put(&mut m, "socket", socket_number(s.id));
     let (lh, lp) = split_addr(&s.local);
     let (rh, rp) = split_addr(&s.remote);
     put(&mut m, "local_host", lh);
@@ -749,7 +800,7 @@ fn interval_json(spec: &TestSpec, report: &IntervalReport) -> Value {
     let streams = report
         .streams
         .iter()
-        .map(|s| stream_interval_json(report, s))
+        .map(|s| stream_interval_json(spec, report, s))
         .collect::<Vec<_>>();
     put(&mut m, "streams", streams);
     let has_sender = report.streams.iter().any(|s| s.role == StreamRole::Sender);
@@ -759,7 +810,7 @@ fn interval_json(spec: &TestSpec, report: &IntervalReport) -> Value {
         StreamRole::Receiver
     };
     if let Some(sum) = report.sum(main) {
-        put(&mut m, "sum", interval_sum_json(report, &sum, main));
+        put(&mut m, "sum", interval_sum_json(spec, report, &sum, main));
     }
     let reverse = (spec.direction == Direction::Bidir && has_sender)
         .then(|| report.sum(StreamRole::Receiver));
@@ -767,27 +818,24 @@ fn interval_json(spec: &TestSpec, report: &IntervalReport) -> Value {
         put(
             &mut m,
             "sum_bidir_reverse",
-            interval_sum_json(report, &sum, StreamRole::Receiver),
+            interval_sum_json(spec, report, &sum, StreamRole::Receiver),
         );
     }
     Value::Object(m)
 }
 
-fn stream_interval_json(report: &IntervalReport, s: &StreamInterval) -> Value {
+fn stream_interval_json(spec: &TestSpec, report: &IntervalReport, s: &StreamInterval) -> Value {
     let mut m = Obj::new();
-    put(&mut m, "socket", s.id);
+    put(&mut m, "socket", socket_number(s.id));
     let bps = bits_per_second(s.bytes, report.seconds());
-    put_span(
-        &mut m,
-        report.start.as_secs_f64(),
-        report.end.as_secs_f64(),
-        report.seconds(),
-        s.bytes,
-        bps,
-    );
+    let (start, end) = report.iperf3_span(spec.omit);
+    put_span(&mut m, start, end, report.seconds(), s.bytes, bps);
     if let Some(t) = s.tcp {
         put(&mut m, "retransmits", t.retransmits);
         put(&mut m, "snd_cwnd", t.snd_cwnd);
+        if let Some(wnd) = t.snd_wnd {
+            put(&mut m, "snd_wnd", wnd);
+        }
         put(&mut m, "rtt", t.rtt_us);
         put(&mut m, "rttvar", t.rttvar_us);
         put(&mut m, "pmtu", t.pmtu);
@@ -803,9 +851,14 @@ fn stream_interval_json(report: &IntervalReport, s: &StreamInterval) -> Value {
     Value::Object(m)
 }
 
-fn interval_sum_json(report: &IntervalReport, sum: &IntervalSum, role: StreamRole) -> Value {
+fn interval_sum_json(
+    spec: &TestSpec,
+    report: &IntervalReport,
+    sum: &IntervalSum,
+    role: StreamRole,
+) -> Value {
     let mut m = Obj::new();
-    let (start, end) = (report.start.as_secs_f64(), report.end.as_secs_f64());
+    let (start, end) = report.iperf3_span(spec.omit);
     put_span(
         &mut m,
         start,
@@ -894,10 +947,12 @@ fn end_stream_json(
 ) -> Value {
     let mut m = Obj::new();
     match result.spec.protocol {
+        // Both views say whether this end sent the stream, as stock iperf3's do.
         Protocol::Tcp => {
+            let local_tx = flow_is_local_tx(result.local.role, flow);
             for (key, view) in [("sender", tx), ("receiver", rx)] {
                 if let Some(s) = view {
-                    put(&mut m, key, final_json(s, None));
+                    put(&mut m, key, final_json(s, None, local_tx));
                 }
             }
         }
@@ -909,7 +964,11 @@ fn end_stream_json(
                 put(
                     &mut m,
                     "udp",
-                    final_json(s, Some(rx_final.unwrap_or_default())),
+                    final_json(
+                        s,
+                        Some(rx_final.unwrap_or_default()),
+                        s.role == StreamRole::Sender,
+                    ),
                 );
             }
         }
@@ -917,14 +976,17 @@ fn end_stream_json(
     Value::Object(m)
 }
 
-fn final_json(s: &StreamFinal, udp: Option<UdpRxFinal>) -> Value {
+fn final_json(s: &StreamFinal, udp: Option<UdpRxFinal>, sender_flag: bool) -> Value {
     let mut m = Obj::new();
-    put(&mut m, "socket", s.id);
+    put(&mut m, "socket", socket_number(s.id));
     let seconds = s.duration.as_secs_f64();
     put_span(&mut m, 0.0, seconds, seconds, s.bytes, s.bits_per_second());
     if let Some(t) = s.tcp {
         put(&mut m, "retransmits", t.retransmits);
         put(&mut m, "max_snd_cwnd", t.max_snd_cwnd);
+        // 0 where unknown (the far end's figures from a results message), as stock iperf3
+        // prints figures it has none of.
+        put(&mut m, "max_snd_wnd", t.max_snd_wnd.unwrap_or(0));
         put(&mut m, "max_rtt", t.max_rtt_us);
         put(&mut m, "min_rtt", t.min_rtt_us);
         put(&mut m, "mean_rtt", t.mean_rtt_us);
@@ -938,14 +1000,14 @@ fn final_json(s: &StreamFinal, udp: Option<UdpRxFinal>) -> Value {
         put_loss(&mut m, u.jitter_ms, u.lost, packets, u.lost_percent());
         put(&mut m, "out_of_order", u.out_of_order);
     }
-    put(&mut m, "sender", s.role == StreamRole::Sender);
+    put(&mut m, "sender", sender_flag);
     Value::Object(m)
 }
 
 fn put_flow_sums(m: &mut Obj, result: &TestResult, flow: &Flow<'_>, suffix: &str) {
     let udp = result.spec.protocol.is_datagram();
+    let local_tx = flow_is_local_tx(result.local.role, flow);
     if udp {
-        let local_tx = flow_is_local_tx(result.local.role, flow);
         let preferred = if local_tx {
             flow.sent.map(|t| (t, true))
         } else {
@@ -959,7 +1021,7 @@ fn put_flow_sums(m: &mut Obj, result: &TestResult, flow: &Flow<'_>, suffix: &str
             put(
                 m,
                 &format!("sum{suffix}"),
-                totals_json(&t, sender, Some(loss)),
+                totals_json(&t, sender, sender, Some(loss)),
             );
         }
     }
@@ -968,7 +1030,11 @@ fn put_flow_sums(m: &mut Obj, result: &TestResult, flow: &Flow<'_>, suffix: &str
             sender_packets: t.packets,
             ..Default::default()
         });
-        put(m, &format!("sum_sent{suffix}"), totals_json(&t, true, loss));
+        put(
+            m,
+            &format!("sum_sent{suffix}"),
+            totals_json(&t, true, udp || local_tx, loss),
+        );
     }
     if let Some(t) = flow.received {
         let loss = if udp {
@@ -979,14 +1045,21 @@ fn put_flow_sums(m: &mut Obj, result: &TestResult, flow: &Flow<'_>, suffix: &str
         put(
             m,
             &format!("sum_received{suffix}"),
-            totals_json(&t, false, loss),
+            totals_json(&t, false, !udp && local_tx, loss),
         );
     }
 }
 
 /// A `sum*` object; `loss` carries the UDP keys (for a sender: zero loss over its datagrams sent,
 /// passed as `sender_packets`).
-fn totals_json(t: &DirectionTotals, sender: bool, loss: Option<UdpRxFinal>) -> Value {
+/// `sender_flag` is the object's `sender` key: for TCP stock iperf3 says there whether this end
+/// sent the flow, for UDP whether the object is the sending side's.
+fn totals_json(
+    t: &DirectionTotals,
+    sender: bool,
+    sender_flag: bool,
+    loss: Option<UdpRxFinal>,
+) -> Value {
     let mut m = Obj::new();
     put_span(
         &mut m,
@@ -1007,7 +1080,7 @@ fn totals_json(t: &DirectionTotals, sender: bool, loss: Option<UdpRxFinal>) -> V
         };
         put_loss(&mut m, u.jitter_ms, u.lost, packets, u.lost_percent());
     }
-    put(&mut m, "sender", sender);
+    put(&mut m, "sender", sender_flag);
     Value::Object(m)
 }
 
@@ -1162,6 +1235,7 @@ mod tests {
             max_rtt_us: 400,
             min_rtt_us: 90,
             mean_rtt_us: 150,
+            max_snd_wnd: Some(4_194_304),
         };
         StreamFinal {
             tcp: Some(tcp),
@@ -1176,6 +1250,7 @@ mod tests {
             rtt_us: 120,
             rttvar_us: 30,
             pmtu: 1500,
+            snd_wnd: Some(3_000_000),
         };
         StreamInterval {
             id,
@@ -1347,7 +1422,7 @@ mod tests {
         };
         assert_eq!(
             text_preamble(&p),
-            "Connecting to host 10.0.0.2, port 5201\n[  1] local 10.0.0.1 port 40000 connected to 10.0.0.2 port 5201\n"
+            "Connecting to host 10.0.0.2, port 5201\n[  5] local 10.0.0.1 port 40000 connected to 10.0.0.2 port 5201\n"
         );
         assert_eq!(
             text_interval_header(&r.spec, PeerRole::Client),
@@ -1355,15 +1430,15 @@ mod tests {
         );
         assert_eq!(
             text_interval(&r.spec, PeerRole::Client, &r.local.intervals[0]),
-            "[  1]   0.00-1.00   sec  1.16 GBytes  10.0 Gbits/sec    3   1.50 MBytes\n"
+            "[  5]   0.00-1.00   sec  1.16 GBytes  10.0 Gbits/sec    3   1.50 MBytes\n"
         );
         assert_eq!(
             lines(&text_summary(&r)),
             [
                 "- - - - - - - - - - - - - - - - - - - - - - - - -",
                 "[ ID] Interval           Transfer     Bitrate         Retr",
-                "[  1]   0.00-10.00  sec  11.6 GBytes  10.0 Gbits/sec    7             sender",
-                "[  1]   0.00-10.04  sec  11.6 GBytes  9.96 Gbits/sec                  receiver",
+                "[  5]   0.00-10.00  sec  11.6 GBytes  10.0 Gbits/sec    7             sender",
+                "[  5]   0.00-10.04  sec  11.6 GBytes  9.96 Gbits/sec                  receiver",
                 "CPU Utilization: local/sender 95.1% (3.2%u/91.9%s), remote/receiver 80.0% (5.0%u/75.0%s)",
                 "Service demand: local 0.328 us/KB, remote 0.492 us/KB (host CPU, netperf definition)",
                 "",
@@ -1377,7 +1452,7 @@ mod tests {
         let j = json(&tcp_single());
         assert_eq!(j["start"]["test_start"]["protocol"], "TCP");
         assert_eq!(j["start"]["test_start"]["duration"], 10);
-        assert_eq!(j["start"]["test_start"]["interval"], 1.0);
+        assert_eq!(j["start"]["test_start"]["interval"], 1);
         assert_eq!(j["start"]["cookie"], "abc123");
         assert_eq!(j["start"]["tcp_mss_default"], 1448);
         assert_eq!(j["start"]["connecting_to"]["port"], 5201);
@@ -1394,18 +1469,20 @@ mod tests {
                 s["retransmits"].clone(),
                 s["rtt"].clone()
             ),
-            (1.into(), 3.into(), 120.into())
+            (5.into(), 3.into(), 120.into())
         );
-        assert_eq!(s["bits_per_second"], 1e10);
+        // Whole numbers print as integers, as stock iperf3's JSON library prints them.
+        assert_eq!(s["bits_per_second"], 10_000_000_000u64);
+        assert_eq!(s["start"], 0);
         assert_eq!(
             (s["omitted"].clone(), s["sender"].clone()),
             (false.into(), true.into())
         );
-        assert!(s.get("snd_wnd").is_none());
+        assert_eq!(s["snd_wnd"], 3_000_000);
         assert_eq!(j["intervals"][0]["sum"]["retransmits"], 3);
         let end = &j["end"];
         assert_eq!(end["streams"][0]["sender"]["max_rtt"], 400);
-        assert!(end["streams"][0]["sender"].get("max_snd_wnd").is_none());
+        assert_eq!(end["streams"][0]["sender"]["max_snd_wnd"], 4_194_304);
         assert_eq!(end["streams"][0]["receiver"]["seconds"], 10.04);
         assert_eq!(end["sum_sent"]["bytes"], 12_500_000_000u64);
         assert_eq!(end["sum_sent"]["retransmits"], 7);
@@ -1442,15 +1519,15 @@ mod tests {
                 &r.local.intervals[0]
             )),
             [
-                "[  1]   0.00-1.00   sec   477 MBytes  4.00 Gbits/sec    0   1.00 MBytes",
-                "[  2]   0.00-1.00   sec   477 MBytes  4.00 Gbits/sec    1   1.00 MBytes",
+                "[  5]   0.00-1.00   sec   477 MBytes  4.00 Gbits/sec    0   1.00 MBytes",
+                "[  7]   0.00-1.00   sec   477 MBytes  4.00 Gbits/sec    1   1.00 MBytes",
                 "[SUM]   0.00-1.00   sec   954 MBytes  8.00 Gbits/sec    1",
             ]
         );
         let second = text_interval(&r.spec, PeerRole::Client, &r.local.intervals[1]);
         assert!(
             second.starts_with(
-                "- - - - - - - - - - - - - - - - - - - - - - - - -\n[  1]   1.00-2.00"
+                "- - - - - - - - - - - - - - - - - - - - - - - - -\n[  5]   1.00-2.00"
             ),
             "{second}"
         );
@@ -1461,10 +1538,10 @@ mod tests {
         assert_eq!(
             lines(&text_summary(&r))[2..8],
             [
-                "[  1]   0.00-10.00  sec  4.66 GBytes  4.00 Gbits/sec    4             sender",
-                "[  1]   0.00-10.00  sec  4.66 GBytes  4.00 Gbits/sec                  receiver",
-                "[  2]   0.00-10.00  sec  4.66 GBytes  4.00 Gbits/sec    5             sender",
-                "[  2]   0.00-10.00  sec  4.66 GBytes  4.00 Gbits/sec                  receiver",
+                "[  5]   0.00-10.00  sec  4.66 GBytes  4.00 Gbits/sec    4             sender",
+                "[  5]   0.00-10.00  sec  4.66 GBytes  4.00 Gbits/sec                  receiver",
+                "[  7]   0.00-10.00  sec  4.66 GBytes  4.00 Gbits/sec    5             sender",
+                "[  7]   0.00-10.00  sec  4.66 GBytes  4.00 Gbits/sec                  receiver",
                 "[SUM]   0.00-10.00  sec  9.31 GBytes  8.00 Gbits/sec    9             sender",
                 "[SUM]   0.00-10.00  sec  9.31 GBytes  8.00 Gbits/sec                  receiver",
             ]
@@ -1490,7 +1567,7 @@ mod tests {
         };
         assert_eq!(
             text_preamble(&p),
-            "Accepted connection from 10.0.0.1, port 40000\n[  1] local 10.0.0.2 port 5201 connected to 10.0.0.1 port 40000\n"
+            "Accepted connection from 10.0.0.1, port 40000\n[  5] local 10.0.0.2 port 5201 connected to 10.0.0.1 port 40000\n"
         );
         assert_eq!(
             text_interval_header(&r.spec, PeerRole::Server),
@@ -1505,15 +1582,15 @@ mod tests {
         );
         assert_eq!(
             text_interval(&r.spec, PeerRole::Server, &r.local.intervals[0]),
-            "[  1]   0.00-1.00   sec   120 KBytes   985 Kbits/sec  0.123 ms  5/90 (5.6%)\n"
+            "[  5]   0.00-1.00   sec   120 KBytes   985 Kbits/sec  0.123 ms  5/90 (5.6%)\n"
         );
         assert_eq!(
             lines(&text_summary(&r))[1..6],
             [
                 "[ ID] Interval           Transfer     Bitrate         Jitter    Lost/Total Datagrams",
-                "[  1]   0.00-10.00  sec  1.24 MBytes  1.04 Mbits/sec  0.000 ms  0/900 (0%)  sender",
-                "[  1]   0.00-10.00  sec  1.22 MBytes  1.02 Mbits/sec  0.050 ms  20/900 (2.2%)  receiver",
-                "[  1]   0.00-10.00  sec  2 datagrams received out-of-order",
+                "[  5]   0.00-10.00  sec  1.24 MBytes  1.04 Mbits/sec  0.000 ms  0/900 (0%)  sender",
+                "[  5]   0.00-10.00  sec  1.22 MBytes  1.02 Mbits/sec  0.050 ms  20/900 (2.2%)  receiver",
+                "[  5]   0.00-10.00  sec  2 datagrams received out-of-order",
                 "CPU Utilization: local/receiver 3.0% (1.0%u/2.0%s), remote/sender 5.0% (2.0%u/3.0%s)",
             ]
         );
@@ -1562,7 +1639,7 @@ mod tests {
                 udp["socket"].clone(),
                 udp["sender"].clone()
             ),
-            (2.into(), 1.into(), false.into())
+            (2.into(), 5.into(), false.into())
         );
         assert!(end.get("sender_tcp_congestion").is_none());
         assert_eq!(j["perfpeer"]["udp"]["duplicates"], 1);
@@ -1582,23 +1659,23 @@ mod tests {
                 &r.local.intervals[0]
             )),
             [
-                "[  1][TX-C]   0.00-1.00   sec   119 MBytes  1.00 Gbits/sec    0    256 KBytes",
-                "[  2][RX-C]   0.00-1.00   sec  59.6 MBytes   500 Mbits/sec",
+                "[  5][TX-C]   0.00-1.00   sec   119 MBytes  1.00 Gbits/sec    0    256 KBytes",
+                "[  7][RX-C]   0.00-1.00   sec  59.6 MBytes   500 Mbits/sec",
             ]
         );
         assert_eq!(
             lines(&text_summary(&r))[1..6],
             [
                 "[ ID][Role] Interval           Transfer     Bitrate         Retr",
-                "[  1][TX-C]   0.00-10.00  sec  1.16 GBytes  1.00 Gbits/sec    2             sender",
-                "[  1][TX-C]   0.00-10.00  sec  1.16 GBytes  1.00 Gbits/sec                  receiver",
-                "[  2][RX-C]   0.00-10.00  sec   596 MBytes   500 Mbits/sec    1             sender",
-                "[  2][RX-C]   0.00-10.00  sec   596 MBytes   500 Mbits/sec                  receiver",
+                "[  5][TX-C]   0.00-10.00  sec  1.16 GBytes  1.00 Gbits/sec    2             sender",
+                "[  5][TX-C]   0.00-10.00  sec  1.16 GBytes  1.00 Gbits/sec                  receiver",
+                "[  7][RX-C]   0.00-10.00  sec   596 MBytes   500 Mbits/sec    1             sender",
+                "[  7][RX-C]   0.00-10.00  sec   596 MBytes   500 Mbits/sec                  receiver",
             ]
         );
         let server_view = text_interval(&r.spec, PeerRole::Server, &r.local.intervals[0]);
         assert!(
-            server_view.starts_with("[  1][TX-S]") && server_view.contains("\n[  2][RX-S]"),
+            server_view.starts_with("[  5][TX-S]") && server_view.contains("\n[  7][RX-S]"),
             "{server_view}"
         );
         let j = json(&r);
@@ -1630,7 +1707,7 @@ mod tests {
         assert_eq!(
             lines(&text_summary(&r))[2..],
             [
-                "[  1]   0.00-10.00  sec  11.6 GBytes  10.0 Gbits/sec    7             sender",
+                "[  5]   0.00-10.00  sec  11.6 GBytes  10.0 Gbits/sec    7             sender",
                 "CPU Utilization: local/sender 95.1% (3.2%u/91.9%s)",
                 "Service demand: local 0.328 us/KB (host CPU, netperf definition)",
                 "Test ended early: the server vanished",
@@ -1694,5 +1771,31 @@ mod tests {
         assert_eq!(split_addr("[::1]:5201"), ("::1", Some(5201)));
         assert_eq!(split_addr("::1"), ("::1", None));
         assert_eq!(split_addr("example.org"), ("example.org", None));
+    }
+
+    #[test]
+    fn numbers_names_and_errors_take_stock_shapes() {
+        let v = cjson_numbers(serde_json::json!({"a": 0.0, "b": [2.5, 1e10, -3.0], "c": 7}));
+        assert_eq!(v.to_string(), r#"{"a":0,"b":[2.5,10000000000,-3],"c":7}"#);
+        assert_eq!([1, 2, 3, 4, 5, 6].map(socket_number), [5, 7, 9, 12, 14, 16]);
+        let host = HostInfo {
+            hostname: "dut".into(),
+            system: "Linux 6.1.0 #1 SMP mips".into(),
+            version: "0.1.0".into(),
+        };
+        assert_eq!(system_info(&host), "Linux dut 6.1.0 #1 SMP mips");
+        let e: Value = serde_json::from_str(&json_error("unable to connect", &host)).unwrap();
+        assert_eq!(e["start"]["connected"], serde_json::json!([]));
+        assert_eq!(e["start"]["system_info"], "Linux dut 6.1.0 #1 SMP mips");
+        assert_eq!(
+            (e["intervals"].clone(), e["end"].clone()),
+            (serde_json::json!([]), serde_json::json!({}))
+        );
+        assert_eq!(e["error"], "unable to connect");
+        // After `-O 2`, a measured interval counts from the end of the omitted start.
+        let mut r = interval(3.0, vec![]);
+        assert_eq!(r.iperf3_span(secs(2.0)), (1.0, 2.0));
+        r.omitted = true;
+        assert_eq!(r.iperf3_span(secs(2.0)), (3.0, 4.0));
     }
 }

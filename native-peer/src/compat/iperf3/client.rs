@@ -13,7 +13,7 @@ use socket2::{Domain, SockAddr, SockRef, Socket, Type};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::codec::{Cookie, MAX_RESULTS_LEN, Results, State, UDP_CONNECT, params_json, stream_id};
+use super::codec::{Cookie, MAX_RESULTS_LEN, Results, State, UDP_CONNECT, params_json};
 use super::control::{Control, Iperf3Error};
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
@@ -221,8 +221,7 @@ fn open_streams(
 ) -> Result<Vec<StreamSetup>, Iperf3Error> {
     spec.stream_plan()
         .into_iter()
-        .enumerate()
-        .map(|(i, (_, client_sends))| {
+        .map(|(id, client_sends)| {
             let role = if client_sends {
                 StreamRole::Sender
             } else {
@@ -234,11 +233,7 @@ fn open_streams(
                     DataSocket::Udp(Arc::new(udp_stream(spec, server, opts)?))
                 }
             };
-            Ok(StreamSetup {
-                id: stream_id(i),
-                role,
-                socket,
-            })
+            Ok(StreamSetup { id, role, socket })
         })
         .collect()
 }

@@ -24,7 +24,6 @@ use tokio_util::task::TaskTracker;
 
 use super::codec::{
     CodecError, Cookie, MAX_PARAMS_LEN, MAX_RESULTS_LEN, Params, Results, State, UDP_REPLY,
-    stream_id,
 };
 use super::control::{Control, Iperf3Error, STEP_TIMEOUT};
 use crate::admission::{Admission, Admitted, Caps, LogLimit, accept_admitted};
@@ -434,19 +433,14 @@ fn assign_roles(spec: &TestSpec, sockets: Vec<DataSocket>) -> Vec<StreamSetup> {
     sockets
         .into_iter()
         .zip(plan)
-        .enumerate()
-        .map(|(i, (socket, (_, client_sends)))| {
+        .map(|(socket, (id, client_sends))| {
             crate::server::far_end::apply_server_options(&socket, spec);
             let role = if client_sends {
                 StreamRole::Receiver
             } else {
                 StreamRole::Sender
             };
-            StreamSetup {
-                id: stream_id(i),
-                role,
-                socket,
-            }
+            StreamSetup { id, role, socket }
         })
         .collect()
 }
@@ -485,7 +479,12 @@ async fn run_until_test_end(
                 let _ = shared.events.send(ServerEvent::Interval { spec: spec.clone(), report });
             }
             state = control.next_state() => match state? {
-                State::TestEnd => return Ok(()),
+                State::TestEnd => {
+                    if let Some(report) = m.take_due_interval() {
+                        let _ = shared.events.send(ServerEvent::Interval { spec: spec.clone(), report });
+                    }
+                    return Ok(());
+                }
                 State::ClientTerminate => return Err(Iperf3Error::Aborted("the client was interrupted".into())),
                 other => return Err(Iperf3Error::Codec(CodecError::BadState(i8::from_ne_bytes([other.byte()])))),
             },
