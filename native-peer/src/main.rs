@@ -4,11 +4,10 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use perfpeer::cli;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse_from(cli::argv_with_role());
+    let args = cli::parse_args();
     match cli::run(args) {
         Ok(code) => code,
         Err(err) => {

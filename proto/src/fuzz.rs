@@ -118,7 +118,7 @@ fn perfpeer_data_plane_decoders() {
 #[test]
 fn iperf3_decoders() {
     let spec = TestSpec::new(Protocol::Tcp);
-    let params = serde_json::to_vec(&iperf3::params_json(&spec, false)).unwrap();
+    let params = serde_json::to_vec(&iperf3::params_json(&spec, iperf3::Asks::default())).unwrap();
     let results = serde_json::to_vec(&serde_json::json!({
         "cpu_util_total": 1.0, "cpu_util_user": 0.5, "cpu_util_system": 0.5,
         "sender_has_retransmits": 1,

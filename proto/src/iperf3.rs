@@ -7,7 +7,7 @@ use std::time::Duration;
 use perfpeer_shared::report::{
     CpuUsage, PeerRole, SideReport, StreamFinal, StreamRole, TcpFinal, UdpRxFinal,
 };
-use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
+use perfpeer_shared::spec::{Direction, EndCondition, MAX_TEST_TIME, Protocol, TestSpec};
 use perfpeer_shared::units::BitRate;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -239,6 +239,37 @@ pub struct Params {
     udp_counters_64bit: Option<i64>,
     #[serde(default)]
     client_version: Option<String>,
+    #[serde(default)]
+    get_server_output: Option<Value>,
+}
+
+/// How a server's own output of a test travels back in its results (`--get-server-output`):
+/// as text, or as its `-J` object when the server itself runs with `-J` (the client's style
+/// does not matter, as with stock iperf3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputKind {
+    /// `server_output_text`.
+    Text,
+    /// `server_output_json`.
+    Json,
+}
+
+/// What a client asks of a server beyond the test itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Asks {
+    /// 64-bit UDP counters.
+    pub counter64: bool,
+    /// The server's own output of the test, in the results.
+    pub server_output: bool,
+}
+
+/// Whether a parameter is set: iperf3 writes its flags as `1` or `true`.
+fn is_set(v: Option<&Value>) -> bool {
+    match v {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
+        _ => false,
+    }
 }
 
 /// What a parameter object asks for, in perfpeer's terms.
@@ -250,6 +281,11 @@ pub struct Requested {
     pub counter64: bool,
     /// The client's version string, if it sent one.
     pub client_version: Option<String>,
+    /// The test runs until the client ends it (`-t 0`): `spec` carries the longest test a
+    /// spec may be, for the server to cut to its own limit.
+    pub until_stopped: bool,
+    /// Whether the client asked for the server's own output.
+    pub server_output: bool,
 }
 
 fn secs(v: f64, what: &str) -> Result<Duration, CodecError> {
@@ -289,10 +325,15 @@ impl Params {
             (None, Some(blocks)) => EndCondition::Bytes {
                 bytes: blocks.saturating_mul(u64::from(spec.len)),
             },
+            // `-t 0`: until the client ends the test.
+            (None, None) if self.time == Some(0.0) => EndCondition::Time {
+                duration: MAX_TEST_TIME,
+            },
             (None, None) => EndCondition::Time {
                 duration: secs(self.time.unwrap_or(10.0), "time")?,
             },
         };
+        let until_stopped = self.time == Some(0.0) && matches!(spec.end, EndCondition::Time { .. });
         spec.omit = secs(self.omit.unwrap_or(0.0), "omit")?;
         // iperf3's rate is per stream; perfpeer's is for all streams of a direction.
         spec.bitrate = self
@@ -308,16 +349,19 @@ impl Params {
         spec.tos = self.tos.filter(|&t| t > 0);
         spec.validate()
             .map_err(|e| CodecError::Unsupported(e.to_string()))?;
+        let server_output = is_set(self.get_server_output.as_ref());
         Ok(Requested {
             spec,
             counter64: self.udp_counters_64bit.is_some(),
             client_version: self.client_version,
+            until_stopped,
+            server_output,
         })
     }
 }
 
 /// The parameter JSON a client sends for `spec` (keys in iperf3's order and types).
-pub fn params_json(spec: &TestSpec, counter64: bool) -> Value {
+pub fn params_json(spec: &TestSpec, asks: Asks) -> Value {
     let mut m = Map::new();
     m.insert(
         if spec.protocol == Protocol::Tcp {
@@ -362,8 +406,11 @@ pub fn params_json(spec: &TestSpec, counter64: bool) -> Value {
     if let Some(cc) = &spec.congestion {
         m.insert("congestion".into(), json!(cc));
     }
-    if counter64 {
+    if asks.counter64 {
         m.insert("udp_counters_64bit".into(), json!(1));
+    }
+    if asks.server_output {
+        m.insert("get_server_output".into(), json!(1));
     }
     m.insert("client_version".into(), json!("3.12"));
     Value::Object(m)
@@ -435,6 +482,12 @@ pub struct Results {
     pub congestion_used: Option<String>,
     /// Per stream.
     pub streams: Vec<StreamResult>,
+    /// The sender's own `-J` output of the test, when the client asked for it in JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_output_json: Option<Value>,
+    /// The sender's own text output of the test, when the client asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_output_text: Option<String>,
 }
 
 impl Results {
@@ -469,6 +522,8 @@ impl Results {
             sender_has_retransmits,
             congestion_used: report.congestion_used.clone(),
             streams,
+            server_output_json: None,
+            server_output_text: None,
         }
     }
 
@@ -663,10 +718,41 @@ mod tests {
         assert_eq!(r.spec.per_stream_rate(), Some(BitRate(5_000_000)));
         assert_eq!(r.spec.direction, Direction::Reverse);
         assert!(r.counter64);
-        let back = params_json(&r.spec, true);
+        let back = params_json(
+            &r.spec,
+            Asks {
+                counter64: true,
+                server_output: true,
+            },
+        );
         assert_eq!(back["bandwidth"], 5_000_000);
         assert_eq!(back["reverse"], true);
         assert_eq!(back["udp_counters_64bit"], 1);
+        assert_eq!(back["get_server_output"], 1);
+        let again = Params::parse(back.to_string().as_bytes())
+            .unwrap()
+            .into_requested()
+            .unwrap();
+        assert!(again.server_output);
+        assert!(!again.until_stopped);
+    }
+
+    #[test]
+    fn time_zero_runs_until_the_client_stops() {
+        let raw = br#"{"tcp":true,"omit":0,"time":0,"num":0,"blockcount":0,"parallel":1,"len":131072,"get_server_output":1}"#;
+        let r = Params::parse(raw).unwrap().into_requested().unwrap();
+        assert!(r.until_stopped);
+        assert_eq!(
+            r.spec.end,
+            EndCondition::Time {
+                duration: MAX_TEST_TIME
+            }
+        );
+        assert!(r.server_output);
+        // A byte count with time 0 is a byte-count test.
+        let raw = br#"{"tcp":true,"time":0,"num":1000000}"#;
+        let r = Params::parse(raw).unwrap().into_requested().unwrap();
+        assert!(!r.until_stopped);
     }
 
     #[test]

@@ -24,6 +24,8 @@ mod history;
 mod interop_iperf2_ttcp;
 /// Stock iperf3 against our iperf3 server and our client against stock iperf3.
 mod interop_iperf3;
+/// The flags iperf3 users type and the output scripts read, through an `iperf3` symlink.
+mod iperf3_flags;
 /// `-J` against JSON captured from stock iperf3 3.12: the same keys and yes/no figures.
 mod iperf3_json;
 /// The binary's modules import only downward, as docs/architecture.md draws them.

@@ -8,7 +8,8 @@ use std::time::Duration;
 use anyhow::bail;
 use clap::Args;
 use perfpeer_shared::spec::{
-    Direction, EndCondition, Protocol, RequestResponse, TestSpec, ValidSpec,
+    Direction, EndCondition, MAX_INTERVAL, MAX_TEST_TIME, Protocol, RequestResponse, TestSpec,
+    ValidSpec,
 };
 use perfpeer_shared::units::{BitRate, parse_rate, parse_size};
 
@@ -122,9 +123,20 @@ pub struct TestFlags {
     /// Pace TCP with the kernel's SO_MAX_PACING_RATE instead of perfpeer's clock (needs -b).
     #[arg(long)]
     fq_pacing: bool,
-    /// Seconds to wait for the peer to answer.
-    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
-    connect_timeout: f64,
+    /// Seconds to wait for the peer to answer (default 5).
+    #[arg(long, value_name = "SECS")]
+    connect_timeout: Option<f64>,
+}
+
+/// How a tool reads the common flags where the tools differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// `perfpeer test`: `-b` for a whole direction, `-t 0` and `-i 0` refused,
+    /// `--connect-timeout` in seconds.
+    Perfpeer,
+    /// iperf3: `-b` per stream, `-t 0` until stopped, `-i 0` no reports during the test,
+    /// `--connect-timeout` in milliseconds.
+    Iperf3,
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
@@ -155,6 +167,24 @@ impl TestFlags {
     /// Builds and validates the spec; `rate_per_stream` reads `-b` as iperf3 does.
     pub fn spec(&self, rate_per_stream: bool) -> anyhow::Result<ValidSpec> {
         Ok(ValidSpec::new(self.build_spec(rate_per_stream)?)?)
+    }
+
+    /// Builds the spec as `dialect` reads the flags, not yet validated.
+    pub fn build_spec_as(&self, dialect: Dialect) -> anyhow::Result<TestSpec> {
+        let mut spec = self.build_spec(dialect == Dialect::Iperf3)?;
+        if dialect == Dialect::Iperf3 {
+            if self.time == Some(0.0) && self.bytes.is_none() {
+                // Until Ctrl-C (or the far end's limit).
+                spec.end = EndCondition::Time {
+                    duration: MAX_TEST_TIME,
+                };
+            }
+            if self.interval == Some(0.0) {
+                // No reports during the test: one interval for all of it.
+                spec.interval = MAX_INTERVAL;
+            }
+        }
+        Ok(spec)
     }
 
     /// Builds the spec from the flags, not yet validated (`perfpeer test`'s modes change it
@@ -243,16 +273,27 @@ impl TestFlags {
             (_, true) => Some(Family::V6),
             _ => None,
         };
-        let connect_timeout = seconds("--connect-timeout", self.connect_timeout)?;
-        if connect_timeout.is_zero() {
-            bail!("--connect-timeout must be more than 0");
-        }
+        let connect_timeout = self.connect_timeout_as(Dialect::Perfpeer)?;
         Ok(ClientOptions {
             token: self.token.clone(),
             connect_timeout,
             family,
             bind: self.bind,
+            data_port: None,
         })
+    }
+
+    /// `--connect-timeout` as `dialect` reads it (iperf3's is in milliseconds).
+    pub fn connect_timeout_as(&self, dialect: Dialect) -> anyhow::Result<Duration> {
+        let timeout = match (self.connect_timeout, dialect) {
+            (None, _) => Duration::from_secs(5),
+            (Some(ms), Dialect::Iperf3) => seconds("--connect-timeout", ms / 1000.0)?,
+            (Some(s), _) => seconds("--connect-timeout", s)?,
+        };
+        if timeout.is_zero() {
+            bail!("--connect-timeout must be more than 0");
+        }
+        Ok(timeout)
     }
 
     /// Output style chosen by `-J` / `--json-stream`.

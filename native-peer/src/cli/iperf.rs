@@ -99,7 +99,9 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
                 role: PeerRole::Client,
                 report,
             } if args.flags.interval_given() => out!("{}", fmt::interval_rows(report)),
-            TestEvent::Interval { .. } | TestEvent::Stored { .. } => {}
+            TestEvent::Interval { .. }
+            | TestEvent::Stored { .. }
+            | TestEvent::FarEndOutput { .. } => {}
         }
         Ok(())
     };

@@ -2,25 +2,31 @@
 //! stock iperf3 clients (several at once) and tests against stock iperf3 servers. Flags and
 //! output follow iperf3 (`-b` is per stream here, as in iperf3).
 
+use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::bail;
 use clap::Args;
-use perfpeer_shared::format::iperf3::{self as fmt, Preamble};
+use perfpeer_shared::format::iperf3::{self as fmt, Preamble, Voice};
 use perfpeer_shared::report::PeerRole;
+use perfpeer_shared::spec::{EndCondition, ValidSpec};
 use tokio::sync::mpsc;
 
-use super::flags::TestFlags;
+use super::flags::{Dialect, TestFlags};
 use super::live::{finish, run_printing, serve_printing};
 use super::output::{Printer, Style};
-use crate::compat::iperf3::codec::DEFAULT_PORT;
+use crate::compat::iperf3::codec::{Asks, DEFAULT_PORT, OutputKind};
 use crate::compat::iperf3::{client, server};
 use crate::session::target::resolve_host;
 
 /// Flags of `perfpeer iperf3`.
 #[derive(Debug, Args)]
+#[command(mut_arg("connect_timeout", |a| a
+    .value_name("MS")
+    .help("Client: milliseconds to wait for the server to answer, as iperf3 (default 5000)")))]
 pub struct Iperf3Args {
     /// Run as a server (for stock iperf3 clients).
     #[arg(short = 's', long, conflicts_with = "client")]
@@ -34,10 +40,17 @@ pub struct Iperf3Args {
     /// Server: handle one test, then exit.
     #[arg(short = '1', long = "one-off")]
     one_off: bool,
+    /// Server: run in the background (output goes to --logfile, or nowhere).
+    #[arg(short = 'D', long)]
+    daemon: bool,
+    /// Server: accepted for iperf3 scripts. perfpeer's server never needs restarting: each step
+    /// of a test has its own deadline, and a stuck test is ended without touching the others.
+    #[arg(long, value_name = "SECS")]
+    idle_timeout: Option<u64>,
     /// Server: tests at once (iperf3 itself runs one); more are answered "busy".
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
     max_tests: u32,
-    /// Server: longest test accepted, seconds.
+    /// Server: longest test accepted, seconds (also the end of a client's `-t 0`).
     #[arg(long, default_value_t = 3600)]
     max_duration: u64,
     /// Server: memory the buffers of the tests served may take at once (K/M/G = x1024); a test
@@ -45,15 +58,61 @@ pub struct Iperf3Args {
     /// and 1G.
     #[arg(long, value_name = "SIZE", value_parser = super::serve::parse_memory_arg)]
     max_memory: Option<u64>,
+    /// Client: number of blocks (packets) to send instead of a time or byte count.
+    #[arg(short = 'k', long, value_name = "N", conflicts_with_all = ["time", "bytes"],
+          value_parser = parse_count)]
+    blockcount: Option<u64>,
     /// Client: 64-bit UDP datagram counters.
     #[arg(long = "udp-counters-64bit")]
     udp_counters_64bit: bool,
+    /// Client: ask the server for its own output of the test and print it after ours.
+    #[arg(long)]
+    get_server_output: bool,
+    /// Client: bind the data streams to this local port (and the next ones for more streams).
+    #[arg(long, value_name = "PORT")]
+    cport: Option<u16>,
+    /// Accepted for iperf3 scripts ('zero copy' sending): perfpeer's senders already write
+    /// from one buffer, so this changes nothing.
+    #[arg(short = 'Z', long)]
+    zerocopy: bool,
+    /// Start every output line with this title.
+    #[arg(short = 'T', long, value_name = "STR")]
+    title: Option<String>,
+    /// More detailed output: the version, the system, the time and the test first, the CPU line
+    /// at the end.
+    #[arg(short = 'V', long)]
+    verbose: bool,
+    /// Append output to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    logfile: Option<PathBuf>,
     #[command(flatten)]
     flags: TestFlags,
 }
 
+fn parse_count(s: &str) -> Result<u64, String> {
+    match perfpeer_shared::units::parse_size(s) {
+        Ok(0) => Err("must be more than 0".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+impl Iperf3Args {
+    /// Whether to run in the background (before anything else starts: see `cli::run`).
+    pub fn daemon(&self) -> bool {
+        self.server && self.daemon
+    }
+
+    fn voice(&self) -> Voice {
+        Voice::Stock {
+            verbose: self.verbose,
+        }
+    }
+}
+
 /// Runs the server or the client.
 pub async fn run(args: Iperf3Args) -> anyhow::Result<ExitCode> {
+    super::set_output(args.title.clone(), args.logfile.as_deref())?;
     match (&args.client, args.server) {
         (Some(host), false) => run_client(host.clone(), &args).await,
         (None, true) => run_server(&args).await,
@@ -61,25 +120,48 @@ pub async fn run(args: Iperf3Args) -> anyhow::Result<ExitCode> {
     }
 }
 
+fn client_spec(args: &Iperf3Args) -> anyhow::Result<ValidSpec> {
+    let mut spec = args.flags.build_spec_as(Dialect::Iperf3)?;
+    if let Some(blocks) = args.blockcount {
+        spec.end = EndCondition::Bytes {
+            bytes: blocks.saturating_mul(u64::from(spec.len)),
+        };
+    }
+    Ok(ValidSpec::new(spec)?)
+}
+
+/// `-V`'s first lines: what is running, where, and when.
+fn verbose_lines() -> String {
+    let host = crate::hostinfo::host_info();
+    let now = crate::util::unix_ms_now();
+    format!(
+        "{}\n{}\nTime: {}",
+        super::persona_version("iperf3"),
+        fmt::system_info(&host),
+        fmt::http_date(now / 1000)
+    )
+}
+
 async fn run_client(host: String, args: &Iperf3Args) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
-    let spec = args.flags.spec(true)?;
-    let opts = args.flags.options()?;
+    let spec = client_spec(args)?;
+    let mut opts = args.flags.options()?;
+    opts.connect_timeout = args.flags.connect_timeout_as(Dialect::Iperf3)?;
+    opts.data_port = args.cport;
     let server = resolve_host(&host, args.port, opts.family)
         .await
         .map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
-    let mut printer = Printer::new(args.flags.style(), &spec);
+    let style = args.flags.style();
+    if args.verbose && style == Style::Text {
+        outln!("{}", verbose_lines());
+    }
+    let asks = Asks {
+        counter64: args.udp_counters_64bit,
+        server_output: args.get_server_output,
+    };
+    let mut printer = Printer::new(style, &spec).with_voice(args.voice());
     let outcome = run_printing(
-        |events, cancel| {
-            client::run(
-                server,
-                &spec,
-                args.udp_counters_64bit,
-                &opts,
-                events,
-                cancel,
-            )
-        },
+        |events, cancel| client::run(server, &spec, asks, &opts, events, cancel),
         |ev| printer.event(ev),
     )
     .await?;
@@ -103,9 +185,17 @@ async fn run_server(args: &Iperf3Args) -> anyhow::Result<ExitCode> {
             .max_memory
             .unwrap_or_else(crate::budget::MemoryBudget::default_limit),
         one_off: args.one_off,
+        output: if style == Style::Text {
+            OutputKind::Text
+        } else {
+            OutputKind::Json
+        },
     };
     let (tx, events) = mpsc::unbounded_channel();
     if style == Style::Text {
+        if args.verbose {
+            outln!("{}", verbose_lines());
+        }
         outln!("-----------------------------------------------------------");
         outln!(
             "Server listening on {} (perfpeer, up to {} tests at once)",
@@ -114,56 +204,115 @@ async fn run_server(args: &Iperf3Args) -> anyhow::Result<ExitCode> {
         );
         outln!("-----------------------------------------------------------");
     }
+    let mut printer = ServerPrinter {
+        style,
+        voice: args.voice(),
+        running: BTreeSet::new(),
+    };
     serve_printing(
         args.port,
         |shutdown| server::run(addr, config, tx, shutdown),
         events,
-        |ev| print_server_event(&ev, style),
+        |ev| printer.print(&ev),
     )
     .await
 }
 
-fn print_server_event(ev: &server::ServerEvent, style: Style) {
-    use server::ServerEvent as E;
-    match (ev, style) {
-        (
-            E::Started {
-                client,
-                spec,
-                sockets,
-            },
-            Style::Text,
-        ) => {
-            let addr = client.to_string();
-            let p = Preamble {
-                role: PeerRole::Server,
-                server_addr: &addr,
-                spec,
-                sockets,
-            };
-            out!(
-                "{}{}",
-                fmt::text_preamble(&p),
-                fmt::text_interval_header(spec, PeerRole::Server)
-            );
+/// The server's output. While several tests run at once, each of their lines starts with the
+/// test's number (`#2  `) so that they can be told apart; a lone test's lines are as stock
+/// iperf3 prints them.
+struct ServerPrinter {
+    style: Style,
+    voice: Voice,
+    /// Tests whose streams are up and whose result is not yet printed.
+    running: BTreeSet<u64>,
+}
+
+impl ServerPrinter {
+    fn text(&self, test: u64, text: &str) {
+        if self.running.len() > 1 {
+            let tagged: String = text
+                .split_inclusive('\n')
+                .map(|line| format!("#{test}  {line}"))
+                .collect();
+            out!("{tagged}");
+        } else {
+            out!("{text}");
         }
-        (E::Interval { spec, report, .. }, Style::Text) => {
-            out!("{}", fmt::text_interval(spec, PeerRole::Server, report))
+    }
+
+    fn print(&mut self, ev: &server::ServerEvent) {
+        use server::ServerEvent as E;
+        match (ev, self.style) {
+            (
+                E::Started {
+                    test,
+                    client,
+                    spec,
+                    sockets,
+                },
+                style,
+            ) => {
+                self.running.insert(*test);
+                if style == Style::Text {
+                    let addr = client.to_string();
+                    let p = Preamble {
+                        role: PeerRole::Server,
+                        server_addr: &addr,
+                        spec,
+                        sockets,
+                    };
+                    self.text(
+                        *test,
+                        &format!(
+                            "{}{}",
+                            fmt::text_preamble(&p),
+                            fmt::text_interval_header(spec, PeerRole::Server)
+                        ),
+                    );
+                }
+            }
+            (E::Interval { test, spec, report }, Style::Text) => {
+                self.text(*test, &fmt::text_interval(spec, PeerRole::Server, report));
+            }
+            (E::Finished(test, result), style) => {
+                if style == Style::Text {
+                    self.text(*test, &fmt::text_summary_as(result, self.voice));
+                } else {
+                    outln!(
+                        "{}",
+                        serde_json::to_string_pretty(&fmt::json(result)).unwrap_or_default()
+                    );
+                }
+                self.running.remove(test);
+            }
+            (
+                E::Failed {
+                    test,
+                    client,
+                    error,
+                },
+                style,
+            ) => {
+                let line = match style {
+                    Style::Text => format!("iperf3: error from {client}: {error}\n"),
+                    _ => format!(
+                        "{}\n",
+                        fmt::json_error(
+                            &format!("{client}: {error}"),
+                            &crate::hostinfo::host_info()
+                        )
+                    ),
+                };
+                match test {
+                    Some(t) => {
+                        self.text(*t, &line);
+                        self.running.remove(t);
+                    }
+                    None => out!("{line}"),
+                }
+            }
+            _ => {}
         }
-        (E::Finished(result), Style::Text) => out!("{}", fmt::text_summary(result)),
-        (E::Finished(result), _) => outln!(
-            "{}",
-            serde_json::to_string_pretty(&fmt::json(result)).unwrap_or_default()
-        ),
-        (E::Failed { client, error }, Style::Text) => {
-            outln!("iperf3: error from {client}: {error}")
-        }
-        (E::Failed { client, error }, _) => {
-            outln!(
-                "{}",
-                fmt::json_error(&format!("{client}: {error}"), &crate::hostinfo::host_info())
-            )
-        }
-        _ => {}
     }
 }

@@ -27,6 +27,7 @@ mod live;
 mod modes;
 mod netperf;
 mod output;
+mod persona;
 mod results;
 mod serve;
 mod test;
@@ -66,39 +67,124 @@ enum Command {
     Ttcp(ttcp::TtcpArgs),
 }
 
-/// The command line, with the subcommand implied by the program's name: invoked as `ttcp`,
-/// `iperf` or `iperf3` (a symlink to perfpeer), the binary plays that tool, so existing scripts
-/// run unchanged.
-pub fn argv_with_role() -> Vec<std::ffi::OsString> {
-    with_role(std::env::args_os().collect())
+/// The command line. Invoked as `ttcp`, `iperf` or `iperf3` (a symlink to perfpeer), the
+/// binary plays that tool with its conventions (`cli::persona`), so existing scripts run
+/// unchanged; otherwise perfpeer's (a usage error exits 2).
+pub fn parse_args() -> Cli {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    match argv.first().and_then(persona::of) {
+        Some(tool) => persona::parse(tool, argv),
+        None => Cli::parse_from(argv),
+    }
 }
 
-fn with_role(mut argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    let name = argv
-        .first()
-        .and_then(|a| std::path::Path::new(a).file_name())
-        .and_then(|n| n.to_str())
-        .unwrap_or("perfpeer")
-        .to_string();
-    if matches!(name.as_str(), "ttcp" | "iperf" | "iperf3") {
-        argv.insert(1, name.into());
+/// The version line of each tool's persona: the tool's version it speaks, then perfpeer's
+/// (a script that reads `iperf 3.x` from `iperf3 -v` finds it).
+pub(crate) fn persona_version(tool: &str) -> &'static str {
+    macro_rules! line {
+        ($speaks:literal) => {
+            concat!(
+                $speaks,
+                " (perfpeer ",
+                env!("CARGO_PKG_VERSION"),
+                " (",
+                env!("PERFPEER_BUILD"),
+                "))"
+            )
+        };
     }
-    argv
+    match tool {
+        "iperf3" => line!("iperf 3.12-compatible"),
+        "iperf" => line!("iperf version 2.1.8-compatible"),
+        _ => line!("ttcp-compatible"),
+    }
 }
 
 /// Set once a write to stdout failed (a closed pipe, most often).
 static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Writes `args` to stdout and flushes; after the first failure (stdout closed: EPIPE, since
-/// Rust ignores SIGPIPE), writes nothing more. Returns whether it was written.
-pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) -> bool {
+/// Where a command's output goes, when not plainly to stdout: iperf3's `-T` (every line starts
+/// with the title) and `--logfile` (appended to a file instead).
+#[derive(Debug, Default)]
+pub(crate) struct OutputSink {
+    title: Option<String>,
+    file: Option<std::sync::Mutex<std::fs::File>>,
+    /// Whether the next byte written starts a line.
+    mid_line: std::sync::atomic::AtomicBool,
+}
+
+static OUTPUT: std::sync::OnceLock<OutputSink> = std::sync::OnceLock::new();
+
+/// Sends output to `logfile` (created if missing, appended to) and starts every line with
+/// `title:  `, as iperf3's `--logfile` and `-T` do. Call before anything is printed.
+pub(crate) fn set_output(
+    title: Option<String>,
+    logfile: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let file = logfile
+        .map(|path| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open the log file {}", path.display()))
+        })
+        .transpose()?;
+    let _ = OUTPUT.set(OutputSink {
+        title,
+        file: file.map(std::sync::Mutex::new),
+        mid_line: std::sync::atomic::AtomicBool::new(false),
+    });
+    Ok(())
+}
+
+/// Writes `text` where output goes (stdout, or the log file), with the title at line starts.
+pub(crate) fn emit(text: &str) -> std::io::Result<()> {
     use std::io::Write;
+    use std::sync::atomic::Ordering;
+    let sink = OUTPUT.get();
+    let titled;
+    let text = match sink.and_then(|s| s.title.as_deref().map(|t| (s, t))) {
+        Some((sink, title)) => {
+            let mut out = String::with_capacity(text.len() + 16);
+            let mut mid_line = sink.mid_line.load(Ordering::Relaxed);
+            for piece in text.split_inclusive('\n') {
+                if !mid_line {
+                    out.push_str(title);
+                    out.push_str(":  ");
+                }
+                out.push_str(piece);
+                mid_line = !piece.ends_with('\n');
+            }
+            sink.mid_line.store(mid_line, Ordering::Relaxed);
+            titled = out;
+            titled.as_str()
+        }
+        None => text,
+    };
+    match sink.and_then(|s| s.file.as_ref()) {
+        Some(file) => {
+            let mut file = crate::util::lock(file);
+            file.write_all(text.as_bytes())?;
+            file.flush()
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()
+        }
+    }
+}
+
+/// Writes `args` where output goes and flushes; after the first failure (stdout closed: EPIPE,
+/// since Rust ignores SIGPIPE), writes nothing more. Returns whether it was written.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) -> bool {
     use std::sync::atomic::Ordering;
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return false;
     }
-    let mut out = std::io::stdout().lock();
-    let written = out.write_fmt(args).and_then(|()| out.flush()).is_ok();
+    let written = emit(&args.to_string()).is_ok();
     if !written {
         STDOUT_CLOSED.store(true, Ordering::Relaxed);
     }
@@ -116,6 +202,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // Sized to the machine: two workers at most (the data path runs on its own threads), one on
     // a single-core router; blocking work (opening streams, joining them, the store) is short
     // and capped well below tokio's default of 512 threads.
+    // Into the background before any thread exists (`iperf3 -s -D`).
+    if let Command::Iperf3(args) = &cli.command
+        && args.daemon()
+    {
+        crate::sys::daemonize().map_err(|e| anyhow::anyhow!("cannot run as a daemon: {e}"))?;
+    }
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cores.min(2))
@@ -173,19 +265,12 @@ mod tests {
 
     #[test]
     fn program_name_picks_the_role() {
-        let argv = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
-        assert_eq!(
-            super::with_role(argv(&["/usr/local/bin/iperf3", "-s"])),
-            argv(&["/usr/local/bin/iperf3", "iperf3", "-s"])
-        );
-        assert_eq!(
-            super::with_role(argv(&["ttcp", "-r", "-s"])),
-            argv(&["ttcp", "ttcp", "-r", "-s"])
-        );
-        assert_eq!(
-            super::with_role(argv(&["perfpeer", "serve"])),
-            argv(&["perfpeer", "serve"])
-        );
+        let of = |s: &str| super::persona::of(&std::ffi::OsString::from(s));
+        assert_eq!(of("/usr/local/bin/iperf3"), Some("iperf3"));
+        assert_eq!(of("ttcp"), Some("ttcp"));
+        assert_eq!(of("iperf"), Some("iperf"));
+        assert_eq!(of("perfpeer"), None);
+        assert_eq!(of("/opt/iperf3x"), None);
     }
 
     #[test]

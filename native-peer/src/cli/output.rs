@@ -1,9 +1,9 @@
 //! Live output of `perfpeer test`: iperf3-style text as intervals arrive, one JSON object at the
 //! end (`-J`), or JSON lines (`--json-stream`). Layout comes from `perfpeer_shared::format`.
 
-use std::io::{self, Write};
+use std::io;
 
-use perfpeer_shared::format::iperf3::{self, Preamble};
+use perfpeer_shared::format::iperf3::{self, Preamble, Voice};
 use perfpeer_shared::report::{PeerRole, TestResult};
 use perfpeer_shared::rr::RrFinal;
 use perfpeer_shared::spec::TestSpec;
@@ -26,8 +26,11 @@ pub enum Style {
 pub struct Printer<'a> {
     style: Style,
     spec: &'a TestSpec,
+    voice: Voice,
     /// The far peer's result page, printed after the summary.
     stored_url: Option<String>,
+    /// The far end's own output of the test (`--get-server-output`).
+    far_end_output: Option<(Option<String>, Option<serde_json::Value>)>,
 }
 
 impl<'a> Printer<'a> {
@@ -36,22 +39,33 @@ impl<'a> Printer<'a> {
         Printer {
             style,
             spec,
+            voice: Voice::Perfpeer,
             stored_url: None,
+            far_end_output: None,
         }
     }
 
+    /// Prints in `voice` (stock iperf3's for `perfpeer iperf3`).
+    pub fn with_voice(mut self, voice: Voice) -> Self {
+        self.voice = voice;
+        self
+    }
+
     fn write(&self, text: &str) -> io::Result<()> {
-        let mut out = io::stdout().lock();
-        out.write_all(text.as_bytes())?;
-        if !text.ends_with('\n') {
-            out.write_all(b"\n")?;
+        if text.ends_with('\n') {
+            super::emit(text)
+        } else {
+            super::emit(&format!("{text}\n"))
         }
-        out.flush()
     }
 
     /// Prints one live event (only this end's intervals, as iperf3 does).
     pub fn event(&mut self, ev: &TestEvent) -> io::Result<()> {
         match (ev, self.style) {
+            (TestEvent::FarEndOutput { text, json }, _) => {
+                self.far_end_output = Some((text.clone(), json.clone()));
+                Ok(())
+            }
             (_, Style::Json) => Ok(()),
             (
                 TestEvent::Started {
@@ -102,9 +116,12 @@ impl<'a> Printer<'a> {
         let rr = rr_of(result);
         match self.style {
             Style::Text => {
-                self.write(&iperf3::text_summary(result))?;
+                self.write(&iperf3::text_summary_as(result, self.voice))?;
                 if let Some((fin, secs)) = rr {
                     self.write(&rr_text(&fin, secs))?;
+                }
+                if let Some(text) = self.far_end_output.as_ref().and_then(|(t, _)| t.as_deref()) {
+                    self.write(&format!("\nServer output:\n{text}"))?;
                 }
                 match self.stored_url.clone() {
                     Some(url) => self.write(&format!("Result page: {url}")),
@@ -117,6 +134,16 @@ impl<'a> Printer<'a> {
                     && let Some(obj) = pp.as_object_mut()
                 {
                     obj.insert("rr".into(), rr_json(&fin, secs));
+                }
+                if let (Some((text, far_json)), Some(top)) =
+                    (self.far_end_output.take(), json.as_object_mut())
+                {
+                    if let Some(v) = far_json {
+                        top.insert("server_output_json".into(), v);
+                    }
+                    if let Some(t) = text {
+                        top.insert("server_output_text".into(), t.into());
+                    }
                 }
                 self.write(&serde_json::to_string_pretty(&json).unwrap_or_default())
             }

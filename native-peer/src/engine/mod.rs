@@ -443,20 +443,19 @@ fn run_worker(socket: DataSocket, role: StreamRole, w: Worker) {
             *slot = Some(e.to_string());
         }
     }
-    // An aborted stream ended when the abort came, not when its thread noticed. A receiver
-    // told to stop ended then, or at the last data that arrived after it (what was in flight):
-    // not when it noticed the stream had gone quiet, so its figures cover the time data was
-    // arriving and not the wait for the quiet.
+    // An aborted stream ended when the abort came, not when its thread noticed. A sender told
+    // to stop ended then (not when its last blocked write came back). A receiver told to stop
+    // ended with the last data that reached it: its figures cover the time data was arriving,
+    // not the end-of-test handshake or the wait for the stream to go quiet.
     let now = Instant::now();
-    let end = match (w.control.aborted(), w.control.stopped_instant()) {
-        (true, Some(at)) => at,
-        (false, Some(stop)) if role == StreamRole::Receiver => {
-            let last_data = w
-                .counters
-                .last_data_at()
-                .map_or(stop, |d| w.control.epoch + d);
-            last_data.max(stop).min(now)
-        }
+    let end = match (w.control.aborted(), w.control.stopped_instant(), role) {
+        (true, Some(at), _) => at,
+        (false, Some(stop), StreamRole::Sender) => stop.min(now),
+        (false, Some(stop), StreamRole::Receiver) => w
+            .counters
+            .last_data_at()
+            .map_or(stop, |d| w.control.epoch + d)
+            .min(now),
         _ => now,
     };
     w.counters.mark_finished_at(w.control.epoch, end);

@@ -205,7 +205,7 @@ impl Supervised for TestRun {
                     report,
                 });
             }
-            TestEvent::Stored { .. } => {}
+            TestEvent::Stored { .. } | TestEvent::FarEndOutput { .. } => {}
         }
     }
 
@@ -275,7 +275,7 @@ impl Supervised for SweepRun {
                     point,
                 });
             }
-            SweepEvent::Test(TestEvent::Stored { .. }) => {}
+            SweepEvent::Test(TestEvent::Stored { .. } | TestEvent::FarEndOutput { .. }) => {}
         }
     }
 

@@ -33,6 +33,9 @@ pub struct ClientOptions {
     pub family: Option<Family>,
     /// Local address for data streams (`-B`).
     pub bind: Option<IpAddr>,
+    /// Local port of the first data stream, the next ones for further streams (iperf3's
+    /// `--cport`); used by the iperf3 client.
+    pub data_port: Option<u16>,
 }
 
 impl Default for ClientOptions {
@@ -41,6 +44,7 @@ impl Default for ClientOptions {
             token: None,
             connect_timeout: Duration::from_secs(5),
             family: None,
+            data_port: None,
             bind: None,
         }
     }

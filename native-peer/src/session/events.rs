@@ -22,6 +22,14 @@ pub enum TestEvent {
         /// `http://peer:port/r/<id>`.
         url: String,
     },
+    /// The far end's own output of the test (a stock iperf3 server's, when asked for with
+    /// `--get-server-output`).
+    FarEndOutput {
+        /// As text.
+        text: Option<String>,
+        /// As its `-J` object.
+        json: Option<serde_json::Value>,
+    },
     /// An interval measured at one end.
     Interval {
         /// Which end.

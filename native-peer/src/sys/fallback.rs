@@ -22,6 +22,11 @@ fn unsupported(what: &str) -> io::Error {
     )
 }
 
+/// No daemon here: the caller says so.
+pub fn daemonize() -> io::Result<()> {
+    Err(unsupported("running as a daemon"))
+}
+
 /// Leaves the open-file limit as it is.
 pub fn raise_fd_limit() {}
 

@@ -21,6 +21,14 @@ fn socklen_of<T>() -> libc::socklen_t {
     libc::socklen_t::try_from(std::mem::size_of::<T>()).expect("option values are small")
 }
 
+/// Goes on in the background (`iperf3 -s -D`): forks, the parent exits, the child leaves the
+/// terminal's session, works from `/` and has stdin, stdout and stderr on /dev/null. Call it
+/// before any thread is started.
+pub fn daemonize() -> io::Result<()> {
+    // SAFETY: daemon(3) forks and calls setsid; the caller guarantees no other thread exists.
+    check(unsafe { libc::daemon(0, 0) }).map(|_| ())
+}
+
 /// Lifts the soft limit on open files to the hard one (at most 65,536).
 pub fn raise_fd_limit() {
     let mut limit = libc::rlimit {

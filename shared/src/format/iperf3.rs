@@ -139,19 +139,73 @@ pub fn text_interval(spec: &TestSpec, local: PeerRole, report: &IntervalReport) 
 /// percentages), perfpeer's "Service demand" line when known, "Test ended early: …" for a partial
 /// test, then "\nperfpeer Done.\n".
 pub fn text_summary(result: &TestResult) -> String {
+    text_summary_as(result, Voice::Perfpeer)
+}
+
+/// Whose conventions a text follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Voice {
+    /// perfpeer's own: the CPU and service demand lines, "perfpeer Done." at the end.
+    Perfpeer,
+    /// Stock iperf3's, for scripts that read it (`perfpeer iperf3`, or perfpeer invoked as
+    /// `iperf3`): the CPU line only with `-V`, no service demand, "iperf Done." at a client's
+    /// end and nothing at a server's.
+    Stock {
+        /// `-V`.
+        verbose: bool,
+    },
+}
+
+/// The summary in `voice`.
+pub fn text_summary_as(result: &TestResult, voice: Voice) -> String {
     let mut lines = vec![SEPARATOR.to_string(), summary_header(result)];
     let flows = result.flows();
     let (main, reverse) = split_flows(result, &flows);
     for flow in main.into_iter().chain(reverse) {
         summary_flow_lines(result, flow, &mut lines);
     }
-    lines.push(cpu_line(result));
-    lines.extend(service_demand_line(result));
+    match voice {
+        Voice::Perfpeer => {
+            lines.push(cpu_line(result));
+            lines.extend(service_demand_line(result));
+        }
+        Voice::Stock { verbose: true } => lines.push(cpu_line(result)),
+        Voice::Stock { verbose: false } => {}
+    }
     if let Some(reason) = result.status.ended_early() {
         lines.push(format!("Test ended early: {reason}"));
     }
     let mut out = join_lines(lines);
-    out.push_str("\nperfpeer Done.\n");
+    match (voice, result.local.role) {
+        (Voice::Perfpeer, _) => out.push_str("\nperfpeer Done.\n"),
+        (Voice::Stock { .. }, PeerRole::Client) => out.push_str("\niperf Done.\n"),
+        (Voice::Stock { .. }, PeerRole::Server) => {}
+    }
+    out
+}
+
+/// The whole text of a finished test in `voice`: preamble, intervals, summary (what a
+/// server sends for `--get-server-output`, and the iperf3 tab of a result).
+pub fn text_whole(result: &TestResult, voice: Voice) -> String {
+    let mut parts = vec![
+        text_preamble(&Preamble::of(result)),
+        text_interval_header(&result.spec, result.local.role),
+    ];
+    parts.extend(
+        result
+            .local
+            .intervals
+            .iter()
+            .map(|report| text_interval(&result.spec, result.local.role, report)),
+    );
+    parts.push(text_summary_as(result, voice));
+    let mut out = String::new();
+    for part in parts {
+        out.push_str(&part);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
     out
 }
 
@@ -551,7 +605,7 @@ pub fn cjson_numbers(v: Value) -> Value {
 }
 
 /// iperf3's `system_info`, `uname -a`'s fields: system, host name, release, version, machine.
-fn system_info(host: &HostInfo) -> String {
+pub fn system_info(host: &HostInfo) -> String {
     match host.system.split_once(' ') {
         Some((system, rest)) if !host.hostname.is_empty() => {
             format!("{system} {} {rest}", host.hostname)

@@ -3,7 +3,7 @@
 //! a result out in any of them. The browser's result tabs, the result page and `perfpeer
 //! results show --format` all go through it.
 
-use crate::format::iperf3::{self, Preamble};
+use crate::format::iperf3;
 use crate::format::{cbr, dccp, iperf2, netperf, ttcp};
 use crate::report::TestResult;
 use crate::spec::Protocol;
@@ -52,7 +52,7 @@ impl Layout {
     /// bidirectional test, say).
     pub fn render(self, result: &TestResult) -> Result<String, String> {
         match self {
-            Layout::Iperf3 => Ok(iperf3_text(result)),
+            Layout::Iperf3 => Ok(iperf3::text_whole(result, iperf3::Voice::Perfpeer)),
             Layout::Iperf2 => Ok(iperf2::text(result)),
             Layout::Ttcp => Ok(ttcp::text(result)),
             Layout::Netperf => {
@@ -80,25 +80,6 @@ impl Layout {
     }
 }
 
-/// iperf3's text of a finished test: preamble, intervals, summary.
-fn iperf3_text(result: &TestResult) -> String {
-    let mut out = String::new();
-    for part in [
-        iperf3::text_preamble(&Preamble::of(result)),
-        iperf3::text_interval_header(&result.spec, result.local.role),
-    ] {
-        push_line(&mut out, &part);
-    }
-    for report in &result.local.intervals {
-        push_line(
-            &mut out,
-            &iperf3::text_interval(&result.spec, result.local.role, report),
-        );
-    }
-    push_line(&mut out, &iperf3::text_summary(result));
-    out
-}
-
 /// The datagram stream view: both ends' per-interval lines, the summary and DCCP's figures.
 fn stream_text(result: &TestResult) -> Result<String, String> {
     if result.spec.protocol == Protocol::Tcp {
@@ -122,14 +103,6 @@ fn json_text(result: &TestResult) -> String {
     let mut out = serde_json::to_string_pretty(&iperf3::json(result)).unwrap_or_default();
     out.push('\n');
     out
-}
-
-/// Appends `text` and a newline if it lacks one (the CLI's printer does the same).
-fn push_line(out: &mut String, text: &str) {
-    out.push_str(text);
-    if !text.ends_with('\n') {
-        out.push('\n');
-    }
 }
 
 /// The host part of `host:port` / `[v6]:port` (netperf's banner names the host).

@@ -13,7 +13,7 @@ use socket2::{Domain, SockAddr, SockRef, Socket, Type};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::codec::{Cookie, MAX_RESULTS_LEN, Results, State, UDP_CONNECT, params_json};
+use super::codec::{Asks, Cookie, MAX_RESULTS_LEN, Results, State, UDP_CONNECT, params_json};
 use super::control::{Control, Iperf3Error};
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
@@ -59,12 +59,12 @@ const UDP_CONNECT_TRIES: usize = 10;
 pub async fn run(
     server: SocketAddr,
     spec: &TestSpec,
-    counter64: bool,
+    asks: Asks,
     opts: &ClientOptions,
     events: mpsc::UnboundedSender<TestEvent>,
     cancel: CancellationToken,
 ) -> Result<TestResult, SessionError> {
-    let (far, ready) = open(server, spec, counter64, opts)
+    let (far, ready) = open(server, spec, asks, opts)
         .await
         .map_err(|e| session_error(server, e))?;
     drive(far, ready, spec, &events, &cancel).await
@@ -94,7 +94,7 @@ fn session_error(server: SocketAddr, e: Iperf3Error) -> SessionError {
 async fn open(
     server: SocketAddr,
     spec: &TestSpec,
-    counter64: bool,
+    asks: Asks,
     opts: &ClientOptions,
 ) -> Result<(Iperf3FarEnd, Ready), Iperf3Error> {
     let tcp = tokio::time::timeout(opts.connect_timeout, tokio::net::TcpStream::connect(server))
@@ -104,7 +104,7 @@ async fn open(
     let cookie = Cookie::generate();
     control.write(cookie.as_bytes()).await?;
     expect(&mut control, State::ParamExchange).await?;
-    control.write_json(&params_json(spec, counter64)).await?;
+    control.write_json(&params_json(spec, asks)).await?;
     expect(&mut control, State::CreateStreams).await?;
     let (spec_c, opts_c) = (spec.clone(), opts.clone());
     let setups =
@@ -118,7 +118,9 @@ async fn open(
         server_addr: server.to_string(),
         setups,
         wire: WireOptions {
-            format: DatagramFormat::Iperf3 { counter64 },
+            format: DatagramFormat::Iperf3 {
+                counter64: asks.counter64,
+            },
             payload_template: None,
             first_datagram: None,
         },
@@ -176,9 +178,9 @@ impl FarEnd for Iperf3FarEnd {
     async fn finals(
         &mut self,
         local: &mut SideReport,
-        _events: &mpsc::UnboundedSender<TestEvent>,
+        events: &mpsc::UnboundedSender<TestEvent>,
     ) -> Result<Option<SideReport>, String> {
-        self.exchange_results(local)
+        self.exchange_results(local, events)
             .await
             .map(Some)
             .map_err(|e| e.to_string())
@@ -186,7 +188,11 @@ impl FarEnd for Iperf3FarEnd {
 }
 
 impl Iperf3FarEnd {
-    async fn exchange_results(&mut self, local: &SideReport) -> Result<SideReport, Iperf3Error> {
+    async fn exchange_results(
+        &mut self,
+        local: &SideReport,
+        events: &mpsc::UnboundedSender<TestEvent>,
+    ) -> Result<SideReport, Iperf3Error> {
         let protocol = self.spec.protocol;
         let control = &mut self.control;
         expect(control, State::ExchangeResults).await?;
@@ -194,7 +200,15 @@ impl Iperf3FarEnd {
         control
             .write_json(&serde_json::to_value(&ours).expect("results serialize"))
             .await?;
-        let theirs = Results::parse(&control.read_json(MAX_RESULTS_LEN).await?)?;
+        let mut theirs = Results::parse(&control.read_json(MAX_RESULTS_LEN).await?)?;
+        // `--get-server-output`: the server's own account of the test, printed after ours.
+        let (text, json) = (
+            theirs.server_output_text.take(),
+            theirs.server_output_json.take(),
+        );
+        if text.is_some() || json.is_some() {
+            let _ = events.send(TestEvent::FarEndOutput { text, json });
+        }
         expect(control, State::DisplayResults).await?;
         control.write_state(State::IperfDone).await?;
         Ok(theirs.into_report(local, PeerRole::Server, protocol))
@@ -221,16 +235,19 @@ fn open_streams(
 ) -> Result<Vec<StreamSetup>, Iperf3Error> {
     spec.stream_plan()
         .into_iter()
-        .map(|(id, client_sends)| {
+        .enumerate()
+        .map(|(index, (id, client_sends))| {
             let role = if client_sends {
                 StreamRole::Sender
             } else {
                 StreamRole::Receiver
             };
             let socket = match spec.protocol {
-                Protocol::Tcp => DataSocket::Tcp(Arc::new(tcp_stream(spec, server, cookie, opts)?)),
+                Protocol::Tcp => {
+                    DataSocket::Tcp(Arc::new(tcp_stream(spec, server, cookie, opts, index)?))
+                }
                 Protocol::Udp | Protocol::Dccp => {
-                    DataSocket::Udp(Arc::new(udp_stream(spec, server, opts)?))
+                    DataSocket::Udp(Arc::new(udp_stream(spec, server, opts, index)?))
                 }
             };
             Ok(StreamSetup { id, role, socket })
@@ -238,15 +255,35 @@ fn open_streams(
         .collect()
 }
 
+/// A data socket for stream `index` (0, 1, …): bound to `-B`'s address and `--cport` plus
+/// `index`, where given.
 fn new_socket(
     server: SocketAddr,
     ty: Type,
     spec: &TestSpec,
     opts: &ClientOptions,
+    index: usize,
 ) -> Result<Socket, Iperf3Error> {
     let socket = Socket::new(Domain::for_address(server), ty, None)?;
-    if let Some(ip) = opts.bind {
-        socket.bind(&SockAddr::from(SocketAddr::new(ip, 0)))?;
+    let port = match opts.data_port {
+        Some(first) => u16::try_from(index)
+            .ok()
+            .and_then(|i| first.checked_add(i))
+            .ok_or_else(|| {
+                Iperf3Error::Aborted(format!(
+                    "--cport {first} leaves no port for stream {}",
+                    index + 1
+                ))
+            })?,
+        None => 0,
+    };
+    if opts.bind.is_some() || port != 0 {
+        let ip = opts.bind.unwrap_or(if server.is_ipv6() {
+            std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
+        } else {
+            std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
+        });
+        socket.bind(&SockAddr::from(SocketAddr::new(ip, port)))?;
     }
     sockopt::apply(SockRef::from(&socket), spec, server.is_ipv6())?;
     Ok(socket)
@@ -257,9 +294,10 @@ fn tcp_stream(
     server: SocketAddr,
     cookie: Cookie,
     opts: &ClientOptions,
+    index: usize,
 ) -> Result<std::net::TcpStream, Iperf3Error> {
     use std::io::Write;
-    let socket = new_socket(server, Type::STREAM, spec, opts)?;
+    let socket = new_socket(server, Type::STREAM, spec, opts, index)?;
     socket.connect_timeout(&SockAddr::from(server), opts.connect_timeout)?;
     let mut stream: std::net::TcpStream = socket.into();
     stream.write_all(cookie.as_bytes())?;
@@ -270,8 +308,9 @@ fn udp_stream(
     spec: &TestSpec,
     server: SocketAddr,
     opts: &ClientOptions,
+    index: usize,
 ) -> Result<std::net::UdpSocket, Iperf3Error> {
-    let socket = new_socket(server, Type::DGRAM, spec, opts)?;
+    let socket = new_socket(server, Type::DGRAM, spec, opts, index)?;
     if spec.window.is_none() {
         let _ = socket.set_recv_buffer_size(4 << 20);
         let _ = socket.set_send_buffer_size(4 << 20);

@@ -13,17 +13,19 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use perfpeer_shared::format::iperf3 as fmt;
 use perfpeer_shared::report::{
     IntervalReport, PeerRole, SocketInfo, StreamRole, TestResult, TestStatus,
 };
-use perfpeer_shared::spec::{Protocol, TestSpec};
+use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
 use tokio::net::{TcpStream, UdpSocket};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::codec::{
-    CodecError, Cookie, MAX_PARAMS_LEN, MAX_RESULTS_LEN, Params, Results, State, UDP_REPLY,
+    CodecError, Cookie, MAX_PARAMS_LEN, MAX_RESULTS_LEN, OutputKind, Params, Results, State,
+    UDP_REPLY,
 };
 use super::control::{Control, Iperf3Error, STEP_TIMEOUT};
 use crate::admission::{Admission, Admitted, Caps, LogLimit, accept_admitted};
@@ -45,6 +47,8 @@ pub struct ServerConfig {
     pub one_off: bool,
     /// Bytes of buffers the tests may hold at once (`--max-memory`).
     pub max_memory: u64,
+    /// How this server shows a test (its own `-J` or not), for clients that ask for it.
+    pub output: OutputKind,
 }
 
 /// Connections that have not sent their cookie yet, from all sources and from one.
@@ -63,6 +67,8 @@ static DROPPED: LogLimit = LogLimit::new(
 pub enum ServerEvent {
     /// A test's streams are up.
     Started {
+        /// The test's number at this server (1, 2, …), for telling concurrent tests apart.
+        test: u64,
         /// The client's control address.
         client: SocketAddr,
         /// The test.
@@ -72,15 +78,19 @@ pub enum ServerEvent {
     },
     /// An interval of a running test.
     Interval {
+        /// The test's number.
+        test: u64,
         /// The test.
         spec: TestSpec,
         /// The interval.
         report: IntervalReport,
     },
-    /// A test finished (or ended early).
-    Finished(Box<TestResult>),
+    /// A test finished (or ended early): its number and result.
+    Finished(u64, Box<TestResult>),
     /// A connection was refused or a test failed before it began.
     Failed {
+        /// The test's number, if it had been given one (refused connections have none).
+        test: Option<u64>,
         /// The client's control address.
         client: SocketAddr,
         /// Why.
@@ -109,6 +119,8 @@ struct Shared {
     pending: Mutex<Vec<Pending>>,
     /// Woken when a pending test leaves `pending` (a UDP test waiting for its turn looks again).
     pending_left: tokio::sync::Notify,
+    /// Tests begun so far (each gets the next number).
+    tests_begun: std::sync::atomic::AtomicU64,
     events: mpsc::UnboundedSender<ServerEvent>,
     shutdown: CancellationToken,
 }
@@ -131,6 +143,7 @@ pub async fn run(
         config,
         pending: Mutex::new(Vec::new()),
         pending_left: tokio::sync::Notify::new(),
+        tests_begun: std::sync::atomic::AtomicU64::new(0),
         events,
         shutdown,
     });
@@ -197,16 +210,22 @@ async fn on_connection(
     let Some(slot) = slot else {
         let _ = control.write_state(State::AccessDenied).await;
         let _ = shared.events.send(ServerEvent::Failed {
+            test: None,
             client: from,
             error: "refused: busy (--max-tests reached, or this client's share of it)".into(),
         });
         return;
     };
-    let result = serve_test(&mut control, cookie, from, &shared).await;
+    let test = shared
+        .tests_begun
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        + 1;
+    let result = serve_test(&mut control, cookie, from, test, &shared).await;
     drop(slot);
     match result {
-        Ok(r) => drop(shared.events.send(ServerEvent::Finished(Box::new(r)))),
+        Ok(r) => drop(shared.events.send(ServerEvent::Finished(test, Box::new(r)))),
         Err(e) => drop(shared.events.send(ServerEvent::Failed {
+            test: Some(test),
             client: from,
             error: e.to_string(),
         })),
@@ -275,6 +294,7 @@ async fn serve_test(
     control: &mut Control,
     cookie: Cookie,
     client: SocketAddr,
+    test: u64,
     shared: &Shared,
 ) -> Result<TestResult, Iperf3Error> {
     control.write_state(State::ParamExchange).await?;
@@ -283,16 +303,21 @@ async fn serve_test(
         Ok(r) => r,
         Err(e) => {
             // iperf3's own answer to bad parameters: SERVER_ERROR with its "bad parameters" code.
-            let mut msg = vec![State::ServerError.byte()];
-            msg.extend_from_slice(&IE_PARAMS.to_be_bytes());
-            msg.extend_from_slice(&0i32.to_be_bytes());
-            let _ = control.write(&msg).await;
+            write_server_error(control, IE_PARAMS).await;
             return Err(e.into());
         }
     };
-    let spec = requested.spec;
+    let mut spec = requested.spec;
+    if requested.until_stopped {
+        // `-t 0`: until the client ends it, or this server's longest test.
+        spec.end = EndCondition::Time {
+            duration: shared.config.max_duration,
+        };
+    }
     if let Err(why) = far_end::check_duration(&spec, shared.config.max_duration) {
-        let _ = control.write_state(State::AccessDenied).await;
+        // A stock client prints its own words for this code ("test duration too long"); the
+        // server's limit is in its own output.
+        write_server_error(control, IE_DURATION).await;
         return Err(Iperf3Error::Aborted(format!("refused: {why}")));
     }
     let plan = spec.stream_plan();
@@ -351,11 +376,12 @@ async fn serve_test(
     let mut m = Measurement::start_with(PeerRole::Server, &spec, setups, &wire)
         .map_err(|e| Iperf3Error::Aborted(e.to_string()))?;
     let _ = shared.events.send(ServerEvent::Started {
+        test,
         client,
         spec: spec.clone(),
         sockets: m.sockets(),
     });
-    let outcome = run_until_test_end(control, &mut m, &spec, shared).await;
+    let outcome = run_until_test_end(control, &mut m, &spec, test, shared).await;
     if outcome.is_ok() {
         m.stop_senders();
         drain_receivers(&m).await;
@@ -365,6 +391,7 @@ async fn serve_test(
     let (tail, local) = (finished.tail, finished.report);
     if let Some(report) = tail {
         let _ = shared.events.send(ServerEvent::Interval {
+            test,
             spec: spec.clone(),
             report,
         });
@@ -381,15 +408,9 @@ async fn serve_test(
     }
     control.write_state(State::ExchangeResults).await?;
     let theirs = Results::parse(&control.read_json(MAX_RESULTS_LEN).await?)?;
-    let ours = Results::from_report(&local, spec.protocol);
-    control
-        .write_json(&serde_json::to_value(&ours).expect("results serialize"))
-        .await?;
-    control.write_state(State::DisplayResults).await?;
-    // The client answers IPERF_DONE and closes; either way the test is over.
-    let _ = control.read_state().await;
+    let mut ours = Results::from_report(&local, spec.protocol);
     let remote = theirs.into_report(&local, PeerRole::Client, spec.protocol);
-    Ok(TestResult {
+    let result = TestResult {
         id: cookie.as_str().to_string(),
         spec,
         started_unix_ms,
@@ -401,8 +422,38 @@ async fn serve_test(
         local,
         remote: Some(remote),
         status,
-    })
+    };
+    // `--get-server-output`: this test as this server shows it, in the client's style.
+    match (requested.server_output, shared.config.output) {
+        (true, OutputKind::Json) => ours.server_output_json = Some(fmt::json(&result)),
+        (true, OutputKind::Text) => {
+            ours.server_output_text = Some(fmt::text_whole(
+                &result,
+                fmt::Voice::Stock { verbose: false },
+            ));
+        }
+        (false, _) => {}
+    }
+    control
+        .write_json(&serde_json::to_value(&ours).expect("results serialize"))
+        .await?;
+    control.write_state(State::DisplayResults).await?;
+    // The client answers IPERF_DONE and closes; either way the test is over.
+    let _ = control.read_state().await;
+    Ok(result)
 }
+
+/// SERVER_ERROR with iperf3's error `code` (and errno 0), which a stock client prints in its
+/// own words.
+async fn write_server_error(control: &mut Control, code: i32) {
+    let mut msg = vec![State::ServerError.byte()];
+    msg.extend_from_slice(&code.to_be_bytes());
+    msg.extend_from_slice(&0i32.to_be_bytes());
+    let _ = control.write(&msg).await;
+}
+
+/// iperf3's i_errno IEDURATION ("test duration too long").
+const IE_DURATION: i32 = 5;
 
 /// iperf3's i_errno IERECVPARAMS ("unable to receive parameters from client"), which stock
 /// clients print when we refuse their parameters.
@@ -468,6 +519,7 @@ async fn run_until_test_end(
     control: &mut Control,
     m: &mut Measurement,
     spec: &TestSpec,
+    test: u64,
     shared: &Shared,
 ) -> Result<(), Iperf3Error> {
     // The client ends the test; we give up when it should have, plus a grace.
@@ -476,19 +528,23 @@ async fn run_until_test_end(
     loop {
         tokio::select! {
             report = m.next_interval() => {
-                let _ = shared.events.send(ServerEvent::Interval { spec: spec.clone(), report });
+                let _ = shared.events.send(ServerEvent::Interval { test, spec: spec.clone(), report });
             }
             state = control.next_state() => match state? {
                 State::TestEnd => {
                     if let Some(report) = m.take_due_interval() {
-                        let _ = shared.events.send(ServerEvent::Interval { spec: spec.clone(), report });
+                        let _ = shared.events.send(ServerEvent::Interval { test, spec: spec.clone(), report });
                     }
                     return Ok(());
                 }
                 State::ClientTerminate => return Err(Iperf3Error::Aborted("the client was interrupted".into())),
                 other => return Err(Iperf3Error::Codec(CodecError::BadState(i8::from_ne_bytes([other.byte()])))),
             },
-            _ = tokio::time::sleep_until(deadline) => return Err(Iperf3Error::Timeout("test end")),
+            // The client never ended the test: tell it, as a stopping server does.
+            _ = tokio::time::sleep_until(deadline) => {
+                let _ = control.write_state(State::ServerTerminate).await;
+                return Err(Iperf3Error::Timeout("the client to end the test"));
+            }
             _ = shared.shutdown.cancelled() => {
                 let _ = control.write_state(State::ServerTerminate).await;
                 return Err(Iperf3Error::Aborted("the server is shutting down".into()));
