@@ -32,6 +32,13 @@ impl AsIperf3 {
         Running::spawn(&self.bin(), args).wait(Duration::from_secs(30))
     }
 
+    /// `iperf3 -c 127.0.0.1 -p PORT ARGS` (perfpeer).
+    fn client(&self, port: &str, extra: &[&str]) -> Output {
+        let mut args = vec!["-c", "127.0.0.1", "-p", port];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
     /// `iperf3 -s -p PORT ARGS` (perfpeer), listening.
     fn server(&self, extra: &[&str]) -> (Running, u16) {
         let port = free_port();
@@ -63,6 +70,18 @@ fn both(out: &Output) -> String {
 
 fn stock(args: &[&str]) -> Output {
     Running::spawn(Path::new("iperf3"), args).wait(Duration::from_secs(30))
+}
+
+/// Stock `iperf3 -c 127.0.0.1 -p PORT ARGS`.
+fn stock_client(port: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["-c", "127.0.0.1", "-p", port];
+    args.extend_from_slice(extra);
+    stock(&args)
+}
+
+/// The JSON an `-J` run printed.
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", both(out)))
 }
 
 /// Stock `iperf3 -s -1` on a free port.
@@ -112,7 +131,7 @@ fn stock_client_flags_our_server_serves() {
     let (_server, port) = tool.server(&["--max-duration", "5"]);
     let p = port.to_string();
     // Longer than --max-duration: said as a duration limit, not "busy".
-    let out = stock(&["-c", "127.0.0.1", "-p", &p, "-t", "20"]);
+    let out = stock_client(&p, &["-t", "20"]);
     assert!(!out.status.success());
     assert!(
         both(&out).contains("test duration too long"),
@@ -132,15 +151,7 @@ fn stock_client_flags_our_server_serves() {
     assert!(!text.contains("unable to receive parameters"), "{text}");
     assert!(text.contains("server has terminated"), "{text}");
     // --get-server-output: our server's own lines after the client's.
-    let out = stock(&[
-        "-c",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-t",
-        "1",
-        "--get-server-output",
-    ]);
+    let out = stock_client(&p, &["-t", "1", "--get-server-output"]);
     let text = stdout(&out);
     assert!(out.status.success(), "{text}");
     let server_part = text
@@ -152,17 +163,8 @@ fn stock_client_flags_our_server_serves() {
         "{text}"
     );
     assert!(server_part.contains("receiver"), "{text}");
-    let out = stock(&[
-        "-c",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-t",
-        "1",
-        "-J",
-        "--get-server-output",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = stock_client(&p, &["-t", "1", "-J", "--get-server-output"]);
+    let v = json(&out);
     // The server's output as the server shows it: text from a text server, as stock.
     assert!(
         v["server_output_text"]
@@ -172,17 +174,8 @@ fn stock_client_flags_our_server_serves() {
     );
     let (_json_server, port) = tool.server(&["-J"]);
     let p = port.to_string();
-    let out = stock(&[
-        "-c",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-t",
-        "1",
-        "-J",
-        "--get-server-output",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = stock_client(&p, &["-t", "1", "-J", "--get-server-output"]);
+    let v = json(&out);
     assert!(
         u64_at(&v, "/server_output_json/end/sum_received/bytes") > 0,
         "{v}"
@@ -199,21 +192,8 @@ fn our_client_flags_against_a_stock_server() {
     let (_s, port) = stock_server();
     let (p, cport) = (port.to_string(), free_port());
     let c = cport.to_string();
-    let out = tool.run(&[
-        "-c",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-k",
-        "100",
-        "-l",
-        "1000",
-        "--cport",
-        &c,
-        "-J",
-    ]);
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", both(&out)));
+    let out = tool.client(&p, &["-k", "100", "-l", "1000", "--cport", &c, "-J"]);
+    let v = json(&out);
     assert_eq!(u64_at(&v, "/end/sum_sent/bytes"), 100_000, "{v}");
     assert_eq!(
         u64_at(&v, "/start/connected/0/local_port"),
@@ -223,7 +203,7 @@ fn our_client_flags_against_a_stock_server() {
     // -i 0: no reports during the test, one interval for all of it; "iperf Done." at the end.
     let (_s, port) = stock_server();
     let p = port.to_string();
-    let out = tool.run(&["-c", "127.0.0.1", "-p", &p, "-t", "2", "-i", "0"]);
+    let out = tool.client(&p, &["-t", "2", "-i", "0"]);
     let text = stdout(&out);
     assert!(out.status.success(), "{}", both(&out));
     let interval_lines = text
@@ -242,18 +222,10 @@ fn our_client_flags_against_a_stock_server() {
     let (_s, port) = stock_server();
     let p = port.to_string();
     let log = tool.dir.join("client.log");
-    let out = tool.run(&[
-        "-c",
-        "127.0.0.1",
-        "-p",
+    let out = tool.client(
         &p,
-        "-t",
-        "1",
-        "-T",
-        "dut",
-        "--logfile",
-        log.to_str().unwrap(),
-    ]);
+        &["-t", "1", "-T", "dut", "--logfile", log.to_str().unwrap()],
+    );
     assert!(out.status.success(), "{}", both(&out));
     assert!(out.stdout.is_empty(), "{}", stdout(&out));
     let logged = std::fs::read_to_string(&log).unwrap();
@@ -264,15 +236,7 @@ fn our_client_flags_against_a_stock_server() {
     // --get-server-output from a stock server, in text and in -J.
     let (_s, port) = stock_server();
     let p = port.to_string();
-    let out = tool.run(&[
-        "-c",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-t",
-        "1",
-        "--get-server-output",
-    ]);
+    let out = tool.client(&p, &["-t", "1", "--get-server-output"]);
     let text = stdout(&out);
     assert!(
         text.split("Server output:")
@@ -282,18 +246,8 @@ fn our_client_flags_against_a_stock_server() {
     );
     let (_s, port) = stock_server();
     let p = port.to_string();
-    let out = tool.run(&[
-        "-c",
-        "127.0.0.1",
-        "-p",
-        &p,
-        "-t",
-        "1",
-        "--get-server-output",
-        "-J",
-    ]);
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", both(&out)));
+    let out = tool.client(&p, &["-t", "1", "--get-server-output", "-J"]);
+    let v = json(&out);
     // The server's output as the server shows it (text from a stock server), as stock.
     assert!(
         v["server_output_text"]
@@ -328,7 +282,7 @@ fn a_daemon_server_serves_from_the_background() {
         port
     ))
     .is_ok()));
-    let out = stock(&["-c", "127.0.0.1", "-p", &p, "-t", "1"]);
+    let out = stock_client(&p, &["-t", "1"]);
     assert!(out.status.success(), "{}", both(&out));
     // -1: it exits after its test, so nothing is left behind.
     assert!(
@@ -354,9 +308,7 @@ fn concurrent_tests_on_our_server_are_told_apart() {
     let clients: Vec<_> = (0..2)
         .map(|_| {
             let p = p.clone();
-            std::thread::spawn(move || {
-                stock(&["-c", "127.0.0.1", "-p", &p, "-t", "2", "-b", "50M"])
-            })
+            std::thread::spawn(move || stock_client(&p, &["-t", "2", "-b", "50M"]))
         })
         .collect();
     for c in clients {
