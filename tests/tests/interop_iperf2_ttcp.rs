@@ -109,6 +109,56 @@ fn stock_iperf2_client_against_our_server() {
     assert!(t.contains("expected reverse connect did not occur"), "{t}");
 }
 
+/// `--full-duplex` runs on the client's own connection (both ends send on it); UDP `-R` cannot
+/// be: it is refused, and said once in the server's output, not once per header datagram.
+#[test]
+fn stock_iperf2_full_duplex_runs_and_udp_reverse_is_refused_once() {
+    if !have("iperf") {
+        return;
+    }
+    let port = free_port();
+    let p = port.to_string();
+    let server = Running::spawn(&perfpeer_bin(), &["iperf", "-s", "-p", &p]);
+    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect((
+        "127.0.0.1",
+        port
+    ))
+    .is_ok()));
+    let out = Running::spawn(
+        Path::new("iperf"),
+        &[
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "2",
+            "--full-duplex",
+            "-y",
+            "C",
+        ],
+    )
+    .wait(Duration::from_secs(20));
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let totals: Vec<u64> = stdout.lines().map(csv_bytes).collect();
+    assert!(
+        totals.len() >= 2 && totals.iter().all(|&b| b > 100_000),
+        "both directions carried data: {t}"
+    );
+    let out = Running::spawn(
+        Path::new("iperf"),
+        &["-c", "127.0.0.1", "-p", &p, "-u", "-R", "-t", "1"],
+    )
+    .wait(Duration::from_secs(20));
+    assert!(!text(&out).contains("connected with 127.0.0.1 port 0"));
+    std::thread::sleep(Duration::from_millis(300));
+    let served = text(&server.wait(Duration::from_secs(1)));
+    assert_eq!(served.matches("refused a UDP").count(), 1, "{served}");
+    assert!(!served.contains("full-duplex test"), "{served}");
+}
+
 #[test]
 fn our_iperf2_client_against_stock_server() {
     if !have("iperf") {

@@ -77,6 +77,9 @@ struct Shared {
     config: ServerConfig,
     next_id: AtomicU32,
     udp_flows: Mutex<HashSet<SocketAddr>>,
+    /// Flows refused lately, and until when their datagrams are dropped unanswered and unlogged
+    /// (a stock client repeats its header for seconds: one refusal is said once).
+    refused_flows: Mutex<std::collections::HashMap<SocketAddr, std::time::Instant>>,
     udp_places: Arc<Admission>,
     memory: Arc<MemoryBudget>,
     events: tokio::sync::mpsc::UnboundedSender<ServerEvent>,
@@ -97,6 +100,7 @@ pub async fn run(
         config,
         next_id: AtomicU32::new(1),
         udp_flows: Mutex::new(HashSet::new()),
+        refused_flows: Mutex::new(std::collections::HashMap::new()),
         udp_places: Admission::new(UDP_FLOW_CAPS),
         events,
         shutdown,
@@ -171,8 +175,8 @@ async fn tcp_stream(
     drop(place);
     let (header, header_len) = header?;
     if let Some(h) = &header {
-        if h.wants_connect_back() || h.is_full_duplex() || h.flags & flags::BOUNCEBACK != 0 {
-            return Err("refused a dual/full-duplex/bounce-back test: perfpeer never connects back to a client; use -R, or two tests".into());
+        if h.wants_connect_back() || h.flags & flags::BOUNCEBACK != 0 {
+            return Err("refused a dual (-d, -r) or bounce-back test: perfpeer never connects back to a client; use -R or --full-duplex, or two tests".into());
         }
         if h.wants_ack() {
             use tokio::io::AsyncWriteExt;
@@ -180,48 +184,55 @@ async fn tcp_stream(
         }
     }
     let reverse = header.as_ref().is_some_and(Header::is_reverse);
+    // --full-duplex: both ends send on this one connection (which proves the client's address).
+    let full_duplex = header.as_ref().is_some_and(Header::is_full_duplex);
     let mut spec = spec_for(Protocol::Tcp, header.as_ref(), shared.config.max_duration);
     spec.len = spec.len.min(MAX_TCP_WRITE);
-    spec.direction = if reverse {
+    spec.direction = if full_duplex {
+        Direction::Bidir
+    } else if reverse {
         Direction::Reverse
     } else {
         Direction::Normal
     };
     let socket = stream.into_std().map_err(|e| e.to_string())?;
     socket.set_nonblocking(false).map_err(|e| e.to_string())?;
-    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-    let role = if reverse {
-        StreamRole::Sender
+    let socket = Arc::new(socket);
+    let roles: Vec<StreamRole> = if full_duplex {
+        vec![StreamRole::Receiver, StreamRole::Sender]
+    } else if reverse {
+        vec![StreamRole::Sender]
     } else {
-        StreamRole::Receiver
+        vec![StreamRole::Receiver]
     };
-    let setup = StreamSetup {
-        id,
-        role,
-        socket: DataSocket::Tcp(Arc::new(socket)),
-    };
+    let setups: Vec<StreamSetup> = roles
+        .iter()
+        .map(|&role| StreamSetup {
+            id: shared.next_id.fetch_add(1, Ordering::Relaxed),
+            role,
+            socket: DataSocket::Tcp(socket.clone()),
+        })
+        .collect();
+    let id = setups[0].id;
     let _memory = shared
         .memory
-        .charge(crate::engine::memory_needed(&spec, [role]))
+        .charge(crate::engine::memory_needed(&spec, roles.iter().copied()))
         .map_err(|e| e.to_string())?;
     let started = now_ms();
-    let m = Measurement::start_with(
-        PeerRole::Server,
-        &spec,
-        vec![setup],
-        &WireOptions::default(),
-    )
-    .map_err(|e| e.to_string())?;
+    let m = Measurement::start_with(PeerRole::Server, &spec, setups, &WireOptions::default())
+        .map_err(|e| e.to_string())?;
     let limit = far_end::far_end_limit(&spec, shared.config.max_duration);
-    let ended = run_stream(&m, role, &spec, limit, shared).await;
+    let ended = run_stream(&m, &roles, &spec, limit, shared).await;
     let finished = m.finish(ended.is_err()).await;
     let status = finished.status(ended.err().map(EarlyEnd::Because));
     let mut local = finished.report;
-    if !reverse {
-        // iperf2 counts the header as received data.
-        for s in &mut local.streams {
-            s.bytes += header_len as u64;
-        }
+    // iperf2 counts the header as received data.
+    for s in local
+        .streams
+        .iter_mut()
+        .filter(|s| s.role == StreamRole::Receiver)
+    {
+        s.bytes += header_len as u64;
     }
     let result = TestResult {
         id: id.to_string(),
@@ -241,7 +252,7 @@ async fn tcp_stream(
 /// datagram must not hold a flow open.
 async fn run_stream(
     m: &Measurement,
-    role: StreamRole,
+    roles: &[StreamRole],
     spec: &TestSpec,
     limit: Duration,
     shared: &Shared,
@@ -256,19 +267,19 @@ async fn run_stream(
             _ = shared.shutdown.cancelled() => return Err("the server is shutting down".into()),
         }
         let e = m.engine();
-        let done = match role {
+        let done = roles.iter().all(|role| match role {
             StreamRole::Receiver => e.receivers_done(),
             StreamRole::Sender => {
                 e.senders_done() || send_until.is_some_and(|t| std::time::Instant::now() >= t)
             }
-        };
+        });
         if done {
             return Ok(());
         }
         let bytes = e.bytes(StreamRole::Receiver);
         if bytes != last_bytes {
             (last_bytes, last_change) = (bytes, std::time::Instant::now());
-        } else if udp && role == StreamRole::Receiver && last_change.elapsed() > UDP_IDLE {
+        } else if udp && roles == [StreamRole::Receiver] && last_change.elapsed() > UDP_IDLE {
             return Err(format!("no datagram for {} s", UDP_IDLE.as_secs()));
         }
         if epoch.elapsed() > limit {
@@ -294,6 +305,7 @@ async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>, ta
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .contains(&from)
+            || recently_refused(&shared, from)
         {
             continue;
         }
@@ -314,6 +326,7 @@ async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>, ta
             };
             drop(place);
             if let Err(reason) = served {
+                remember_refusal(&shared, from);
                 let _ = shared.events.send(ServerEvent::Refused { from, reason });
             }
             shared
@@ -325,6 +338,28 @@ async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>, ta
     }
 }
 
+/// How long a refused flow's datagrams are dropped without a word.
+const REFUSAL_MEMORY: Duration = Duration::from_secs(10);
+/// Refused flows remembered at most (beyond, a refusal is said again: never more memory).
+const REFUSALS_KEPT: usize = 4096;
+
+fn recently_refused(shared: &Shared, from: SocketAddr) -> bool {
+    crate::util::lock(&shared.refused_flows)
+        .get(&from)
+        .is_some_and(|until| std::time::Instant::now() < *until)
+}
+
+fn remember_refusal(shared: &Shared, from: SocketAddr) {
+    let now = std::time::Instant::now();
+    let mut refused = crate::util::lock(&shared.refused_flows);
+    if refused.len() >= REFUSALS_KEPT {
+        refused.retain(|_, until| *until > now);
+    }
+    if refused.len() < REFUSALS_KEPT {
+        refused.insert(from, now + REFUSAL_MEMORY);
+    }
+}
+
 async fn udp_flow(
     first: Vec<u8>,
     local: SocketAddr,
@@ -333,7 +368,7 @@ async fn udp_flow(
 ) -> Result<(), String> {
     let header = Header::decode(&first[UDP_HEADER_AT..]).map_err(|e| e.to_string())?;
     if header.wants_connect_back() || header.is_reverse() || header.is_full_duplex() {
-        return Err("refused a UDP dual/reverse test: perfpeer never sends to a client that did not ask on its own flow".into());
+        return Err("refused a UDP -R/--full-duplex/dual test: iperf 2's UDP cannot prove the client's address, and perfpeer sends to none it has not proved (TCP -R and --full-duplex work)".into());
     }
     let seq64 = header.flags & flags::SEQNO64B != 0;
     let socket = crate::server::data_listener::connected_udp_socket(local, from)
@@ -364,7 +399,7 @@ async fn udp_flow(
         .map_err(|e| e.to_string())?;
     let limit =
         header_time(&header).unwrap_or(shared.config.max_duration) + Duration::from_secs(10);
-    let ended = run_stream(&m, StreamRole::Receiver, &spec, limit, shared).await;
+    let ended = run_stream(&m, &[StreamRole::Receiver], &spec, limit, shared).await;
     let finished = m.finish(ended.is_err()).await;
     let status = finished.status(ended.err().map(EarlyEnd::Because));
     let local_report = finished.report;
