@@ -47,19 +47,25 @@ fn csv_bytes(line: &str) -> u64 {
         .unwrap_or_else(|| panic!("not an iperf2 CSV line: {line}"))
 }
 
-#[test]
-fn stock_iperf2_client_against_our_server() {
-    if !have("iperf") {
-        return;
-    }
+/// `perfpeer iperf -s` on a free port, listening; its port as text.
+fn our_iperf2_server() -> (Running, String) {
     let port = free_port();
     let p = port.to_string();
-    let _server = Running::spawn(&perfpeer_bin(), &["iperf", "-s", "-p", &p]);
+    let server = Running::spawn(&perfpeer_bin(), &["iperf", "-s", "-p", &p]);
     assert!(wait_for(Duration::from_secs(5), || TcpStream::connect((
         "127.0.0.1",
         port
     ))
     .is_ok()));
+    (server, p)
+}
+
+#[test]
+fn stock_iperf2_client_against_our_server() {
+    if !have("iperf") {
+        return;
+    }
+    let (_server, p) = our_iperf2_server();
     for extra in [&[][..], &["-P", "2"], &["-R"]] {
         let mut args = vec!["-c", "127.0.0.1", "-p", &p, "-t", "2", "-y", "C"];
         args.extend_from_slice(extra);
@@ -116,14 +122,7 @@ fn stock_iperf2_full_duplex_runs_and_udp_reverse_is_refused_once() {
     if !have("iperf") {
         return;
     }
-    let port = free_port();
-    let p = port.to_string();
-    let server = Running::spawn(&perfpeer_bin(), &["iperf", "-s", "-p", &p]);
-    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect((
-        "127.0.0.1",
-        port
-    ))
-    .is_ok()));
+    let (server, p) = our_iperf2_server();
     let out = Running::spawn(
         Path::new("iperf"),
         &[
@@ -397,14 +396,8 @@ fn bad_input_to_our_iperf2_server_is_dropped_and_it_keeps_serving() {
         return;
     }
     use std::io::Write;
-    let port = free_port();
-    let p = port.to_string();
-    let _server = Running::spawn(&perfpeer_bin(), &["iperf", "-s", "-p", &p]);
-    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect((
-        "127.0.0.1",
-        port
-    ))
-    .is_ok()));
+    let (_server, p) = our_iperf2_server();
+    let port: u16 = p.parse().unwrap();
     // A header whose length field says 2 bytes, a header cut short, and one announcing a
     // legacy dual test with nothing after it.
     for bytes in [
