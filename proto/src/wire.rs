@@ -410,6 +410,23 @@ fn split_time(t: Duration) -> (u32, u32) {
 }
 
 impl DatagramFormat {
+    /// Whether the end datagram is also the last datagram of data: iperf 2's fin is a
+    /// full-size datagram numbered one past the last, and its receivers count it (a stock
+    /// server reports 71 datagrams for 70 and the fin).
+    pub fn fin_is_data(self) -> bool {
+        matches!(self, DatagramFormat::Iperf2 { .. })
+    }
+
+    /// The send time an iperf 2 fin carries, where its data datagrams carry theirs.
+    pub fn fin_sent(self, buf: &[u8]) -> Option<Duration> {
+        (self.fin_is_data() && buf.len() >= self.min_len()).then(|| {
+            Duration::new(
+                u64::from(u32_at(buf, 4)),
+                u32_at(buf, 8).min(999_999) * 1000,
+            )
+        })
+    }
+
     /// Smallest datagram that can carry this format's header.
     pub fn min_len(self) -> usize {
         match self {
@@ -596,6 +613,8 @@ mod format_tests {
         buf[..4].copy_from_slice(&(fin as u32).to_be_bytes());
         buf[12..16].copy_from_slice(&((fin >> 32) as u32).to_be_bytes());
         assert_eq!(f.classify(&buf), Datagram::End { packets: Some(7) });
+        assert!(f.fin_is_data());
+        assert!(!DatagramFormat::Iperf3 { counter64: false }.fin_is_data());
         // A 32-bit peer only looks at the low word.
         assert_eq!(
             DatagramFormat::Iperf2 { seq64: false }.classify(&buf),

@@ -47,17 +47,24 @@ fn csv_bytes(line: &str) -> u64 {
         .unwrap_or_else(|| panic!("not an iperf2 CSV line: {line}"))
 }
 
-/// `perfpeer iperf -s` on a free port, listening; its port as text.
-fn our_iperf2_server() -> (Running, String) {
+/// `PROGRAM ARGS -p PORT` on a free port, once it listens; its port as text.
+fn serve_on_free_port(program: &Path, args: &[&str]) -> (Running, String) {
     let port = free_port();
     let p = port.to_string();
-    let server = Running::spawn(&perfpeer_bin(), &["iperf", "-s", "-p", &p]);
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["-p", &p]);
+    let server = Running::spawn(program, &all);
     assert!(wait_for(Duration::from_secs(5), || TcpStream::connect((
         "127.0.0.1",
         port
     ))
     .is_ok()));
     (server, p)
+}
+
+/// `perfpeer iperf -s` on a free port, listening; its port as text.
+fn our_iperf2_server() -> (Running, String) {
+    serve_on_free_port(&perfpeer_bin(), &["iperf", "-s"])
 }
 
 #[test]
@@ -156,6 +163,120 @@ fn stock_iperf2_full_duplex_runs_and_udp_reverse_is_refused_once() {
     let served = text(&server.wait(Duration::from_secs(1)));
     assert_eq!(served.matches("refused a UDP").count(), 1, "{served}");
     assert!(!served.contains("full-duplex test"), "{served}");
+}
+
+/// The UDP server report counts datagrams as a stock server does (the fin is a datagram too):
+/// the same `-n` gives the same total from both servers.
+#[test]
+fn our_udp_server_report_counts_as_stock_iperf2s() {
+    if !have("iperf") {
+        return;
+    }
+    let total = |p: &str| {
+        let out = Running::spawn(
+            Path::new("iperf"),
+            &["-c", "127.0.0.1", "-p", p, "-u", "-b", "2M", "-n", "100K"],
+        )
+        .wait(Duration::from_secs(20));
+        let t = text(&out);
+        let line = t
+            .lines()
+            .rev()
+            .find(|l| l.contains(" ms ") && l.contains('/'))
+            .unwrap_or_else(|| panic!("no report line: {t}"))
+            .to_string();
+        let counts = line.split(" ms ").nth(1).unwrap_or_default();
+        counts
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (_ours, p) = our_iperf2_server();
+    let port = free_port();
+    let stock_p = port.to_string();
+    let _stock = Running::spawn(Path::new("iperf"), &["-s", "-u", "-p", &stock_p]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        total(&p),
+        total(&stock_p),
+        "lost/total from ours, then stock's"
+    );
+}
+
+/// `-y C` on both roles: iperf 2's CSV lines, and both ends' byte counts agree (stock counts
+/// the test header as data at both ends, and so do we).
+#[test]
+fn csv_reports_on_both_roles_agree_with_the_other_end() {
+    if !have("iperf") {
+        return;
+    }
+    let csv_lines = |out: &std::process::Output| -> Vec<String> {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.split(',').count() >= 9)
+            .map(str::to_string)
+            .collect()
+    };
+    // Our server, a stock client.
+    let (server, p) = serve_on_free_port(&perfpeer_bin(), &["iperf", "-s", "-y", "C"]);
+    let client = Running::spawn(
+        Path::new("iperf"),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-y", "C"],
+    )
+    .wait(Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    let served = server.wait(Duration::from_secs(1));
+    let (ours, theirs) = (csv_lines(&served), csv_lines(&client));
+    assert_eq!(ours.len(), 1, "{}", text(&served));
+    assert!(
+        !text(&served).contains("Server listening"),
+        "CSV only: {}",
+        text(&served)
+    );
+    assert_eq!(
+        csv_bytes(&ours[0]),
+        csv_bytes(theirs.last().expect("a client line")),
+        "{ours:?} {theirs:?}"
+    );
+    // Our client, a stock server.
+    let port = free_port();
+    let p = port.to_string();
+    let server = Running::spawn(Path::new("iperf"), &["-s", "-p", &p, "-y", "C"]);
+    std::thread::sleep(Duration::from_millis(500));
+    let client = Running::spawn(
+        &perfpeer_bin(),
+        &[
+            "iperf",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "1",
+            "-i",
+            "0.5",
+            "-y",
+            "C",
+        ],
+    )
+    .wait(Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(300));
+    let served = server.wait(Duration::from_secs(1));
+    let (ours, theirs) = (csv_lines(&client), csv_lines(&served));
+    assert!(
+        ours.len() >= 3,
+        "two intervals and the total: {}",
+        text(&client)
+    );
+    let fields: Vec<&str> = ours[0].split(',').collect();
+    assert_eq!(fields[0].len(), 14, "{ours:?}");
+    assert_eq!(fields[6], "0.0-0.5", "{ours:?}");
+    assert_eq!(
+        csv_bytes(ours.last().unwrap()),
+        csv_bytes(theirs.last().expect("a server line")),
+        "{ours:?} {theirs:?}"
+    );
 }
 
 #[test]
@@ -373,14 +494,7 @@ fn invoked_as_iperf3_it_is_iperf3() {
     let link = dir.join("iperf3");
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(perfpeer_bin(), &link).unwrap();
-    let port = free_port();
-    let p = port.to_string();
-    let _server = Running::spawn(&link, &["-s", "-p", &p]);
-    assert!(wait_for(Duration::from_secs(5), || TcpStream::connect((
-        "127.0.0.1",
-        port
-    ))
-    .is_ok()));
+    let (_server, p) = serve_on_free_port(&link, &["-s"]);
     let out = Running::spawn(
         Path::new("iperf3"),
         &["-c", "127.0.0.1", "-p", &p, "-t", "1"],

@@ -53,13 +53,41 @@ pub struct IperfArgs {
     /// and 1G.
     #[arg(long, value_name = "SIZE", value_parser = super::serve::parse_memory_arg)]
     max_memory: Option<u64>,
+    /// Report style: `C` for iperf 2's CSV lines (one per stream and interval).
+    #[arg(short = 'y', long = "reportstyle", value_name = "C", value_parser = parse_style)]
+    reportstyle: Option<char>,
+    /// Write the report to this file (appended) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
+    /// Server: run in the background (the report goes to -o's file, or nowhere).
+    #[arg(short = 'D', long)]
+    daemon: bool,
     #[command(flatten)]
     flags: TestFlags,
+}
+
+fn parse_style(s: &str) -> Result<char, String> {
+    match s {
+        "C" | "c" => Ok('C'),
+        _ => Err(format!("'{s}' is not a report style: only C (CSV) is")),
+    }
+}
+
+impl IperfArgs {
+    /// Whether to run in the background (before anything else starts: see `cli::run`).
+    pub fn daemon(&self) -> bool {
+        self.server && self.daemon
+    }
+
+    fn csv(&self) -> bool {
+        self.reportstyle == Some('C')
+    }
 }
 
 /// Runs the server or the client.
 pub async fn run(args: IperfArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
+    super::set_output(None, args.output.as_deref())?;
     if args.dualtest || args.tradeoff {
         bail!(
             "-d and -r (dual/tradeoff tests) are not supported: they need the server to connect back to the client; run -R and a normal test instead"
@@ -81,24 +109,38 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     let server = resolve_host(&host, args.port, opts.family)
         .await
         .map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
-    out!(
-        "{}",
-        fmt::client_banner(&host, args.port, spec.protocol, spec.window)
-    );
+    let csv = args.csv();
+    if !csv {
+        out!(
+            "{}",
+            fmt::client_banner(&host, args.port, spec.protocol, spec.window)
+        );
+    }
     let udp_rx = spec.protocol == Protocol::Udp
         && spec.direction != perfpeer_shared::spec::Direction::Normal;
+    let (mut started_ms, mut our_sockets) = (0u64, Vec::new());
     let print = |ev: &TestEvent| {
         match ev {
             TestEvent::Started { sockets, .. } => {
-                for s in sockets {
-                    out!("{}", fmt::connected_line(s.id, &s.local, &s.remote));
+                started_ms = crate::util::unix_ms_now();
+                our_sockets.clone_from(sockets);
+                if !csv {
+                    for s in sockets {
+                        out!("{}", fmt::connected_line(s.id, &s.local, &s.remote));
+                    }
+                    out!("{}", fmt::header(udp_rx));
                 }
-                out!("{}", fmt::header(udp_rx));
             }
             TestEvent::Interval {
                 role: PeerRole::Client,
                 report,
-            } if args.flags.interval_given() => out!("{}", fmt::interval_rows(report)),
+            } if args.flags.interval_given() => {
+                if csv {
+                    out!("{}", fmt::csv_interval(started_ms, &our_sockets, report));
+                } else {
+                    out!("{}", fmt::interval_rows(report));
+                }
+            }
             TestEvent::Interval { .. }
             | TestEvent::Stored { .. }
             | TestEvent::FarEndOutput { .. } => {}
@@ -111,7 +153,11 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     )
     .await?;
     let result = outcome.with_context(|| format!("test against {host} failed"))?;
-    out!("{}", fmt::final_rows(&result));
+    if csv {
+        out!("{}", fmt::csv_final(&result));
+    } else {
+        out!("{}", fmt::final_rows(&result));
+    }
     Ok(match result.status.ended_early() {
         None => ExitCode::SUCCESS,
         Some(reason) => {
@@ -135,16 +181,20 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(crate::budget::MemoryBudget::default_limit),
     };
     let (tx, events) = mpsc::unbounded_channel();
-    out!(
-        "{}",
-        fmt::server_banner(args.port, args.flags.spec(true).ok().and_then(|s| s.window))
-    );
+    let csv = args.csv();
+    if !csv {
+        out!(
+            "{}",
+            fmt::server_banner(args.port, args.flags.spec(true).ok().and_then(|s| s.window))
+        );
+    }
     let addr = SocketAddr::new(ip, args.port);
     serve_printing(
         args.port,
         |shutdown| server::run(addr, config, tx, shutdown),
         events,
         |ev| match ev {
+            server::ServerEvent::Finished(result) if csv => out!("{}", fmt::csv_final(&result)),
             server::ServerEvent::Finished(result) => out!("{}", fmt::text(&result)),
             server::ServerEvent::Refused { from, reason } => outln!("[ ID] {from}: {reason}"),
         },

@@ -203,9 +203,12 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // a single-core router; blocking work (opening streams, joining them, the store) is short
     // and capped well below tokio's default of 512 threads.
     // Into the background before any thread exists (`iperf3 -s -D`).
-    if let Command::Iperf3(args) = &cli.command
-        && args.daemon()
-    {
+    let daemon = match &cli.command {
+        Command::Iperf3(args) => args.daemon(),
+        Command::Iperf(args) => args.daemon(),
+        _ => false,
+    };
+    if daemon {
         crate::sys::daemonize().map_err(|e| anyhow::anyhow!("cannot run as a daemon: {e}"))?;
     }
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);

@@ -141,8 +141,22 @@ pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
                 // A ttcp start sentinel (nothing received yet) is not the end.
                 Datagram::End { .. } if w.format == DatagramFormat::Ttcp && count == 0 => {}
                 Datagram::End { packets } => {
+                    let mut stats = lock(&w.counters.udp_rx);
+                    let packets = match packets {
+                        Some(p) if w.format.fin_is_data() => {
+                            // Counted as the datagram after the last, as its sender counts it.
+                            let arrived = epoch.elapsed();
+                            let sent = w.format.fin_sent(&buf[..n]).unwrap_or(arrived);
+                            stats.on_datagram(p + 1, sent, arrived);
+                            bytes += n as u64;
+                            w.counters.bytes.store(bytes, Ordering::Relaxed);
+                            w.counters.mark_data(epoch);
+                            Some(p + 1)
+                        }
+                        other => other,
+                    };
                     if let Some(p) = packets {
-                        lock(&w.counters.udp_rx).on_fin(p);
+                        stats.on_fin(p);
                     }
                     return Ok(());
                 }

@@ -76,14 +76,16 @@ fn window_text(window: Option<u32>) -> String {
     }
 }
 
+/// `ip:port` or `[v6]:port` as (host, port) text.
+fn host_port(a: &str) -> (String, String) {
+    a.rsplit_once(':')
+        .map(|(h, p)| (h.trim_matches(['[', ']']).to_string(), p.to_string()))
+        .unwrap_or((a.to_string(), "0".into()))
+}
+
 /// `[  1] local 127.0.0.1 port 44172 connected with 127.0.0.1 port 5001`.
 pub fn connected_line(id: u32, local: &str, remote: &str) -> String {
-    let split = |a: &str| {
-        a.rsplit_once(':')
-            .map(|(h, p)| (h.trim_matches(['[', ']']).to_string(), p.to_string()))
-            .unwrap_or((a.to_string(), "0".into()))
-    };
-    let ((lh, lp), (rh, rp)) = (split(local), split(remote));
+    let ((lh, lp), (rh, rp)) = (host_port(local), host_port(remote));
     format!("[{id:3}] local {lh} port {lp} connected with {rh} port {rp}\n")
 }
 
@@ -249,6 +251,120 @@ pub fn text(result: &TestResult) -> String {
     out
 }
 
+// ---------------------------------------------------------------------------------------------
+// CSV (`-y C`)
+// ---------------------------------------------------------------------------------------------
+
+/// `YYYYMMDDHHMMSS` (UTC) of a Unix time in ms, as iperf 2's CSV lines start.
+fn csv_time(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let (y, mo, d) = super::iperf3::civil_from_days(secs / 86_400);
+    let s = secs % 86_400;
+    format!(
+        "{y:04}{mo:02}{d:02}{:02}{:02}{:02}",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+/// One CSV line as iperf 2.1 writes it: time, local address and port, remote address and
+/// port, id, `start-end`, bytes, bit/s; a UDP receiver adds jitter (ms), lost, total, loss %
+/// and out-of-order, a UDP sender the placeholders stock writes (`0.000,0,-1,-0.000,0`).
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "a non-negative bit rate printed as a whole number, as iperf 2 prints it"
+)]
+fn csv_line(
+    unix_ms: u64,
+    socket: Option<&crate::report::SocketInfo>,
+    id: u32,
+    (start, end): (f64, f64),
+    (bytes, bits_per_second): (u64, f64),
+    udp: Option<CsvUdp>,
+) -> String {
+    let ((lh, lp), (rh, rp)) = socket.map_or_else(
+        || ((String::new(), "0".into()), (String::new(), "0".into())),
+        |s| (host_port(&s.local), host_port(&s.remote)),
+    );
+    let mut line = format!(
+        "{},{lh},{lp},{rh},{rp},{id},{start:.1}-{end:.1},{bytes},{}",
+        csv_time(unix_ms),
+        bits_per_second.max(0.0).round() as u64
+    );
+    match udp {
+        Some(CsvUdp::Received(r)) => line.push_str(&format!(
+            ",{:.3},{},{},{:.3},{}",
+            r.jitter_ms,
+            r.lost,
+            r.expected(),
+            r.lost_percent(),
+            r.out_of_order
+        )),
+        Some(CsvUdp::Sent) => line.push_str(",0.000,0,-1,-0.000,0"),
+        None => {}
+    }
+    line.push('\n');
+    line
+}
+
+/// A UDP row's extra columns.
+#[derive(Clone, Copy)]
+enum CsvUdp {
+    Received(crate::report::UdpRxFinal),
+    Sent,
+}
+
+/// The CSV lines of a finished test at the end it was measured at: one per stream of this end
+/// (iperf 2.1 writes no sum line in CSV).
+pub fn csv_final(result: &TestResult) -> String {
+    let udp = result.spec.protocol == Protocol::Udp;
+    let end_ms = result.started_unix_ms;
+    result
+        .local
+        .streams
+        .iter()
+        .map(|s| {
+            let socket = result.local.sockets.iter().find(|k| k.id == s.id);
+            let extra = match (udp, s.udp_rx, s.role) {
+                (false, _, _) => None,
+                (true, Some(rx), _) => Some(CsvUdp::Received(rx)),
+                (true, None, _) => Some(CsvUdp::Sent),
+            };
+            let secs = s.duration.as_secs_f64();
+            let ms = end_ms + u64::try_from(s.duration.as_millis()).unwrap_or(0);
+            csv_line(
+                ms,
+                socket,
+                s.id,
+                (0.0, secs),
+                (s.bytes, s.bits_per_second()),
+                extra,
+            )
+        })
+        .collect()
+}
+
+/// The CSV lines of one interval (`-i`), one per stream.
+pub fn csv_interval(
+    started_unix_ms: u64,
+    sockets: &[crate::report::SocketInfo],
+    report: &IntervalReport,
+) -> String {
+    let (start, end) = (report.start.as_secs_f64(), report.end.as_secs_f64());
+    let ms = started_unix_ms + u64::try_from(report.end.as_millis()).unwrap_or(0);
+    report
+        .streams
+        .iter()
+        .map(|s| {
+            let socket = sockets.iter().find(|k| k.id == s.id);
+            let bps = crate::report::bits_per_second(s.bytes, report.seconds());
+            csv_line(ms, socket, s.id, (start, end), (s.bytes, bps), None)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,6 +416,48 @@ mod tests {
         assert_eq!(
             connected_line(3, "[::1]:40000", "[::1]:5001"),
             "[  3] local ::1 port 40000 connected with ::1 port 5001\n"
+        );
+    }
+
+    #[test]
+    fn csv_lines_match_iperf_2_1_8() {
+        assert_eq!(csv_time(1_796_373_968_123), "20261204084608");
+        let socket = crate::report::SocketInfo {
+            id: 1,
+            local: "127.0.0.1:35076".into(),
+            remote: "127.0.0.1:5487".into(),
+            dccp: None,
+        };
+        assert_eq!(
+            csv_line(
+                1_796_373_968_000,
+                Some(&socket),
+                1,
+                (0.0, 1.0),
+                (1_740_111_932, 13_920_895_456.4),
+                None
+            ),
+            "20261204084608,127.0.0.1,35076,127.0.0.1,5487,1,0.0-1.0,1740111932,13920895456\n"
+        );
+        let rx = crate::report::UdpRxFinal {
+            received: 93,
+            jitter_ms: 0.0034,
+            ..Default::default()
+        };
+        assert!(
+            csv_line(
+                0,
+                Some(&socket),
+                1,
+                (0.0, 1.0),
+                (136_710, 1_071_497.0),
+                Some(CsvUdp::Received(rx))
+            )
+            .ends_with(",136710,1071497,0.003,0,93,0.000,0\n")
+        );
+        assert!(
+            csv_line(0, None, 1, (0.0, 1.0), (1, 8.0), Some(CsvUdp::Sent))
+                .ends_with(",0.000,0,-1,-0.000,0\n")
         );
     }
 }

@@ -827,7 +827,7 @@ pub fn http_date(unix_secs: u64) -> String {
 
 /// Proleptic Gregorian (year, month 1–12, day 1–31) of a day count since 1970-01-01. Years are
 /// counted from March so that the leap day is the last day of a year; 400-year eras repeat exactly.
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
+pub(crate) fn civil_from_days(days: u64) -> (u64, u64, u64) {
     const ERA_DAYS: u64 = 146_097;
     let shifted = days + 719_468; // days from 0000-03-01
     let (era, day_of_era) = (shifted / ERA_DAYS, shifted % ERA_DAYS);
