@@ -484,6 +484,95 @@ fn ttcp_udp_uses_four_byte_sentinels() {
     );
 }
 
+/// Without `-s`, a UDP transmitter sends stdin and then the end sentinels, and no start
+/// sentinel: classic ttcp sends none there, and a classic receiver would write it out as data.
+#[test]
+fn ttcp_udp_copy_mode_sends_no_start_sentinel() {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let port = socket.local_addr().unwrap().port().to_string();
+    let mut sender = std::process::Command::new(perfpeer_bin())
+        .args(["ttcp", "-t", "-u", "-p", &port, "127.0.0.1"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = sender.stdin.take().unwrap();
+        stdin.write_all(b"hello, receiver").unwrap();
+    }
+    let mut got = Vec::new();
+    let mut buf = [0u8; 2048];
+    while let Ok(n) = socket.recv(&mut buf) {
+        got.push(buf[..n].to_vec());
+        if got.len() >= 5 {
+            break;
+        }
+    }
+    let out = sender.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        got.first().map(Vec::as_slice),
+        Some(&b"hello, receiver"[..]),
+        "{got:?}"
+    );
+    assert!(
+        got[1..].iter().all(|d| d.len() == 4) && got.len() == 5,
+        "{got:?}"
+    );
+    // The set-up line says what the transfer used: -n as given, -A/-O as given.
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("nbuf=2048, align=16384/0"), "{text}");
+}
+
+/// `-u -l 4` is padded to 5 bytes as classic ttcp pads it (4 bytes or fewer is a sentinel), and
+/// the receiver's set-up line shows its `-n` and `-A/-O`.
+#[test]
+fn ttcp_pads_short_udp_buffers_and_the_receiver_says_its_nbuf() {
+    let port = free_port().to_string();
+    let receiver = Running::spawn(
+        &perfpeer_bin(),
+        &[
+            "ttcp", "-r", "-s", "-u", "-n", "77", "-A", "4096", "-O", "8", "-p", &port,
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    let sent = Running::spawn(
+        &perfpeer_bin(),
+        &[
+            "ttcp",
+            "-t",
+            "-s",
+            "-u",
+            "-l",
+            "4",
+            "-n",
+            "30",
+            "-p",
+            &port,
+            "127.0.0.1",
+        ],
+    )
+    .wait(Duration::from_secs(10));
+    let sent_text = text(&sent);
+    assert!(sent.status.success(), "{sent_text}");
+    assert!(sent_text.contains("buflen=5, nbuf=30"), "{sent_text}");
+    let received = text(&receiver.wait(Duration::from_secs(10)));
+    assert!(
+        received.contains("ttcp-r: buflen=8192, nbuf=77, align=4096/8"),
+        "{received}"
+    );
+    assert!(received.contains("150 bytes processed"), "{received}");
+}
+
 #[test]
 fn invoked_as_iperf3_it_is_iperf3() {
     if !have("iperf3") {

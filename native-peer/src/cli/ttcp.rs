@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use perfpeer_shared::format::ttcp::{self as fmt, TtcpFigures, TtcpRole};
+use perfpeer_shared::format::ttcp::{self as fmt, TtcpRole};
 use perfpeer_shared::report::StreamRole;
 use perfpeer_shared::spec::{EndCondition, MAX_TEST_TIME, Protocol, SpecError, TestSpec};
 use tokio_util::sync::CancellationToken;
 
 use crate::compat::ttcp::{self, DEFAULT_PORT};
+use crate::engine::DataSocket;
 use crate::session::target::resolve_host;
 
 /// Flags of `perfpeer ttcp` (SGI ttcp 1.12's, values attached as in `-n128000` or separate).
@@ -53,11 +54,46 @@ pub struct TtcpArgs {
     /// Verbose: the SGI "bytes in real seconds" line as well.
     #[arg(short = 'v')]
     verbose: bool,
+    /// Rate unit of the -v line: k/m/g (Kbit, Mbit, Gbit) or K/M/G (KB, MB, GB), 1024-based.
+    #[arg(short = 'f', default_value = "K", value_parser = parse_unit)]
+    format: char,
+    /// Buffer alignment (shown in the set-up line; perfpeer's buffers are its own).
+    #[arg(short = 'A', default_value_t = 16_384)]
+    align: u32,
+    /// Buffer offset from the alignment (shown in the set-up line).
+    #[arg(short = 'O', default_value_t = 0)]
+    offset: u32,
+    /// Touch the data received (accepted: perfpeer's receivers copy every byte out of the
+    /// kernel already, the cost -T adds to classic ttcp's sink).
+    #[arg(short = 'T')]
+    touch: bool,
+    /// SO_DEBUG on the TCP socket (needs CAP_NET_ADMIN).
+    #[arg(short = 'd')]
+    debug: bool,
+    /// Receiver without -s: write whole -l blocks only (the last may be short), for tar.
+    #[arg(short = 'B')]
+    full_blocks: bool,
     /// The receiver, for -t.
     host: Option<String>,
 }
 
+fn parse_unit(s: &str) -> Result<char, String> {
+    match s {
+        "k" | "m" | "g" | "K" | "M" | "G" => Ok(s.chars().next().unwrap_or('K')),
+        _ => Err(format!("'{s}' is not a ttcp format: k, m, g, K, M or G")),
+    }
+}
+
 impl TtcpArgs {
+    /// `-l`, padded to 5 bytes for UDP as classic ttcp pads it (4 bytes or fewer is a sentinel).
+    fn buflen_used(&self) -> u32 {
+        if self.udp {
+            self.buflen.max(5)
+        } else {
+            self.buflen
+        }
+    }
+
     fn spec(&self) -> anyhow::Result<TestSpec> {
         let protocol = if self.udp {
             Protocol::Udp
@@ -65,11 +101,11 @@ impl TtcpArgs {
             Protocol::Tcp
         };
         let mut spec = TestSpec::new(protocol);
-        spec.len = self.buflen;
+        spec.len = self.buflen_used();
         spec.bitrate = None;
         spec.end = if self.transmit {
             EndCondition::Bytes {
-                bytes: self.nbuf.saturating_mul(u64::from(self.buflen)),
+                bytes: self.nbuf.saturating_mul(u64::from(self.buflen_used())),
             }
         } else {
             EndCondition::Time {
@@ -108,13 +144,15 @@ pub async fn run(args: TtcpArgs) -> anyhow::Result<ExitCode> {
             eprint!("{text}")
         }
     };
-    let nbuf = if args.transmit { args.nbuf } else { 0 };
     say(fmt::setup_line(
-        role,
-        args.buflen,
-        nbuf,
-        args.port,
-        spec.protocol,
+        &fmt::Setup {
+            role,
+            buflen: args.buflen_used(),
+            nbuf: args.nbuf,
+            align: (args.align, args.offset),
+            port: args.port,
+            protocol: spec.protocol,
+        },
         host.as_deref(),
     ));
     let (socket, peer) = if let Some(host) = &host {
@@ -142,6 +180,9 @@ pub async fn run(args: TtcpArgs) -> anyhow::Result<ExitCode> {
         };
         (sock, format!("port {}", args.port))
     };
+    if let (true, DataSocket::Tcp(tcp)) = (args.debug, &socket) {
+        crate::sys::set_so_debug(&**tcp).context("setsockopt SO_DEBUG")?;
+    }
     let stream_role = if args.transmit {
         StreamRole::Sender
     } else {
@@ -164,27 +205,13 @@ pub async fn run(args: TtcpArgs) -> anyhow::Result<ExitCode> {
         }
         fmt::figures(&result).1
     } else {
-        let len = args.buflen as usize;
-        tokio::task::spawn_blocking(move || ttcp::run_copy(socket, stream_role, len)).await??
+        let (len, full) = (args.buflen_used() as usize, args.full_blocks);
+        tokio::task::spawn_blocking(move || ttcp::run_copy(socket, stream_role, len, full))
+            .await??
     };
     if args.verbose {
-        say(sgi_line(role, &figures));
+        say(fmt::sgi_line(role, &figures, args.format));
     }
     say(fmt::summary_lines(role, &figures));
     Ok(ExitCode::SUCCESS)
-}
-
-fn sgi_line(role: TtcpRole, f: &TtcpFigures) -> String {
-    let prefix = if role == TtcpRole::Transmit {
-        "ttcp-t"
-    } else {
-        "ttcp-r"
-    };
-    let real = if f.real_s <= 0.0 { 0.001 } else { f.real_s };
-    format!(
-        "{prefix}: {} bytes in {:.2} real seconds = {:.2} KB/sec +++\n",
-        f.bytes,
-        real,
-        f.bytes as f64 / 1024.0 / real
-    )
 }

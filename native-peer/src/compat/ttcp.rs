@@ -31,6 +31,11 @@ const UDP_SILENCE: Duration = Duration::from_secs(2);
 /// Default port of SGI ttcp 1.12 (the original BRL ttcp used 2000).
 pub const DEFAULT_PORT: u16 = 5001;
 
+/// Receive buffer a UDP receiver asks for when `-b` does not say: a classic transmitter sends
+/// unpaced, and the kernel's default (208 KiB) holds about 25 of its 8 KiB datagrams while
+/// the receiver starts; the kernel caps the request at its `rmem_max`.
+const UDP_RECEIVE_BUFFER: usize = 4 << 20;
+
 fn new_socket(addr: SocketAddr, ty: Type, spec: &TestSpec) -> io::Result<Socket> {
     let socket = Socket::new(Domain::for_address(addr), ty, None)?;
     sockopt::apply(SockRef::from(&socket), spec, addr.is_ipv6())?;
@@ -68,6 +73,9 @@ pub fn accept(spec: &TestSpec, listen: SocketAddr) -> io::Result<DataSocket> {
         }
         Protocol::Udp | Protocol::Dccp => {
             let socket = new_socket(listen, Type::DGRAM, spec)?;
+            if spec.window.is_none() {
+                let _ = socket.set_recv_buffer_size(UDP_RECEIVE_BUFFER);
+            }
             socket.set_reuse_address(true)?;
             socket.bind(&SockAddr::from(listen))?;
             let udp: UdpSocket = socket.into();
@@ -185,9 +193,30 @@ fn copy_in_pieces(
     }
 }
 
+/// Reads until `buf` is full or the stream ends (classic ttcp's `mread`, for `-B`); returns
+/// the bytes read.
+fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match input.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}
+
 /// Without `-s`: copies stdin to the socket (transmit) or the socket to stdout (receive), in
-/// `buflen` pieces, and returns the figures. Blocking.
-pub fn run_copy(socket: DataSocket, role: StreamRole, buflen: usize) -> io::Result<TtcpFigures> {
+/// `buflen` pieces (whole ones only with `full_blocks`, `-B`, except the last), and returns
+/// the figures. Blocking. A UDP transmitter sends no start sentinel here, as classic ttcp
+/// sends none without `-s` (a classic receiver would write it out as data), only the end
+/// sentinels.
+pub fn run_copy(
+    socket: DataSocket,
+    role: StreamRole,
+    buflen: usize,
+    full_blocks: bool,
+) -> io::Result<TtcpFigures> {
     let cpu = CpuSnapshot::take();
     let start = Instant::now();
     let mut buf = vec![0u8; buflen.max(5)];
@@ -197,6 +226,18 @@ pub fn run_copy(socket: DataSocket, role: StreamRole, buflen: usize) -> io::Resu
             bytes = copy_in_pieces(&mut io::stdin().lock(), &mut &**s, &mut buf)?;
             s.shutdown(std::net::Shutdown::Write)?;
         }
+        (DataSocket::Tcp(s), StreamRole::Receiver) if full_blocks => {
+            let mut out = io::stdout().lock();
+            loop {
+                let n = read_full(&mut &**s, &mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                out.write_all(&buf[..n])?;
+                bytes += n as u64;
+            }
+            out.flush()?;
+        }
         (DataSocket::Tcp(s), StreamRole::Receiver) => {
             let mut out = io::stdout().lock();
             bytes = copy_in_pieces(&mut &**s, &mut out, &mut buf)?;
@@ -204,7 +245,6 @@ pub fn run_copy(socket: DataSocket, role: StreamRole, buflen: usize) -> io::Resu
         }
         (DataSocket::Udp(s), StreamRole::Sender) => {
             let mut input = io::stdin().lock();
-            s.send(b"    ")?;
             loop {
                 let n = input.read(&mut buf)?;
                 if n == 0 {
@@ -249,4 +289,30 @@ pub fn run_copy(socket: DataSocket, role: StreamRole, buflen: usize) -> io::Resu
         real_s: start.elapsed().as_secs_f64(),
         cpu_s: usage.process_user_s + usage.process_system_s,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// A reader that hands out at most 3 bytes a call, as a TCP socket may.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(3).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn full_blocks_are_filled_across_short_reads() {
+        let mut input = Trickle(b"0123456789abc");
+        let mut buf = [0u8; 8];
+        assert_eq!(super::read_full(&mut input, &mut buf).unwrap(), 8);
+        assert_eq!(&buf, b"01234567");
+        assert_eq!(super::read_full(&mut input, &mut buf).unwrap(), 5);
+        assert_eq!(&buf[..5], b"89abc");
+        assert_eq!(super::read_full(&mut input, &mut buf).unwrap(), 0);
+    }
 }

@@ -22,6 +22,11 @@ fn unsupported(what: &str) -> io::Error {
     )
 }
 
+/// No SO_DEBUG here: the caller says so.
+pub fn set_so_debug<S: AsSocket>(_sock: &S) -> io::Result<()> {
+    Err(unsupported("SO_DEBUG"))
+}
+
 /// No daemon here: the caller says so.
 pub fn daemonize() -> io::Result<()> {
     Err(unsupported("running as a daemon"))

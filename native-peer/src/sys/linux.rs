@@ -21,6 +21,22 @@ fn socklen_of<T>() -> libc::socklen_t {
     libc::socklen_t::try_from(std::mem::size_of::<T>()).expect("option values are small")
 }
 
+/// SO_DEBUG on a socket (ttcp's `-d`; the kernel wants CAP_NET_ADMIN for it).
+pub fn set_so_debug(sock: &impl AsRawFd) -> io::Result<()> {
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt reads one c_int from a live local of the size passed.
+    check(unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_DEBUG,
+            (&one as *const libc::c_int).cast(),
+            socklen_of::<libc::c_int>(),
+        )
+    })
+    .map(|_| ())
+}
+
 /// Goes on in the background (`iperf3 -s -D`): forks, the parent exits, the child leaves the
 /// terminal's session, works from `/` and has stdin, stdout and stderr on /dev/null. Call it
 /// before any thread is started.

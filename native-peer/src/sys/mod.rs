@@ -9,7 +9,7 @@
 //! DCCP's options), batched UDP (`sendmmsg`, `recvmmsg` with MSG_TRUNC), a TCP read that
 //! discards (MSG_TRUNC), a TCP socket's unsent bytes (TIOCOUTQ), the process's CPU times
 //! (getrusage), uname, a filesystem's size (statvfs), the open-file limit, timer slack, going into
-//! the background (daemon), and which I/O errors mean "no buffer space".
+//! the background (daemon), SO_DEBUG, and which I/O errors mean "no buffer space".
 
 #[cfg(any(not(target_os = "linux"), test))]
 mod fallback;

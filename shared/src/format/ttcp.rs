@@ -35,15 +35,33 @@ pub struct TtcpFigures {
     pub cpu_s: f64,
 }
 
+/// What the set-up line shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setup {
+    /// Which end.
+    pub role: TtcpRole,
+    /// `-l` (UDP: at least 5).
+    pub buflen: u32,
+    /// `-n` (printed by both ends, as classic ttcp prints it).
+    pub nbuf: u64,
+    /// `-A` and `-O`.
+    pub align: (u32, u32),
+    /// `-p`.
+    pub port: u16,
+    /// `-u` or not.
+    pub protocol: Protocol,
+}
+
 /// The set-up line: `ttcp-t: buflen=8192, nbuf=2048, align=16384/0, port=5001  tcp  -> host`.
-pub fn setup_line(
-    role: TtcpRole,
-    buflen: u32,
-    nbuf: u64,
-    port: u16,
-    protocol: Protocol,
-    host: Option<&str>,
-) -> String {
+pub fn setup_line(setup: &Setup, host: Option<&str>) -> String {
+    let Setup {
+        role,
+        buflen,
+        nbuf,
+        align: (align, offset),
+        port,
+        protocol,
+    } = *setup;
     let proto = match protocol {
         Protocol::Tcp => "tcp",
         Protocol::Udp => "udp",
@@ -51,8 +69,28 @@ pub fn setup_line(
     };
     let to = host.map(|h| format!("  -> {h}")).unwrap_or_default();
     format!(
-        "{}: buflen={buflen}, nbuf={nbuf}, align=16384/0, port={port}  {proto}{to}\n",
+        "{}: buflen={buflen}, nbuf={nbuf}, align={align}/{offset}, port={port}  {proto}{to}\n",
         role.prefix()
+    )
+}
+
+/// SGI ttcp's `-v` line, `ttcp-t: 16777216 bytes in 0.24 real seconds = 68104.55 KB/sec +++`,
+/// the rate in `unit` (`-f`: K, M, G bytes or k, m, g bits, 1024-based; anything else is K).
+pub fn sgi_line(role: TtcpRole, f: &TtcpFigures, unit: char) -> String {
+    let real = if f.real_s <= 0.0 { 0.001 } else { f.real_s };
+    let per_sec = f.bytes as f64 / real;
+    let rate = match unit {
+        'M' => format!("{:.2} MB", per_sec / 1024.0 / 1024.0),
+        'G' => format!("{:.2} GB", per_sec / 1024.0 / 1024.0 / 1024.0),
+        'k' => format!("{:.2} Kbit", per_sec * 8.0 / 1024.0),
+        'm' => format!("{:.2} Mbit", per_sec * 8.0 / 1024.0 / 1024.0),
+        'g' => format!("{:.2} Gbit", per_sec * 8.0 / 1024.0 / 1024.0 / 1024.0),
+        _ => format!("{:.2} KB", per_sec / 1024.0),
+    };
+    format!(
+        "{}: {} bytes in {real:.2} real seconds = {rate}/sec +++\n",
+        role.prefix(),
+        f.bytes
     )
 }
 
@@ -121,14 +159,15 @@ pub fn text(result: &TestResult) -> String {
     let nbuf = f.bytes / u64::from(result.spec.len.max(1));
     let host = (result.local.role == PeerRole::Client)
         .then(|| result.server_addr.rsplit_once(':').map_or("", |(h, _)| h));
-    let mut out = setup_line(
+    let setup = Setup {
         role,
-        result.spec.len,
+        buflen: result.spec.len,
         nbuf,
+        align: (16_384, 0),
         port,
-        result.spec.protocol,
-        host,
-    );
+        protocol: result.spec.protocol,
+    };
+    let mut out = setup_line(&setup, host);
     out.push_str(&summary_lines(role, &f));
     out
 }
@@ -172,20 +211,43 @@ mod tests {
 
     #[test]
     fn setup_line_as_sgi_prints_it() {
+        let mut setup = Setup {
+            role: TtcpRole::Transmit,
+            buflen: 1024,
+            nbuf: 128_000,
+            align: (16_384, 0),
+            port: 5001,
+            protocol: Protocol::Tcp,
+        };
         assert_eq!(
-            setup_line(
-                TtcpRole::Transmit,
-                1024,
-                128_000,
-                5001,
-                Protocol::Tcp,
-                Some("pc")
-            ),
+            setup_line(&setup, Some("pc")),
             "ttcp-t: buflen=1024, nbuf=128000, align=16384/0, port=5001  tcp  -> pc\n"
         );
+        setup.role = TtcpRole::Receive;
+        setup.buflen = 8192;
+        setup.nbuf = 2048;
+        setup.align = (4096, 16);
+        setup.protocol = Protocol::Udp;
         assert_eq!(
-            setup_line(TtcpRole::Receive, 8192, 2048, 5001, Protocol::Udp, None),
-            "ttcp-r: buflen=8192, nbuf=2048, align=16384/0, port=5001  udp\n"
+            setup_line(&setup, None),
+            "ttcp-r: buflen=8192, nbuf=2048, align=4096/16, port=5001  udp\n"
         );
+    }
+
+    #[test]
+    fn sgi_line_in_each_unit() {
+        let f = TtcpFigures {
+            bytes: 16_777_216,
+            real_s: 0.25,
+            cpu_s: 0.1,
+        };
+        let line = |u| sgi_line(TtcpRole::Transmit, &f, u);
+        assert_eq!(
+            line('K'),
+            "ttcp-t: 16777216 bytes in 0.25 real seconds = 65536.00 KB/sec +++\n"
+        );
+        assert!(line('M').ends_with("= 64.00 MB/sec +++\n"));
+        assert!(line('m').ends_with("= 512.00 Mbit/sec +++\n"));
+        assert!(line('g').ends_with("= 0.50 Gbit/sec +++\n"));
     }
 }
