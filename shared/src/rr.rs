@@ -168,6 +168,12 @@ impl RrFinal {
             0.0
         }
     }
+
+    /// Microseconds per transaction over `seconds` (netperf's "round trip latency"), `None`
+    /// without a transaction.
+    pub fn us_per_transaction(&self, seconds: f64) -> Option<f64> {
+        (self.transactions > 0).then(|| seconds * 1e6 / self.transactions as f64)
+    }
 }
 
 #[cfg(test)]

@@ -232,7 +232,15 @@ fn bad_flags_are_refused_before_connecting() {
             vec!["-H", "127.0.0.1:1", "-t", "UDP_RR", "--", "-m", "64"],
             "-m applies to stream tests",
         ),
-        (vec!["-H", "127.0.0.1:1", "-l", "-100"], "negative -l"),
+        (
+            vec!["-H", "127.0.0.1:1", "-l", "-1.5"],
+            "negative -l is a count",
+        ),
+        (
+            vec!["-H", "127.0.0.1:1", "--", "-k", "THROUGHPUT,NO_SUCH"],
+            "unknown output selector 'NO_SUCH'",
+        ),
+        (vec!["-H", "127.0.0.1:1", "-f", "x"], "not a netperf unit"),
         (
             vec!["-H", "127.0.0.1:1", "--", "-s", "64K", "-S", "1M"],
             "one socket buffer size",
@@ -244,4 +252,83 @@ fn bad_flags_are_refused_before_connecting() {
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+}
+
+/// `-l -N` counts bytes (stream) or transactions (_RR); `-v 0` prints the headline alone; the
+/// output selectors (`-k`, `-o`, `-O`, from a list or a file) print the same figures.
+#[test]
+fn counts_terse_output_and_selectors() {
+    let peer = Peer::start(&[]);
+    // 50 MB exactly, as the far end counted them; -v 0 -P 0: one number, in MBytes/s.
+    let args = [
+        "-H",
+        &peer.control,
+        "-l",
+        "-50000000",
+        "-f",
+        "M",
+        "-P",
+        "0",
+        "-v",
+        "0",
+    ];
+    let text = stdout_of(&netperf(&args), &args);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let rate: f64 = text.trim().parse().unwrap_or_else(|_| panic!("{text}"));
+    assert!(rate > 1.0, "{text}");
+    let far: serde_json::Value = serde_json::from_str(&stored(&peer, "json")).unwrap();
+    assert_eq!(
+        f64_at(&far, "/end/sum_received/bytes"),
+        50_000_000.0,
+        "{far}"
+    );
+    // -k: NAME=value lines for an _RR test of 2000 transactions.
+    let args = [
+        "-H",
+        &peer.control,
+        "-t",
+        "TCP_RR",
+        "-l",
+        "-2000",
+        "-P",
+        "0",
+        "--",
+        "-k",
+        "THROUGHPUT,THROUGHPUT_UNITS,TRANSACTION_RATE,RT_LATENCY,P99_LATENCY,REQUEST_SIZE",
+    ];
+    let text = stdout_of(&netperf(&args), &args);
+    let kv: std::collections::HashMap<&str, &str> =
+        text.lines().filter_map(|l| l.split_once('=')).collect();
+    assert_eq!(kv.len(), 6, "{text}");
+    assert_eq!(kv["THROUGHPUT_UNITS"], "Trans/s", "{text}");
+    assert_eq!(kv["THROUGHPUT"], kv["TRANSACTION_RATE"], "{text}");
+    assert_eq!(kv["REQUEST_SIZE"], "1", "{text}");
+    let tps: f64 = kv["THROUGHPUT"].parse().unwrap();
+    let rt: f64 = kv["RT_LATENCY"].parse().unwrap();
+    assert!((rt * tps / 1e6 - 1.0).abs() < 0.01, "{text}");
+    assert!(kv["P99_LATENCY"].parse::<f64>().unwrap() > 0.0, "{text}");
+    // -o from a file of selectors, with titles: two CSV lines.
+    let list = peer.dir.join("selectors");
+    std::fs::write(&list, "THROUGHPUT\nTHROUGHPUT_UNITS,ELAPSED_TIME\n").unwrap();
+    let args = [
+        "-H",
+        &peer.control,
+        "-l",
+        "1",
+        "-f",
+        "g",
+        "--",
+        "-o",
+        list.to_str().unwrap(),
+    ];
+    let text = stdout_of(&netperf(&args), &args);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("MIGRATED TCP STREAM TEST"), "{text}");
+    assert_eq!(
+        lines[1], "Throughput,Throughput Units,Elapsed Time (sec)",
+        "{text}"
+    );
+    let values: Vec<&str> = lines[2].split(',').collect();
+    assert_eq!(values[1], "10^9bits/s", "{text}");
+    assert!(values[0].parse::<f64>().unwrap() > 0.0, "{text}");
 }

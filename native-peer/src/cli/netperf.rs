@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use clap::{Args, Parser};
+use perfpeer_shared::format::netperf::select::{self, Style};
 use perfpeer_shared::format::netperf::{self as fmt, NetperfTest};
 use perfpeer_shared::spec::{
     Direction, EndCondition, MAX_UDP_LEN, Protocol, RequestResponse, TestSpec, ValidSpec,
@@ -28,10 +29,24 @@ pub struct NetperfArgs {
     /// TCP_STREAM, TCP_MAERTS (the peer sends), TCP_RR or UDP_STREAM.
     #[arg(short = 't', value_name = "TEST", default_value = "TCP_STREAM", value_parser = parse_test)]
     test: NetperfTest,
-    /// Test length in seconds (netperf's negative byte/transaction counts are not supported).
-    #[arg(short = 'l', value_name = "SECS", default_value = "10", allow_negative_numbers = true,
+    /// Test length: seconds, or -N for N bytes (stream tests) or N transactions (_RR tests).
+    #[arg(short = 'l', value_name = "SECS|-N", default_value = "10", allow_negative_numbers = true,
           value_parser = parse_length)]
-    length: Duration,
+    length: Length,
+    /// The peer's control port (instead of -H's :PORT).
+    #[arg(short = 'p', value_name = "PORT")]
+    port: Option<u16>,
+    /// Throughput units: k, m (default), g for 10^3/10^6/10^9 bits/s; K, M, G for KB/MB/GB/s.
+    #[arg(short = 'f', value_name = "UNIT", default_value = "m", value_parser = parse_units)]
+    units: fmt::Units,
+    /// Verbosity: 0 prints only the headline figure, 1 netperf's table, 2 adds the round-trip
+    /// percentiles of an _RR test.
+    #[arg(short = 'v', value_name = "0|1|2", default_value_t = 1,
+          value_parser = clap::value_parser!(u8).range(0..=2))]
+    verbosity: u8,
+    /// Keep latency statistics (accepted: perfpeer's _RR tests always keep their round trips).
+    #[arg(short = 'j')]
+    latency_stats: bool,
     /// Report local CPU utilisation and service demand.
     #[arg(short = 'c')]
     local_cpu: bool,
@@ -78,6 +93,52 @@ struct TestOptions {
     /// TCP_NODELAY on the data connection.
     #[arg(short = 'D')]
     no_delay: bool,
+    /// Output selectors as CSV: a list (NAME,NAME…) or a file of them; alone, netperf's defaults.
+    #[arg(short = 'o', value_name = "LIST|FILE", num_args = 0..=1, default_missing_value = "",
+          conflicts_with_all = ["columns", "keyval"])]
+    csv: Option<String>,
+    /// Output selectors in columns (as -o).
+    #[arg(short = 'O', value_name = "LIST|FILE", num_args = 0..=1, default_missing_value = "",
+          conflicts_with = "keyval")]
+    columns: Option<String>,
+    /// Output selectors as NAME=value lines (as -o; what flent reads).
+    #[arg(short = 'k', value_name = "LIST|FILE", num_args = 0..=1, default_missing_value = "")]
+    keyval: Option<String>,
+}
+
+impl TestOptions {
+    /// The selectors asked for and their style, if any.
+    fn selection(&self, test: NetperfTest) -> anyhow::Result<Option<(Vec<&'static str>, Style)>> {
+        let Some((arg, style)) = [
+            (&self.csv, Style::Csv),
+            (&self.columns, Style::Columns),
+            (&self.keyval, Style::KeyValue),
+        ]
+        .into_iter()
+        .find_map(|(a, s)| a.as_ref().map(|a| (a, s))) else {
+            return Ok(None);
+        };
+        if arg.is_empty() {
+            return Ok(Some((select::default_list(test), style)));
+        }
+        // As netperf: a readable file holds the list, anything else is the list itself.
+        let list = match std::fs::read_to_string(arg) {
+            Ok(text) => text,
+            Err(_) => arg.clone(),
+        };
+        Ok(Some((
+            select::parse_list(&list).map_err(anyhow::Error::msg)?,
+            style,
+        )))
+    }
+}
+
+/// How long a test runs: netperf's `-l` (seconds, or a negative count).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Length {
+    Time(Duration),
+    /// Bytes of a stream test, transactions of a request/response test.
+    Count(u64),
 }
 
 /// Two sizes as netperf's `break_args` reads `A,B`: `A` alone sets both, an empty side neither.
@@ -96,19 +157,29 @@ fn parse_test(s: &str) -> Result<NetperfTest, String> {
     }
 }
 
-fn parse_length(s: &str) -> Result<Duration, String> {
+fn parse_length(s: &str) -> Result<Length, String> {
+    if let Some(count) = s.strip_prefix('-') {
+        return match count.parse::<u64>() {
+            Ok(n) if n > 0 => Ok(Length::Count(n)),
+            _ => Err(format!(
+                "-l {s}: a negative -l is a count of bytes or transactions, a whole number"
+            )),
+        };
+    }
     let secs: f64 = s
         .parse()
         .map_err(|_| format!("'{s}' is not a number of seconds"))?;
-    if secs < 0.0 {
-        return Err(format!(
-            "-l {s}: netperf's negative -l (a byte or transaction count) is not supported; \
-             give the test length in seconds"
-        ));
-    }
     match Duration::try_from_secs_f64(secs) {
-        Ok(d) if !d.is_zero() => Ok(d),
+        Ok(d) if !d.is_zero() => Ok(Length::Time(d)),
         _ => Err(format!("-l must be more than 0 seconds, got {s}")),
+    }
+}
+
+fn parse_units(s: &str) -> Result<fmt::Units, String> {
+    let mut chars = s.chars();
+    match (chars.next().and_then(fmt::Units::from_flag), chars.next()) {
+        (Some(u), None) => Ok(u),
+        _ => Err(format!("'{s}' is not a netperf unit: k, m, g, K, M or G")),
     }
 }
 
@@ -207,9 +278,7 @@ impl NetperfArgs {
             _ => Protocol::Tcp,
         };
         let mut spec = TestSpec::new(protocol);
-        spec.end = EndCondition::Time {
-            duration: self.length,
-        };
+        let rr = matches!(self.test, NetperfTest::TcpRr | NetperfTest::UdpRr);
         spec.direction = match self.test {
             NetperfTest::TcpMaerts => Direction::Reverse,
             _ => Direction::Normal,
@@ -239,6 +308,14 @@ impl NetperfArgs {
                 .send_size
                 .unwrap_or_else(|| default_send_size(protocol, spec.window));
         }
+        spec.end = match self.length {
+            Length::Time(duration) => EndCondition::Time { duration },
+            // Transactions of an _RR test: each sends one request of spec.len bytes.
+            Length::Count(n) if rr => EndCondition::Bytes {
+                bytes: n.saturating_mul(u64::from(spec.len)),
+            },
+            Length::Count(bytes) => EndCondition::Bytes { bytes },
+        };
         Ok(ValidSpec::new(spec)?)
     }
 
@@ -278,6 +355,13 @@ pub async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    let selection = match test_opts.selection(args.test) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("perfpeer netperf: {e:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let headers = args.headers == 1;
     let host = split_host_port(&args.host).map_or_else(|_| args.host.clone(), |(h, _)| h);
     let opts = fmt::Options {
@@ -285,6 +369,12 @@ pub async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
         local_cpu: args.local_cpu,
         remote_cpu: args.remote_cpu,
         headers,
+        units: args.units,
+    };
+    let target = match args.port {
+        Some(port) if host.contains(':') => format!("[{host}]:{port}"),
+        Some(port) => format!("{host}:{port}"),
+        None => args.host.clone(),
     };
     let client_opts = args.options();
     let mut banner_due = headers;
@@ -298,17 +388,29 @@ pub async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
         Ok(())
     };
     let outcome = run_printing(
-        |events, cancel| run_test(&args.host, &spec, &client_opts, events, cancel),
+        |events, cancel| run_test(&target, &spec, &client_opts, events, cancel),
         on_event,
     )
     .await?;
     let result = match outcome {
         Ok(result) => result,
         Err(e) => {
-            return Err(anyhow::Error::new(e).context(format!("test against {} failed", args.host)));
+            return Err(anyhow::Error::new(e).context(format!("test against {target} failed")));
         }
     };
-    print(&fmt::table(&result, &opts)?)?;
+    match (selection, args.verbosity) {
+        (Some((names, style)), _) => print(&select::render(&result, &names, style, &opts)?)?,
+        (None, 0) => print(&format!(
+            "{:.2}\n",
+            fmt::headline(&result, args.units)?.value
+        ))?,
+        (None, verbosity) => {
+            print(&fmt::table(&result, &opts)?)?;
+            if verbosity == 2 {
+                print(&fmt::rr_detail(&result))?;
+            }
+        }
+    }
     Ok(match result.status.ended_early() {
         None => ExitCode::SUCCESS,
         Some(reason) => {

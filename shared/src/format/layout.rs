@@ -61,6 +61,7 @@ impl Layout {
                     local_cpu: true,
                     remote_cpu: true,
                     headers: true,
+                    units: netperf::Units::default(),
                 };
                 netperf::render(result, &opts).map_err(|e| e.to_string())
             }

@@ -92,6 +92,66 @@ pub struct Options<'a> {
     pub remote_cpu: bool,
     /// Banner and column titles (`-P 1`, the default); without them only the data lines.
     pub headers: bool,
+    /// Throughput units (`-f`).
+    pub units: Units,
+}
+
+/// netperf's `-f`: throughput in 10^3/10^6/10^9 bits (`k`, `m`, `g`) or 2^10/2^20/2^30 bytes
+/// (`K`, `M`, `G`) per second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Units {
+    /// `k`.
+    KiloBits,
+    /// `m`, netperf's default.
+    #[default]
+    MegaBits,
+    /// `g`.
+    GigaBits,
+    /// `K`.
+    KiloBytes,
+    /// `M`.
+    MegaBytes,
+    /// `G`.
+    GigaBytes,
+}
+
+impl Units {
+    /// The unit `-f` names, if it is one.
+    pub fn from_flag(c: char) -> Option<Units> {
+        Some(match c {
+            'k' => Units::KiloBits,
+            'm' => Units::MegaBits,
+            'g' => Units::GigaBits,
+            'K' => Units::KiloBytes,
+            'M' => Units::MegaBytes,
+            'G' => Units::GigaBytes,
+            _ => return None,
+        })
+    }
+
+    /// The unit as netperf's titles name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Units::KiloBits => "10^3bits",
+            Units::MegaBits => "10^6bits",
+            Units::GigaBits => "10^9bits",
+            Units::KiloBytes => "KBytes",
+            Units::MegaBytes => "MBytes",
+            Units::GigaBytes => "GBytes",
+        }
+    }
+
+    /// A rate in bit/s (the model's figure) in this unit.
+    pub fn of_bits_per_second(self, bps: f64) -> f64 {
+        match self {
+            Units::KiloBits => bps / 1e3,
+            Units::MegaBits => bps / 1e6,
+            Units::GigaBits => bps / 1e9,
+            Units::KiloBytes => bps / 8.0 / 1024.0,
+            Units::MegaBytes => bps / 8.0 / 1024.0 / 1024.0,
+            Units::GigaBytes => bps / 8.0 / 1024.0 / 1024.0 / 1024.0,
+        }
+    }
 }
 
 /// The banner line netperf prints before a test, e.g. `MIGRATED TCP STREAM TEST from 0.0.0.0
@@ -186,10 +246,6 @@ fn size(v: Option<u32>) -> i64 {
     v.map_or(-1, i64::from)
 }
 
-fn mbits(bytes: u64, seconds: f64) -> f64 {
-    bits_per_second(bytes, seconds) / 1e6
-}
-
 impl Ends<'_> {
     /// Both ends' CPU columns of a stream test: each end's service demand over the bytes it
     /// moved (the model's [`TestResult::service_demand_us_per_kb`], as every tab shows it).
@@ -235,31 +291,27 @@ impl Ends<'_> {
     /// netperf's own elapsed time.
     fn stream(&self, result: &TestResult, test: NetperfTest) -> String {
         let maerts = test == NetperfTest::TcpMaerts;
-        let (sent, received) = flow_totals(result, !maerts);
-        let elapsed = if maerts {
-            received.seconds
-        } else {
-            sent.seconds
-        };
-        let bytes = if received.bytes > 0 {
-            received.bytes
-        } else {
-            sent.bytes
-        };
+        let (bytes, elapsed) = stream_figures(result, maerts);
         let (recv_size, send_size) = if maerts {
             (self.local_buf(rcvbuf), self.remote_buf(sndbuf))
         } else {
             (self.remote_buf(rcvbuf), self.local_buf(sndbuf))
         };
-        let thruput = mbits(bytes, elapsed);
+        let thruput = self
+            .opts
+            .units
+            .of_bits_per_second(bits_per_second(bytes, elapsed));
+        let unit = self.opts.units.label();
         let msg = result.spec.len;
         let mut out = String::new();
         if !self.cpu_asked() {
             if self.opts.headers {
-                out += "Recv   Send    Send                          \n\
-                        Socket Socket  Message  Elapsed              \n\
-                        Size   Size    Size     Time     Throughput  \n\
-                        bytes  bytes   bytes    secs.    10^6bits/sec  \n\n";
+                out += &format!(
+                    "Recv   Send    Send                          \n\
+                     Socket Socket  Message  Elapsed              \n\
+                     Size   Size    Size     Time     Throughput  \n\
+                     bytes  bytes   bytes    secs.    {unit}/sec  \n\n"
+                );
             }
             out += &format!(
                 "{recv_size:>6} {send_size:>6} {msg:>6}    {elapsed:<6.2}   {thruput:>7.2}   \n"
@@ -278,7 +330,7 @@ impl Ends<'_> {
                 "Recv   Send    Send                          Utilization       Service Demand\n\
                  Socket Socket  Message  Elapsed              {ends}\n\
                  Size   Size    Size     Time     Throughput  local    remote   local   remote\n\
-                 bytes  bytes   bytes    secs.    10^6bits/s  % {}      % {}      us/KB   us/KB\n\n",
+                 bytes  bytes   bytes    secs.    {unit}/s  % {}      % {}      us/KB   us/KB\n\n",
                 l.method, r.method
             );
         }
@@ -349,13 +401,21 @@ impl Ends<'_> {
         let (lss, rsr) = (self.local_buf(sndbuf), self.remote_buf(rcvbuf));
         let okay = sent.packets.unwrap_or(0);
         let got = received.udp_rx.map_or(0, |u| u.received);
-        let (tx, rx) = (mbits(sent.bytes, elapsed), mbits(received.bytes, elapsed));
+        let rate = |bytes| {
+            self.opts
+                .units
+                .of_bits_per_second(bits_per_second(bytes, elapsed))
+        };
+        let (tx, rx) = (rate(sent.bytes), rate(received.bytes));
+        let unit = self.opts.units.label();
         let mut out = String::new();
         if !self.cpu_asked() {
             if self.opts.headers {
-                out += "Socket  Message  Elapsed      Messages                \n\
-                        Size    Size     Time         Okay Errors   Throughput\n\
-                        bytes   bytes    secs            #      #   10^6bits/sec\n\n";
+                out += &format!(
+                    "Socket  Message  Elapsed      Messages                \n\
+                     Size    Size     Time         Okay Errors   Throughput\n\
+                     bytes   bytes    secs            #      #   {unit}/sec\n\n"
+                );
             }
             out += &format!(
                 "{lss:>6}  {msg:>6}   {elapsed:<7.2}   {okay:>7} {:>6}    {tx:>7.2}\n\
@@ -369,7 +429,7 @@ impl Ends<'_> {
             out += &format!(
                 "Socket  Message  Elapsed      Messages                   CPU      Service\n\
                  Size    Size     Time         Okay Errors   Throughput   Util     Demand\n\
-                 bytes   bytes    secs            #      #   10^6bits/sec % {}{}     us/KB\n\n",
+                 bytes   bytes    secs            #      #   {unit}/sec % {}{}     us/KB\n\n",
                 l.method, r.method
             );
         }
@@ -380,6 +440,75 @@ impl Ends<'_> {
         );
         out
     }
+}
+
+/// The figure netperf leads with, as `-v 0` prints it alone and the `THROUGHPUT` selector
+/// names it: a stream test's throughput in `units` (the receiver's bytes over the elapsed
+/// time), or a request/response test's transactions per second.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Headline {
+    /// The figure.
+    pub value: f64,
+    /// Its unit as netperf names it (`10^6bits/s`, `Trans/s`).
+    pub units: String,
+    /// Seconds the test ran, as netperf's elapsed time.
+    pub elapsed: f64,
+}
+
+/// The headline figure of a finished test.
+pub fn headline(result: &TestResult, units: Units) -> Result<Headline, NetperfError> {
+    let test = NetperfTest::of_spec(&result.spec)?;
+    Ok(match test {
+        NetperfTest::TcpRr | NetperfTest::UdpRr => {
+            let (rr, elapsed) = rr_of(result).map_or((0.0, 0.0), |(rr, secs)| {
+                (rr.transactions_per_second(secs), secs)
+            });
+            Headline {
+                value: rr,
+                units: "Trans/s".into(),
+                elapsed,
+            }
+        }
+        NetperfTest::TcpStream | NetperfTest::TcpMaerts | NetperfTest::UdpStream => {
+            let (bytes, elapsed) = stream_figures(result, test == NetperfTest::TcpMaerts);
+            Headline {
+                value: units.of_bits_per_second(bits_per_second(bytes, elapsed)),
+                units: format!("{}/s", units.label()),
+                elapsed,
+            }
+        }
+    })
+}
+
+/// `-v 2`'s addition for a request/response test: its round-trip percentiles (empty for other
+/// tests, or without round trips).
+pub fn rr_detail(result: &TestResult) -> String {
+    rr_of(result)
+        .and_then(|(rr, _)| rr.rtt)
+        .map(|t| {
+            format!(
+                "\nRound trip (usec): min {:.1}  mean {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}\n",
+                t.min_us, t.mean_us, t.p50_us, t.p90_us, t.p99_us, t.max_us
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// A stream test's bytes (the receiver's count, or the sender's if the receiver reported
+/// none) and netperf's elapsed time (the sending end's, the receiving end's for MAERTS).
+fn stream_figures(result: &TestResult, maerts: bool) -> (u64, f64) {
+    let (sent, received) = flow_totals(result, !maerts);
+    let elapsed = if maerts {
+        received.seconds
+    } else {
+        sent.seconds
+    };
+    let bytes = if received.bytes > 0 {
+        received.bytes
+    } else {
+        sent.bytes
+    };
+    (bytes, elapsed)
 }
 
 fn sndbuf(s: &SideReport) -> Option<u32> {
@@ -407,6 +536,8 @@ fn rr_of(result: &TestResult) -> Option<(RrFinal, f64)> {
         .flat_map(|side| side.streams.iter())
         .find_map(|s| s.rr.map(|rr| (rr, s.duration.as_secs_f64())))
 }
+
+pub mod select;
 
 #[cfg(test)]
 mod tests;

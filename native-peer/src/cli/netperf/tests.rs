@@ -31,7 +31,7 @@ fn defaults_are_netperfs() {
     let args = parse(&[]).unwrap();
     assert_eq!(args.host, "localhost");
     assert_eq!(args.test, NetperfTest::TcpStream);
-    assert_eq!(args.length, Duration::from_secs(10));
+    assert_eq!(args.length, Length::Time(Duration::from_secs(10)));
     assert_eq!(args.headers, 1);
     let s = spec_of(&[]).unwrap();
     assert_eq!(
@@ -140,7 +140,8 @@ fn unsupported_and_bad_input_is_refused_clearly() {
             "-m applies to stream tests",
         ),
         (vec!["-t", "SCTP_STREAM"], "unknown test"),
-        (vec!["-l", "-1000"], "negative -l"),
+        (vec!["-l", "-0"], "negative -l is a count"),
+        (vec!["-l", "-2.5"], "negative -l is a count"),
         (vec!["-l", "0"], "more than 0"),
         (vec!["-l", "ten"], "not a number"),
         (
@@ -159,4 +160,16 @@ fn unsupported_and_bad_input_is_refused_clearly() {
         let err = spec_of(&argv).unwrap_err();
         assert!(err.contains(needle), "{argv:?}: {err}");
     }
+}
+
+#[test]
+fn a_negative_length_counts_bytes_or_transactions() {
+    let stream = spec_of(&["-l", "-1000"]).unwrap();
+    assert_eq!(stream.end, EndCondition::Bytes { bytes: 1000 });
+    let rr = spec_of(&["-t", "TCP_RR", "-l", "-1000", "--", "-r", "64,64"]).unwrap();
+    assert_eq!(
+        rr.end,
+        EndCondition::Bytes { bytes: 64_000 },
+        "1000 requests of 64 bytes"
+    );
 }

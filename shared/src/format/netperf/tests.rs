@@ -14,6 +14,7 @@ const OPTS: Options<'static> = Options {
     local_cpu: false,
     remote_cpu: false,
     headers: true,
+    units: Units::MegaBits,
 };
 
 fn cpu(percent_user: f64, percent_system: f64, cpus: u32) -> CpuUsage {
