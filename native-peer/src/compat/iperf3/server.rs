@@ -120,7 +120,7 @@ struct Shared {
     /// Woken when a pending test leaves `pending` (a UDP test waiting for its turn looks again).
     pending_left: tokio::sync::Notify,
     /// Tests begun so far (each gets the next number).
-    tests_begun: std::sync::atomic::AtomicU64,
+    tests_begun: portable_atomic::AtomicU64,
     events: mpsc::UnboundedSender<ServerEvent>,
     shutdown: CancellationToken,
 }
@@ -143,7 +143,7 @@ pub async fn run(
         config,
         pending: Mutex::new(Vec::new()),
         pending_left: tokio::sync::Notify::new(),
-        tests_begun: std::sync::atomic::AtomicU64::new(0),
+        tests_begun: portable_atomic::AtomicU64::new(0),
         events,
         shutdown,
     });
