@@ -129,6 +129,12 @@ async fn open(
     let far = Iperf3FarEnd {
         control,
         spec: spec.clone(),
+        // The server's own output of a long test with many streams runs to megabytes.
+        results_limit: if asks.server_output {
+            MAX_RESULTS_WITH_OUTPUT
+        } else {
+            MAX_RESULTS_LEN
+        },
     };
     Ok((far, ready))
 }
@@ -137,7 +143,12 @@ async fn open(
 struct Iperf3FarEnd {
     control: Control,
     spec: TestSpec,
+    /// Longest results message taken from the server.
+    results_limit: usize,
 }
+
+/// Longest results message when the server's output was asked for (`--get-server-output`).
+const MAX_RESULTS_WITH_OUTPUT: usize = 16 << 20;
 
 impl FarEnd for Iperf3FarEnd {
     /// Any state byte during the test ends it.
@@ -200,7 +211,7 @@ impl Iperf3FarEnd {
         control
             .write_json(&serde_json::to_value(&ours).expect("results serialize"))
             .await?;
-        let mut theirs = Results::parse(&control.read_json(MAX_RESULTS_LEN).await?)?;
+        let mut theirs = Results::parse(&control.read_json(self.results_limit).await?)?;
         // `--get-server-output`: the server's own account of the test, printed after ours.
         let (text, json) = (
             theirs.server_output_text.take(),
