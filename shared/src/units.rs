@@ -111,6 +111,24 @@ pub fn format_bytes(bytes: f64) -> String {
     format!("{} {}", adaptive_number(value), UNITS[unit])
 }
 
+/// Formats a rate in bit/s in the unit iperf3's `-f` names: `k`, `m`, `g`, `t` for K/M/G/Tbits
+/// (powers of 1000), `K`, `M`, `G`, `T` for K/M/G/TBytes (powers of 1024); anything else is
+/// adaptive, as [`format_bits`]. The caller appends `/sec`.
+pub fn format_rate_in(bits_per_second: f64, unit: char) -> String {
+    let (value, label) = match unit {
+        'k' => (bits_per_second / 1e3, "Kbits"),
+        'm' => (bits_per_second / 1e6, "Mbits"),
+        'g' => (bits_per_second / 1e9, "Gbits"),
+        't' => (bits_per_second / 1e12, "Tbits"),
+        'K' => (bits_per_second / 8.0 / 1024.0, "KBytes"),
+        'M' => (bits_per_second / 8.0 / 1_048_576.0, "MBytes"),
+        'G' => (bits_per_second / 8.0 / 1_073_741_824.0, "GBytes"),
+        'T' => (bits_per_second / 8.0 / 1_099_511_627_776.0, "TBytes"),
+        _ => return format_bits(bits_per_second),
+    };
+    format!("{} {label}", adaptive_number(value))
+}
+
 /// Formats a bit count or rate as iperf3 does: `26.2 Gbits` (powers of 1000).
 pub fn format_bits(bits: f64) -> String {
     const UNITS: [&str; 5] = ["bits", "Kbits", "Mbits", "Gbits", "Tbits"];
@@ -143,6 +161,14 @@ pub mod serde_secs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_in_iperf3s_fixed_units() {
+        assert_eq!(format_rate_in(34_527e6, 'm'), "34527 Mbits");
+        assert_eq!(format_rate_in(8.0 * 1024.0 * 5.5, 'K'), "5.50 KBytes");
+        assert_eq!(format_rate_in(2.5e9, 'g'), "2.50 Gbits");
+        assert_eq!(format_rate_in(2.5e9, 'a'), format_bits(2.5e9));
+    }
 
     #[test]
     fn rates_use_powers_of_1000() {

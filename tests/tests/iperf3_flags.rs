@@ -200,10 +200,11 @@ fn our_client_flags_against_a_stock_server() {
         u64::from(cport),
         "{v}"
     );
-    // -i 0: no reports during the test, one interval for all of it; "iperf Done." at the end.
+    // -i 0: no reports during the test, one interval for all of it; "iperf Done." at the end;
+    // -f K: every bitrate in KBytes/sec.
     let (_s, port) = stock_server();
     let p = port.to_string();
-    let out = tool.client(&p, &["-t", "2", "-i", "0"]);
+    let out = tool.client(&p, &["-t", "2", "-i", "0", "-f", "K"]);
     let text = stdout(&out);
     assert!(out.status.success(), "{}", both(&out));
     let interval_lines = text
@@ -218,6 +219,11 @@ fn our_client_flags_against_a_stock_server() {
     assert_eq!(interval_lines, 1, "{text}");
     assert!(text.trim_end().ends_with("iperf Done."), "{text}");
     assert!(!text.contains("Service demand"), "{text}");
+    let rates: Vec<&str> = text.lines().filter(|l| l.contains("/sec")).collect();
+    assert!(
+        rates.len() >= 3 && rates.iter().all(|l| l.contains("KBytes/sec")),
+        "{text}"
+    );
     // -T and --logfile: every line titled, in the file, nothing on stdout.
     let (_s, port) = stock_server();
     let p = port.to_string();

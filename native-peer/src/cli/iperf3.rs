@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use clap::Args;
-use perfpeer_shared::format::iperf3::{self as fmt, Preamble, Voice};
+use perfpeer_shared::format::iperf3::{self as fmt, Preamble, RateFormat, Voice};
 use perfpeer_shared::report::PeerRole;
 use perfpeer_shared::spec::{EndCondition, ValidSpec};
 use tokio::sync::mpsc;
@@ -75,6 +75,9 @@ pub struct Iperf3Args {
     /// from one buffer, so this changes nothing.
     #[arg(short = 'Z', long)]
     zerocopy: bool,
+    /// Bitrate unit: k, m, g, t (Kbits … Tbits/sec) or K, M, G, T (KBytes … TBytes/sec).
+    #[arg(short = 'f', long = "format", value_name = "kmgtKMGT", value_parser = parse_rate_format)]
+    rate_format: Option<RateFormat>,
     /// Start every output line with this title.
     #[arg(short = 'T', long, value_name = "STR")]
     title: Option<String>,
@@ -87,6 +90,16 @@ pub struct Iperf3Args {
     logfile: Option<PathBuf>,
     #[command(flatten)]
     flags: TestFlags,
+}
+
+fn parse_rate_format(s: &str) -> Result<RateFormat, String> {
+    let mut chars = s.chars();
+    match (chars.next().and_then(RateFormat::from_flag), chars.next()) {
+        (Some(f), None) => Ok(f),
+        _ => Err(format!(
+            "'{s}' is not a format: one of k, m, g, t, K, M, G, T"
+        )),
+    }
 }
 
 fn parse_count(s: &str) -> Result<u64, String> {
@@ -106,6 +119,7 @@ impl Iperf3Args {
     fn voice(&self) -> Voice {
         Voice::Stock {
             verbose: self.verbose,
+            rate: self.rate_format.unwrap_or_default(),
         }
     }
 }
@@ -273,7 +287,11 @@ impl ServerPrinter {
                 }
             }
             (E::Interval { test, spec, report }, Style::Text) => {
-                self.text(*test, &fmt::text_interval(spec, PeerRole::Server, report));
+                let rate = self.voice.rate();
+                self.text(
+                    *test,
+                    &fmt::text_interval_as(spec, PeerRole::Server, report, rate),
+                );
             }
             (E::Finished(test, result), style) => {
                 if style == Style::Text {

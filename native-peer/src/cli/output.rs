@@ -95,7 +95,12 @@ impl<'a> Printer<'a> {
                     report,
                 },
                 Style::Text,
-            ) => self.write(&iperf3::text_interval(self.spec, PeerRole::Client, report)),
+            ) => self.write(&iperf3::text_interval_as(
+                self.spec,
+                PeerRole::Client,
+                report,
+                self.voice.rate(),
+            )),
             (
                 TestEvent::Interval {
                     role: PeerRole::Client,

@@ -10,7 +10,7 @@ use crate::report::{
     bits_per_second,
 };
 use crate::spec::{Direction, EndCondition, Protocol, TestSpec};
-use crate::units::{format_bits, format_bytes};
+use crate::units::{format_bits, format_bytes, format_rate_in};
 
 /// What the text preamble and the `--json-stream` start event need, before any result exists.
 #[derive(Debug, Clone, Copy)]
@@ -104,6 +104,16 @@ pub fn text_interval_header(spec: &TestSpec, local: PeerRole) -> String {
 /// client, `[TX-S]`/`[RX-S]` at the server); omitted intervals end with "(omitted)". With several
 /// streams, every interval but the first is preceded by the "- - -" separator, as in iperf3.
 pub fn text_interval(spec: &TestSpec, local: PeerRole, report: &IntervalReport) -> String {
+    text_interval_as(spec, local, report, RateFormat::Adaptive)
+}
+
+/// [`text_interval`] with the bitrate column in `rate` (iperf3's `-f`).
+pub fn text_interval_as(
+    spec: &TestSpec,
+    local: PeerRole,
+    report: &IntervalReport,
+    rate: RateFormat,
+) -> String {
     let roles = [StreamRole::Sender, StreamRole::Receiver];
     let count = |role: StreamRole| report.streams.iter().filter(|s| s.role == role).count();
     let mut lines = Vec::new();
@@ -118,15 +128,22 @@ pub fn text_interval(spec: &TestSpec, local: PeerRole, report: &IntervalReport) 
             let lead = lead(
                 &id_cell(s.id),
                 tag,
-                start,
-                end,
+                (start, end),
                 s.bytes,
                 bits_per_second(s.bytes, seconds),
+                rate,
             );
             lines.push(line(&lead, stream_tail(s), label));
         }
         if let Some(sum) = (count(role) > 1).then(|| report.sum(role)).flatten() {
-            let lead = lead("SUM", tag, start, end, sum.bytes, sum.bits_per_second);
+            let lead = lead(
+                "SUM",
+                tag,
+                (start, end),
+                sum.bytes,
+                sum.bits_per_second,
+                rate,
+            );
             lines.push(line(&lead, sum_tail(&sum), label));
         }
     }
@@ -153,7 +170,37 @@ pub enum Voice {
     Stock {
         /// `-V`.
         verbose: bool,
+        /// `-f`: the bitrate column's unit.
+        rate: RateFormat,
     },
+}
+
+impl Voice {
+    /// The bitrate column's unit.
+    pub fn rate(self) -> RateFormat {
+        match self {
+            Voice::Perfpeer => RateFormat::Adaptive,
+            Voice::Stock { rate, .. } => rate,
+        }
+    }
+}
+
+/// iperf3's `-f`: the unit of the bitrate column (the transfer column is always adaptive, as
+/// in iperf3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RateFormat {
+    /// The unit that suits the figure (iperf3's default).
+    #[default]
+    Adaptive,
+    /// `k`, `m`, `g`, `t` (bits, powers of 1000) or `K`, `M`, `G`, `T` (bytes, powers of 1024).
+    Fixed(char),
+}
+
+impl RateFormat {
+    /// The format `-f` names, if it is one.
+    pub fn from_flag(c: char) -> Option<RateFormat> {
+        "kmgtKMGT".contains(c).then_some(RateFormat::Fixed(c))
+    }
 }
 
 /// The summary in `voice`.
@@ -162,15 +209,15 @@ pub fn text_summary_as(result: &TestResult, voice: Voice) -> String {
     let flows = result.flows();
     let (main, reverse) = split_flows(result, &flows);
     for flow in main.into_iter().chain(reverse) {
-        summary_flow_lines(result, flow, &mut lines);
+        summary_flow_lines(result, flow, &mut lines, voice.rate());
     }
     match voice {
         Voice::Perfpeer => {
             lines.push(cpu_line(result));
             lines.extend(service_demand_line(result));
         }
-        Voice::Stock { verbose: true } => lines.push(cpu_line(result)),
-        Voice::Stock { verbose: false } => {}
+        Voice::Stock { verbose: true, .. } => lines.push(cpu_line(result)),
+        Voice::Stock { verbose: false, .. } => {}
     }
     if let Some(reason) = result.status.ended_early() {
         lines.push(format!("Test ended early: {reason}"));
@@ -196,7 +243,7 @@ pub fn text_whole(result: &TestResult, voice: Voice) -> String {
             .local
             .intervals
             .iter()
-            .map(|report| text_interval(&result.spec, result.local.role, report)),
+            .map(|report| text_interval_as(&result.spec, result.local.role, report, voice.rate())),
     );
     parts.push(text_summary_as(result, voice));
     let mut out = String::new();
@@ -225,7 +272,12 @@ fn summary_header(result: &TestResult) -> String {
     )
 }
 
-fn summary_flow_lines(result: &TestResult, flow: &Flow<'_>, lines: &mut Vec<String>) {
+fn summary_flow_lines(
+    result: &TestResult,
+    flow: &Flow<'_>,
+    lines: &mut Vec<String>,
+    rate: RateFormat,
+) {
     let tag = role_tag(
         &result.spec,
         result.local.role,
@@ -235,10 +287,10 @@ fn summary_flow_lines(result: &TestResult, flow: &Flow<'_>, lines: &mut Vec<Stri
     for (id, tx, rx) in &flow.streams {
         let cell = id_cell(*id);
         if let Some(s) = tx {
-            lines.push(final_line(&cell, tag, proto, s, "sender"));
+            lines.push(final_line(&cell, tag, proto, s, "sender", rate));
         }
         if let Some(s) = rx {
-            lines.push(final_line(&cell, tag, proto, s, "receiver"));
+            lines.push(final_line(&cell, tag, proto, s, "receiver", rate));
             lines.extend(out_of_order_line(
                 &cell,
                 tag,
@@ -252,7 +304,14 @@ fn summary_flow_lines(result: &TestResult, flow: &Flow<'_>, lines: &mut Vec<Stri
     }
     for (totals, label) in [(flow.sent, "sender"), (flow.received, "receiver")] {
         let Some(t) = totals else { continue };
-        let lead = lead("SUM", tag, 0.0, t.seconds, t.bytes, t.bits_per_second);
+        let lead = lead(
+            "SUM",
+            tag,
+            (0.0, t.seconds),
+            t.bytes,
+            t.bits_per_second,
+            rate,
+        );
         lines.push(line(
             &lead,
             final_tail(proto, t.packets, t.retransmits, t.udp_rx),
@@ -264,14 +323,21 @@ fn summary_flow_lines(result: &TestResult, flow: &Flow<'_>, lines: &mut Vec<Stri
     }
 }
 
-fn final_line(cell: &str, tag: &str, proto: Protocol, s: &StreamFinal, label: &str) -> String {
+fn final_line(
+    cell: &str,
+    tag: &str,
+    proto: Protocol,
+    s: &StreamFinal,
+    label: &str,
+    rate: RateFormat,
+) -> String {
     let lead = lead(
         cell,
         tag,
-        0.0,
-        s.duration.as_secs_f64(),
+        (0.0, s.duration.as_secs_f64()),
         s.bytes,
         s.bits_per_second(),
+        rate,
     );
     line(
         &lead,
@@ -407,8 +473,19 @@ fn final_tail(
 }
 
 /// "[  1][TX-C]   0.00-1.00   sec  1.16 GBytes  10.0 Gbits/sec": the columns every line shares.
-fn lead(cell: &str, tag: &str, start: f64, end: f64, bytes: u64, bps: f64) -> String {
-    let (transfer, rate) = (format_bytes(bytes as f64), format_bits(bps));
+fn lead(
+    cell: &str,
+    tag: &str,
+    (start, end): (f64, f64),
+    bytes: u64,
+    bps: f64,
+    unit: RateFormat,
+) -> String {
+    let transfer = format_bytes(bytes as f64);
+    let rate = match unit {
+        RateFormat::Adaptive => format_bits(bps),
+        RateFormat::Fixed(c) => format_rate_in(bps, c),
+    };
     format!("[{cell}]{tag} {start:6.2}-{end:<6.2} sec  {transfer}  {rate}/sec")
 }
 

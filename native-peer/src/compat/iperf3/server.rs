@@ -429,7 +429,10 @@ async fn serve_test(
         (true, OutputKind::Text) => {
             ours.server_output_text = Some(fmt::text_whole(
                 &result,
-                fmt::Voice::Stock { verbose: false },
+                fmt::Voice::Stock {
+                    verbose: false,
+                    rate: fmt::RateFormat::Adaptive,
+                },
             ));
         }
         (false, _) => {}
