@@ -59,11 +59,22 @@ pub struct IperfArgs {
     /// Write the report to this file (appended) instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<std::path::PathBuf>,
+    /// Units: k, m, g (bandwidth in K/M/Gbits/sec, transfer in K/M/GBytes) or K, M, G (both in
+    /// bytes); adaptive if not given.
+    #[arg(short = 'f', long = "format", value_name = "kmgKMG", value_parser = parse_units)]
+    units: Option<char>,
     /// Server: run in the background (the report goes to -o's file, or nowhere).
     #[arg(short = 'D', long)]
     daemon: bool,
     #[command(flatten)]
     flags: TestFlags,
+}
+
+fn parse_units(s: &str) -> Result<char, String> {
+    match s {
+        "k" | "m" | "g" | "K" | "M" | "G" => Ok(s.chars().next().unwrap_or('m')),
+        _ => Err(format!("'{s}' is not a format: one of k, m, g, K, M, G")),
+    }
 }
 
 fn parse_style(s: &str) -> Result<char, String> {
@@ -138,7 +149,7 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
                 if csv {
                     out!("{}", fmt::csv_interval(started_ms, &our_sockets, report));
                 } else {
-                    out!("{}", fmt::interval_rows(report));
+                    out!("{}", fmt::interval_rows_in(report, args.units));
                 }
             }
             TestEvent::Interval { .. }
@@ -156,7 +167,7 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     if csv {
         out!("{}", fmt::csv_final(&result));
     } else {
-        out!("{}", fmt::final_rows(&result));
+        out!("{}", fmt::final_rows_in(&result, args.units));
     }
     Ok(match result.status.ended_early() {
         None => ExitCode::SUCCESS,
@@ -195,7 +206,9 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
         events,
         |ev| match ev {
             server::ServerEvent::Finished(result) if csv => out!("{}", fmt::csv_final(&result)),
-            server::ServerEvent::Finished(result) => out!("{}", fmt::text(&result)),
+            server::ServerEvent::Finished(result) => {
+                out!("{}", fmt::text_in(&result, args.units));
+            }
             server::ServerEvent::Refused { from, reason } => outln!("[ ID] {from}: {reason}"),
         },
     )

@@ -6,7 +6,7 @@ use crate::report::{
     DirectionTotals, IntervalReport, PeerRole, StreamFinal, StreamRole, TestResult,
 };
 use crate::spec::Protocol;
-use crate::units::{format_bits, format_bytes};
+use crate::units::{format_bits, format_bytes, format_rate_in};
 
 use super::cfmt::g;
 
@@ -111,6 +111,32 @@ pub struct UdpColumns {
 
 /// One row: `[  1] 0.0000-1.0034 sec  1.04 GBytes  8.88 Gbits/sec`, with UDP loss columns.
 pub fn row(id: Option<u32>, start: f64, end: f64, bytes: u64, udp: Option<UdpColumns>) -> String {
+    row_in(id, (start, end), bytes, udp, None)
+}
+
+/// iperf 2's `-f`: `k`, `m`, `g` (bandwidth in K/M/Gbits, 1000-based) or `K`, `M`, `G`
+/// (KBytes/MBytes/GBytes a second, 1024-based); the transfer is then in the matching bytes
+/// unit. `None` is adaptive.
+pub type Units = Option<char>;
+
+/// The transfer and bandwidth columns in `units`.
+fn columns(bytes: u64, rate: f64, units: Units) -> (String, String) {
+    match units.filter(|c| "kmgKMG".contains(*c)) {
+        Some(c) => (
+            format_rate_in(bytes as f64 * 8.0, c.to_ascii_uppercase()),
+            format!("{}/sec", format_rate_in(rate, c)),
+        ),
+        None => (bytes_text(bytes), rate_text(rate)),
+    }
+}
+
+fn row_in(
+    id: Option<u32>,
+    (start, end): (f64, f64),
+    bytes: u64,
+    udp: Option<UdpColumns>,
+    units: Units,
+) -> String {
     let tag = id.map_or_else(|| "[SUM]".to_string(), |i| format!("[{i:3}]"));
     let secs = end - start;
     let rate = if secs > 0.0 {
@@ -118,11 +144,8 @@ pub fn row(id: Option<u32>, start: f64, end: f64, bytes: u64, udp: Option<UdpCol
     } else {
         0.0
     };
-    let mut line = format!(
-        "{tag} {start:.4}-{end:.4} sec  {}  {}",
-        bytes_text(bytes),
-        rate_text(rate)
-    );
+    let (transfer, bandwidth) = columns(bytes, rate, units);
+    let mut line = format!("{tag} {start:.4}-{end:.4} sec  {transfer}  {bandwidth}");
     if let Some(u) = udp {
         let pct = if u.total > 0 {
             u.lost as f64 * 100.0 / u.total as f64
@@ -141,26 +164,37 @@ pub fn row(id: Option<u32>, start: f64, end: f64, bytes: u64, udp: Option<UdpCol
     line
 }
 
-fn stream_row(s: &StreamFinal) -> String {
+fn stream_row(s: &StreamFinal, units: Units) -> String {
     let udp = s.udp_rx.map(|r| UdpColumns {
         jitter_ms: r.jitter_ms,
         lost: r.lost,
         total: r.expected(),
     });
-    row(Some(s.id), 0.0, s.duration.as_secs_f64(), s.bytes, udp)
+    row_in(
+        Some(s.id),
+        (0.0, s.duration.as_secs_f64()),
+        s.bytes,
+        udp,
+        units,
+    )
 }
 
-fn sum_row(t: &DirectionTotals) -> String {
+fn sum_row(t: &DirectionTotals, units: Units) -> String {
     let udp = t.udp_rx.map(|r| UdpColumns {
         jitter_ms: r.jitter_ms,
         lost: r.lost,
         total: r.expected(),
     });
-    row(None, 0.0, t.seconds, t.bytes, udp)
+    row_in(None, (0.0, t.seconds), t.bytes, udp, units)
 }
 
 /// Rows for one interval of the local end: one per stream, and `[SUM]` for several.
 pub fn interval_rows(report: &IntervalReport) -> String {
+    interval_rows_in(report, None)
+}
+
+/// [`interval_rows`] in `units`.
+pub fn interval_rows_in(report: &IntervalReport, units: Units) -> String {
     let mut out = String::new();
     let (start, end) = (report.start.as_secs_f64(), report.end.as_secs_f64());
     for s in &report.streams {
@@ -169,11 +203,11 @@ pub fn interval_rows(report: &IntervalReport) -> String {
             lost: u.lost,
             total: u.packets,
         });
-        out.push_str(&row(Some(s.id), start, end, s.bytes, udp));
+        out.push_str(&row_in(Some(s.id), (start, end), s.bytes, udp, units));
     }
     if report.streams.len() > 1 {
         let bytes = report.streams.iter().map(|s| s.bytes).sum();
-        out.push_str(&row(None, start, end, bytes, None));
+        out.push_str(&row_in(None, (start, end), bytes, None, units));
     }
     out
 }
@@ -181,6 +215,11 @@ pub fn interval_rows(report: &IntervalReport) -> String {
 /// The closing rows of the end a result was measured at (no header): totals per stream and
 /// `[SUM]`; a UDP sender adds its datagram count and the receiver's "Server Report".
 pub fn final_rows(result: &TestResult) -> String {
+    final_rows_in(result, None)
+}
+
+/// [`final_rows`] in `units`.
+pub fn final_rows_in(result: &TestResult, units: Units) -> String {
     let mut out = String::new();
     for flow in result.flows() {
         let we_send = (result.local.role == PeerRole::Client) == flow.client_to_server;
@@ -191,10 +230,10 @@ pub fn final_rows(result: &TestResult) -> String {
             .collect();
         let totals = if we_send { flow.sent } else { flow.received };
         for s in &mine {
-            out.push_str(&stream_row(s));
+            out.push_str(&stream_row(s, units));
         }
         if let (true, Some(t)) = (mine.len() > 1, totals) {
-            out.push_str(&sum_row(&t));
+            out.push_str(&sum_row(&t, units));
         }
         if we_send && result.spec.protocol == Protocol::Udp {
             for s in &mine {
@@ -209,7 +248,7 @@ pub fn final_rows(result: &TestResult) -> String {
                     out.push_str(&format!(
                         "[{id:3}] Server Report:\n{}{}",
                         header(true),
-                        stream_row(rx)
+                        stream_row(rx, units)
                     ));
                 }
             }
@@ -230,6 +269,11 @@ pub fn is_udp_receiver(result: &TestResult) -> bool {
 
 /// A whole result in iperf2's layout, seen from the end it was measured at.
 pub fn text(result: &TestResult) -> String {
+    text_in(result, None)
+}
+
+/// [`text`] in `units`.
+pub fn text_in(result: &TestResult, units: Units) -> String {
     let mut out = String::new();
     if result.local.role == PeerRole::Client {
         let server = result.server_addr.rsplit_once(':');
@@ -247,7 +291,7 @@ pub fn text(result: &TestResult) -> String {
         out.push_str(&connected_line(s.id, &s.local, &s.remote));
     }
     out.push_str(&header(is_udp_receiver(result)));
-    out.push_str(&final_rows(result));
+    out.push_str(&final_rows_in(result, units));
     out
 }
 
@@ -458,6 +502,24 @@ mod tests {
         assert!(
             csv_line(0, None, 1, (0.0, 1.0), (1, 8.0), Some(CsvUdp::Sent))
                 .ends_with(",0.000,0,-1,-0.000,0\n")
+        );
+    }
+
+    #[test]
+    fn fixed_units_as_iperf_2_1_8_prints_them() {
+        // Stock 2.1.8, `-f k`: "2018944 KBytes  16345948 Kbits/sec"; `-f g`: "3.89 GBytes  33.4 Gbits/sec".
+        let k = row_in(Some(1), (0.0, 1.0), 2_067_398_656, None, Some('k'));
+        assert_eq!(
+            k,
+            "[  1] 0.0000-1.0000 sec  2018944 KBytes  16539189 Kbits/sec\n"
+        );
+        let g = row_in(Some(1), (0.0, 1.0), 4_176_855_040, None, Some('g'));
+        assert_eq!(g, "[  1] 0.0000-1.0000 sec  3.89 GBytes  33.4 Gbits/sec\n");
+        let big_k = row_in(Some(1), (0.0, 2.0), 2048, None, Some('K'));
+        assert!(big_k.ends_with("2.00 KBytes  1.00 KBytes/sec\n"), "{big_k}");
+        assert_eq!(
+            row_in(None, (0.0, 1.0), 1, None, None),
+            row(None, 0.0, 1.0, 1, None)
         );
     }
 }
