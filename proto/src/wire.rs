@@ -64,6 +64,15 @@ fn u32_at(buf: &[u8], at: usize) -> u32 {
     u32::from_be_bytes(buf[at..at + 4].try_into().expect("4 bytes"))
 }
 
+/// An iperf send time: seconds at `sec_at`, microseconds after them (u32 each, clamped below a
+/// second).
+fn time_at(buf: &[u8], sec_at: usize) -> Duration {
+    Duration::new(
+        u64::from(u32_at(buf, sec_at)),
+        u32_at(buf, sec_at + 4).min(999_999) * 1000,
+    )
+}
+
 fn u64_at(buf: &[u8], at: usize) -> u64 {
     u64::from_be_bytes(buf[at..at + 8].try_into().expect("8 bytes"))
 }
@@ -419,12 +428,7 @@ impl DatagramFormat {
 
     /// The send time an iperf 2 fin carries, where its data datagrams carry theirs.
     pub fn fin_sent(self, buf: &[u8]) -> Option<Duration> {
-        (self.fin_is_data() && buf.len() >= self.min_len()).then(|| {
-            Duration::new(
-                u64::from(u32_at(buf, 4)),
-                u32_at(buf, 8).min(999_999) * 1000,
-            )
-        })
+        (self.fin_is_data() && buf.len() >= self.min_len()).then(|| time_at(buf, 4))
     }
 
     /// Smallest datagram that can carry this format's header.
@@ -475,12 +479,7 @@ impl DatagramFormat {
         reason = "iperf's 32-bit sequence numbers are signed on the wire (a negative one is a fin): the bits are the value"
     )]
     pub fn classify(self, buf: &[u8]) -> Datagram {
-        let time = |sec_at: usize| {
-            Some(Duration::new(
-                u64::from(u32_at(buf, sec_at)),
-                u32_at(buf, sec_at + 4).min(999_999) * 1000,
-            ))
-        };
+        let time = |sec_at: usize| Some(time_at(buf, sec_at));
         match self {
             DatagramFormat::Perfpeer if UdpControl::is_control(buf) => {
                 match UdpControl::decode(buf) {

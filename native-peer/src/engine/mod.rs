@@ -109,10 +109,11 @@ impl StreamCounters {
             .compare_exchange(0, ns, Ordering::Release, Ordering::Relaxed);
     }
 
-    /// A receiver got data now.
-    pub(crate) fn mark_data(&self, epoch: Instant) {
+    /// A receiver got data `since_epoch` after the engine's epoch (the arrival time the caller
+    /// already took for its statistics, where it took one).
+    pub(crate) fn mark_data(&self, since_epoch: Duration) {
         self.last_data_ns
-            .store(ns_plus_one(epoch.elapsed()), Ordering::Relaxed);
+            .store(ns_plus_one(since_epoch), Ordering::Relaxed);
     }
 
     /// When a receiver last got data, relative to the epoch.

@@ -88,7 +88,7 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
             Ok(n) => {
                 total += n as u64;
                 w.counters.bytes.store(total, Ordering::Relaxed);
-                w.counters.mark_data(w.control.epoch);
+                w.counters.mark_data(w.control.epoch.elapsed());
             }
             Err(e) if is_retry(&e) => {}
             Err(e) => return Err(e),

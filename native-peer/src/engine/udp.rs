@@ -136,7 +136,7 @@ pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
                     );
                     bytes += n as u64;
                     w.counters.bytes.store(bytes, Ordering::Relaxed);
-                    w.counters.mark_data(epoch);
+                    w.counters.mark_data(arrived);
                 }
                 // A ttcp start sentinel (nothing received yet) is not the end.
                 Datagram::End { .. } if w.format == DatagramFormat::Ttcp && count == 0 => {}
@@ -150,7 +150,7 @@ pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
                             stats.on_datagram(p + 1, sent, arrived);
                             bytes += n as u64;
                             w.counters.bytes.store(bytes, Ordering::Relaxed);
-                            w.counters.mark_data(epoch);
+                            w.counters.mark_data(arrived);
                             Some(p + 1)
                         }
                         other => other,

@@ -177,7 +177,7 @@ pub(super) fn receive(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
                 }
                 drop(stats);
                 w.counters.bytes.store(bytes, Ordering::Relaxed);
-                w.counters.mark_data(epoch);
+                w.counters.mark_data(arrived);
                 if ended {
                     return Ok(());
                 }

@@ -158,19 +158,18 @@ impl Measurement {
     /// and the boundary came together), if any.
     pub fn take_due_interval(&mut self) -> Option<IntervalReport> {
         let now = Instant::now();
-        (self.next_tick <= now).then(|| {
-            self.next_tick += self.interval;
-            let report = self.sampler.tick(now);
-            self.intervals.push(report.clone());
-            report
-        })
+        (self.next_tick <= now).then(|| self.tick_at(now))
     }
 
     /// Waits for the next interval boundary and reports it.
     pub async fn next_interval(&mut self) -> IntervalReport {
         tokio::time::sleep_until(self.next_tick.into()).await;
+        self.tick_at(Instant::now())
+    }
+
+    /// Reports the interval that ends `now` (a boundary that has passed) and sets the next one.
+    fn tick_at(&mut self, now: Instant) -> IntervalReport {
         self.next_tick += self.interval;
-        let now = Instant::now();
         if self.next_tick < now {
             // We were starved for more than an interval: skip ahead instead of bursting reports.
             self.next_tick = now + self.interval;
