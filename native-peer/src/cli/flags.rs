@@ -139,6 +139,22 @@ pub enum Dialect {
     Iperf3,
 }
 
+/// One of `letters`, as the tools' `-f` takes a unit (`k`, `M`, …); anything else is refused
+/// as not being `what`, with the letters that are.
+pub fn unit_letter(s: &str, letters: &str, what: &str) -> Result<char, String> {
+    let mut chars = s.chars();
+    match (chars.next(), chars.next()) {
+        (Some(c), None) if letters.contains(c) => Ok(c),
+        _ => {
+            let choices: Vec<String> = letters.chars().map(String::from).collect();
+            Err(format!(
+                "'{s}' is not {what}: one of {}",
+                choices.join(", ")
+            ))
+        }
+    }
+}
+
 fn parse_size_arg(s: &str) -> Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
 }

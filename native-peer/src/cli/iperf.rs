@@ -14,7 +14,7 @@ use perfpeer_shared::report::PeerRole;
 use perfpeer_shared::spec::Protocol;
 use tokio::sync::mpsc;
 
-use super::flags::TestFlags;
+use super::flags::{TestFlags, unit_letter};
 use super::live::{run_printing, serve_printing};
 use crate::compat::iperf2::codec::DEFAULT_PORT;
 use crate::compat::iperf2::{client, server};
@@ -71,10 +71,7 @@ pub struct IperfArgs {
 }
 
 fn parse_units(s: &str) -> Result<char, String> {
-    match s {
-        "k" | "m" | "g" | "K" | "M" | "G" => Ok(s.chars().next().unwrap_or('m')),
-        _ => Err(format!("'{s}' is not a format: one of k, m, g, K, M, G")),
-    }
+    unit_letter(s, "kmgKMG", "a format")
 }
 
 fn parse_style(s: &str) -> Result<char, String> {

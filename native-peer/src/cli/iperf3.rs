@@ -15,7 +15,7 @@ use perfpeer_shared::report::PeerRole;
 use perfpeer_shared::spec::{EndCondition, ValidSpec};
 use tokio::sync::mpsc;
 
-use super::flags::{Dialect, TestFlags};
+use super::flags::{Dialect, TestFlags, unit_letter};
 use super::live::{finish, run_printing, serve_printing};
 use super::output::{Printer, Style};
 use crate::compat::iperf3::codec::{Asks, DEFAULT_PORT, OutputKind};
@@ -93,13 +93,7 @@ pub struct Iperf3Args {
 }
 
 fn parse_rate_format(s: &str) -> Result<RateFormat, String> {
-    let mut chars = s.chars();
-    match (chars.next().and_then(RateFormat::from_flag), chars.next()) {
-        (Some(f), None) => Ok(f),
-        _ => Err(format!(
-            "'{s}' is not a format: one of k, m, g, t, K, M, G, T"
-        )),
-    }
+    unit_letter(s, "kmgtKMGT", "a format").map(RateFormat::Fixed)
 }
 
 fn parse_count(s: &str) -> Result<u64, String> {

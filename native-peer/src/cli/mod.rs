@@ -199,10 +199,7 @@ pub struct UsageError(pub String);
 
 /// Runs the chosen subcommand on a fresh tokio runtime.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    // Sized to the machine: two workers at most (the data path runs on its own threads), one on
-    // a single-core router; blocking work (opening streams, joining them, the store) is short
-    // and capped well below tokio's default of 512 threads.
-    // Into the background before any thread exists (`iperf3 -s -D`).
+    // Into the background before any thread exists (`iperf3 -s -D`, `iperf -s -D`).
     let daemon = match &cli.command {
         Command::Iperf3(args) => args.daemon(),
         Command::Iperf(args) => args.daemon(),
@@ -211,6 +208,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if daemon {
         crate::sys::daemonize().map_err(|e| anyhow::anyhow!("cannot run as a daemon: {e}"))?;
     }
+    // Sized to the machine: two workers at most (the data path runs on its own threads), one on
+    // a single-core router; blocking work (opening streams, joining them, the store) is short
+    // and capped well below tokio's default of 512 threads.
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cores.min(2))

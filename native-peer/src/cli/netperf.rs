@@ -176,11 +176,8 @@ fn parse_length(s: &str) -> Result<Length, String> {
 }
 
 fn parse_units(s: &str) -> Result<fmt::Units, String> {
-    let mut chars = s.chars();
-    match (chars.next().and_then(fmt::Units::from_flag), chars.next()) {
-        (Some(u), None) => Ok(u),
-        _ => Err(format!("'{s}' is not a netperf unit: k, m, g, K, M or G")),
-    }
+    let letter = super::flags::unit_letter(s, "kmgKMG", "a netperf unit")?;
+    fmt::Units::from_flag(letter).ok_or_else(|| format!("'{s}' is not a netperf unit"))
 }
 
 /// A size as netperf's `convert` reads it: K/M/G multiply by 1024ⁿ, k/m/g by 1000ⁿ.

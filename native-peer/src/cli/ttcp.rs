@@ -78,10 +78,7 @@ pub struct TtcpArgs {
 }
 
 fn parse_unit(s: &str) -> Result<char, String> {
-    match s {
-        "k" | "m" | "g" | "K" | "M" | "G" => Ok(s.chars().next().unwrap_or('K')),
-        _ => Err(format!("'{s}' is not a ttcp format: k, m, g, K, M or G")),
-    }
+    super::flags::unit_letter(s, "kmgKMG", "a ttcp format")
 }
 
 impl TtcpArgs {

@@ -175,16 +175,22 @@ impl FarEnd for TtcpFarEnd {
     }
 }
 
-/// Copies `input` to `output` until EOF in reads of at most `buf`'s size (ttcp's buffers);
-/// returns the bytes copied.
+/// Copies `input` to `output` until EOF in reads of at most `buf`'s size (ttcp's buffers), or
+/// in whole buffers (the last may be short) with `whole_blocks` (`-B`); returns the bytes
+/// copied.
 fn copy_in_pieces(
     input: &mut impl Read,
     output: &mut impl Write,
     buf: &mut [u8],
+    whole_blocks: bool,
 ) -> io::Result<u64> {
     let mut total = 0u64;
     loop {
-        let n = input.read(buf)?;
+        let n = if whole_blocks {
+            read_full(input, buf)?
+        } else {
+            input.read(buf)?
+        };
         if n == 0 {
             return Ok(total);
         }
@@ -223,24 +229,12 @@ pub fn run_copy(
     let mut bytes = 0u64;
     match (&socket, role) {
         (DataSocket::Tcp(s), StreamRole::Sender) => {
-            bytes = copy_in_pieces(&mut io::stdin().lock(), &mut &**s, &mut buf)?;
+            bytes = copy_in_pieces(&mut io::stdin().lock(), &mut &**s, &mut buf, false)?;
             s.shutdown(std::net::Shutdown::Write)?;
-        }
-        (DataSocket::Tcp(s), StreamRole::Receiver) if full_blocks => {
-            let mut out = io::stdout().lock();
-            loop {
-                let n = read_full(&mut &**s, &mut buf)?;
-                if n == 0 {
-                    break;
-                }
-                out.write_all(&buf[..n])?;
-                bytes += n as u64;
-            }
-            out.flush()?;
         }
         (DataSocket::Tcp(s), StreamRole::Receiver) => {
             let mut out = io::stdout().lock();
-            bytes = copy_in_pieces(&mut &**s, &mut out, &mut buf)?;
+            bytes = copy_in_pieces(&mut &**s, &mut out, &mut buf, full_blocks)?;
             out.flush()?;
         }
         (DataSocket::Udp(s), StreamRole::Sender) => {

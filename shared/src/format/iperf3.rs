@@ -196,13 +196,6 @@ pub enum RateFormat {
     Fixed(char),
 }
 
-impl RateFormat {
-    /// The format `-f` names, if it is one.
-    pub fn from_flag(c: char) -> Option<RateFormat> {
-        "kmgtKMGT".contains(c).then_some(RateFormat::Fixed(c))
-    }
-}
-
 /// The summary in `voice`.
 pub fn text_summary_as(result: &TestResult, voice: Voice) -> String {
     let mut lines = vec![SEPARATOR.to_string(), summary_header(result)];

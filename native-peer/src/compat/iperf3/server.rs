@@ -103,8 +103,8 @@ struct Pending {
     cookie: Cookie,
     client_ip: IpAddr,
     udp: bool,
-    /// Streams still expected.
-    missing: usize,
+    /// Streams the test has.
+    streams: usize,
     /// UDP streams' source addresses (ip, port) taken so far.
     udp_sources: Vec<SocketAddr>,
     /// Streams as they arrive, each with its place in arrival order.
@@ -335,7 +335,7 @@ async fn serve_test(
         cookie,
         client_ip: client.ip(),
         udp,
-        missing: count,
+        streams: count,
         udp_sources: Vec::new(),
         tx,
     };
@@ -580,10 +580,9 @@ async fn udp_connects(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>)
             else {
                 continue;
             };
-            if test.missing == 0 || test.udp_sources.contains(&source) {
+            if test.udp_sources.len() >= test.streams || test.udp_sources.contains(&source) {
                 continue;
             }
-            test.missing -= 1;
             test.udp_sources.push(source);
             test.tx.clone()
         };

@@ -4,10 +4,13 @@
 //! sizes, the request/response summary); a figure perfpeer does not have prints as `-1` (a
 //! number) or nothing (a word), as netperf prints its unknowns.
 
-use crate::report::{PeerRole, SideReport, TestResult};
+use crate::report::{SideReport, TestResult};
+use crate::rr::{RrFinal, RttSummary};
 use crate::spec::Protocol;
 
-use super::{NetperfError, NetperfTest, Options, cpu_of, headline, rcvbuf, rr_of, sndbuf};
+use super::{
+    Cpu, Ends, Headline, NetperfError, NetperfTest, Options, headline, rcvbuf, rr_of, sndbuf,
+};
 
 /// How the selected figures are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,10 +122,8 @@ pub fn render(
     style: Style,
     opts: &Options<'_>,
 ) -> Result<String, NetperfError> {
-    let values = names
-        .iter()
-        .map(|n| value(result, n, opts))
-        .collect::<Result<Vec<_>, _>>()?;
+    let figures = Figures::of(result, opts)?;
+    let values: Vec<String> = names.iter().map(|n| figures.value(n)).collect();
     let titles: Vec<&str> = names.iter().map(|n| title(n)).collect();
     Ok(match style {
         Style::KeyValue => names
@@ -169,78 +170,107 @@ fn number(v: Option<f64>) -> String {
     v.map_or_else(|| "-1".into(), |v| format!("{v:.2}"))
 }
 
-fn value(result: &TestResult, name: &str, opts: &Options<'_>) -> Result<String, NetperfError> {
-    let test = NetperfTest::of_spec(&result.spec)?;
-    let rr = matches!(test, NetperfTest::TcpRr | NetperfTest::UdpRr);
-    let (local, remote) = result.sides();
-    let buf = |side: Option<&SideReport>, f: fn(&SideReport) -> Option<u32>| size(side.and_then(f));
-    let rr_final = rr_of(result);
-    let rtt = rr_final.and_then(|(r, _)| r.rtt);
-    let local_demand = if rr {
-        rr_final.and_then(|(r, _)| {
-            local.and_then(|s| s.cpu.service_demand_us_per_transaction(r.transactions))
+/// What the selectors read, worked out once per result.
+struct Figures<'a> {
+    result: &'a TestResult,
+    test: NetperfTest,
+    rr: bool,
+    local: Option<&'a SideReport>,
+    remote: Option<&'a SideReport>,
+    rr_final: Option<(RrFinal, f64)>,
+    /// Local and remote CPU columns, as the tables have them.
+    cpu: (Cpu, Cpu),
+    head: Headline,
+}
+
+impl<'a> Figures<'a> {
+    fn of(result: &'a TestResult, opts: &'a Options<'a>) -> Result<Self, NetperfError> {
+        let test = NetperfTest::of_spec(&result.spec)?;
+        let rr = matches!(test, NetperfTest::TcpRr | NetperfTest::UdpRr);
+        let (local, remote) = result.sides();
+        let rr_final = rr_of(result);
+        let ends = Ends {
+            local,
+            remote,
+            opts,
+        };
+        let cpu = if rr {
+            ends.rr_cpu(rr_final.map_or(0, |(r, _)| r.transactions))
+        } else {
+            ends.stream_cpu(result)
+        };
+        Ok(Figures {
+            result,
+            test,
+            rr,
+            local,
+            remote,
+            rr_final,
+            cpu,
+            head: headline(result, opts.units)?,
         })
-    } else {
-        result.service_demand_us_per_kb(PeerRole::Client)
-    };
-    let remote_demand = if rr {
-        rr_final.and_then(|(r, _)| {
-            remote.and_then(|s| s.cpu.service_demand_us_per_transaction(r.transactions))
-        })
-    } else {
-        result.service_demand_us_per_kb(PeerRole::Server)
-    };
-    let l_cpu = cpu_of(local, opts.local_cpu, local_demand);
-    let r_cpu = cpu_of(remote, opts.remote_cpu, remote_demand);
-    let head = headline(result, opts.units)?;
-    Ok(match name {
-        "THROUGHPUT" => format!("{:.2}", head.value),
-        "THROUGHPUT_UNITS" => head.units,
-        "ELAPSED_TIME" => format!("{:.2}", head.elapsed),
-        "PROTOCOL" => match result.spec.protocol {
-            Protocol::Tcp => "TCP",
-            Protocol::Udp => "UDP",
-            Protocol::Dccp => "DCCP",
-        }
-        .into(),
-        "DIRECTION" => match test {
-            NetperfTest::TcpMaerts => "Receive",
-            NetperfTest::TcpRr | NetperfTest::UdpRr => "Send|Recv",
-            _ => "Send",
-        }
-        .into(),
-        "TEST" => test.name().into(),
-        "LOCAL_SEND_SIZE" | "REQUEST_SIZE" => result.spec.len.to_string(),
-        "REMOTE_RECV_SIZE" => {
-            if rr {
-                result.spec.len.to_string()
-            } else {
-                "-1".into()
+    }
+
+    fn rtt(&self) -> Option<RttSummary> {
+        self.rr_final.and_then(|(r, _)| r.rtt)
+    }
+
+    fn value(&self, name: &str) -> String {
+        let buf =
+            |side: Option<&SideReport>, f: fn(&SideReport) -> Option<u32>| size(side.and_then(f));
+        match name {
+            "THROUGHPUT" => format!("{:.2}", self.head.value),
+            "THROUGHPUT_UNITS" => self.head.units.clone(),
+            "ELAPSED_TIME" => format!("{:.2}", self.head.elapsed),
+            "PROTOCOL" => match self.result.spec.protocol {
+                Protocol::Tcp => "TCP",
+                Protocol::Udp => "UDP",
+                Protocol::Dccp => "DCCP",
             }
+            .into(),
+            "DIRECTION" => match self.test {
+                NetperfTest::TcpMaerts => "Receive",
+                NetperfTest::TcpRr | NetperfTest::UdpRr => "Send|Recv",
+                _ => "Send",
+            }
+            .into(),
+            "TEST" => self.test.name().into(),
+            "LOCAL_SEND_SIZE" | "REQUEST_SIZE" => self.result.spec.len.to_string(),
+            "REMOTE_RECV_SIZE" => {
+                if self.rr {
+                    self.result.spec.len.to_string()
+                } else {
+                    "-1".into()
+                }
+            }
+            "RESPONSE_SIZE" => self
+                .result
+                .spec
+                .rr
+                .map_or("-1".into(), |r| r.response_len.to_string()),
+            "LOCAL_SEND_SOCKET_SIZE_END" => buf(self.local, sndbuf),
+            "LOCAL_RECV_SOCKET_SIZE_END" => buf(self.local, rcvbuf),
+            "REMOTE_SEND_SOCKET_SIZE_END" => buf(self.remote, sndbuf),
+            "REMOTE_RECV_SOCKET_SIZE_END" => buf(self.remote, rcvbuf),
+            "LOCAL_CPU_UTIL" => format!("{:.2}", self.cpu.0.util),
+            "REMOTE_CPU_UTIL" => format!("{:.2}", self.cpu.1.util),
+            "LOCAL_SD" => format!("{:.3}", self.cpu.0.demand),
+            "REMOTE_SD" => format!("{:.3}", self.cpu.1.demand),
+            "SD_UNITS" => if self.rr { "usec/Tran" } else { "usec/KB" }.into(),
+            "TRANSACTION_RATE" => number(self.rr.then_some(self.head.value)),
+            "RT_LATENCY" => number(
+                self.rr_final
+                    .and_then(|(r, secs)| r.us_per_transaction(secs)),
+            ),
+            "MIN_LATENCY" => number(self.rtt().map(|t| t.min_us)),
+            "MAX_LATENCY" => number(self.rtt().map(|t| t.max_us)),
+            "MEAN_LATENCY" => number(self.rtt().map(|t| t.mean_us)),
+            "P50_LATENCY" => number(self.rtt().map(|t| t.p50_us)),
+            "P90_LATENCY" => number(self.rtt().map(|t| t.p90_us)),
+            "P99_LATENCY" => number(self.rtt().map(|t| t.p99_us)),
+            _ => String::new(),
         }
-        "RESPONSE_SIZE" => result
-            .spec
-            .rr
-            .map_or("-1".into(), |r| r.response_len.to_string()),
-        "LOCAL_SEND_SOCKET_SIZE_END" => buf(local, sndbuf),
-        "LOCAL_RECV_SOCKET_SIZE_END" => buf(local, rcvbuf),
-        "REMOTE_SEND_SOCKET_SIZE_END" => buf(remote, sndbuf),
-        "REMOTE_RECV_SOCKET_SIZE_END" => buf(remote, rcvbuf),
-        "LOCAL_CPU_UTIL" => format!("{:.2}", l_cpu.util),
-        "REMOTE_CPU_UTIL" => format!("{:.2}", r_cpu.util),
-        "LOCAL_SD" => format!("{:.3}", l_cpu.demand),
-        "REMOTE_SD" => format!("{:.3}", r_cpu.demand),
-        "SD_UNITS" => if rr { "usec/Tran" } else { "usec/KB" }.into(),
-        "TRANSACTION_RATE" => number(rr.then_some(head.value)),
-        "RT_LATENCY" => number(rr_final.and_then(|(r, secs)| r.us_per_transaction(secs))),
-        "MIN_LATENCY" => number(rtt.map(|t| t.min_us)),
-        "MAX_LATENCY" => number(rtt.map(|t| t.max_us)),
-        "MEAN_LATENCY" => number(rtt.map(|t| t.mean_us)),
-        "P50_LATENCY" => number(rtt.map(|t| t.p50_us)),
-        "P90_LATENCY" => number(rtt.map(|t| t.p90_us)),
-        "P99_LATENCY" => number(rtt.map(|t| t.p99_us)),
-        _ => String::new(),
-    })
+    }
 }
 
 #[cfg(test)]
