@@ -11,6 +11,9 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v tc >/dev/null 2>&1 || need+=(iproute2)
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 command -v iperf >/dev/null 2>&1 || need+=(iperf)
+# The latency-under-load test's references: iputils ping and irtt (flent's round-trip tester).
+command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
+command -v irtt >/dev/null 2>&1 || need+=(irtt)
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 # The web UI (scripts/build-web.sh): rustup's wasm32 target if installed, else Debian's
 # rustc-web building std from source, linked by lld-22's wasm-ld.

@@ -5,7 +5,7 @@
 //!
 //! # Layers
 //! Modules import only downward (docs/architecture.md draws it; `tests/tests/layers.rs` checks
-//! it): [`cli`] → [`sweep`] → [`targets`] → [`compat`] → [`server`] → [`session`] → [`store`],
+//! it): [`cli`] → [`sweep`], [`latency`] → [`targets`] → [`compat`] → [`server`] → [`session`] → [`store`],
 //! [`engine`] → [`dccp`], [`hostinfo`], [`admission`], [`budget`] → [`util`], [`sys`] (every call into the OS beyond std). The pure wire
 //! formats are in the `perfpeer-proto` crate, the shared model in `perfpeer-shared`.
 //!
@@ -15,7 +15,8 @@
 //! - [`session`]: peer↔peer sessions over the control channel; the one client driver.
 //! - [`server`]: `perfpeer serve`: the control port, `/ws` handlers, the data listeners.
 //! - [`compat`]: the stock tools' protocols over sockets.
-//! - [`targets`], [`sweep`]: what a test target names; packet-size sweeps.
+//! - [`targets`], [`sweep`], [`latency`]: what a test target names; packet-size sweeps;
+//!   latency under load (a probe through idle, download, upload and both).
 //! - [`store`]: the result history in SQLite.
 
 pub mod admission;
@@ -25,6 +26,7 @@ pub mod compat;
 pub mod dccp;
 pub mod engine;
 pub mod hostinfo;
+pub mod latency;
 pub mod resolve;
 pub mod server;
 pub mod session;

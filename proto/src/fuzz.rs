@@ -14,7 +14,7 @@ use perfpeer_shared::report::{PeerRole, SideReport};
 use perfpeer_shared::spec::{Protocol, TestSpec};
 
 use crate::wire::{DataHeader, DatagramFormat, StreamHello, UdpControl};
-use crate::{iperf2, iperf3};
+use crate::{iperf2, iperf3, probe};
 
 /// Cases per decoder.
 const CASES: usize = 20_000;
@@ -111,6 +111,27 @@ fn perfpeer_data_plane_decoders() {
             DatagramFormat::Ttcp,
         ] {
             let _ = format.classify(b);
+        }
+    });
+    // The latency probe's request and answer: both ends read what the other sent.
+    let mut answer = vec![0u8; probe::ANSWER_LEN + 8];
+    probe::ProbeAnswer {
+        request: probe::ProbeRequest { seq: 3, sent_ns: 9 },
+        far_received_ns: 10,
+        far_sent_ns: 11,
+        far_count: 3,
+    }
+    .write(&mut answer);
+    each_case(&[answer], |b| {
+        if let Ok(a) = probe::ProbeAnswer::read(b) {
+            let mut again = vec![0u8; probe::ANSWER_LEN];
+            a.write(&mut again);
+            assert_eq!(probe::ProbeAnswer::read(&again), Ok(a));
+        }
+        if let Ok(r) = probe::ProbeRequest::read(b) {
+            let mut again = vec![0u8; probe::REQUEST_LEN];
+            r.write(&mut again);
+            assert_eq!(probe::ProbeRequest::read(&again), Ok(r));
         }
     });
 }

@@ -7,11 +7,13 @@
 //!   fin, datagram headers, and the datagram layouts of iperf3, iperf 2 and ttcp.
 //! - [`iperf3`]: iperf3's cookie, state bytes, length-prefixed JSON, parameters and results.
 //! - [`iperf2`]: iperf 2.1's test header, header ack and UDP server report.
+//! - [`probe`]: the latency probe's request and timestamped answer.
 //! - [`udp_stats`]: a UDP receiver's loss, reordering, duplicates, jitter and gaps.
 
 #[cfg(test)]
 mod fuzz;
 pub mod iperf2;
 pub mod iperf3;
+pub mod probe;
 pub mod udp_stats;
 pub mod wire;

@@ -12,6 +12,8 @@
 //!   the browser's form both build it, into a checked spec.
 //! - [`report`]: the one result model (intervals, per-stream finals, CPU) and the statistics
 //!   derived from it (sums, utilisation, service demand).
+//! - [`latency`]: latency under load: the probe's samples, the phases and every figure
+//!   derived from them (percentiles, one-way delays above the idle minimum, loss, RPM).
 //! - [`rr`]: request/response results (round-trip histogram and its summary).
 //! - [`format`]: renderings of a [`report::TestResult`] (iperf3 text and JSON, iperf2, ttcp,
 //!   netperf, the result page, charts).
@@ -21,6 +23,7 @@ pub mod control;
 pub mod dccp;
 pub mod format;
 pub mod history;
+pub mod latency;
 pub mod report;
 pub mod request;
 pub mod rr;

@@ -108,6 +108,10 @@ pub struct StreamInterval {
     /// CCID 3's TFRC state at the end of the interval (DCCP with CCID 3 only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tfrc: Option<crate::dccp::TfrcSample>,
+    /// Latency probes settled during the interval, answered or given up (a probe's requester
+    /// only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<crate::latency::ProbeSample>,
 }
 
 /// One reporting interval at one end.
@@ -505,6 +509,20 @@ pub struct DirectionTotals {
     pub packets: Option<u64>,
     /// UDP receiver figures summed (jitter averaged).
     pub udp_rx: Option<UdpRxFinal>,
+    /// The TCP senders' smoothed RTT over the test (TCP_INFO, sampled each interval).
+    pub tcp_rtt: Option<TcpRtt>,
+}
+
+/// The round-trip time TCP itself measured for a direction's streams, µs: the smallest and
+/// largest sample of any stream, and the mean of the streams' means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpRtt {
+    /// Smallest.
+    pub min_us: u32,
+    /// Mean of the streams' means.
+    pub mean_us: u32,
+    /// Largest.
+    pub max_us: u32,
 }
 
 /// One direction of data flow: its streams paired sender-to-receiver, and both ends' totals.
@@ -546,7 +564,17 @@ fn totals(streams: &[&StreamFinal]) -> Option<DirectionTotals> {
             max_gap_ms: rx.iter().fold(None, |m, r| max_opt(m, r.max_gap_ms)),
         })
     };
+    let tcp: Vec<TcpFinal> = streams.iter().filter_map(|s| s.tcp).collect();
+    let tcp_rtt = (!tcp.is_empty() && tcp.iter().any(|t| t.mean_rtt_us > 0)).then(|| TcpRtt {
+        min_us: tcp.iter().map(|t| t.min_rtt_us).min().unwrap_or(0),
+        mean_us: u32::try_from(
+            tcp.iter().map(|t| u64::from(t.mean_rtt_us)).sum::<u64>() / tcp.len() as u64,
+        )
+        .unwrap_or(u32::MAX),
+        max_us: tcp.iter().map(|t| t.max_rtt_us).max().unwrap_or(0),
+    });
     Some(DirectionTotals {
+        tcp_rtt,
         bytes,
         seconds,
         bits_per_second: bits_per_second(bytes, seconds),
@@ -792,6 +820,7 @@ mod statistics_tests {
             }),
             udp_rx: None,
             tfrc: None,
+            probes: Vec::new(),
         }
     }
 

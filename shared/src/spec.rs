@@ -83,7 +83,21 @@ pub enum EndCondition {
 pub struct RequestResponse {
     /// Bytes per response.
     pub response_len: u32,
+    /// A latency probe instead of one transaction in flight (UDP only): the requester sends a
+    /// request every this many µs, whatever is answered, and the answerer stamps each answer
+    /// with its receive and send times (`perfpeer_proto::probe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_interval_us: Option<u32>,
 }
+
+/// Shortest probe interval: 1 ms (1000 requests a second).
+pub const MIN_PROBE_INTERVAL_US: u32 = 1_000;
+/// Longest probe interval: 1 s.
+pub const MAX_PROBE_INTERVAL_US: u32 = 1_000_000;
+/// Smallest probe request: sequence number and send time.
+pub const MIN_PROBE_REQUEST: u32 = 16;
+/// Smallest probe answer: the request echoed, two time stamps and a count.
+pub const MIN_PROBE_ANSWER: u32 = 40;
 
 /// Largest request or response in request/response mode.
 pub const MAX_RR_LEN: u32 = 65_536;
@@ -273,6 +287,19 @@ impl TestSpec {
                 return Err(SpecError::RrLen(len));
             }
         }
+        if let Some(us) = rr.probe_interval_us {
+            if self.protocol != Protocol::Udp || self.direction != Direction::Normal {
+                return Err(SpecError::RrNeeds(
+                    "UDP from the client for a latency probe",
+                ));
+            }
+            if !(MIN_PROBE_INTERVAL_US..=MAX_PROBE_INTERVAL_US).contains(&us) {
+                return Err(SpecError::ProbeInterval(us));
+            }
+            if self.len < MIN_PROBE_REQUEST || rr.response_len < MIN_PROBE_ANSWER {
+                return Err(SpecError::ProbeLen(self.len, rr.response_len));
+            }
+        }
         Ok(())
     }
 
@@ -387,6 +414,14 @@ pub enum SpecError {
     /// Request or response size out of range.
     #[error("request/response sizes must be 1..={MAX_RR_LEN} bytes, got {0}")]
     RrLen(u32),
+    /// Latency probe interval out of range.
+    #[error("the probe interval must be 1 ms to 1 s, got {0} µs")]
+    ProbeInterval(u32),
+    /// Latency probe datagrams too small for their stamps.
+    #[error(
+        "a probe request needs {MIN_PROBE_REQUEST} bytes and its answer {MIN_PROBE_ANSWER}, got {0} and {1}"
+    )]
+    ProbeLen(u32, u32),
 }
 
 /// A spec that passed [`TestSpec::validate`]. It is made once, where a spec enters (a flag
@@ -479,19 +514,53 @@ mod tests {
     fn request_response_and_pacing_options_are_checked() {
         let mut s = TestSpec::new(Protocol::Tcp);
         s.len = 1;
-        s.rr = Some(RequestResponse { response_len: 1 });
+        s.rr = Some(RequestResponse {
+            response_len: 1,
+            probe_interval_us: None,
+        });
         assert_eq!(s.validate(), Ok(()));
         s.direction = Direction::Bidir;
         assert!(matches!(s.validate(), Err(SpecError::RrNeeds(_))));
         s.direction = Direction::Reverse;
-        s.rr = Some(RequestResponse { response_len: 0 });
+        s.rr = Some(RequestResponse {
+            response_len: 0,
+            probe_interval_us: None,
+        });
         assert_eq!(s.validate(), Err(SpecError::RrLen(0)));
-        s.rr = Some(RequestResponse { response_len: 1 });
+        s.rr = Some(RequestResponse {
+            response_len: 1,
+            probe_interval_us: None,
+        });
+        let mut probe = TestSpec::new(Protocol::Udp);
+        probe.bitrate = None;
+        probe.len = 16;
+        probe.rr = Some(RequestResponse {
+            response_len: 40,
+            probe_interval_us: Some(10_000),
+        });
+        assert_eq!(probe.validate(), Ok(()));
+        probe.len = 15;
+        assert_eq!(probe.validate(), Err(SpecError::ProbeLen(15, 40)));
+        probe.len = 16;
+        probe.rr = Some(RequestResponse {
+            response_len: 40,
+            probe_interval_us: Some(999),
+        });
+        assert_eq!(probe.validate(), Err(SpecError::ProbeInterval(999)));
+        probe.rr = Some(RequestResponse {
+            response_len: 40,
+            probe_interval_us: Some(10_000),
+        });
+        probe.direction = Direction::Reverse;
+        assert!(matches!(probe.validate(), Err(SpecError::RrNeeds(_))));
         s.omit = Duration::from_secs(1);
         assert!(matches!(s.validate(), Err(SpecError::RrNeeds(_))));
         // UDP request/response (netperf's UDP_RR): unpaced, 1-byte datagrams allowed.
         let mut u = TestSpec::new(Protocol::Udp);
-        u.rr = Some(RequestResponse { response_len: 1 });
+        u.rr = Some(RequestResponse {
+            response_len: 1,
+            probe_interval_us: None,
+        });
         assert_eq!(
             u.validate(),
             Err(SpecError::RrNeeds("no rate limit")),
@@ -502,7 +571,10 @@ mod tests {
         assert_eq!(u.validate(), Ok(()));
         let mut d = TestSpec::new(Protocol::Dccp);
         d.bitrate = None;
-        d.rr = Some(RequestResponse { response_len: 1 });
+        d.rr = Some(RequestResponse {
+            response_len: 1,
+            probe_interval_us: None,
+        });
         assert_eq!(d.validate(), Err(SpecError::RrNeeds("TCP or UDP")));
         let mut f = TestSpec::new(Protocol::Tcp);
         f.fq_pacing = true;

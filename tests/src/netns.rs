@@ -1,4 +1,5 @@
-//! Two test hosts in network namespaces joined by a veth pair, with the link shaped by `tc tbf`.
+//! Test hosts in network namespaces: two joined by a veth pair with the link shaped by `tc tbf`
+//! ([`TwoHosts`]), or three with a shaping router between them ([`Routed`]).
 //! Addresses come from 198.18.0.0/15, the range set aside for benchmarking (RFC 2544). The
 //! namespaces are deleted when the handle drops, also when a test fails.
 
@@ -205,6 +206,136 @@ impl Drop for TwoHosts {
     fn drop(&mut self) {
         // Deleting a namespace removes its end of the veth, and with it the pair.
         let _ = ip(&["netns", "del", &self.ns_a]);
+        let _ = ip(&["netns", "del", &self.ns_b]);
+    }
+}
+
+/// Host A's address on its link to the router.
+pub const ROUTED_A: &str = "198.18.1.1";
+/// Host B's address on its link to the router.
+pub const ROUTED_B: &str = "198.18.2.2";
+
+/// Three namespaces as a home network has them: host A – router R – host B, two veth links, R
+/// forwarding between them and shaping its egress towards B with `tc tbf` (the bottleneck on a
+/// middle box, where a sender's TCP Small Queues cannot keep the queue short). Deleted on drop.
+pub struct Routed {
+    /// Host A (the client side).
+    pub ns_a: String,
+    /// The router.
+    pub ns_r: String,
+    /// Host B (the server side).
+    pub ns_b: String,
+    /// R's interface towards B, where the queue is.
+    pub dev_rb: String,
+}
+
+impl Routed {
+    /// Creates the three hosts; R's egress towards B is `rate` with a queue of `queue` (tbf's
+    /// `latency`, e.g. `500ms`).
+    pub fn new(tag: &str, rate: &str, queue: &str) -> Result<Routed, String> {
+        let id = format!("{}{}", tag, std::process::id() % 100_000);
+        let hosts = Routed {
+            ns_a: format!("ppA-{id}"),
+            ns_r: format!("ppR-{id}"),
+            ns_b: format!("ppB-{id}"),
+            dev_rb: format!("prb{id}"),
+        };
+        let (dev_a, dev_ra, dev_b) = (format!("pa{id}"), format!("pra{id}"), format!("pb{id}"));
+        for ns in [&hosts.ns_a, &hosts.ns_r, &hosts.ns_b] {
+            ip(&["netns", "add", ns])?;
+            in_ns(ns, &["ip", "link", "set", "lo", "up"])?;
+        }
+        ip(&[
+            "link",
+            "add",
+            &dev_a,
+            "netns",
+            &hosts.ns_a,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &dev_ra,
+            "netns",
+            &hosts.ns_r,
+        ])?;
+        ip(&[
+            "link",
+            "add",
+            &hosts.dev_rb,
+            "netns",
+            &hosts.ns_r,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &dev_b,
+            "netns",
+            &hosts.ns_b,
+        ])?;
+        for (ns, dev, addr) in [
+            (&hosts.ns_a, &dev_a, "198.18.1.1/24"),
+            (&hosts.ns_r, &dev_ra, "198.18.1.254/24"),
+            (&hosts.ns_r, &hosts.dev_rb, "198.18.2.254/24"),
+            (&hosts.ns_b, &dev_b, "198.18.2.2/24"),
+        ] {
+            in_ns(ns, &["ip", "addr", "add", addr, "dev", dev])?;
+            in_ns(ns, &["ip", "link", "set", dev, "up"])?;
+        }
+        in_ns(
+            &hosts.ns_a,
+            &["ip", "route", "add", "default", "via", "198.18.1.254"],
+        )?;
+        in_ns(
+            &hosts.ns_b,
+            &["ip", "route", "add", "default", "via", "198.18.2.254"],
+        )?;
+        in_ns(&hosts.ns_r, &["sysctl", "-qw", "net.ipv4.ip_forward=1"])?;
+        hosts.set_queue(rate, queue)?;
+        Ok(hosts)
+    }
+
+    /// Sets R's egress towards B to `rate` with a queue of `queue`.
+    pub fn set_queue(&self, rate: &str, queue: &str) -> Result<(), String> {
+        in_ns(
+            &self.ns_r,
+            &[
+                "tc",
+                "qdisc",
+                "replace",
+                "dev",
+                &self.dev_rb,
+                "root",
+                "tbf",
+                "rate",
+                rate,
+                "burst",
+                "32kb",
+                "latency",
+                queue,
+            ],
+        )
+    }
+
+    /// Command prefix that runs a program in host A.
+    pub fn prefix_a(&self) -> Vec<String> {
+        ["ip", "netns", "exec", &self.ns_a]
+            .map(String::from)
+            .to_vec()
+    }
+
+    /// Command prefix that runs a program in host B.
+    pub fn prefix_b(&self) -> Vec<String> {
+        ["ip", "netns", "exec", &self.ns_b]
+            .map(String::from)
+            .to_vec()
+    }
+}
+
+impl Drop for Routed {
+    fn drop(&mut self) {
+        let _ = ip(&["netns", "del", &self.ns_a]);
+        let _ = ip(&["netns", "del", &self.ns_r]);
         let _ = ip(&["netns", "del", &self.ns_b]);
     }
 }

@@ -1,5 +1,5 @@
 //! The binary's modules import only downward, in the order docs/architecture.md draws: cli →
-//! sweep → targets → compat → server → session → store/engine → dccp/hostinfo/admission/budget
+//! sweep/latency → targets → compat → server → session → store/engine → dccp/hostinfo/admission/budget
 //! → util (modules of one layer do not import each other). Reads every `crate::<module>` path
 //! in native-peer/src and fails on one that points up or sideways (exceptions would be listed
 //! below with their reason; there are none), and on sibling modules importing each other.
@@ -13,6 +13,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("lib", 8),
     ("cli", 8),
     ("sweep", 7),
+    ("latency", 7),
     ("targets", 6),
     ("compat", 5),
     ("server", 4),

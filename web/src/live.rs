@@ -208,6 +208,7 @@ mod tests {
                 tcp: None,
                 udp_rx,
                 tfrc: None,
+                probes: Vec::new(),
             }],
         };
         let client = [at(StreamRole::Sender, 400, None)];

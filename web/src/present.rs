@@ -134,6 +134,13 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
                     r.to_string(),
                 ));
             }
+            if let Some(rtt) = sent.tcp_rtt {
+                rows.push(row(
+                    format!("flow{i}-rtt"),
+                    format!("{dir} TCP RTT"),
+                    perfpeer_shared::format::html::rtt_words(rtt),
+                ));
+            }
         }
         if let Some(received) = flow.received {
             rows.push(row(
@@ -372,7 +379,7 @@ pub(crate) mod tests {
                 ],
                 "streams": [{ "id": 1, "role": stream_role, "bytes": 375_000_000u64, "duration": 2.0,
                               "packets": null,
-                              "tcp": if tcp { serde_json::json!({ "retransmits": 7, "max_snd_cwnd": 1, "max_rtt_us": 1, "min_rtt_us": 1, "mean_rtt_us": 1 }) } else { serde_json::Value::Null },
+                              "tcp": if tcp { serde_json::json!({ "retransmits": 7, "max_snd_cwnd": 1, "max_rtt_us": 1500, "min_rtt_us": 40, "mean_rtt_us": 120 }) } else { serde_json::Value::Null },
                               "udp_rx": null }],
                 "cpu": { "elapsed": 2.0, "process_user_s": 0.1, "process_system_s": 0.3,
                          "host_user_percent": 5.0, "host_system_percent": 20.0, "cpus": 2 }
@@ -426,6 +433,11 @@ pub(crate) mod tests {
         assert_eq!(value("flow0-sent").as_deref(), Some("1.50 Gbits/sec"));
         assert_eq!(value("flow0-received").as_deref(), Some("1.50 Gbits/sec"));
         assert_eq!(value("flow0-retr").as_deref(), Some("7"));
+        // The sender's own RTT (TCP_INFO), measured and now shown.
+        assert_eq!(
+            value("flow0-rtt").as_deref(),
+            Some("0.04 / 0.12 / 1.50 ms (min / mean / max)")
+        );
         assert_eq!(value("flow0-bytes").as_deref(), Some("358 MBytes"));
         assert!(
             value("cpu-client")

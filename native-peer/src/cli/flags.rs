@@ -28,6 +28,8 @@ pub struct Given {
     pub time: bool,
     /// `-n`.
     pub bytes: bool,
+    /// `-P`.
+    pub parallel: bool,
 }
 
 /// Test flags shared by `perfpeer test` and `perfpeer iperf3 -c`.
@@ -51,9 +53,9 @@ pub struct TestFlags {
     /// Bytes per write (TCP, default 128K) or per datagram (UDP, default 1448).
     #[arg(short = 'l', long, value_parser = parse_size_arg)]
     len: Option<u64>,
-    /// Parallel streams per direction.
-    #[arg(short = 'P', long, default_value_t = 1)]
-    parallel: u16,
+    /// Parallel streams per direction (default 1; 4 with --latency-under-load).
+    #[arg(short = 'P', long)]
+    parallel: Option<u16>,
     /// Reverse: the peer sends, this machine receives.
     #[arg(short = 'R', long, conflicts_with = "bidir")]
     reverse: bool,
@@ -226,13 +228,13 @@ impl TestFlags {
         };
         spec.omit = seconds("-O", self.omit)?;
         spec.interval = seconds("-i", self.interval.unwrap_or(1.0))?;
-        spec.streams = self.parallel;
+        spec.streams = self.parallel.unwrap_or(1);
         if let Some(len) = self.len {
             spec.len = u32::try_from(len).unwrap_or(u32::MAX);
         }
         if let Some(rate) = self.bitrate {
             let scale = if rate_per_stream {
-                u64::from(self.parallel.max(1))
+                u64::from(self.parallel.unwrap_or(1).max(1))
             } else {
                 1
             };
@@ -252,7 +254,10 @@ impl TestFlags {
             let response_len = self
                 .response_len
                 .map_or(spec.len, |n| u32::try_from(n).unwrap_or(u32::MAX));
-            spec.rr = Some(RequestResponse { response_len });
+            spec.rr = Some(RequestResponse {
+                response_len,
+                probe_interval_us: None,
+            });
         }
         Ok(spec)
     }
@@ -264,6 +269,7 @@ impl TestFlags {
             bitrate: self.bitrate.is_some(),
             time: self.time.is_some(),
             bytes: self.bytes.is_some(),
+            parallel: self.parallel.is_some(),
         }
     }
 

@@ -23,6 +23,7 @@ macro_rules! outln {
 mod flags;
 mod iperf;
 mod iperf3;
+mod latency;
 mod live;
 mod modes;
 mod netperf;

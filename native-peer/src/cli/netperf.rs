@@ -294,6 +294,7 @@ impl NetperfArgs {
             spec.len = req.unwrap_or(1);
             spec.rr = Some(RequestResponse {
                 response_len: resp.unwrap_or(1),
+                probe_interval_us: None,
             });
         } else {
             if t.rr_sizes.is_some() {

@@ -27,6 +27,8 @@ pub struct TestArgs {
     flags: TestFlags,
     #[command(flatten)]
     modes: super::modes::ModeFlags,
+    #[command(flatten)]
+    latency: super::latency::LatencyFlags,
 }
 
 /// Runs the test and prints it; exit 0 only for a complete test.
@@ -34,6 +36,16 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
     // Every flag error is a usage error (exit 2), whether clap or the spec's check found it.
     let usage = |e: anyhow::Error| anyhow::Error::from(UsageError(format!("{e:#}")));
+    if args.latency.asked() {
+        let spec = args.flags.build_spec(false).map_err(usage)?;
+        let req = args
+            .latency
+            .request(&spec, args.flags.given())
+            .map_err(usage)?;
+        let opts = args.flags.options().map_err(usage)?;
+        return super::latency::run(&args.peer, &args.latency, &req, &opts, args.flags.style())
+            .await;
+    }
     let request = args
         .modes
         .request(
@@ -60,8 +72,11 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     if let (Ok(result), false) = (&outcome, args.no_store) {
         keep(result, &args).await;
     }
-    let dccp_lines = match (&outcome, style) {
-        (Ok(result), Style::Text) => perfpeer_shared::format::dccp::text(result),
+    let extra_lines = match (&outcome, style) {
+        (Ok(result), Style::Text) => {
+            perfpeer_shared::format::latency::flow_rtt_text(result)
+                + &perfpeer_shared::format::dccp::text(result)
+        }
         _ => String::new(),
     };
     let code = finish(
@@ -69,7 +84,7 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         outcome.map_err(anyhow::Error::new),
         &args.peer,
     )?;
-    out!("{dccp_lines}");
+    out!("{extra_lines}");
     Ok(code)
 }
 
@@ -156,7 +171,13 @@ mod tests {
     fn request_response_and_data_plane_flags() {
         let s = spec_of(&["pc", "--rr", "-t", "2"]).unwrap();
         assert_eq!(s.len, 1, "--rr defaults to 1-byte requests");
-        assert_eq!(s.rr, Some(RequestResponse { response_len: 1 }));
+        assert_eq!(
+            s.rr,
+            Some(RequestResponse {
+                response_len: 1,
+                probe_interval_us: None
+            })
+        );
         let s = spec_of(&["pc", "--rr", "-l", "100", "--response-len", "2K"]).unwrap();
         assert_eq!((s.len, s.rr.map(|r| r.response_len)), (100, Some(2048)));
         let s = spec_of(&["pc", "--skip-rx-copy", "--fq-pacing", "-b", "1G"]).unwrap();

@@ -9,6 +9,7 @@
 pub mod cpu;
 pub mod datagram;
 pub mod pacing;
+pub mod probe;
 mod rr;
 mod rr_udp;
 pub mod sampler;
@@ -89,6 +90,8 @@ pub struct StreamCounters {
     pub udp_rx: Mutex<UdpRxStats>,
     /// Request/response figures, set once when a requesting stream ends.
     pub rr: Mutex<Option<RrFinal>>,
+    /// Latency probes settled since the sampler last took them (a probe's requester).
+    pub probes: Mutex<Vec<perfpeer_shared::latency::ProbeSample>>,
     /// When the stream ended, in ns since the engine's epoch plus one (0 = still running).
     finished_ns: AtomicU64,
     /// When a receiver last got data, in ns since the engine's epoch plus one (0 = never).
@@ -412,8 +415,14 @@ fn run_worker(socket: DataSocket, role: StreamRole, w: Worker) {
         (DataSocket::Tcp(s), StreamRole::Receiver, Some(rr)) => rr::answer(s, &w, rr),
         (DataSocket::Tcp(s), StreamRole::Sender, None) => tcp::send(s, &w),
         (DataSocket::Tcp(s), StreamRole::Receiver, None) => tcp::receive(s, &w),
-        (DataSocket::Udp(s), StreamRole::Sender, Some(rr)) => rr_udp::request(&**s, &w, rr),
-        (DataSocket::Udp(s), StreamRole::Receiver, Some(rr)) => rr_udp::answer(&**s, &w, rr),
+        (DataSocket::Udp(s), StreamRole::Sender, Some(rr)) => match rr.probe_interval_us {
+            Some(us) => probe::request(s, &w, rr, Duration::from_micros(u64::from(us))),
+            None => rr_udp::request(&**s, &w, rr),
+        },
+        (DataSocket::Udp(s), StreamRole::Receiver, Some(rr)) => match rr.probe_interval_us {
+            Some(_) => probe::answer(&**s, &w, rr),
+            None => rr_udp::answer(&**s, &w, rr),
+        },
         (DataSocket::Udp(s), StreamRole::Sender, _) if udp_batch::sends(&w) => {
             udp_batch::send(s, &w)
         }
@@ -515,6 +524,13 @@ fn is_retry(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
     )
+}
+
+/// Whether a datagram send failed only for this datagram (the socket is fine): no buffer space
+/// for now, a time-out, or an ICMP "port unreachable" from an earlier datagram reported on this
+/// one. Request/response and probe streams count such a datagram as lost and go on.
+fn datagram_dropped(e: &io::Error) -> bool {
+    is_retry(e) || crate::sys::is_no_buffer_space(e) || e.kind() == io::ErrorKind::ConnectionRefused
 }
 
 /// Socket timeout that bounds how long a worker takes to notice stop/abort.

@@ -14,7 +14,7 @@ use perfpeer_shared::spec::RequestResponse;
 
 use super::datagram::Datagrams;
 use super::wire::UdpControl;
-use super::{Worker, is_retry, payload};
+use super::{Worker, datagram_dropped, is_retry, payload};
 
 /// How long a request waits for its answer before it counts as lost.
 const ANSWER_TIMEOUT: Duration = Duration::from_millis(200);
@@ -47,8 +47,7 @@ pub(super) fn request(sock: &impl Datagrams, w: &Worker, rr: RequestResponse) ->
         let t0 = Instant::now();
         match sock.send(&req) {
             Ok(_) => {}
-            Err(e) if is_retry(&e) || crate::sys::is_no_buffer_space(&e) => continue,
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+            Err(e) if datagram_dropped(&e) => continue,
             Err(e) => break Err(e),
         }
         total += w.len as u64;
@@ -79,10 +78,29 @@ pub(super) fn request(sock: &impl Datagrams, w: &Worker, rr: RequestResponse) ->
 
 /// The answering end: answers each request until the test stops.
 pub(super) fn answer(sock: &impl Datagrams, w: &Worker, rr: RequestResponse) -> io::Result<()> {
+    let resp = payload(rr.response_len as usize);
+    answer_each(sock, w, DRAIN_IDLE, resp, |req, resp| {
+        // Echo the transaction number when both have room for it.
+        if let (Some(tag), true) = (tag_of(req), resp.len() >= TAG) {
+            resp[..TAG].copy_from_slice(&tag.to_be_bytes());
+        }
+        true
+    })
+}
+
+/// Reads requests until the test stops (or, once it is stopping, until none has come for
+/// `drain_idle`); `answer` writes each one's answer into `resp` and says whether to send it.
+/// Control datagrams are skipped; a datagram that cannot be sent is lost, as on the wire.
+pub(super) fn answer_each(
+    sock: &impl Datagrams,
+    w: &Worker,
+    drain_idle: Duration,
+    mut resp: Vec<u8>,
+    mut answer: impl FnMut(&[u8], &mut [u8]) -> bool,
+) -> io::Result<()> {
     sock.set_read_timeout(Some(Duration::from_millis(50)))?;
     sock.set_write_timeout(Some(Duration::from_millis(100)))?;
     let mut req = vec![0u8; 65_536];
-    let mut resp = payload(rr.response_len as usize);
     let mut total = 0u64;
     let mut last = Instant::now();
     loop {
@@ -92,22 +110,19 @@ pub(super) fn answer(sock: &impl Datagrams, w: &Worker, rr: RequestResponse) -> 
                 last = Instant::now();
                 total += n as u64;
                 w.counters.bytes.store(total, Ordering::Relaxed);
-                // Echo the transaction number when both have room for it.
-                if let (Some(tag), true) = (tag_of(&req[..n]), resp.len() >= TAG) {
-                    resp[..TAG].copy_from_slice(&tag.to_be_bytes());
-                }
-                match sock.send(&resp) {
-                    Ok(_) => {}
-                    Err(e) if is_retry(&e) || crate::sys::is_no_buffer_space(&e) => {}
-                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
-                    Err(e) => return Err(e),
+                if answer(&req[..n], &mut resp) {
+                    match sock.send(&resp) {
+                        Ok(_) => {}
+                        Err(e) if datagram_dropped(&e) => {}
+                        Err(e) => return Err(e),
+                    }
                 }
             }
             Err(e) if is_retry(&e) || e.kind() == io::ErrorKind::ConnectionRefused => {}
             Err(e) => return Err(e),
         }
         if w.control.aborted()
-            || (w.control.draining_for().is_some() && last.elapsed() > DRAIN_IDLE)
+            || (w.control.draining_for().is_some() && last.elapsed() > drain_idle)
         {
             return Ok(());
         }

@@ -173,6 +173,9 @@ impl Sampler {
                     .udp
                     .map(|u| u.interval_since(&s.last.udp.unwrap_or_default())),
                 tfrc: s.tfrc(),
+                probes: std::mem::take(
+                    &mut *s.counters.probes.lock().unwrap_or_else(|p| p.into_inner()),
+                ),
             });
             s.last = snap;
         }
@@ -210,7 +213,17 @@ impl Sampler {
             .saturating_duration_since(self.epoch)
             .saturating_sub(self.last_end);
         let first = self.last_end.is_zero();
-        let tail = (since_last >= self.interval / 10 || (first && !since_last.is_zero()))
+        // Probes settled since the last tick are reported even in a sliver of an interval.
+        let probes_waiting = self.streams.iter().any(|s| {
+            !s.counters
+                .probes
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
+        });
+        let tail = (since_last >= self.interval / 10
+            || (first && !since_last.is_zero())
+            || probes_waiting)
             .then(|| self.tick(tail_end));
         if tail.is_none() {
             // Bring the counters up to date even if the sliver is not reported on its own.

@@ -32,6 +32,7 @@ fn interval(i: u64, bytes: u64) -> IntervalReport {
             tcp: None,
             udp_rx: None,
             tfrc: None,
+            probes: Vec::new(),
         }],
     }
 }

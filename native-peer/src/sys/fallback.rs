@@ -32,6 +32,11 @@ pub fn daemonize() -> io::Result<()> {
     Err(unsupported("running as a daemon"))
 }
 
+/// No high-resolution wait here: the caller waits in its socket's read timeout instead.
+pub fn wait_readable<S: AsSocket>(_sock: &S, _timeout: Duration) -> io::Result<bool> {
+    Err(unsupported("ppoll"))
+}
+
 /// Leaves the open-file limit as it is.
 pub fn raise_fd_limit() {}
 

@@ -141,6 +141,41 @@ pub fn tighten_timer_slack() {
     }
 }
 
+/// Waits until `sock` has something to read or `timeout` passes (ppoll: a high-resolution
+/// timer, where a socket's SO_RCVTIMEO counts in scheduler ticks of up to 10 ms). `Ok(false)`:
+/// the time passed, or a signal came.
+pub fn wait_readable(sock: &impl AsRawFd, timeout: Duration) -> io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd: sock.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // c_long and time_t are 32 bits on the 32-bit DUT targets: the conversions can fail there.
+    #[allow(
+        clippy::unnecessary_fallible_conversions,
+        reason = "fallible where c_long is 32 bits"
+    )]
+    let ts = libc::timespec {
+        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_nsec: libc::c_long::try_from(timeout.subsec_nanos()).unwrap_or(0),
+    };
+    // SAFETY: one valid pollfd and a valid timespec, both living through the call; no signal
+    // mask is changed (null).
+    let n = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    match n {
+        n if n > 0 => Ok(true),
+        0 => Ok(false),
+        _ => {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
 /// Whether `e` means the kernel's buffers are full for now (ENOBUFS): a sender tries again.
 pub fn is_no_buffer_space(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ENOBUFS)

@@ -210,6 +210,7 @@ mod tests {
                     max_gap_ms: Some(53.4),
                 }),
                 tfrc: None,
+                probes: Vec::new(),
             }],
         };
         let line = interval_line(&report).unwrap();

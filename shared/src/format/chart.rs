@@ -240,6 +240,7 @@ mod tests {
             tcp: None,
             udp_rx: None,
             tfrc: None,
+            probes: Vec::new(),
         }
     }
 

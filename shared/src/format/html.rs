@@ -7,7 +7,8 @@ use std::fmt::Write;
 
 use crate::format::layout::Layout;
 use crate::format::markup::escape;
-use crate::format::{chart, iperf3, sweep};
+use crate::format::{chart, iperf3, latency, sweep};
+use crate::latency::LatencyResult;
 use crate::report::{PeerRole, TestResult, TestStatus};
 use crate::spec::{Direction, EndCondition};
 use crate::sweep::{SweepPoint, SweepResult};
@@ -96,6 +97,9 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
             if let Some(r) = sent.retransmits {
                 rows.push(("TCP retransmits".into(), r.to_string()));
             }
+            if let Some(rtt) = sent.tcp_rtt {
+                rows.push((format!("TCP RTT ({dir})"), rtt_words(rtt)));
+            }
         }
         if let Some(rx) = flow.received {
             rows.push((
@@ -141,6 +145,17 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
     };
     rows.push(("Status".into(), status));
     rows
+}
+
+/// `0.05 / 0.12 / 0.30 ms (min / mean / max)`.
+pub fn rtt_words(rtt: crate::report::TcpRtt) -> String {
+    let ms = |us: u32| f64::from(us) / 1000.0;
+    format!(
+        "{:.2} / {:.2} / {:.2} ms (min / mean / max)",
+        ms(rtt.min_us),
+        ms(rtt.mean_us),
+        ms(rtt.max_us)
+    )
 }
 
 fn role_word(role: PeerRole) -> &'static str {
@@ -292,6 +307,49 @@ pub fn sweep_page(result: &SweepResult, title: &str) -> String {
     );
     h
 }
+
+/// A latency-under-load result as a page of the same kind: the table, the timeline (throughput
+/// and latency on one time axis, phases marked), the round-trip CDF per phase, a short "how to
+/// read it", the text and the JSON.
+pub fn latency_page(result: &LatencyResult, title: &str) -> String {
+    let mut h = head_start();
+    let json = serde_json::to_string_pretty(result).unwrap_or_default();
+    let raw = serde_json::to_string(result)
+        .unwrap_or_default()
+        .replace("</", "<\\/");
+    let _ = write!(
+        h,
+        "<title>perfpeer: {t}</title><style>{STYLE}</style></head><body><main><h1>{t}</h1>\
+         <section class='card'>{timeline}</section>\
+         <section class='card'>{cdf}</section>\
+         <section class='card'><pre>{text}</pre></section>\
+         <section class='card'><details><summary>How to read it</summary>{HOW_TO_READ}</details></section>\
+         <section class='card'><details><summary>JSON (perfpeer test --latency-under-load -J)</summary>\
+         <pre>{json}</pre></details></section>\
+         <script type='application/json' id='perfpeer-latency'>{raw}</script></main></body></html>",
+        t = escape(title),
+        timeline = latency::svg_timeline(result),
+        cdf = latency::svg_cdf(result),
+        text = escape(&latency::text(result)),
+        json = escape(&json),
+    );
+    h
+}
+
+/// What idle and loaded mean, what RPM is, and what one-way delays can and cannot tell.
+const HOW_TO_READ: &str = "<p><b>Idle</b> is the link with nothing but the probe on it: its \
+round trip is the floor. In <b>download</b>, <b>upload</b> and <b>both</b>, TCP load fills the \
+link that way; the round trip then includes the queue the load builds at the bottleneck. \
+<b>Added</b> is the loaded median minus the idle median: the latency the link adds when busy \
+(bufferbloat).</p><p><b>RPM</b> (round trips per minute) is 60 000 divided by the median probe \
+round trip in ms. The IETF responsiveness draft measures RPM with new and loaded TCP/TLS/HTTP \
+connections and trimmed means; this is the same idea with a separate UDP probe, so compare RPM \
+between perfpeer runs, not with other tools' RPM.</p><p><b>One-way delays</b> (up: this end to \
+the far end; down: back) come from the far end's time stamps. The two clocks are not \
+synchronised, so each direction is shown above its smallest idle value: a rise in <i>up</i> \
+places the queue on the way out (this end's transmit side or the path's), a rise in <i>down</i> \
+on the way back. They cannot tell the absolute one-way time, and assume the clocks do not drift \
+apart during the test (about 1 ms per 20 s at 50 ppm).</p>";
 
 #[cfg(test)]
 mod tests {

@@ -1384,6 +1384,7 @@ mod tests {
             tcp: Some(tcp),
             udp_rx: None,
             tfrc: None,
+            probes: Vec::new(),
         }
     }
 
@@ -1481,6 +1482,7 @@ mod tests {
             tcp: None,
             udp_rx: Some(sample),
             tfrc: None,
+            probes: Vec::new(),
         };
         local.intervals = vec![interval(0.0, vec![s])];
         let tx = StreamFinal {
@@ -1511,6 +1513,7 @@ mod tests {
             tcp: None,
             udp_rx: None,
             tfrc: None,
+            probes: Vec::new(),
         };
         local.intervals = vec![interval(
             0.0,

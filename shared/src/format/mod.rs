@@ -8,6 +8,7 @@ pub mod dccp;
 pub mod html;
 pub mod iperf2;
 pub mod iperf3;
+pub mod latency;
 pub mod layout;
 pub mod markup;
 pub mod netperf;

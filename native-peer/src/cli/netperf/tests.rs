@@ -76,7 +76,13 @@ fn tests_map_onto_specs() {
     let s = spec_of(&["-t", "TCP_RR"]).unwrap();
     assert_eq!(
         (s.len, s.rr),
-        (1, Some(RequestResponse { response_len: 1 }))
+        (
+            1,
+            Some(RequestResponse {
+                response_len: 1,
+                probe_interval_us: None
+            })
+        )
     );
     let s = spec_of(&["-t", "TCP_RR", "--", "-r", "32K,100", "-D"]).unwrap();
     assert_eq!(

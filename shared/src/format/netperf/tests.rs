@@ -174,7 +174,10 @@ bytes  bytes   bytes    secs.    10^6bits/sec  \n\n";
 fn rr_result() -> TestResult {
     let mut spec = TestSpec::new(Protocol::Tcp);
     spec.len = 1;
-    spec.rr = Some(RequestResponse { response_len: 1 });
+    spec.rr = Some(RequestResponse {
+        response_len: 1,
+        probe_interval_us: None,
+    });
     let mut tx = stream(StreamRole::Sender, 200_000, 10.0);
     tx.rr = Some(RrFinal {
         transactions: 200_000,
@@ -310,7 +313,10 @@ fn banner_flags_and_ipv6() {
          : first burst 0\n"
     );
     let mut spec = TestSpec::new(Protocol::Udp);
-    spec.rr = Some(crate::spec::RequestResponse { response_len: 1 });
+    spec.rr = Some(crate::spec::RequestResponse {
+        response_len: 1,
+        probe_interval_us: None,
+    });
     assert_eq!(NetperfTest::of_spec(&spec), Ok(NetperfTest::UdpRr));
 }
 

@@ -1,0 +1,166 @@
+//! `perfpeer test PEER --latency-under-load`: the flags of a latency-under-load run (phases,
+//! probe, load) folded with the common ones (`-t` each loaded phase, `-P` streams per direction,
+//! `-C` congestion control), the run with a line per phase as it ends, then the table — or, with
+//! `-J`, the whole result as JSON under `latency_under_load` — and, with `--html FILE`, the
+//! self-contained result page with its two pictures.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use perfpeer_shared::format::latency as latency_text;
+use perfpeer_shared::latency::{LatencyRequest, LatencyResult};
+use perfpeer_shared::spec::{EndCondition, TestSpec};
+use perfpeer_shared::units::BitRate;
+use tokio::sync::mpsc;
+
+use super::flags::Given;
+use super::live::cancel_on_ctrl_c;
+use super::output::Style;
+use crate::latency::LatencyEvent;
+use crate::session::client::ClientOptions;
+
+/// Flags of a latency-under-load run.
+#[derive(Debug, Args)]
+pub struct LatencyFlags {
+    /// Latency under load: a UDP probe runs through four phases (idle, download, upload, both)
+    /// while TCP load fills the link; prints throughput, probe round trip and one-way delay
+    /// percentiles, latency added by load and RPM per phase. `-t` sets each loaded phase
+    /// (default 5 s), `-P` the load streams per direction (default 4), `-C` their congestion
+    /// control.
+    #[arg(
+        long,
+        visible_alias = "lul",
+        conflicts_with_all = ["udp", "reverse", "bidir", "rr", "bytes", "sweep_len", "cbr", "dccp", "bitrate", "omit"]
+    )]
+    latency_under_load: bool,
+    /// Seconds of the idle phase (latency under load; default 2).
+    #[arg(long, value_name = "SECS", requires = "latency_under_load")]
+    idle_time: Option<f64>,
+    /// Milliseconds between probes (latency under load; default 10).
+    #[arg(long, value_name = "MS", requires = "latency_under_load")]
+    probe_interval: Option<f64>,
+    /// Probe payload bytes, each way (latency under load; default 64).
+    #[arg(long, value_name = "BYTES", requires = "latency_under_load")]
+    probe_size: Option<u32>,
+    /// IP TOS / DSCP byte of the probe (e.g. 0xb8 for EF), to check a priority queue.
+    #[arg(long, value_name = "TOS", requires = "latency_under_load", value_parser = parse_tos)]
+    probe_tos: Option<u8>,
+    /// Add a UDP load at RATE per direction to the TCP load (K/M/G = 1000-based).
+    #[arg(long, value_name = "RATE", requires = "latency_under_load", value_parser = parse_rate)]
+    udp_load: Option<BitRate>,
+    /// Also write the result page (pictures and table, no server needed) to FILE.
+    #[arg(long, value_name = "FILE", requires = "latency_under_load")]
+    html: Option<std::path::PathBuf>,
+}
+
+fn parse_tos(s: &str) -> Result<u8, String> {
+    let (digits, radix) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => (hex, 16),
+        None => (s, 10),
+    };
+    u8::from_str_radix(digits, radix).map_err(|_| format!("'{s}' is not a TOS byte (0-255)"))
+}
+
+fn parse_rate(s: &str) -> Result<BitRate, String> {
+    perfpeer_shared::units::parse_rate(s).map_err(|e| e.to_string())
+}
+
+impl LatencyFlags {
+    /// Whether a latency-under-load run was asked for.
+    pub fn asked(&self) -> bool {
+        self.latency_under_load
+    }
+
+    /// The request, from these flags and the common ones' spec (`-t`, `-P`, `-C`).
+    pub fn request(&self, spec: &TestSpec, given: Given) -> anyhow::Result<LatencyRequest> {
+        let mut req = LatencyRequest::default();
+        if given.time
+            && let EndCondition::Time { duration } = spec.end
+        {
+            req.load_seconds = duration.as_secs_f64();
+        }
+        if given.parallel {
+            req.streams = spec.streams;
+        }
+        req.congestion.clone_from(&spec.congestion);
+        if let Some(s) = self.idle_time {
+            req.idle_seconds = s;
+        }
+        if let Some(ms) = self.probe_interval {
+            req.probe_interval_ms = ms;
+        }
+        if let Some(b) = self.probe_size {
+            req.probe_bytes = b;
+        }
+        req.probe_tos = self.probe_tos.or(spec.tos);
+        req.udp_bits_per_second = self.udp_load.map(|r| r.0);
+        req.check()?;
+        Ok(req)
+    }
+}
+
+/// Runs the test, printing a row per phase as it ends; exit 0 only if every phase ran.
+pub async fn run(
+    peer: &str,
+    flags: &LatencyFlags,
+    req: &LatencyRequest,
+    opts: &ClientOptions,
+    style: Style,
+) -> anyhow::Result<ExitCode> {
+    let cancel = cancel_on_ctrl_c();
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let text = style == Style::Text;
+    let progress = tokio::spawn(async move {
+        let mut printed = 0;
+        while let Some(ev) = events.recv().await {
+            match ev {
+                LatencyEvent::PhaseDone(so_far) if text => {
+                    if printed == 0 {
+                        out!("{}", latency_text::header(&so_far));
+                        outln!("As each phase ends:");
+                        out!("{}", latency_text::table_head());
+                    }
+                    for f in so_far.phases.iter().skip(printed) {
+                        out!("{}", latency_text::phase_row(f));
+                    }
+                    printed = so_far.phases.len();
+                }
+                LatencyEvent::PhaseStarted { phase, .. } if text => {
+                    eprintln!("perfpeer: {} phase", phase.name());
+                }
+                _ => {}
+            }
+        }
+    });
+    let outcome = crate::latency::run(peer, req, opts, tx, cancel).await;
+    let _ = progress.await;
+    let result =
+        outcome.with_context(|| format!("latency under load against {peer} could not start"))?;
+    if text {
+        outln!("Final (every probe settled):");
+        out!("{}", latency_text::table(&result));
+    } else {
+        #[derive(serde::Serialize)]
+        struct Wrapped<'a> {
+            latency_under_load: &'a LatencyResult,
+        }
+        outln!(
+            "{}",
+            serde_json::to_string_pretty(&Wrapped {
+                latency_under_load: &result
+            })?
+        );
+    }
+    if let Some(path) = &flags.html {
+        let page =
+            perfpeer_shared::format::html::latency_page(&result, &latency_text::title(&result));
+        std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let complete = result.error.is_none() && result.phases.iter().all(|p| p.error.is_none());
+    Ok(if complete {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,431 @@
+//! Runs a latency-under-load test against a perfpeer peer: the probe (a UDP request/response
+//! test with time-stamped answers, `engine::probe`) starts first and runs through every phase;
+//! the phases follow one another — idle, then a TCP load test for download, upload and both
+//! (and a UDP load beside it if asked) — each an ordinary test against the same peer. The probe's
+//! samples and the load tests' figures are put on one timeline (0 = the probe's start) and
+//! handed to `shared::latency::LatencyResult::build`, which derives every figure.
+
+use std::time::{Duration, Instant};
+
+use perfpeer_shared::latency::{
+    LatencyInputs, LatencyRequest, LatencyResult, LoadSettings, Phase, PhaseLoad, PhaseWindow,
+    ProbeSample, ThroughputPoint, probe_bits_per_second,
+};
+use perfpeer_shared::report::{PeerRole, StreamRole, TestResult};
+use perfpeer_shared::spec::{TestSpec, ValidSpec};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::session::SessionError;
+use crate::session::client::ClientOptions;
+use crate::session::events::TestEvent;
+
+/// Pause between phases, so one load's queue drains before the next starts.
+const SETTLE: Duration = Duration::from_millis(500);
+/// Time the probe test is given beyond the phases for their setups and pauses; the runner ends it
+/// as soon as the phases are done.
+const PROBE_SLACK: Duration = Duration::from_secs(30);
+
+/// What a running latency test tells its caller.
+#[derive(Debug, Clone)]
+pub enum LatencyEvent {
+    /// A phase started (seconds on the timeline).
+    PhaseStarted {
+        /// Which.
+        phase: Phase,
+        /// When.
+        at: f64,
+    },
+    /// Probes settled (answered or given up), in no particular order.
+    Probes(Vec<ProbeSample>),
+    /// Load throughput over an interval.
+    Throughput(ThroughputPoint),
+    /// A phase ended: the figures of the run so far (the phase's own are final but for probes
+    /// still in flight).
+    PhaseDone(Box<LatencyResult>),
+}
+
+/// The probe's test, running; its samples gathered as its intervals arrive.
+struct ProbeRun {
+    events: mpsc::UnboundedReceiver<TestEvent>,
+    task: tokio::task::JoinHandle<Result<TestResult, SessionError>>,
+    cancel: CancellationToken,
+    samples: Vec<ProbeSample>,
+    started: Instant,
+    ipv6: bool,
+}
+
+impl ProbeRun {
+    /// Takes in one event of the probe test; its new samples are passed on.
+    fn take(&mut self, ev: TestEvent, out: &mpsc::UnboundedSender<LatencyEvent>) {
+        if let TestEvent::Interval {
+            role: PeerRole::Client,
+            report,
+        } = ev
+        {
+            let new: Vec<ProbeSample> = report.streams.into_iter().flat_map(|s| s.probes).collect();
+            if !new.is_empty() {
+                let _ = out.send(LatencyEvent::Probes(new.clone()));
+                self.samples.extend(new);
+            }
+        }
+    }
+
+    /// The largest round trip seen, for the wait at the end.
+    fn max_rtt(&self) -> Duration {
+        let ns = self
+            .samples
+            .iter()
+            .filter_map(|p| p.echo.map(|e| e.rtt_ns(p.sent_ns)))
+            .max()
+            .unwrap_or(0);
+        Duration::from_nanos(ns)
+    }
+}
+
+/// Runs the test; an error only if it could not start (the probe refused or unreachable).
+/// Later failures (a phase's load refused, a cancel) are in the result.
+pub async fn run(
+    target: &str,
+    req: &LatencyRequest,
+    opts: &ClientOptions,
+    events: mpsc::UnboundedSender<LatencyEvent>,
+    cancel: CancellationToken,
+) -> Result<LatencyResult, SessionError> {
+    let refuse = |message: String| SessionError::Refused {
+        code: perfpeer_shared::control::ErrorCode::InvalidSpec,
+        message,
+    };
+    req.check().map_err(|e| refuse(e.to_string()))?;
+    let (kind, _, _) =
+        crate::targets::parse(target).map_err(|reason| SessionError::Unreachable {
+            target: target.to_string(),
+            reason,
+        })?;
+    if kind != crate::targets::Kind::Perfpeer {
+        return Err(refuse(
+            "latency under load needs a perfpeer peer at the far end (stock tools do not answer the probe)"
+                .into(),
+        ));
+    }
+    let started_unix_ms = crate::util::unix_ms_now();
+    let probe_secs = req.total_seconds() + PROBE_SLACK.as_secs_f64();
+    let probe_spec =
+        ValidSpec::new(req.probe_spec(probe_secs)).map_err(|e| refuse(e.to_string()))?;
+    let mut probe = start_probe(target, probe_spec, opts).await?;
+
+    let mut ran = Ran::default();
+    let mut error = None;
+    for phase in Phase::ALL {
+        if cancel.is_cancelled() {
+            error = Some("cancelled".to_string());
+            break;
+        }
+        let at = probe.started.elapsed().as_secs_f64();
+        let _ = events.send(LatencyEvent::PhaseStarted { phase, at });
+        let phase_run = run_phase(target, req, phase, opts, &cancel, probe.started, &events);
+        tokio::pin!(phase_run);
+        let outcome = loop {
+            tokio::select! {
+                out = &mut phase_run => break out,
+                Some(ev) = probe.events.recv() => probe.take(ev, &events),
+            }
+        };
+        if probe.task.is_finished() {
+            error = Some("the probe ended before the phases did".into());
+        }
+        let (window, points, cc) = outcome;
+        ran.congestion_used = ran.congestion_used.or(cc);
+        ran.throughput.extend(points);
+        ran.windows.push(window);
+        let so_far = ran.build(target, started_unix_ms, req, &probe, None);
+        let _ = events.send(LatencyEvent::PhaseDone(Box::new(so_far)));
+        if error.is_some() {
+            break;
+        }
+    }
+    // Answers still on their way back: wait for the slowest seen, then end the probe.
+    let wait =
+        (probe.max_rtt() + Duration::from_millis(100)).min(crate::engine::probe::LOSS_TIMEOUT);
+    let until = tokio::time::sleep(wait);
+    tokio::pin!(until);
+    loop {
+        tokio::select! {
+            () = &mut until => break,
+            Some(ev) = probe.events.recv() => probe.take(ev, &events),
+        }
+    }
+    probe.cancel.cancel();
+    let ended = (&mut probe.task).await;
+    while let Ok(ev) = probe.events.try_recv() {
+        probe.take(ev, &events);
+    }
+    if let Ok(Err(e)) = ended
+        && error.is_none()
+    {
+        error = Some(format!("probe: {e}"));
+    }
+    Ok(ran.build(target, started_unix_ms, req, &probe, error))
+}
+
+/// The phases that ran so far: their windows, their throughput and the load's congestion
+/// control as the kernel reported it.
+#[derive(Default)]
+struct Ran {
+    windows: Vec<PhaseWindow>,
+    throughput: Vec<ThroughputPoint>,
+    congestion_used: Option<String>,
+}
+
+impl Ran {
+    /// The result of the run so far.
+    fn build(
+        &self,
+        target: &str,
+        started_unix_ms: u64,
+        req: &LatencyRequest,
+        probe: &ProbeRun,
+        error: Option<String>,
+    ) -> LatencyResult {
+        let overhead = if probe.ipv6 { 48 } else { 28 };
+        LatencyResult::build(LatencyInputs {
+            target: target.to_string(),
+            started_unix_ms,
+            settings: LoadSettings {
+                idle_seconds: req.idle_seconds,
+                load_seconds: req.load_seconds,
+                streams: req.streams,
+                congestion: self
+                    .congestion_used
+                    .clone()
+                    .or_else(|| req.congestion.clone()),
+                udp_bits_per_second: req.udp_bits_per_second,
+                probe_interval_ms: req.probe_interval_ms,
+                probe_bytes: req.probe_bytes,
+                probe_bits_per_second: probe_bits_per_second(
+                    req.probe_bytes,
+                    overhead,
+                    req.probe_interval_ms,
+                ),
+                probe_tos: req.probe_tos,
+            },
+            probes: probe.samples.clone(),
+            phases: self.windows.clone(),
+            throughput: self.throughput.clone(),
+            error,
+        })
+    }
+}
+
+/// Starts the probe's test and waits until its streams run.
+async fn start_probe(
+    target: &str,
+    spec: ValidSpec,
+    opts: &ClientOptions,
+) -> Result<ProbeRun, SessionError> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let mut task = {
+        let (target, opts, cancel) = (target.to_string(), opts.clone(), cancel.clone());
+        tokio::spawn(async move { crate::targets::run(&target, &spec, &opts, tx, cancel).await })
+    };
+    loop {
+        tokio::select! {
+            ev = rx.recv() => match ev {
+                Some(TestEvent::Started { sockets, .. }) => {
+                    let ipv6 = sockets.first().is_some_and(|s| {
+                        s.remote.parse::<std::net::SocketAddr>().is_ok_and(|a| a.is_ipv6())
+                    });
+                    return Ok(ProbeRun {
+                        events: rx,
+                        task,
+                        cancel,
+                        samples: Vec::new(),
+                        started: Instant::now(),
+                        ipv6,
+                    });
+                }
+                Some(_) => {}
+                None => break,
+            },
+            ended = &mut task => {
+                return Err(match ended {
+                    Ok(Err(e)) => e,
+                    Ok(Ok(_)) => SessionError::Internal("the probe ended before it started".into()),
+                    Err(e) => SessionError::Internal(e.to_string()),
+                });
+            }
+        }
+    }
+    match task.await {
+        Ok(Err(e)) => Err(e),
+        Ok(Ok(_)) => Err(SessionError::Internal(
+            "the probe ended before it started".into(),
+        )),
+        Err(e) => Err(SessionError::Internal(e.to_string())),
+    }
+}
+
+/// One phase: idle waits; a loaded phase runs its TCP load (and UDP load) test to its end.
+/// Returns its window on the timeline, its throughput points and the congestion control used.
+async fn run_phase(
+    target: &str,
+    req: &LatencyRequest,
+    phase: Phase,
+    opts: &ClientOptions,
+    cancel: &CancellationToken,
+    origin: Instant,
+    events: &mpsc::UnboundedSender<LatencyEvent>,
+) -> (PhaseWindow, Vec<ThroughputPoint>, Option<String>) {
+    let since = |at: Instant| at.saturating_duration_since(origin).as_secs_f64();
+    let Some(tcp) = req.tcp_load_spec(phase) else {
+        let start = since(Instant::now());
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs_f64(req.idle_seconds)) => {}
+            () = cancel.cancelled() => {}
+        }
+        let window = PhaseWindow {
+            phase,
+            start,
+            end: since(Instant::now()),
+            load: PhaseLoad::default(),
+        };
+        return (window, Vec::new(), None);
+    };
+    tokio::time::sleep(SETTLE).await;
+    let udp = req.udp_load_spec(phase);
+    let (tcp_out, udp_out) =
+        tokio::join!(one_load(target, tcp, opts, cancel, origin, events), async {
+            match udp {
+                Some(spec) => Some(one_load(target, spec, opts, cancel, origin, events).await),
+                None => None,
+            }
+        });
+    let mut load = tcp_out.load;
+    let mut points = tcp_out.points;
+    if let Some(u) = udp_out {
+        load.down_bits_per_second = add(load.down_bits_per_second, u.load.down_bits_per_second);
+        load.up_bits_per_second = add(load.up_bits_per_second, u.load.up_bits_per_second);
+        load.error = load
+            .error
+            .or(u.load.error.map(|e| format!("UDP load: {e}")));
+        points.extend(u.points);
+        points.sort_by(|a, b| a.t.total_cmp(&b.t));
+    }
+    let window = PhaseWindow {
+        phase,
+        start: tcp_out.start.unwrap_or_else(|| since(Instant::now())),
+        end: tcp_out.end.unwrap_or_else(|| since(Instant::now())),
+        load,
+    };
+    (window, points, tcp_out.congestion)
+}
+
+fn add(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    }
+}
+
+/// What one load test gave.
+struct LoadOutcome {
+    start: Option<f64>,
+    end: Option<f64>,
+    load: PhaseLoad,
+    points: Vec<ThroughputPoint>,
+    congestion: Option<String>,
+}
+
+/// Runs one load test, its intervals turned into throughput points and flow RTTs on the
+/// timeline as they come.
+async fn one_load(
+    target: &str,
+    spec: TestSpec,
+    opts: &ClientOptions,
+    cancel: &CancellationToken,
+    origin: Instant,
+    events: &mpsc::UnboundedSender<LatencyEvent>,
+) -> LoadOutcome {
+    let mut out = LoadOutcome {
+        start: None,
+        end: None,
+        load: PhaseLoad::default(),
+        points: Vec::new(),
+        congestion: None,
+    };
+    let spec = match ValidSpec::new(spec) {
+        Ok(s) => s,
+        Err(e) => {
+            out.load.error = Some(e.to_string());
+            return out;
+        }
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let test = crate::targets::run(target, &spec, opts, tx, cancel.child_token());
+    tokio::pin!(test);
+    let take = |ev: TestEvent, out: &mut LoadOutcome| match ev {
+        TestEvent::Started { .. } => {
+            out.start = Some(
+                Instant::now()
+                    .saturating_duration_since(origin)
+                    .as_secs_f64(),
+            );
+        }
+        TestEvent::Interval { role, report } => {
+            let Some(start) = out.start else { return };
+            for s in &report.streams {
+                if s.role == StreamRole::Sender
+                    && let Some(tcp) = s.tcp
+                    && tcp.rtt_us > 0
+                {
+                    out.load.flow_rtt_ms.push(f64::from(tcp.rtt_us) / 1000.0);
+                }
+            }
+            if let Some(sum) = report.sum(StreamRole::Receiver) {
+                let bps = Some(sum.bits_per_second);
+                let point = ThroughputPoint {
+                    t: start + report.end.as_secs_f64(),
+                    seconds: report.seconds(),
+                    down: bps.filter(|_| role == PeerRole::Client),
+                    up: bps.filter(|_| role == PeerRole::Server),
+                };
+                let _ = events.send(LatencyEvent::Throughput(point));
+                out.points.push(point);
+            }
+        }
+        TestEvent::Stored { .. } | TestEvent::FarEndOutput { .. } => {}
+    };
+    let result = loop {
+        tokio::select! {
+            r = &mut test => break r,
+            Some(ev) = rx.recv() => take(ev, &mut out),
+        }
+    };
+    while let Ok(ev) = rx.try_recv() {
+        take(ev, &mut out);
+    }
+    match result {
+        Err(e) => out.load.error = Some(e.to_string()),
+        Ok(r) => {
+            if let Some(why) = r.status.ended_early() {
+                out.load.error = Some(why.to_string());
+            }
+            out.congestion = r.local.congestion_used.clone();
+            let mut longest = 0.0f64;
+            for flow in r.flows() {
+                let Some(received) = flow.received.or(flow.sent) else {
+                    continue;
+                };
+                longest = longest.max(received.seconds);
+                if flow.client_to_server {
+                    out.load.up_bits_per_second = Some(received.bits_per_second);
+                } else {
+                    out.load.down_bits_per_second = Some(received.bits_per_second);
+                }
+            }
+            out.end = out.start.map(|s| s + longest);
+        }
+    }
+    out
+}
