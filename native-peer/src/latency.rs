@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use perfpeer_shared::latency::{
-    LatencyInputs, LatencyRequest, LatencyResult, LoadSettings, Phase, PhaseLoad, PhaseWindow,
+    LatencyEvent, LatencyRequest, LatencyResult, Live, LoadSettings, Phase, PhaseLoad, PhaseWindow,
     ProbeSample, ThroughputPoint, probe_bits_per_second,
 };
 use perfpeer_shared::report::{PeerRole, StreamRole, TestResult};
@@ -26,61 +26,52 @@ const SETTLE: Duration = Duration::from_millis(500);
 /// as soon as the phases are done.
 const PROBE_SLACK: Duration = Duration::from_secs(30);
 
-/// What a running latency test tells its caller.
-#[derive(Debug, Clone)]
-pub enum LatencyEvent {
-    /// A phase started (seconds on the timeline).
-    PhaseStarted {
-        /// Which.
-        phase: Phase,
-        /// When.
-        at: f64,
-    },
-    /// Probes settled (answered or given up), in no particular order.
-    Probes(Vec<ProbeSample>),
-    /// Load throughput over an interval.
-    Throughput(ThroughputPoint),
-    /// A phase ended: the figures of the run so far (the phase's own are final but for probes
-    /// still in flight).
-    PhaseDone(Box<LatencyResult>),
+/// The run's events go to the caller and into the run's own [`Live`], whose snapshot is the
+/// result.
+struct Emitter {
+    live: Live,
+    out: mpsc::UnboundedSender<LatencyEvent>,
 }
 
-/// The probe's test, running; its samples gathered as its intervals arrive.
+impl Emitter {
+    fn emit(&mut self, ev: LatencyEvent) {
+        self.live.apply(&ev);
+        let _ = self.out.send(ev);
+    }
+}
+
+/// The probe's test, running.
 struct ProbeRun {
     events: mpsc::UnboundedReceiver<TestEvent>,
     task: tokio::task::JoinHandle<Result<TestResult, SessionError>>,
     cancel: CancellationToken,
-    samples: Vec<ProbeSample>,
     started: Instant,
     ipv6: bool,
 }
 
-impl ProbeRun {
-    /// Takes in one event of the probe test; its new samples are passed on.
-    fn take(&mut self, ev: TestEvent, out: &mpsc::UnboundedSender<LatencyEvent>) {
-        if let TestEvent::Interval {
-            role: PeerRole::Client,
-            report,
-        } = ev
-        {
-            let new: Vec<ProbeSample> = report.streams.into_iter().flat_map(|s| s.probes).collect();
-            if !new.is_empty() {
-                let _ = out.send(LatencyEvent::Probes(new.clone()));
-                self.samples.extend(new);
-            }
+/// Takes in one event of the probe test: its settled probes are passed on.
+fn take_probes(ev: TestEvent, out: &mut Emitter) {
+    if let TestEvent::Interval {
+        role: PeerRole::Client,
+        report,
+    } = ev
+    {
+        let samples: Vec<ProbeSample> = report.streams.into_iter().flat_map(|s| s.probes).collect();
+        if !samples.is_empty() {
+            out.emit(LatencyEvent::Probes { samples });
         }
     }
+}
 
-    /// The largest round trip seen, for the wait at the end.
-    fn max_rtt(&self) -> Duration {
-        let ns = self
-            .samples
-            .iter()
-            .filter_map(|p| p.echo.map(|e| e.rtt_ns(p.sent_ns)))
-            .max()
-            .unwrap_or(0);
-        Duration::from_nanos(ns)
-    }
+/// The largest round trip seen, for the wait at the end.
+fn max_rtt(live: &Live) -> Duration {
+    let ns = live
+        .probes
+        .iter()
+        .filter_map(|p| p.echo.map(|e| e.rtt_ns(p.sent_ns)))
+        .max()
+        .unwrap_or(0);
+    Duration::from_nanos(ns)
 }
 
 /// Runs the test; an error only if it could not start (the probe refused or unreachable).
@@ -113,8 +104,15 @@ pub async fn run(
     let probe_spec =
         ValidSpec::new(req.probe_spec(probe_secs)).map_err(|e| refuse(e.to_string()))?;
     let mut probe = start_probe(target, probe_spec, opts).await?;
-
-    let mut ran = Ran::default();
+    let mut out = Emitter {
+        live: Live::default(),
+        out: events,
+    };
+    out.emit(LatencyEvent::Started {
+        target: target.to_string(),
+        started_unix_ms,
+        settings: settings(req, probe.ipv6),
+    });
     let mut error = None;
     for phase in Phase::ALL {
         if cancel.is_cancelled() {
@@ -122,98 +120,73 @@ pub async fn run(
             break;
         }
         let at = probe.started.elapsed().as_secs_f64();
-        let _ = events.send(LatencyEvent::PhaseStarted { phase, at });
-        let phase_run = run_phase(target, req, phase, opts, &cancel, probe.started, &events);
+        out.emit(LatencyEvent::PhaseStarted { phase, at });
+        let (tx, mut loads) = mpsc::unbounded_channel();
+        let phase_run = run_phase(target, req, phase, opts, &cancel, probe.started, tx);
         tokio::pin!(phase_run);
-        let outcome = loop {
+        let (window, congestion_used) = loop {
             tokio::select! {
-                out = &mut phase_run => break out,
-                Some(ev) = probe.events.recv() => probe.take(ev, &events),
+                done = &mut phase_run => break done,
+                Some(ev) = probe.events.recv() => take_probes(ev, &mut out),
+                Some(point) = loads.recv() => out.emit(LatencyEvent::Throughput { point }),
             }
         };
+        while let Ok(point) = loads.try_recv() {
+            out.emit(LatencyEvent::Throughput { point });
+        }
+        out.emit(LatencyEvent::PhaseDone {
+            window,
+            congestion_used,
+        });
         if probe.task.is_finished() {
             error = Some("the probe ended before the phases did".into());
-        }
-        let (window, points, cc) = outcome;
-        ran.congestion_used = ran.congestion_used.or(cc);
-        ran.throughput.extend(points);
-        ran.windows.push(window);
-        let so_far = ran.build(target, started_unix_ms, req, &probe, None);
-        let _ = events.send(LatencyEvent::PhaseDone(Box::new(so_far)));
-        if error.is_some() {
             break;
         }
     }
     // Answers still on their way back: wait for the slowest seen, then end the probe.
     let wait =
-        (probe.max_rtt() + Duration::from_millis(100)).min(crate::engine::probe::LOSS_TIMEOUT);
+        (max_rtt(&out.live) + Duration::from_millis(100)).min(crate::engine::probe::LOSS_TIMEOUT);
     let until = tokio::time::sleep(wait);
     tokio::pin!(until);
     loop {
         tokio::select! {
             () = &mut until => break,
-            Some(ev) = probe.events.recv() => probe.take(ev, &events),
+            Some(ev) = probe.events.recv() => take_probes(ev, &mut out),
         }
     }
     probe.cancel.cancel();
     let ended = (&mut probe.task).await;
     while let Ok(ev) = probe.events.try_recv() {
-        probe.take(ev, &events);
+        take_probes(ev, &mut out);
     }
     if let Ok(Err(e)) = ended
         && error.is_none()
     {
         error = Some(format!("probe: {e}"));
     }
-    Ok(ran.build(target, started_unix_ms, req, &probe, error))
+    out.live
+        .snapshot(error)
+        .ok_or_else(|| SessionError::Internal("the run has no start".into()))
 }
 
-/// The phases that ran so far: their windows, their throughput and the load's congestion
-/// control as the kernel reported it.
-#[derive(Default)]
-struct Ran {
-    windows: Vec<PhaseWindow>,
-    throughput: Vec<ThroughputPoint>,
-    congestion_used: Option<String>,
-}
-
-impl Ran {
-    /// The result of the run so far.
-    fn build(
-        &self,
-        target: &str,
-        started_unix_ms: u64,
-        req: &LatencyRequest,
-        probe: &ProbeRun,
-        error: Option<String>,
-    ) -> LatencyResult {
-        let overhead = if probe.ipv6 { 48 } else { 28 };
-        LatencyResult::build(LatencyInputs {
-            target: target.to_string(),
-            started_unix_ms,
-            settings: LoadSettings {
-                idle_seconds: req.idle_seconds,
-                load_seconds: req.load_seconds,
-                streams: req.streams,
-                congestion: self
-                    .congestion_used
-                    .clone()
-                    .or_else(|| req.congestion.clone()),
-                udp_bits_per_second: req.udp_bits_per_second,
-                probe_interval_ms: req.probe_interval_ms,
-                probe_bytes: req.probe_bytes,
-                probe_bits_per_second: probe_bits_per_second(
-                    req.probe_bytes,
-                    overhead,
-                    req.probe_interval_ms,
-                ),
-                probe_tos: req.probe_tos,
-            },
-            probes: probe.samples.clone(),
-            phases: self.windows.clone(),
-            throughput: self.throughput.clone(),
-            error,
-        })
+/// The settings as the run starts (the congestion control as asked; each phase says what the
+/// kernel used).
+fn settings(req: &LatencyRequest, ipv6: bool) -> LoadSettings {
+    let overhead = if ipv6 { 48 } else { 28 };
+    LoadSettings {
+        idle_seconds: req.idle_seconds,
+        load_seconds: req.load_seconds,
+        streams: req.streams,
+        congestion: req.congestion.clone(),
+        udp_bits_per_second: req.udp_bits_per_second,
+        probe_interval_ms: req.probe_interval_ms,
+        probe_bytes: req.probe_bytes,
+        probe_bits_per_second: probe_bits_per_second(
+            req.probe_bytes,
+            overhead,
+            req.probe_interval_ms,
+        ),
+        probe_tos: req.probe_tos,
     }
 }
 
@@ -240,7 +213,6 @@ async fn start_probe(
                         events: rx,
                         task,
                         cancel,
-                        samples: Vec::new(),
                         started: Instant::now(),
                         ipv6,
                     });
@@ -275,8 +247,8 @@ async fn run_phase(
     opts: &ClientOptions,
     cancel: &CancellationToken,
     origin: Instant,
-    events: &mpsc::UnboundedSender<LatencyEvent>,
-) -> (PhaseWindow, Vec<ThroughputPoint>, Option<String>) {
+    points: mpsc::UnboundedSender<ThroughputPoint>,
+) -> (PhaseWindow, Option<String>) {
     let since = |at: Instant| at.saturating_duration_since(origin).as_secs_f64();
     let Some(tcp) = req.tcp_load_spec(phase) else {
         let start = since(Instant::now());
@@ -290,27 +262,28 @@ async fn run_phase(
             end: since(Instant::now()),
             load: PhaseLoad::default(),
         };
-        return (window, Vec::new(), None);
+        return (window, None);
     };
     tokio::time::sleep(SETTLE).await;
     let udp = req.udp_load_spec(phase);
-    let (tcp_out, udp_out) =
-        tokio::join!(one_load(target, tcp, opts, cancel, origin, events), async {
+    // The timeline's throughput is the TCP load's; a UDP load beside it adds to the phase's
+    // totals.
+    let (tcp_out, udp_out) = tokio::join!(
+        one_load(target, tcp, opts, cancel, origin, Some(&points)),
+        async {
             match udp {
-                Some(spec) => Some(one_load(target, spec, opts, cancel, origin, events).await),
+                Some(spec) => Some(one_load(target, spec, opts, cancel, origin, None).await),
                 None => None,
             }
-        });
+        }
+    );
     let mut load = tcp_out.load;
-    let mut points = tcp_out.points;
     if let Some(u) = udp_out {
         load.down_bits_per_second = add(load.down_bits_per_second, u.load.down_bits_per_second);
         load.up_bits_per_second = add(load.up_bits_per_second, u.load.up_bits_per_second);
         load.error = load
             .error
             .or(u.load.error.map(|e| format!("UDP load: {e}")));
-        points.extend(u.points);
-        points.sort_by(|a, b| a.t.total_cmp(&b.t));
     }
     let window = PhaseWindow {
         phase,
@@ -318,7 +291,7 @@ async fn run_phase(
         end: tcp_out.end.unwrap_or_else(|| since(Instant::now())),
         load,
     };
-    (window, points, tcp_out.congestion)
+    (window, tcp_out.congestion)
 }
 
 fn add(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -333,7 +306,6 @@ struct LoadOutcome {
     start: Option<f64>,
     end: Option<f64>,
     load: PhaseLoad,
-    points: Vec<ThroughputPoint>,
     congestion: Option<String>,
 }
 
@@ -345,13 +317,12 @@ async fn one_load(
     opts: &ClientOptions,
     cancel: &CancellationToken,
     origin: Instant,
-    events: &mpsc::UnboundedSender<LatencyEvent>,
+    points: Option<&mpsc::UnboundedSender<ThroughputPoint>>,
 ) -> LoadOutcome {
     let mut out = LoadOutcome {
         start: None,
         end: None,
         load: PhaseLoad::default(),
-        points: Vec::new(),
         congestion: None,
     };
     let spec = match ValidSpec::new(spec) {
@@ -390,8 +361,9 @@ async fn one_load(
                     down: bps.filter(|_| role == PeerRole::Client),
                     up: bps.filter(|_| role == PeerRole::Server),
                 };
-                let _ = events.send(LatencyEvent::Throughput(point));
-                out.points.push(point);
+                if let Some(points) = points {
+                    let _ = points.send(point);
+                }
             }
         }
         TestEvent::Stored { .. } | TestEvent::FarEndOutput { .. } => {}

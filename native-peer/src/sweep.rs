@@ -1,19 +1,16 @@
 //! Runs a packet-size sweep: one short test per size against any target (perfpeer, stock
 //! iperf3/iperf2/ttcp), in order, each finished test turned into a [`SweepPoint`]. Shared by
 //! `perfpeer test --sweep-len` and a browser's `sweep` run, which differ only in what they do
-//! with the [`SweepEvent`]s. [`AnyTarget`] is what the server is handed for a browser's runs.
+//! with the [`SweepEvent`]s.
 
-use futures_util::future::BoxFuture;
 use perfpeer_shared::report::{TestResult, TestStatus};
 use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use perfpeer_shared::sweep::{SweepPoint, SweepResult};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::server::runner::Runner;
-use crate::session::SessionError;
 use crate::session::client::ClientOptions;
-use crate::session::events::{SweepEvent, TestEvent};
+use crate::session::events::SweepEvent;
 
 /// Runs `spec` once per size (its `len` replaced), sending events to `events`; a cancel ends the
 /// running size's test early and skips the rest. A size whose test fails is a row saying why,
@@ -80,43 +77,4 @@ async fn one_size(
 
 fn partial_reason(r: &TestResult) -> String {
     r.status.ended_early().unwrap_or_default().to_string()
-}
-
-/// A browser's `run` and `sweep` against any kind of target: what `perfpeer serve` hands the
-/// server (which knows no targets itself).
-pub struct AnyTarget;
-
-impl Runner for AnyTarget {
-    fn run(
-        &self,
-        target: String,
-        spec: ValidSpec,
-        events: mpsc::UnboundedSender<TestEvent>,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'static, Result<TestResult, SessionError>> {
-        Box::pin(async move {
-            crate::targets::run(&target, &spec, &ClientOptions::default(), events, cancel).await
-        })
-    }
-
-    fn sweep(
-        &self,
-        target: String,
-        spec: TestSpec,
-        sizes: Vec<u32>,
-        events: mpsc::UnboundedSender<SweepEvent>,
-        cancel: CancellationToken,
-    ) -> BoxFuture<'static, SweepResult> {
-        Box::pin(async move {
-            run(
-                &target,
-                &spec,
-                &sizes,
-                &ClientOptions::default(),
-                events,
-                cancel,
-            )
-            .await
-        })
-    }
 }

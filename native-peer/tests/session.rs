@@ -509,7 +509,7 @@ async fn real_peer() -> (SocketAddr, CancellationToken) {
     let state = ServerState::new(
         config,
         info,
-        Arc::new(perfpeer::sweep::AnyTarget),
+        Arc::new(perfpeer::cli::any_target::AnyTarget),
         shutdown.clone(),
     );
     tokio::spawn(server::run(bound, state));

@@ -75,6 +75,16 @@ pub enum ClientMsg {
         /// Datagram sizes, bytes, in the order to run them.
         sizes: Vec<u32>,
     },
+    /// (Token) Latency under load from this peer against `target` (a perfpeer peer): the
+    /// peer sends `latency_started`, `latency_event`s (phases, probes, throughput) and finally
+    /// `latency_result`; `cancel` ends it early with the phases that ran, `attach{latency_id}`
+    /// follows it again after a reconnect.
+    Latency {
+        /// `host`, `host:port` or `[v6]:port` of the far peer's control endpoint.
+        target: String,
+        /// The phases, the load and the probe.
+        request: crate::latency::LatencyRequest,
+    },
     /// (Token) Cancel the test this connection started with `run`.
     Cancel,
     /// (Token) List the tests running on this peer.
@@ -180,6 +190,29 @@ pub enum ServerMsg {
         sweep_id: String,
         /// Every row.
         result: crate::sweep::SweepResult,
+    },
+    /// (`latency`) The run has started; `attach{test_id: latency_id}` follows it again.
+    LatencyStarted {
+        /// Id of the run (not of its tests).
+        latency_id: String,
+        /// Target peer.
+        target: String,
+        /// What runs.
+        request: crate::latency::LatencyRequest,
+    },
+    /// (`latency`) Something happened in the run (fold them with `latency::Live`).
+    LatencyEvent {
+        /// Id of the run.
+        latency_id: String,
+        /// What.
+        event: crate::latency::LatencyEvent,
+    },
+    /// (`latency`) The whole run, the last message of it.
+    LatencyResult {
+        /// Id of the run.
+        latency_id: String,
+        /// Every figure.
+        result: crate::latency::LatencyResult,
     },
     /// (`list_tests`) Tests running now.
     Tests {

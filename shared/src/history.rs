@@ -7,6 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::latency::{LatencyRequest, LatencyResult};
 use crate::report::{PeerRole, TestResult};
 use crate::spec::{Direction, Protocol, TestSpec};
 use crate::sweep::SweepResult;
@@ -20,6 +21,8 @@ pub enum ResultKind {
     Test,
     /// A packet-size sweep kept whole (its bytes are its total, its rate its best size's).
     Sweep,
+    /// A latency-under-load run kept whole (its rate is its best phase's throughput one way).
+    Latency,
 }
 
 /// Who started a kept test on this peer.
@@ -122,6 +125,11 @@ impl HistoryEntry {
     pub fn is_sweep(&self) -> bool {
         self.kind == ResultKind::Sweep
     }
+
+    /// Whether this line is a kept latency-under-load run.
+    pub fn is_latency(&self) -> bool {
+        self.kind == ResultKind::Latency
+    }
 }
 
 /// A kept sweep.
@@ -195,6 +203,68 @@ pub struct OpenedResult {
     /// A kept sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<KeptSweep>,
+    /// A kept latency-under-load run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<KeptLatency>,
+}
+
+/// A kept latency-under-load run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeptLatency {
+    /// Result id (`/r/<id>`).
+    pub id: String,
+    /// When it was kept, Unix ms.
+    pub created_ms: u64,
+    /// The other peer, as given.
+    pub peer: String,
+    /// What was asked for.
+    pub request: LatencyRequest,
+    /// Every figure.
+    pub result: LatencyResult,
+    /// Whether `/r/<id>` answers.
+    pub link_enabled: bool,
+}
+
+impl KeptLatency {
+    /// Its page heading.
+    pub fn title(&self) -> String {
+        crate::format::latency::title(&self.result)
+    }
+
+    /// Its line in the history list: kind `latency`, TCP both ways; `complete` when every phase
+    /// ran, else `failed` with the first reason; the best throughput of any phase one way.
+    pub fn summary(&self) -> HistoryEntry {
+        let r = &self.result;
+        let reason = r
+            .error
+            .clone()
+            .or_else(|| r.phases.iter().find_map(|p| p.error.clone()))
+            .or_else(|| (r.phases.len() < 4).then(|| "not every phase ran".to_string()));
+        HistoryEntry {
+            id: self.id.clone(),
+            kind: ResultKind::Latency,
+            created_ms: self.created_ms,
+            origin: Origin::Browser,
+            role: PeerRole::Client,
+            peer: self.peer.clone(),
+            protocol: Protocol::Tcp,
+            direction: Direction::Bidir,
+            status: if reason.is_none() {
+                RunStatus::Complete
+            } else {
+                RunStatus::Failed
+            },
+            reason,
+            bytes: None,
+            bits_per_second: r
+                .phases
+                .iter()
+                .flat_map(|p| [p.down_bits_per_second, p.up_bits_per_second])
+                .flatten()
+                .reduce(f64::max),
+            link_enabled: self.link_enabled,
+        }
+    }
 }
 
 #[cfg(test)]

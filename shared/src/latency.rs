@@ -604,6 +604,120 @@ impl LatencyResult {
     }
 }
 
+/// What a running latency test tells its caller, live: the CLI prints from it, a browser's run
+/// logs it for the page (which folds it into a [`Live`] as the runner does).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum LatencyEvent {
+    /// The probe runs: what the run is.
+    Started {
+        /// The target, as given.
+        target: String,
+        /// When it started, Unix ms.
+        started_unix_ms: u64,
+        /// The settings (congestion control as asked until a phase reports it).
+        settings: LoadSettings,
+    },
+    /// A phase started (seconds on the timeline).
+    PhaseStarted {
+        /// Which.
+        phase: Phase,
+        /// When.
+        at: f64,
+    },
+    /// Probes settled (answered or given up), in no particular order.
+    Probes {
+        /// The probes.
+        samples: Vec<ProbeSample>,
+    },
+    /// Load throughput over an interval.
+    Throughput {
+        /// The point.
+        point: ThroughputPoint,
+    },
+    /// A phase ended.
+    PhaseDone {
+        /// Its window and load.
+        window: PhaseWindow,
+        /// The congestion control its load used, as the kernel reported it.
+        congestion_used: Option<String>,
+    },
+}
+
+/// A run as its events tell it so far: what the runner keeps, and what a page following the run
+/// keeps; [`Live::snapshot`] is the result so far.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Live {
+    /// From `Started`.
+    pub started: Option<(String, u64, LoadSettings)>,
+    /// Every probe settled so far.
+    pub probes: Vec<ProbeSample>,
+    /// Phases done.
+    pub windows: Vec<PhaseWindow>,
+    /// The phase running now and when it began.
+    pub running: Option<(Phase, f64)>,
+    /// Throughput points so far.
+    pub throughput: Vec<ThroughputPoint>,
+}
+
+impl Live {
+    /// Takes in one event.
+    pub fn apply(&mut self, ev: &LatencyEvent) {
+        match ev {
+            LatencyEvent::Started {
+                target,
+                started_unix_ms,
+                settings,
+            } => self.started = Some((target.clone(), *started_unix_ms, settings.clone())),
+            LatencyEvent::PhaseStarted { phase, at } => self.running = Some((*phase, *at)),
+            LatencyEvent::Probes { samples } => self.probes.extend_from_slice(samples),
+            LatencyEvent::Throughput { point } => self.throughput.push(*point),
+            LatencyEvent::PhaseDone {
+                window,
+                congestion_used,
+            } => {
+                self.running = None;
+                self.windows.push(window.clone());
+                if let (Some(cc), Some((_, _, settings))) = (congestion_used, &mut self.started) {
+                    settings.congestion = Some(cc.clone());
+                }
+            }
+        }
+    }
+
+    /// The result so far (`None` before `Started`). The running phase is shown up to its last
+    /// probe, without load figures yet.
+    pub fn snapshot(&self, error: Option<String>) -> Option<LatencyResult> {
+        let (target, started_unix_ms, settings) = self.started.clone()?;
+        let mut phases = self.windows.clone();
+        if let Some((phase, at)) = self.running {
+            // Up to the next probe's due time, so the last one sent is inside.
+            let last = self
+                .probes
+                .iter()
+                .map(|p| p.sent_ns as f64 / 1e9)
+                .fold(at, f64::max);
+            phases.push(PhaseWindow {
+                phase,
+                start: at,
+                end: last + settings.probe_interval_ms / 1000.0,
+                load: PhaseLoad::default(),
+            });
+        }
+        let mut throughput = self.throughput.clone();
+        throughput.sort_by(|a, b| a.t.total_cmp(&b.t));
+        Some(LatencyResult::build(LatencyInputs {
+            target,
+            started_unix_ms,
+            settings,
+            probes: self.probes.clone(),
+            phases,
+            throughput,
+            error,
+        }))
+    }
+}
+
 /// Which way each lost probe was lost, by the far end's count of requests it took in: between
 /// two answered probes `a` and `b`, `(b.seq − a.seq) − (b.far_count − a.far_count)` requests never
 /// reached it; the rest of the unanswered ones between them lost their answer. Which of the
@@ -851,6 +965,50 @@ mod tests {
             bad(|r| r.udp_bits_per_second = Some(0)),
             LatencyRequestError::UdpRate
         );
+    }
+
+    #[test]
+    fn live_folds_events_into_the_same_result() {
+        let mut live = Live::default();
+        assert!(live.snapshot(None).is_none());
+        let events = vec![
+            LatencyEvent::Started {
+                target: "pc".into(),
+                started_unix_ms: 5,
+                settings: settings(),
+            },
+            LatencyEvent::PhaseStarted {
+                phase: Phase::Idle,
+                at: 0.0,
+            },
+            LatencyEvent::Probes {
+                samples: vec![answered(2, 10, 1, 1, 2), answered(1, 0, 1, 1, 1)],
+            },
+            LatencyEvent::PhaseDone {
+                window: window(Phase::Idle, 0.0, 1.0),
+                congestion_used: Some("reno".into()),
+            },
+            LatencyEvent::PhaseStarted {
+                phase: Phase::Upload,
+                at: 1.0,
+            },
+            LatencyEvent::Probes {
+                samples: vec![answered(3, 1500, 41, 1, 3)],
+            },
+        ];
+        for ev in &events {
+            // Events travel as JSON to a browser.
+            let again: LatencyEvent =
+                serde_json::from_str(&serde_json::to_string(ev).unwrap()).unwrap();
+            live.apply(&again);
+        }
+        let r = live.snapshot(None).unwrap();
+        assert_eq!(r.settings.congestion.as_deref(), Some("reno"));
+        assert_eq!(r.phases.len(), 2, "the running phase is shown too");
+        let upload = r.phase(Phase::Upload).unwrap();
+        assert_eq!((upload.start, upload.end), (1.0, 1.51));
+        assert_eq!(upload.rtt.unwrap().count, 1);
+        assert!((r.probes[2].up.unwrap() - 40.0).abs() < 1e-6);
     }
 
     #[test]

@@ -458,17 +458,43 @@ async fn expect_error(ws: &mut Ws, code: ErrorCode) -> String {
     }
 }
 
-/// Messages until (and including) the sweep's `sweep_result`.
-async fn sweep_messages(ws: &mut Ws) -> Vec<ServerMsg> {
+/// Messages until (and including) the first that `is_last` picks or an error.
+async fn messages_until(ws: &mut Ws, is_last: fn(&ServerMsg) -> bool) -> Vec<ServerMsg> {
     let mut seen = Vec::new();
     loop {
         let msg = recv(ws).await;
-        let last = matches!(msg, ServerMsg::SweepResult { .. } | ServerMsg::Error { .. });
+        let last = is_last(&msg) || matches!(msg, ServerMsg::Error { .. });
         seen.push(msg);
         if last {
             return seen;
         }
     }
+}
+
+/// A new connection to `peer` that attaches to the run `id` and reads its log until
+/// `is_last`: what a browser sees after a reconnect.
+async fn reattach(peer: &Peer, id: &str, is_last: fn(&ServerMsg) -> bool) -> Vec<ServerMsg> {
+    let mut ws = connect(peer).await;
+    assert!(hello(&mut ws, Some(TOKEN)).await);
+    send(
+        &mut ws,
+        &ClientMsg::Attach {
+            test_id: id.to_string(),
+        },
+    )
+    .await;
+    messages_until(&mut ws, is_last).await
+}
+
+/// The result id a run's `stored` message gave.
+fn stored_result_id(replay: &[ServerMsg], id: &str) -> String {
+    replay
+        .iter()
+        .find_map(|m| match m {
+            ServerMsg::Stored { test_id, result_id } if test_id == id => Some(result_id.clone()),
+            _ => None,
+        })
+        .expect("stored")
 }
 
 #[tokio::test]
@@ -521,16 +547,10 @@ async fn sweep_runs_one_paced_test_per_size_and_can_be_attached_again() {
         }
     }
     drop(ws);
-    let mut ws = connect(&dut).await;
-    assert!(hello(&mut ws, Some(TOKEN)).await);
-    send(
-        &mut ws,
-        &ClientMsg::Attach {
-            test_id: sweep_id.clone(),
-        },
-    )
+    let replay = reattach(&dut, &sweep_id, |m| {
+        matches!(m, ServerMsg::SweepResult { .. })
+    })
     .await;
-    let replay = sweep_messages(&mut ws).await;
     assert!(
         matches!(&replay[0], ServerMsg::SweepStarted { sweep_id: id, .. } if *id == sweep_id),
         "the replay starts at the beginning: {:?}",
@@ -553,15 +573,7 @@ async fn sweep_runs_one_paced_test_per_size_and_can_be_attached_again() {
     };
     assert_eq!(result.points, points);
     // The peer kept the sweep before announcing it; its link opens without the token.
-    let result_id = replay
-        .iter()
-        .find_map(|m| match m {
-            ServerMsg::Stored { test_id, result_id } if *test_id == sweep_id => {
-                Some(result_id.clone())
-            }
-            _ => None,
-        })
-        .expect("a stored message for the sweep");
+    let result_id = stored_result_id(&replay, &sweep_id);
     let kept: perfpeer_shared::sweep::SweepResult =
         serde_json::from_str(&http_get(&dut, &format!("/r/{result_id}.json"))).unwrap();
     assert_eq!(&kept, result);
@@ -608,4 +620,117 @@ async fn sweep_runs_one_paced_test_per_size_and_can_be_attached_again() {
             "{p:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn latency_runs_its_phases_live_is_kept_and_can_be_attached_again() {
+    use perfpeer_shared::latency::{LatencyEvent, LatencyRequest, Live, Phase};
+    let dut = Peer::start(&[]);
+    let pc = Peer::start(&[]);
+    let request = LatencyRequest {
+        idle_seconds: 1.0,
+        load_seconds: 1.0,
+        streams: 2,
+        ..LatencyRequest::default()
+    };
+    let latency = |request: &LatencyRequest| ClientMsg::Latency {
+        target: pc.control.clone(),
+        request: request.clone(),
+    };
+    // Without the token nothing starts; an out-of-bounds request is refused whole.
+    let mut ws = connect(&dut).await;
+    assert!(!hello(&mut ws, None).await);
+    send(&mut ws, &latency(&request)).await;
+    expect_error(&mut ws, ErrorCode::Unauthorized).await;
+    let mut ws = connect(&dut).await;
+    assert!(hello(&mut ws, Some(TOKEN)).await);
+    for bad in [
+        LatencyRequest {
+            load_seconds: 3600.0,
+            ..request.clone()
+        },
+        LatencyRequest {
+            probe_interval_ms: 0.0,
+            ..request.clone()
+        },
+        LatencyRequest {
+            streams: 1000,
+            ..request.clone()
+        },
+    ] {
+        send(&mut ws, &latency(&bad)).await;
+        expect_error(&mut ws, ErrorCode::InvalidSpec).await;
+    }
+    // A real run; the browser leaves during it and attaches again.
+    send(&mut ws, &latency(&request)).await;
+    let latency_id = match recv(&mut ws).await {
+        ServerMsg::LatencyStarted { latency_id, .. } => latency_id,
+        other => panic!("expected latency_started, got {other:?}"),
+    };
+    loop {
+        if let ServerMsg::LatencyEvent {
+            event: LatencyEvent::PhaseDone { .. },
+            ..
+        } = recv(&mut ws).await
+        {
+            break;
+        }
+    }
+    drop(ws);
+    let replay = reattach(&dut, &latency_id, |m| {
+        matches!(m, ServerMsg::LatencyResult { .. })
+    })
+    .await;
+    assert!(
+        matches!(&replay[0], ServerMsg::LatencyStarted { latency_id: id, .. } if *id == latency_id)
+    );
+    // The page folds the events into the same figures the peer sends at the end.
+    let mut live = Live::default();
+    for m in &replay {
+        if let ServerMsg::LatencyEvent { event, .. } = m {
+            live.apply(event);
+        }
+    }
+    let Some(ServerMsg::LatencyResult { result, .. }) = replay.last() else {
+        panic!("no latency_result: {:?}", replay.last());
+    };
+    // (Equal but for the last bit of a float that went through JSON on the way.)
+    let folded = live.snapshot(None).expect("started");
+    assert_eq!(folded.probes.len(), result.probes.len());
+    for (a, b) in folded.phases.iter().zip(&result.phases) {
+        assert_eq!(
+            (a.phase, a.probes_sent, a.probes_lost),
+            (b.phase, b.probes_sent, b.probes_lost)
+        );
+        let (pa, pb) = (a.rtt.expect("rtt"), b.rtt.expect("rtt"));
+        assert!((pa.p50 - pb.p50).abs() < 1e-9 && (pa.p99 - pb.p99).abs() < 1e-9);
+    }
+    let phases: Vec<Phase> = result.phases.iter().map(|p| p.phase).collect();
+    assert_eq!(phases, Phase::ALL);
+    assert!(
+        result
+            .phases
+            .iter()
+            .all(|p| p.rtt.is_some() && p.error.is_none())
+    );
+    // Kept before it was announced: its page (timeline and CDF) and JSON open without the
+    // token; the history lists it as a latency run.
+    let result_id = stored_result_id(&replay, &latency_id);
+    let page = http_get(&dut, &format!("/r/{result_id}"));
+    assert!(
+        page.contains("latency-timeline") && page.contains("latency-cdf"),
+        "{page}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&http_get(&dut, &format!("/r/{result_id}.json"))).unwrap();
+    assert_eq!(json["phases"].as_array().map(Vec::len), Some(4));
+    let (status, list) = perfpeer_tests::http_request(
+        &dut.control,
+        "GET",
+        "/api/results",
+        &format!("Authorization: Bearer {TOKEN}\r\n"),
+        "",
+    );
+    assert_eq!(status, 200);
+    assert!(list.contains("\"kind\":\"latency\""), "{list}");
 }

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use perfpeer_shared::format::latency as latency_text;
-use perfpeer_shared::latency::{LatencyRequest, LatencyResult};
+use perfpeer_shared::latency::{LatencyEvent, LatencyRequest, LatencyResult, Live};
 use perfpeer_shared::spec::{EndCondition, TestSpec};
 use perfpeer_shared::units::BitRate;
 use tokio::sync::mpsc;
@@ -17,7 +17,6 @@ use tokio::sync::mpsc;
 use super::flags::Given;
 use super::live::cancel_on_ctrl_c;
 use super::output::Style;
-use crate::latency::LatencyEvent;
 use crate::session::client::ClientOptions;
 
 /// Flags of a latency-under-load run.
@@ -112,21 +111,29 @@ pub async fn run(
     let (tx, mut events) = mpsc::unbounded_channel();
     let text = style == Style::Text;
     let progress = tokio::spawn(async move {
-        let mut printed = 0;
+        let mut live = Live::default();
         while let Some(ev) = events.recv().await {
+            live.apply(&ev);
+            if !text {
+                continue;
+            }
             match ev {
-                LatencyEvent::PhaseDone(so_far) if text => {
-                    if printed == 0 {
+                LatencyEvent::Started { .. } => {
+                    if let Some(so_far) = live.snapshot(None) {
                         out!("{}", latency_text::header(&so_far));
                         outln!("As each phase ends:");
                         out!("{}", latency_text::table_head());
                     }
-                    for f in so_far.phases.iter().skip(printed) {
-                        out!("{}", latency_text::phase_row(f));
-                    }
-                    printed = so_far.phases.len();
                 }
-                LatencyEvent::PhaseStarted { phase, .. } if text => {
+                LatencyEvent::PhaseDone { window, .. } => {
+                    if let Some(row) = live
+                        .snapshot(None)
+                        .and_then(|r| r.phase(window.phase).map(latency_text::phase_row))
+                    {
+                        out!("{row}");
+                    }
+                }
+                LatencyEvent::PhaseStarted { phase, .. } => {
                     eprintln!("perfpeer: {} phase", phase.name());
                 }
                 _ => {}

@@ -20,6 +20,7 @@ macro_rules! outln {
     }};
 }
 
+pub mod any_target;
 mod flags;
 mod iperf;
 mod iperf3;

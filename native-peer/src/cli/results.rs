@@ -83,11 +83,17 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
                 "{}",
                 sweep::text(&sweep.result, sweep.spec.dccp.map(|d| d.service))
             ),
+            // A latency run: its table, or its LatencyResult JSON.
+            Kept::Latency(run) if format == Layout::Json => {
+                outln!("{}", serde_json::to_string_pretty(&run.result)?)
+            }
+            Kept::Latency(run) => out!("{}", perfpeer_shared::format::latency::text(&run.result)),
         },
         Action::Export { id, html: path } => {
             let page = match find(&store, &id)? {
                 Kept::Test(found) => html::page(&found.result),
                 Kept::Sweep(s) => html::sweep_page(&s.result, &s.title()),
+                Kept::Latency(l) => html::latency_page(&l.result, &l.title()),
             };
             std::fs::write(&path, page)
                 .with_context(|| format!("cannot write {}", path.display()))?;

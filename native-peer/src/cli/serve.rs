@@ -172,7 +172,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     let state = ServerState::new(
         config,
         info,
-        Arc::new(crate::sweep::AnyTarget),
+        Arc::new(super::any_target::AnyTarget),
         shutdown.clone(),
     );
     let mut dccp_services = vec![perfpeer_shared::dccp::DEFAULT_SERVICE];

@@ -211,6 +211,19 @@ mod tests {
         ) -> futures_util::future::BoxFuture<'static, perfpeer_shared::sweep::SweepResult> {
             unreachable!("the routes tested here start no sweep")
         }
+
+        fn latency(
+            &self,
+            _: String,
+            _: perfpeer_shared::latency::LatencyRequest,
+            _: tokio::sync::mpsc::UnboundedSender<perfpeer_shared::latency::LatencyEvent>,
+            _: CancellationToken,
+        ) -> futures_util::future::BoxFuture<
+            'static,
+            Result<perfpeer_shared::latency::LatencyResult, crate::session::SessionError>,
+        > {
+            unreachable!("the routes tested here start no latency run")
+        }
     }
 
     #[tokio::test]

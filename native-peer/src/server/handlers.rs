@@ -145,6 +145,9 @@ async fn serve_socket(ws: WebSocket, state: &Arc<ServerState>, remote: SocketAdd
                 spec,
                 sizes,
             } if authorized => start_sweep(&mut chan, &state, target, spec, sizes).await,
+            ClientMsg::Latency { target, request } if authorized => {
+                start_latency(&mut chan, &state, target, request).await
+            }
             ClientMsg::Attach { test_id } if authorized => {
                 attach(&mut chan, &state, &test_id).await
             }
@@ -153,6 +156,7 @@ async fn serve_socket(ws: WebSocket, state: &Arc<ServerState>, remote: SocketAdd
             }),
             ClientMsg::Run { .. }
             | ClientMsg::Sweep { .. }
+            | ClientMsg::Latency { .. }
             | ClientMsg::ListTests
             | ClientMsg::Cancel
             | ClientMsg::Attach { .. } => Err(SessionError::Refused {
@@ -265,6 +269,23 @@ async fn start_sweep(
     })?;
     let slot = take_slot(state)?;
     let log = runs::start_sweep(state, slot, target, spec, sizes);
+    follow(chan, state, &log).await
+}
+
+/// `latency`: checks the request (its phases, load and probe bounds), then runs it like a
+/// `run` and follows it on `chan`.
+async fn start_latency(
+    chan: &mut ControlChannel,
+    state: &Arc<ServerState>,
+    target: String,
+    request: perfpeer_shared::latency::LatencyRequest,
+) -> Result<(), SessionError> {
+    request.check().map_err(|e| SessionError::Refused {
+        code: ErrorCode::InvalidSpec,
+        message: e.to_string(),
+    })?;
+    let slot = take_slot(state)?;
+    let log = runs::start_latency(state, slot, target, request);
     follow(chan, state, &log).await
 }
 

@@ -1,7 +1,7 @@
-//! Result pages and the history API: `/r/<id>` (a self-contained HTML page of a test or a kept
-//! sweep; the id is the permission, no token), `/r/<id>.json`, and with the token `GET /api/results`,
-//! `GET /api/results/<id>` (`{"summary", "result"}`, or `{"summary", "sweep"}` for a kept sweep;
-//! link on or off), `DELETE /api/results/<id>`
+//! Result pages and the history API: `/r/<id>` (a self-contained HTML page of a test, a kept
+//! sweep or a kept latency run; the id is the permission, no token), `/r/<id>.json`, and with
+//! the token `GET /api/results`, `GET /api/results/<id>` (`{"summary", "result"}`, or
+//! `{"summary", "sweep"}` / `{"summary", "latency"}` for a kept run; link on or off), `DELETE /api/results/<id>`
 //! and `POST /api/results/<id>/link` (`{"enabled": false}` turns a share link off). Unknown or
 //! disabled ids are a plain 404.
 
@@ -55,12 +55,21 @@ pub fn routes(
                         summary: found.summary,
                         result: Some(found.result),
                         sweep: None,
+                        latency: None,
                     })
                     .into_response(),
                     Some(Kept::Sweep(sweep)) => warp::reply::json(&OpenedResult {
                         summary: sweep.summary(),
                         result: None,
                         sweep: Some(*sweep),
+                        latency: None,
+                    })
+                    .into_response(),
+                    Some(Kept::Latency(run)) => warp::reply::json(&OpenedResult {
+                        summary: run.summary(),
+                        result: None,
+                        sweep: None,
+                        latency: Some(*run),
                     })
                     .into_response(),
                     None => not_found_json(),
@@ -209,6 +218,13 @@ async fn result_page(name: String, state: Arc<ServerState>) -> Response {
                     warp::reply::json(&sweep.result).into_response()
                 } else {
                     page(html::sweep_page(&sweep.result, &sweep.title()))
+                }
+            }
+            Some(Kept::Latency(run)) if run.link_enabled => {
+                if json {
+                    warp::reply::json(&run.result).into_response()
+                } else {
+                    page(html::latency_page(&run.result, &run.title()))
                 }
             }
             _ => missing(),

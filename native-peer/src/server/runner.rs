@@ -1,8 +1,9 @@
-//! What a browser's `run` and `sweep` are handed to. The server knows no kind of target: the
-//! layers above it (`targets`, `sweep`) implement [`Runner`] and `perfpeer serve` installs it
+//! What a browser's `run`, `sweep` and `latency` are handed to. The server knows no kind of
+//! target: the layers above it (`targets`, `sweep`, `latency`) implement [`Runner`] and `perfpeer serve` installs it
 //! in the server's state.
 
 use futures_util::future::BoxFuture;
+use perfpeer_shared::latency::{LatencyEvent, LatencyRequest, LatencyResult};
 use perfpeer_shared::report::TestResult;
 use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use perfpeer_shared::sweep::SweepResult;
@@ -34,4 +35,13 @@ pub trait Runner: Send + Sync {
         events: mpsc::UnboundedSender<SweepEvent>,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, SweepResult>;
+
+    /// Runs latency under load against `target`.
+    fn latency(
+        &self,
+        target: String,
+        request: LatencyRequest,
+        events: mpsc::UnboundedSender<LatencyEvent>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<LatencyResult, SessionError>>;
 }

@@ -1,15 +1,18 @@
-//! Tests and sweeps a browser started with `run` or `sweep`, kept apart from the connection that
-//! asked for them, so a network blip does not kill them. One supervisor loop serves both kinds:
+//! Tests, sweeps and latency runs a browser started with `run`, `sweep` or `latency`, kept apart
+//! from the connection that asked for them, so a network blip does not kill them. One
+//! supervisor loop serves every kind:
 //! it writes the run's events to its [`RunLog`], cancels it when nobody followed it for the
 //! grace period or on shutdown, writes its end, and keeps the finished log attachable for a
-//! while. What a run is (a test against any target, or a sweep) is handed in from above as a
-//! [`Runner`](super::runner::Runner), so this layer does not import `targets` or `sweep`.
+//! while. What a run is (a test against any target, a sweep, latency under load) is handed in
+//! from above as a [`Runner`](super::runner::Runner), so this layer does not import `targets`,
+//! `sweep` or `latency`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use perfpeer_shared::control::{ErrorCode, ServerMsg};
+use perfpeer_shared::latency::{LatencyEvent, LatencyRequest, LatencyResult};
 use perfpeer_shared::report::{PeerRole, TestResult};
 use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use perfpeer_shared::sweep::SweepResult;
@@ -83,6 +86,48 @@ pub fn start_sweep(
         spec,
         test_id: String::new(),
         running: None,
+    };
+    state
+        .tasks
+        .spawn(supervise(state.clone(), slot, run, job, events));
+    log
+}
+
+/// Starts latency under load in the background (holding `slot` until it ends) and returns its
+/// log, already attachable under its `latency_id`.
+pub fn start_latency(
+    state: &Arc<ServerState>,
+    slot: OwnedSemaphorePermit,
+    target: String,
+    request: LatencyRequest,
+) -> Arc<RunLog> {
+    let log = RunLog::new();
+    let latency_id = crate::util::random_id();
+    state.runs.insert(&latency_id, log.clone());
+    log.push(ServerMsg::LatencyStarted {
+        latency_id: latency_id.clone(),
+        target: target.clone(),
+        request: request.clone(),
+    });
+    // Listed among the running tests as its heaviest phase: TCP both ways.
+    let shown = request
+        .tcp_load_spec(perfpeer_shared::latency::Phase::Both)
+        .unwrap_or_else(|| TestSpec::new(perfpeer_shared::spec::Protocol::Tcp));
+    let running = Some(state.track(&latency_id, PeerRole::Client, target.clone(), &shown));
+    let (events_tx, events) = mpsc::unbounded_channel();
+    let job = state.runner.latency(
+        target.clone(),
+        request.clone(),
+        events_tx,
+        log.cancel_token(),
+    );
+    let run = LatencyRun {
+        state: state.clone(),
+        log: log.clone(),
+        latency_id,
+        target,
+        request,
+        _running: running,
     };
     state
         .tasks
@@ -296,6 +341,69 @@ impl Supervised for SweepRun {
             }
             Err(e) => ServerMsg::error(ErrorCode::Internal, e.to_string()),
         }
+    }
+}
+
+/// A browser's latency-under-load run: attachable by its id from the start; kept whole at its
+/// end (its probe and load tests are not kept one by one) with a share link.
+struct LatencyRun {
+    state: Arc<ServerState>,
+    log: Arc<RunLog>,
+    latency_id: String,
+    target: String,
+    request: LatencyRequest,
+    _running: Option<RunningGuard>,
+}
+
+impl Supervised for LatencyRun {
+    type Event = LatencyEvent;
+    type Output = Result<LatencyResult, SessionError>;
+
+    fn log(&self) -> &Arc<RunLog> {
+        &self.log
+    }
+
+    fn id(&self) -> &str {
+        &self.latency_id
+    }
+
+    fn on_event(&mut self, event: LatencyEvent) {
+        self.log.push(ServerMsg::LatencyEvent {
+            latency_id: self.latency_id.clone(),
+            event,
+        });
+    }
+
+    async fn on_end(&mut self, joined: Result<Self::Output, JoinError>) -> ServerMsg {
+        match joined {
+            Ok(Ok(result)) => {
+                if let Some(result_id) = self.keep(&result).await {
+                    self.log.push(ServerMsg::Stored {
+                        test_id: self.latency_id.clone(),
+                        result_id,
+                    });
+                }
+                ServerMsg::LatencyResult {
+                    latency_id: self.latency_id.clone(),
+                    result,
+                }
+            }
+            Ok(Err(e)) => ServerMsg::error(e.code(), e.to_string()),
+            Err(e) => ServerMsg::error(ErrorCode::Internal, e.to_string()),
+        }
+    }
+}
+
+impl LatencyRun {
+    /// Keeps the finished run in the store (if this peer keeps results); its result id.
+    async fn keep(&self, result: &LatencyResult) -> Option<String> {
+        let store = self.state.store()?;
+        let (target, request, result) = (self.target.clone(), self.request.clone(), result.clone());
+        let kept = store
+            .write(move |s| s.save_latency(&target, &request, &result))
+            .await?;
+        kept.inspect_err(|e| tracing::warn!(error = %e, "cannot keep the latency run"))
+            .ok()
     }
 }
 

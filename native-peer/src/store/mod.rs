@@ -12,7 +12,8 @@
 //! the directory cannot be written, and the last write failure (a full disk) is kept for
 //! `/api/info` to show.
 //! - [`record`]: the recorder a running test writes through.
-//! - [`sweeps`]: packet-size sweeps, kept whole with a share link of their own.
+//! - [`sweeps`]: packet-size sweeps and latency-under-load runs, kept whole with a share link
+//!   of their own.
 
 mod owner;
 mod plausible;
@@ -51,7 +52,9 @@ pub enum StoreError {
     Io(#[from] std::io::Error),
 }
 
-pub use perfpeer_shared::history::{HistoryEntry, KeptSweep, Origin, ResultKind, RunStatus};
+pub use perfpeer_shared::history::{
+    HistoryEntry, KeptLatency, KeptSweep, Origin, ResultKind, RunStatus,
+};
 
 /// A count or a time in ms as SQLite's integer (i64), saturating: no figure kept here comes
 /// near 2^63.
@@ -75,6 +78,8 @@ pub enum Kept {
     Test(Box<Stored>),
     /// A packet-size sweep.
     Sweep(Box<KeptSweep>),
+    /// A latency-under-load run.
+    Latency(Box<KeptLatency>),
 }
 
 /// Where a finished result stands in the history, and why it did not complete.
@@ -466,7 +471,10 @@ impl Store {
         if let Some(found) = self.get(id)? {
             return Ok(Some(Kept::Test(Box::new(found))));
         }
-        Ok(self.sweep(id)?.map(|s| Kept::Sweep(Box::new(s))))
+        if let Some(sweep) = self.sweep(id)? {
+            return Ok(Some(Kept::Sweep(Box::new(sweep))));
+        }
+        Ok(self.latency(id)?.map(|l| Kept::Latency(Box::new(l))))
     }
 
     /// Deletes a result (a test's or a sweep's); whether it existed.

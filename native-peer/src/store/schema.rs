@@ -47,6 +47,9 @@ pub const MIGRATIONS: &[&str] = &[
     // marked aborted; sweeps by time, for pruning.
     "ALTER TABLE results ADD COLUMN owner TEXT;
      CREATE INDEX sweeps_by_time ON sweeps(created_ms DESC);",
+    // 5: runs kept whole besides sweeps: latency under load (its request in spec_json). The
+    // table keeps its name; retention, deletion and links cover every kind in it.
+    "ALTER TABLE sweeps ADD COLUMN kind TEXT NOT NULL DEFAULT 'sweep';",
 ];
 
 /// The schema version this build writes.

@@ -1,13 +1,20 @@
-//! Packet-size sweeps in the result database: a sweep a browser started is kept whole when it
-//! ends (the target, the spec each size ran and the `SweepResult`), under a 128-bit random id that
-//! is also its share link (`/r/<id>`), which the token holder can turn off or delete like a
-//! test's (`Store::set_link`, `Store::delete` cover both tables).
+//! Runs kept whole in the result database: a packet-size sweep a browser started (the target,
+//! the spec each size ran and the `SweepResult`), and a latency-under-load run (the target, its
+//! `LatencyRequest` and the `LatencyResult`), each when it ends, in one table told apart by its
+//! `kind`, under a 128-bit random id that is also its share link (`/r/<id>`), which the token
+//! holder can turn off or delete like a test's (`Store::set_link`, `Store::delete` cover both
+//! tables).
 
+use perfpeer_shared::history::KeptLatency;
+use perfpeer_shared::latency::{LatencyRequest, LatencyResult};
 use perfpeer_shared::spec::TestSpec;
 use perfpeer_shared::sweep::SweepResult;
 use rusqlite::{OptionalExtension, params};
 
 use super::{HistoryEntry, KeptSweep, Store, StoreError, now_ms};
+
+const SWEEP: &str = "sweep";
+const LATENCY: &str = "latency";
 
 impl Store {
     /// Keeps a finished sweep; returns its new result id.
@@ -17,75 +24,128 @@ impl Store {
         spec: &TestSpec,
         result: &SweepResult,
     ) -> Result<String, StoreError> {
+        self.save_whole(
+            SWEEP,
+            peer,
+            serde_json::to_string(spec)?,
+            serde_json::to_string(result)?,
+        )
+    }
+
+    /// Keeps a finished latency-under-load run; returns its new result id.
+    pub fn save_latency(
+        &self,
+        peer: &str,
+        request: &LatencyRequest,
+        result: &LatencyResult,
+    ) -> Result<String, StoreError> {
+        self.save_whole(
+            LATENCY,
+            peer,
+            serde_json::to_string(request)?,
+            serde_json::to_string(result)?,
+        )
+    }
+
+    fn save_whole(
+        &self,
+        kind: &str,
+        peer: &str,
+        spec_json: String,
+        result_json: String,
+    ) -> Result<String, StoreError> {
         let id = crate::util::random_id();
         self.conn().execute(
-            "INSERT INTO sweeps (id, created_ms, peer, spec_json, result_json) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                id,
-                super::sql_int(now_ms()),
-                peer,
-                serde_json::to_string(spec)?,
-                serde_json::to_string(result)?
-            ],
+            "INSERT INTO sweeps (id, created_ms, peer, spec_json, result_json, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![id, super::sql_int(now_ms()), peer, spec_json, result_json, kind],
         )?;
         Ok(id)
     }
 
-    /// The kept sweeps' history lines, newest first (at most `limit`).
+    /// The kept runs' history lines (sweeps and latency runs), newest first (at most `limit`).
     pub(super) fn sweep_summaries(&self, limit: u32) -> Result<Vec<HistoryEntry>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare(&format!(
             "SELECT {COLUMNS} FROM sweeps ORDER BY created_ms DESC LIMIT ?1"
         ))?;
-        let rows = stmt.query_map([limit], SweepRow::read)?;
-        rows.map(|row| Ok(row?.decode()?.summary())).collect()
+        let rows = stmt.query_map([limit], WholeRow::read)?;
+        rows.map(|row| {
+            let row = row?;
+            Ok(if row.kind == LATENCY {
+                row.latency()?.summary()
+            } else {
+                row.sweep()?.summary()
+            })
+        })
+        .collect()
     }
 
     /// The sweep with `id`, link on or off.
     pub fn sweep(&self, id: &str) -> Result<Option<KeptSweep>, StoreError> {
-        let row = self
+        self.whole(id, SWEEP)?.map(WholeRow::sweep).transpose()
+    }
+
+    /// The latency-under-load run with `id`, link on or off.
+    pub fn latency(&self, id: &str) -> Result<Option<KeptLatency>, StoreError> {
+        self.whole(id, LATENCY)?.map(WholeRow::latency).transpose()
+    }
+
+    fn whole(&self, id: &str, kind: &str) -> Result<Option<WholeRow>, StoreError> {
+        Ok(self
             .conn()
             .query_row(
-                &format!("SELECT {COLUMNS} FROM sweeps WHERE id = ?1"),
-                [id],
-                SweepRow::read,
+                &format!("SELECT {COLUMNS} FROM sweeps WHERE id = ?1 AND kind = ?2"),
+                [id, kind],
+                WholeRow::read,
             )
-            .optional()?;
-        row.map(SweepRow::decode).transpose()
+            .optional()?)
     }
 }
 
-/// The columns [`SweepRow::read`] reads, in order.
-const COLUMNS: &str = "id, created_ms, peer, spec_json, result_json, link_enabled";
+/// The columns [`WholeRow::read`] reads, in order.
+const COLUMNS: &str = "id, created_ms, peer, spec_json, result_json, link_enabled, kind";
 
 /// A `sweeps` row as SQLite gives it, its JSON not yet decoded.
-struct SweepRow {
+struct WholeRow {
     id: String,
     created_ms: i64,
     peer: String,
     spec_json: String,
     result_json: String,
     link_enabled: bool,
+    kind: String,
 }
 
-impl SweepRow {
-    fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<SweepRow> {
-        Ok(SweepRow {
+impl WholeRow {
+    fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<WholeRow> {
+        Ok(WholeRow {
             id: r.get(0)?,
             created_ms: r.get(1)?,
             peer: r.get(2)?,
             spec_json: r.get(3)?,
             result_json: r.get(4)?,
             link_enabled: r.get(5)?,
+            kind: r.get(6)?,
         })
     }
 
-    fn decode(self) -> Result<KeptSweep, StoreError> {
+    fn sweep(self) -> Result<KeptSweep, StoreError> {
         Ok(KeptSweep {
             id: self.id,
             created_ms: u64::try_from(self.created_ms).unwrap_or(0),
             peer: self.peer,
             spec: serde_json::from_str(&self.spec_json)?,
+            result: serde_json::from_str(&self.result_json)?,
+            link_enabled: self.link_enabled,
+        })
+    }
+
+    fn latency(self) -> Result<KeptLatency, StoreError> {
+        Ok(KeptLatency {
+            id: self.id,
+            created_ms: u64::try_from(self.created_ms).unwrap_or(0),
+            peer: self.peer,
+            request: serde_json::from_str(&self.spec_json)?,
             result: serde_json::from_str(&self.result_json)?,
             link_enabled: self.link_enabled,
         })
