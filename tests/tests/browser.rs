@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
 mod history;
+mod latency;
 mod modes;
 
 const CHROMIUM: &str = "/usr/bin/chromium";

@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use perfpeer_shared::dccp::{DEFAULT_SERVICE, DccpSpec};
 use perfpeer_shared::format::cbr::{self, StreamError};
+use perfpeer_shared::latency::{
+    LatencyRequest, LatencyRequestError, MAX_LOAD_STREAMS, MAX_PHASE_SECONDS,
+};
 use perfpeer_shared::request::{Mode, RequestError, RequestInput};
 use perfpeer_shared::spec::{Direction, EndCondition, MAX_STREAMS, Protocol, SpecError, TestSpec};
 use perfpeer_shared::sweep::parse_sizes;
@@ -18,8 +21,8 @@ use perfpeer_shared::units::{parse_rate, parse_size};
 pub struct FormInput {
     /// `host`, `host:port` or `[v6]:port` of the other peer.
     pub target: String,
-    /// `"test"` (one test), `"sweep"` (one short test per size) or `"cbr"` (an evenly paced
-    /// stream).
+    /// `"test"` (one test), `"sweep"` (one short test per size), `"cbr"` (an evenly paced
+    /// stream) or `"latency"` (latency under load: idle, then TCP load down, up and both).
     pub mode: String,
     /// `"tcp"`, `"udp"` or `"dccp"` (sweeps and streams use UDP unless DCCP is picked).
     pub protocol: String,
@@ -112,6 +115,16 @@ pub fn presets() -> Vec<Preset> {
             },
         },
         Preset {
+            id: "latency",
+            label: "Latency under load (bufferbloat), 17 s",
+            input: FormInput {
+                mode: "latency".into(),
+                seconds: "5".into(),
+                streams: "4".into(),
+                ..base.clone()
+            },
+        },
+        Preset {
             id: "sweep",
             label: "Packet-size sweep 16–1420 B",
             input: FormInput {
@@ -183,6 +196,50 @@ fn positive_number(field: &'static str, text: &str, what: &str) -> Result<f64, F
 }
 
 pub use perfpeer_shared::request::TestRequest;
+
+/// The latency-under-load run the form describes (mode `latency`): `Seconds` is each loaded
+/// phase, `Streams` the TCP load streams per direction; the other fields do not apply. `None`
+/// for the other modes.
+pub fn to_latency(input: &FormInput) -> Option<Result<(String, LatencyRequest), FormError>> {
+    if input.mode != "latency" {
+        return None;
+    }
+    Some((|| {
+        let target = check_target(&input.target)?;
+        let mut request = LatencyRequest {
+            load_seconds: positive_number("seconds", &input.seconds, "Seconds")?,
+            ..LatencyRequest::default()
+        };
+        let streams = positive_number("streams", &input.streams, "Streams")?;
+        if streams.fract() != 0.0 || streams > f64::from(MAX_LOAD_STREAMS) {
+            return Err(err(
+                "streams",
+                format!("Streams must be a whole number from 1 to {MAX_LOAD_STREAMS}"),
+            ));
+        }
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "a positive whole number at most MAX_LOAD_STREAMS, checked above"
+        )]
+        {
+            request.streams = streams as u16;
+        }
+        request.check().map_err(|e| match e {
+            LatencyRequestError::Streams(_) => err("streams", e.to_string()),
+            other => err(
+                "seconds",
+                match other {
+                    LatencyRequestError::PhaseLength(..) => {
+                        format!("Seconds (each loaded phase) must be 1 to {MAX_PHASE_SECONDS:.0}")
+                    }
+                    other => other.to_string(),
+                },
+            ),
+        })?;
+        Ok((target, request))
+    })())
+}
 
 /// The request the form describes, built and checked by the same builder as `perfpeer test`'s
 /// flags; a problem names the field to fix.
@@ -518,6 +575,66 @@ mod tests {
         };
         let e = to_request(&nonsense).unwrap_err();
         assert!(e.field == "cbr" && e.message.contains("mp3"), "{e:?}");
+    }
+
+    #[test]
+    fn the_latency_preset_makes_a_checked_request_and_says_which_field_is_wrong() {
+        let preset = presets().into_iter().find(|p| p.id == "latency").unwrap();
+        let f = FormInput {
+            target: "pc.lan".into(),
+            ..preset.input
+        };
+        let (target, request) = to_latency(&f).unwrap().unwrap();
+        assert_eq!(target, "pc.lan");
+        assert_eq!((request.load_seconds, request.streams), (5.0, 4));
+        assert_eq!(request.check(), Ok(()));
+        for (field, change) in [
+            (
+                "seconds",
+                FormInput {
+                    seconds: "0.5".into(),
+                    ..f.clone()
+                },
+            ),
+            (
+                "seconds",
+                FormInput {
+                    seconds: "600".into(),
+                    ..f.clone()
+                },
+            ),
+            (
+                "streams",
+                FormInput {
+                    streams: "2.5".into(),
+                    ..f.clone()
+                },
+            ),
+            (
+                "streams",
+                FormInput {
+                    streams: "33".into(),
+                    ..f.clone()
+                },
+            ),
+            (
+                "target",
+                FormInput {
+                    target: String::new(),
+                    ..f.clone()
+                },
+            ),
+        ] {
+            assert_eq!(
+                to_latency(&change).unwrap().unwrap_err().field,
+                field,
+                "{change:?}"
+            );
+        }
+        assert!(
+            to_latency(&input("pc")).is_none(),
+            "other modes are not latency runs"
+        );
     }
 
     #[test]

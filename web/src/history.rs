@@ -4,7 +4,8 @@
 //! controller sends a [`Request`] and hands the answer back as text.
 
 use perfpeer_shared::format::chart::{self, Series};
-use perfpeer_shared::history::{RunStatus, from_word};
+use perfpeer_shared::history::{ResultKind, RunStatus, from_word};
+use perfpeer_shared::latency::LatencyResult;
 use perfpeer_shared::report::{PeerRole, TestResult};
 use perfpeer_shared::spec::{Direction, Protocol};
 
@@ -25,8 +26,8 @@ pub use perfpeer_shared::history::OpenedResult as Opened;
 pub fn parse_opened(body: &str) -> Result<Opened, String> {
     let opened: Opened =
         serde_json::from_str(body).map_err(|e| format!("the stored result did not parse: {e}"))?;
-    if opened.result.is_none() && opened.sweep.is_none() {
-        return Err("the stored result holds neither a test nor a sweep".into());
+    if opened.result.is_none() && opened.sweep.is_none() && opened.latency.is_none() {
+        return Err("the stored result holds neither a test, a sweep nor a latency run".into());
     }
     Ok(opened)
 }
@@ -219,6 +220,9 @@ pub fn row(e: &Entry, tz_offset_min: i32) -> Row {
     if e.is_sweep() {
         what.push_str(" size sweep");
     }
+    if e.is_latency() {
+        what = "Latency under load".into();
+    }
     let mut status = e.status.word();
     if let Some(r) = e
         .reason
@@ -237,7 +241,7 @@ pub fn row(e: &Entry, tz_offset_min: i32) -> Row {
         peer: e.peer.clone(),
         throughput: match e.bits_per_second {
             None => "–".into(),
-            Some(b) if e.is_sweep() => format!("best {}", rate(b)),
+            Some(b) if e.is_sweep() || e.is_latency() => format!("best {}", rate(b)),
             Some(b) => rate(b),
         },
         status,
@@ -263,6 +267,8 @@ pub struct History {
     pub loaded: Vec<TestResult>,
     /// Result id of each of `loaded`.
     pub loaded_ids: Vec<String>,
+    /// Latency runs fetched for the comparison, with their result ids.
+    pub loaded_latency: Vec<(String, LatencyResult)>,
 }
 
 impl History {
@@ -274,10 +280,20 @@ impl History {
             .collect()
     }
 
-    /// Ticks or unticks `id` (a test: sweeps are not overlaid); the comparison chart goes until
-    /// asked again.
+    /// Ticks or unticks `id`: tests are overlaid with tests, latency runs with latency runs
+    /// (their loaded round trips), sweeps not at all; the comparison chart goes until asked
+    /// again.
     pub fn toggle(&mut self, id: &str) {
-        if self.entries.iter().any(|e| e.id == id && e.is_sweep()) {
+        let kind_of = |id: &str| self.entries.iter().find(|e| e.id == id).map(|e| e.kind);
+        let Some(kind) = kind_of(id) else { return };
+        if kind == ResultKind::Sweep {
+            return;
+        }
+        let other_kind = self
+            .picked
+            .iter()
+            .any(|p| p != id && kind_of(p).is_some_and(|k| k != kind));
+        if other_kind {
             return;
         }
         match self.picked.iter().position(|p| p == id) {
@@ -293,8 +309,40 @@ impl History {
     pub fn missing(&self) -> Vec<String> {
         self.picked
             .iter()
-            .filter(|id| !self.loaded_ids.contains(id))
+            .filter(|id| {
+                !self.loaded_ids.contains(id) && !self.loaded_latency.iter().any(|(l, _)| l == *id)
+            })
             .cloned()
+            .collect()
+    }
+
+    /// Keeps a fetched latency run for the comparison.
+    pub fn keep_latency(&mut self, id: &str, result: LatencyResult) {
+        if !self.loaded_latency.iter().any(|(l, _)| l == id) {
+            self.loaded_latency.push((id.to_string(), result));
+        }
+    }
+
+    /// The latency comparison's runs, in the order picked, once all are fetched (`None` when
+    /// the picks are tests).
+    pub fn latency_overlay(&self, tz_offset_min: i32) -> Option<Vec<(String, &LatencyResult)>> {
+        if !self.comparing || self.picked.len() < 2 || !self.missing().is_empty() {
+            return None;
+        }
+        self.picked
+            .iter()
+            .map(|id| {
+                let (_, r) = self.loaded_latency.iter().find(|(l, _)| l == id)?;
+                let label = match self.entries.iter().find(|e| &e.id == id) {
+                    Some(e) => {
+                        let when = when(e.created_ms, tz_offset_min);
+                        let time = when.split(' ').nth(1).unwrap_or(&when).to_string();
+                        format!("{time} {}", e.peer)
+                    }
+                    None => r.target.clone(),
+                };
+                Some((label, r))
+            })
             .collect()
     }
 
@@ -314,6 +362,7 @@ impl History {
             self.loaded_ids.remove(i);
             self.loaded.remove(i);
         }
+        self.loaded_latency.retain(|(l, _)| l != id);
     }
 
     /// The comparison chart's lines, one per picked result in the order picked, once all are

@@ -92,6 +92,20 @@ pub fn describe_sweep(spec: &TestSpec, sizes: &[u32]) -> String {
     text
 }
 
+/// The one big figure of a latency run: the worst loaded phase's latency over idle and its RPM,
+/// e.g. `+232 ms under upload · 259 RPM`.
+pub fn latency_headline(r: &perfpeer_shared::latency::LatencyResult) -> String {
+    match r.worst_loaded() {
+        Some(w) => match (w.added_rtt, w.rpm) {
+            (Some(added), Some(rpm)) => {
+                format!("{added:+.1} ms under {} · {rpm:.0} RPM", w.phase.name())
+            }
+            _ => format!("{} phase: no round trip measured", w.phase.name()),
+        },
+        None => "No loaded phase ran".into(),
+    }
+}
+
 /// One line of the result's summary card. `key` is stable (`flow0-received`, …) for tests.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SummaryRow {

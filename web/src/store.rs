@@ -6,6 +6,7 @@
 use perfpeer_shared::PROTOCOL_VERSION;
 use perfpeer_shared::control::{ClientMsg, ErrorCode, PeerInfo, RunningTest, ServerMsg};
 use perfpeer_shared::format::layout::Layout;
+use perfpeer_shared::latency::{LatencyRequest, LatencyResult, Live, Phase};
 use perfpeer_shared::report::{IntervalReport, PeerRole, TestResult};
 use perfpeer_shared::spec::{Protocol, TestSpec};
 use perfpeer_shared::sweep::{SweepPoint, SweepResult};
@@ -56,6 +57,8 @@ pub struct RunState {
     pub test_id: Option<String>,
     /// A packet-size sweep's progress, when this run is one.
     pub sweep: Option<SweepRun>,
+    /// A latency-under-load run's progress, when this run is one.
+    pub latency: Option<LatencyRun>,
     /// The client's (this peer's) intervals (of the running size, in a sweep).
     pub client: Vec<IntervalReport>,
     /// The far end's intervals.
@@ -81,11 +84,44 @@ impl RunState {
                 points: Vec::new(),
                 current_test: None,
             }),
+            latency: None,
             client: Vec::new(),
             server: Vec::new(),
             cancelling: false,
         }
     }
+
+    /// A latency-under-load run that has shown nothing yet.
+    fn latency(target: String, request: LatencyRequest, latency_id: Option<String>) -> Self {
+        let spec = request
+            .tcp_load_spec(Phase::Both)
+            .unwrap_or_else(|| TestSpec::new(Protocol::Tcp));
+        RunState {
+            latency: Some(LatencyRun {
+                request,
+                live: Live::default(),
+            }),
+            ..RunState::new(target, spec, latency_id, None)
+        }
+    }
+}
+
+/// A latency-under-load run in progress: what was asked and its events so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyRun {
+    /// What runs.
+    pub request: LatencyRequest,
+    /// Its events, folded.
+    pub live: Live,
+}
+
+/// A finished latency-under-load run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedLatency {
+    /// Its id from `latency_started` (a `stored` message with it gives the share link).
+    pub latency_id: String,
+    /// Every figure.
+    pub result: LatencyResult,
 }
 
 /// A sweep in progress.
@@ -142,6 +178,8 @@ pub struct Model {
     pub result: Option<TestResult>,
     /// The last finished sweep (`None` while a test's result is shown).
     pub sweep: Option<FinishedSweep>,
+    /// The last finished latency-under-load run (`None` while another result is shown).
+    pub latency: Option<FinishedLatency>,
     /// Selected result tab.
     pub tab: Layout,
     /// An error to show, in plain words.
@@ -265,6 +303,7 @@ impl Default for Model {
             run: None,
             result: None,
             sweep: None,
+            latency: None,
             tab: Layout::Iperf3,
             notice: None,
             form_error: None,
@@ -373,7 +412,26 @@ impl Model {
     }
 
     fn start(&mut self, input: &FormInput) -> Vec<Cmd> {
-        match form::to_request(input).and_then(|r| self.check_dccp(r)) {
+        let asked = match form::to_latency(input) {
+            Some(latency) => latency.map(|(target, request)| {
+                (
+                    RunState::latency(target.clone(), request.clone(), None),
+                    ClientMsg::Latency { target, request },
+                )
+            }),
+            None => form::to_request(input)
+                .and_then(|r| self.check_dccp(r))
+                .map(|request| {
+                    let run = RunState::new(
+                        request.target.clone(),
+                        TestSpec::clone(&request.spec),
+                        None,
+                        request.sweep.clone(),
+                    );
+                    (run, request.message())
+                }),
+        };
+        match asked {
             Err(e) => {
                 self.form_error = Some(e);
                 Vec::new()
@@ -383,24 +441,15 @@ impl Model {
                 Vec::new()
             }
             Ok(_) if !self.can_send() => {
-                self.notice = Some(Notice {
-                    title: "Not connected to the peer with its token".into(),
-                    detail: String::new(),
-                    hint: "Wait for the connection to come back, or enter the token on the Connect screen.".into(),
-                });
+                self.notice = Some(not_connected());
                 Vec::new()
             }
-            Ok(request) => {
+            Ok((run, message)) => {
                 self.form_error = None;
                 self.notice = None;
-                self.run = Some(RunState::new(
-                    request.target.clone(),
-                    TestSpec::clone(&request.spec),
-                    None,
-                    request.sweep.clone(),
-                ));
+                self.run = Some(run);
                 self.screen = Screen::Running;
-                vec![Cmd::Send(request.message())]
+                vec![Cmd::Send(message)]
             }
         }
     }
@@ -449,6 +498,39 @@ impl Model {
                 self.restart_run(RunState::new(target, spec, Some(sweep_id), Some(sizes)));
                 Vec::new()
             }
+            ServerMsg::LatencyStarted {
+                latency_id,
+                target,
+                request,
+            } => {
+                // Also the first message of an `attach` replay: start afresh.
+                self.restart_run(RunState::latency(target, request, Some(latency_id)));
+                Vec::new()
+            }
+            ServerMsg::LatencyEvent { latency_id, event } => {
+                if let Some(run) = &mut self.run
+                    && run.test_id.as_deref() == Some(latency_id.as_str())
+                    && let Some(latency) = &mut run.latency
+                {
+                    latency.live.apply(&event);
+                }
+                Vec::new()
+            }
+            ServerMsg::LatencyResult { latency_id, result } => {
+                self.run = None;
+                self.result = None;
+                self.sweep = None;
+                if self.share.as_ref().is_some_and(|s| s.test_id != latency_id) {
+                    self.share = None;
+                }
+                self.latency = Some(FinishedLatency { latency_id, result });
+                self.screen = Screen::Result;
+                if self.can_send() {
+                    vec![Cmd::Send(ClientMsg::ListTests)]
+                } else {
+                    Vec::new()
+                }
+            }
             ServerMsg::SweepPoint { sweep_id, point } => {
                 if let Some(run) = &mut self.run
                     && run.test_id.as_deref() == Some(sweep_id.as_str())
@@ -464,6 +546,7 @@ impl Model {
                     None => (String::new(), TestSpec::new(result.protocol)),
                 };
                 self.result = None;
+                self.latency = None;
                 // The peer kept the sweep (`stored` came just before): keep its share link.
                 if self.share.as_ref().is_some_and(|s| s.test_id != sweep_id) {
                     self.share = None;
@@ -520,6 +603,7 @@ impl Model {
                 }
                 self.result = Some(result);
                 self.sweep = None;
+                self.latency = None;
                 self.tab = Layout::Iperf3;
                 self.screen = Screen::Result;
                 if self.can_send() {
@@ -592,6 +676,16 @@ impl Model {
         }
         self.notice = Some(explain(code, message, target.as_deref()));
         Vec::new()
+    }
+}
+
+/// Starting a test needs the connection and the token.
+fn not_connected() -> Notice {
+    Notice {
+        title: "Not connected to the peer with its token".into(),
+        detail: String::new(),
+        hint: "Wait for the connection to come back, or enter the token on the Connect screen."
+            .into(),
     }
 }
 

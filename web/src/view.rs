@@ -14,15 +14,22 @@ use crate::dom::{by_id, el, set_text, set_value, show, toggle_class, value};
 use crate::form::FormInput;
 use crate::history::{self, Filter};
 use crate::present::{self, escape};
-use crate::store::{FinishedSweep, Link, Model, RunState, Screen};
+use crate::store::{FinishedLatency, FinishedSweep, LatencyRun, Link, Model, RunState, Screen};
+use perfpeer_shared::format::latency as latency_text;
 use perfpeer_shared::format::layout::Layout;
 use perfpeer_shared::format::{chart, html};
+use perfpeer_shared::latency::LatencyResult;
 
 /// What the view keeps between renders.
 #[derive(Default)]
 pub struct View {
     shown_result: Option<String>,
     shown_sweep: Option<SweepResult>,
+    shown_latency: Option<LatencyResult>,
+    latency_json_url: Option<String>,
+    latency_html_url: Option<String>,
+    /// Probes and phases drawn on the Running screen last (redrawn when they change).
+    run_latency_key: (usize, usize, usize),
     json_url: Option<String>,
     html_url: Option<String>,
     sweep_json_url: Option<String>,
@@ -51,7 +58,7 @@ impl View {
         show("nav-run", model.run.is_some());
         show(
             "nav-result",
-            model.result.is_some() || model.sweep.is_some(),
+            model.result.is_some() || model.sweep.is_some() || model.latency.is_some(),
         );
         show("nav-history", model.authorized);
         show("open-history", model.authorized);
@@ -63,11 +70,20 @@ impl View {
         render_form_error(model);
         if let Some(run) = &model.run {
             render_run(run);
+            if let Some(latency) = &run.latency {
+                self.render_run_latency(latency);
+            }
         }
         show("result-sweep", model.sweep.is_some());
-        show("result-test", model.sweep.is_none());
+        show("result-latency", model.latency.is_some());
+        show(
+            "result-test",
+            model.sweep.is_none() && model.latency.is_none(),
+        );
         if let Some(sweep) = &model.sweep {
             self.render_sweep(sweep);
+        } else if let Some(latency) = &model.latency {
+            self.render_latency(latency);
         } else {
             self.render_result(model);
         }
@@ -93,6 +109,7 @@ impl View {
         let sweep = &done.result;
         self.shown_sweep = Some(sweep.clone());
         self.shown_result = None;
+        self.shown_latency = None;
         let sizes: Vec<u32> = sweep.points.iter().map(|p| p.len).collect();
         let title = format!(
             "{} → {}",
@@ -129,6 +146,56 @@ impl View {
         );
     }
 
+    /// A latency run while it runs: the phases so far as a table, and the timeline.
+    fn render_run_latency(&mut self, run: &LatencyRun) {
+        let live = &run.live;
+        let key = (live.probes.len(), live.windows.len(), live.throughput.len());
+        if key == self.run_latency_key {
+            return;
+        }
+        self.run_latency_key = key;
+        let Some(so_far) = live.snapshot(None) else {
+            return;
+        };
+        el("run-latency-rows").set_inner_html(&latency_text::html_table(&so_far));
+        el("run-chart").set_inner_html(&latency_text::svg_timeline(&so_far));
+    }
+
+    fn render_latency(&mut self, done: &FinishedLatency) {
+        if self.shown_latency.as_ref() == Some(&done.result) {
+            return;
+        }
+        let r = &done.result;
+        self.shown_latency = Some(r.clone());
+        self.shown_sweep = None;
+        self.shown_result = None;
+        let title = latency_text::title(r);
+        set_text(
+            "result-title",
+            &format!("Latency under load → {}", r.target),
+        );
+        set_text("latency-headline", &present::latency_headline(r));
+        el("latency-table").set_inner_html(&latency_text::html_table(r));
+        el("latency-timeline").set_inner_html(&latency_text::svg_timeline(r));
+        el("latency-cdf").set_inner_html(&latency_text::svg_cdf(r));
+        set_text("latency-text", &latency_text::text(r));
+        let json = serde_json::to_string_pretty(r).unwrap_or_default();
+        set_download(
+            &mut self.latency_json_url,
+            "latency-json-download",
+            &json,
+            "application/json",
+            "perfpeer-latency.json",
+        );
+        set_download(
+            &mut self.latency_html_url,
+            "latency-html-download",
+            &html::latency_page(r, &title),
+            "text/html",
+            "perfpeer-latency.html",
+        );
+    }
+
     fn render_result(&mut self, model: &Model) {
         let Some(result) = &model.result else { return };
         show("tab-stream", result.spec.protocol != Protocol::Tcp);
@@ -141,6 +208,7 @@ impl View {
         }
         self.shown_result = Some(result.id.clone());
         self.shown_sweep = None;
+        self.shown_latency = None;
         set_text(
             "result-title",
             &format!(
@@ -217,21 +285,25 @@ impl View {
             el("compare").set_attribute("disabled", "")
         };
         let overlay = h.overlay(tz);
-        let key = format!("{:?}/{}", h.picked, overlay.is_some());
+        let latency_overlay = h.latency_overlay(tz);
+        let shown = overlay.is_some() || latency_overlay.is_some();
+        let key = format!("{:?}/{}", h.picked, shown);
         if key != self.overlay_key {
-            if let Some(lines) = &overlay {
+            if let Some(runs) = &latency_overlay {
+                el("overlay-chart").set_inner_html(&latency_text::svg_compare(runs));
+            } else if let Some(lines) = &overlay {
                 el("overlay-chart").set_inner_html(&chart::overlay_svg(lines));
             }
             self.overlay_key = key;
         }
-        show("overlay-chart", overlay.is_some());
+        show("overlay-chart", shown);
     }
 }
 
 fn history_row(e: &history::Entry, tz: i32, picked: bool) -> String {
     let r = history::row(e, tz);
     let id = escape(&r.id);
-    // Sweeps open as a table; only tests can be overlaid.
+    // Sweeps open as a table; tests are overlaid with tests, latency runs with latency runs.
     let pick = if e.is_sweep() {
         "<span class='no-pick'></span>".to_string()
     } else {
@@ -262,6 +334,10 @@ fn render_share(model: &Model) {
                 .sweep
                 .as_ref()
                 .is_some_and(|w| w.sweep_id == s.test_id)
+            || model
+                .latency
+                .as_ref()
+                .is_some_and(|l| l.latency_id == s.test_id)
     });
     show("share", share.is_some());
     let Some(share) = share else { return };
@@ -417,6 +493,11 @@ fn render_form_error(model: &Model) {
 }
 
 fn render_run(run: &RunState) {
+    show("run-latency", run.latency.is_some());
+    if let Some(latency) = &run.latency {
+        render_run_latency_figures(run, latency);
+        return;
+    }
     let title = match &run.sweep {
         Some(sweep) => {
             let now = sweep.running_size().map_or(String::new(), |len| {
@@ -472,6 +553,60 @@ fn render_run(run: &RunState) {
     if datagrams {
         set_text("run-lines", &stream_lines(&run.client, &run.server));
     }
+    set_text(
+        "cancel",
+        if run.cancelling {
+            "Cancelling…"
+        } else {
+            "Cancel test"
+        },
+    );
+}
+
+/// A latency run's live figures: the phase running, the last round trip and the progress.
+fn render_run_latency_figures(run: &RunState, latency: &LatencyRun) {
+    let live = &latency.live;
+    let phase = live.running.map_or("starting", |(p, _)| p.name());
+    set_text(
+        "run-title",
+        &format!("Latency under load → {} · {phase}", run.target),
+    );
+    let last_rtt = live
+        .probes
+        .iter()
+        .max_by_key(|p| p.seq)
+        .and_then(|p| p.echo.map(|e| e.rtt_ns(p.sent_ns) as f64 / 1e6));
+    set_text(
+        "live-current",
+        &last_rtt.map_or_else(|| "–".into(), |ms| format!("RTT {ms:.1} ms")),
+    );
+    let last_rate = live.throughput.last().map(|t| {
+        let both = [t.down, t.up].iter().flatten().sum::<f64>();
+        present::rate(both)
+    });
+    set_text("live-average", &last_rate.unwrap_or_else(|| "–".into()));
+    set_text(
+        "live-extra",
+        &format!("{} probes settled", live.probes.len()),
+    );
+    let elapsed = live
+        .probes
+        .iter()
+        .map(|p| p.sent_ns as f64 / 1e9)
+        .fold(0.0, f64::max);
+    // The phases and the pauses between them (about half a second each).
+    let total = latency.request.total_seconds() + 1.5;
+    set_text("live-elapsed", &format!("{elapsed:.0} s"));
+    set_text(
+        "live-remaining",
+        &format!("{:.0} s", (total - elapsed).max(0.0)),
+    );
+    let _ = by_id::<HtmlElement>("progress-bar").style().set_property(
+        "width",
+        &format!("{:.1}%", (elapsed / total).min(1.0) * 100.0),
+    );
+    show("run-sweep", false);
+    show("run-lines", false);
     set_text(
         "cancel",
         if run.cancelling {
@@ -539,6 +674,10 @@ pub fn sync_form() {
     let protocol = value("f-protocol");
     let one_test = mode == "test";
     let bytes = one_test && value("f-end") == "bytes";
+    let latency = mode == "latency";
+    show("row-latency", latency);
+    show("row-protocol", !latency);
+    show("row-len", !latency);
     show("row-end", one_test);
     show("row-seconds", !bytes);
     show("row-bytes", bytes);
@@ -547,6 +686,6 @@ pub fn sync_form() {
     show("row-dccp", protocol == "dccp");
     show(
         "row-bitrate",
-        mode != "cbr" && (protocol != "tcp" || mode == "sweep"),
+        !latency && mode != "cbr" && (protocol != "tcp" || mode == "sweep"),
     );
 }

@@ -99,7 +99,10 @@ impl RunLog {
 fn is_final(msg: &ServerMsg) -> bool {
     matches!(
         msg,
-        ServerMsg::Result { .. } | ServerMsg::Error { .. } | ServerMsg::SweepResult { .. }
+        ServerMsg::Result { .. }
+            | ServerMsg::Error { .. }
+            | ServerMsg::SweepResult { .. }
+            | ServerMsg::LatencyResult { .. }
     )
 }
 

@@ -41,7 +41,10 @@ table{border-collapse:collapse;width:100%}td{padding:3px 6px;border-bottom:1px s
 td:first-child{color:#555;width:40%}pre{overflow-x:auto;font:12px/1.35 ui-monospace,monospace;background:#fafafa;padding:8px}\
 details>summary{cursor:pointer;font-weight:600;padding:4px 0}.chart{width:100%;height:auto}\
 .chart .grid{stroke:#ddd}.chart .tick,.chart .legend{font:10px sans-serif;fill:#444}\
-.status-partial{color:#a40}footer{color:#777;font-size:.85em}";
+.status-partial{color:#a40}footer{color:#777;font-size:.85em}\
+table.latency td:first-child{width:auto;color:inherit}table.latency td,table.latency th{text-align:right}\
+table.latency td:first-child,table.latency th:first-child{text-align:left}\
+table.latency tr.detail td{color:#666;font-size:.85em;text-align:left}";
 
 fn direction_word(d: Direction) -> &'static str {
     match d {
@@ -320,6 +323,7 @@ pub fn latency_page(result: &LatencyResult, title: &str) -> String {
     let _ = write!(
         h,
         "<title>perfpeer: {t}</title><style>{STYLE}</style></head><body><main><h1>{t}</h1>\
+         <section class='card'>{table}</section>\
          <section class='card'>{timeline}</section>\
          <section class='card'>{cdf}</section>\
          <section class='card'><pre>{text}</pre></section>\
@@ -328,6 +332,7 @@ pub fn latency_page(result: &LatencyResult, title: &str) -> String {
          <pre>{json}</pre></details></section>\
          <script type='application/json' id='perfpeer-latency'>{raw}</script></main></body></html>",
         t = escape(title),
+        table = latency::html_table(result),
         timeline = latency::svg_timeline(result),
         cdf = latency::svg_cdf(result),
         text = escape(&latency::text(result)),

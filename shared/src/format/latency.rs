@@ -226,6 +226,165 @@ pub fn flow_rtt_text(result: &crate::report::TestResult) -> String {
     out
 }
 
+/// A rate as a phone has room for it: `39.9 Gbit/s`, `19.2 Mbit/s`, `–`.
+fn rate_text(bps: Option<f64>) -> String {
+    match bps {
+        None => "–".into(),
+        Some(b) if b >= 1e9 => format!("{:.1} Gbit/s", b / 1e9),
+        Some(b) if b >= 1e6 => format!("{:.1} Mbit/s", b / 1e6),
+        Some(b) => format!("{:.0} kbit/s", b / 1e3),
+    }
+}
+
+/// The phases as an HTML table narrow enough for a phone: per phase the round trip's median
+/// and 99th percentile, the latency added over idle and RPM, and a second line with the
+/// throughput each way, the one-way delays and the probes lost.
+pub fn html_table(r: &LatencyResult) -> String {
+    use super::markup::escape;
+    let mut out = String::from(
+        "<table class='latency'><thead><tr><th>Phase</th>\
+         <th>RTT ms p50 (p99)</th><th>Added ms</th><th>RPM</th></tr></thead><tbody>",
+    );
+    for f in &r.phases {
+        let colour = phase_colour(f.phase);
+        let rtt = f.rtt.map_or_else(
+            || "-".into(),
+            |p| format!("{} ({})", ms_text(p.p50), ms_text(p.p99)),
+        );
+        let added = f.added_rtt.map_or_else(
+            || "-".into(),
+            |a| {
+                let t = ms_text(a);
+                if a >= 0.0 { format!("+{t}") } else { t }
+            },
+        );
+        let _ = write!(
+            out,
+            "<tr data-phase='{name}'><td><span style='color:{colour}'>■</span> {name}</td>\
+             <td>{rtt}</td><td>{added}</td><td>{}</td></tr>\
+             <tr class='detail' data-phase='{name}'><td colspan='4'>↓ {} ↑ {} · one-way up {} · \
+             down {} ms (p50/p99) · lost {}/{} of {}{}</td></tr>",
+            f.rpm.map_or_else(|| "-".into(), |r| format!("{r:.0}")),
+            rate_text(f.down_bits_per_second),
+            rate_text(f.up_bits_per_second),
+            p50_p99(f.up_delay),
+            p50_p99(f.down_delay),
+            f.lost_up,
+            f.lost_down,
+            f.probes_sent,
+            f.error
+                .as_deref()
+                .map_or_else(String::new, |e| format!(" · {}", escape(e))),
+            name = f.phase.name(),
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// Colours of compared runs, in the order picked.
+const RUN_COLOURS: [&str; 6] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
+];
+
+/// Two or more runs compared (before and after a driver change): each run's probe round trips
+/// under load (download, upload and both together) as a CDF, one line per run, labelled with
+/// its median round trip added over idle.
+pub fn svg_compare(runs: &[(String, &LatencyResult)]) -> String {
+    let height = 230.0;
+    let (pw, ph) = (W - LEFT - RIGHT, height - TOP - 2.0 * BOTTOM - 14.0);
+    let loaded: Vec<Vec<f64>> = runs
+        .iter()
+        .map(|(_, r)| {
+            let mut v: Vec<f64> = r
+                .phases
+                .iter()
+                .filter(|f| f.phase != Phase::Idle)
+                .flat_map(|f| {
+                    r.probes
+                        .iter()
+                        .filter(move |p| p.t >= f.start && p.t < f.end)
+                        .filter_map(|p| p.rtt)
+                })
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v
+        })
+        .collect();
+    let x_max = nice_max(
+        loaded
+            .iter()
+            .filter_map(|v| v.last().copied())
+            .fold(0.0, f64::max),
+    );
+    let x = |ms: f64| LEFT + ms / x_max * pw;
+    let y = |share: f64| TOP + ph - share * ph;
+    let mut s = format!(
+        "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {height}' role='img' \
+         aria-label='loaded round trips of the compared runs' class='chart latency-compare'>\
+         <text x='{LEFT}' y='{:.1}' class='legend'>probe RTT under load, share of probes at or below:</text>",
+        TOP - 8.0
+    );
+    cdf_axes(&mut s, x_max, ph);
+    for (i, ((label, r), values)) in runs.iter().zip(&loaded).enumerate() {
+        let colour = RUN_COLOURS[i % RUN_COLOURS.len()];
+        let added = r
+            .worst_loaded()
+            .and_then(|w| w.added_rtt)
+            .map_or_else(|| "-".into(), ms_text);
+        let _ = write!(
+            s,
+            "<text x='{LEFT}' y='{:.1}' class='legend' style='fill:{colour}'>{}: +{added} ms</text>",
+            TOP + ph + 28.0 + 12.0 * i as f64,
+            super::markup::escape(label)
+        );
+        let n = values.len();
+        if n == 0 {
+            continue;
+        }
+        let k = n.div_ceil(300).max(1);
+        let pts: Vec<String> = (0..n)
+            .step_by(k)
+            .chain(std::iter::once(n - 1))
+            .map(|i| format!("{:.1},{:.1}", x(values[i]), y((i + 1) as f64 / n as f64)))
+            .collect();
+        let _ = write!(
+            s,
+            "<polyline points='{}' fill='none' stroke='{colour}' stroke-width='1.6'/>",
+            pts.join(" ")
+        );
+    }
+    s.push_str("</svg>");
+    s.replace(
+        &format!("viewBox='0 0 {W} {height}'"),
+        &format!(
+            "viewBox='0 0 {W} {}'",
+            height + 12.0 * runs.len().saturating_sub(1) as f64
+        ),
+    )
+}
+
+/// A CDF's grid (0, 50, 90 and 100 % of the probes) and its round-trip axis up to `x_max` ms,
+/// in a plot `ph` high.
+fn cdf_axes(s: &mut String, x_max: f64, ph: f64) {
+    let pw = W - LEFT - RIGHT;
+    for share in [0.0, 0.5, 0.9, 1.0] {
+        let y = TOP + ph - share * ph;
+        super::chart::grid_line(s, y, (LEFT, W - RIGHT), &format!("{:.0}%", share * 100.0));
+    }
+    for i in 0..=5 {
+        let v = x_max * f64::from(i) / 5.0;
+        let anchor = if i == 5 { "end" } else { "middle" };
+        let _ = write!(
+            s,
+            "<text x='{:.1}' y='{:.1}' class='tick' text-anchor='{anchor}'>{} ms</text>",
+            LEFT + v / x_max * pw,
+            TOP + ph + 13.0,
+            tick_label(v)
+        );
+    }
+}
+
 /// The colour of each phase, in pictures and legends.
 pub fn phase_colour(phase: Phase) -> &'static str {
     match phase {
@@ -236,8 +395,9 @@ pub fn phase_colour(phase: Phase) -> &'static str {
     }
 }
 
-const W: f64 = 720.0;
-const LEFT: f64 = 58.0;
+/// Width of the pictures: a phone's, so their 10-unit text stays readable there.
+const W: f64 = 400.0;
+const LEFT: f64 = 40.0;
 const RIGHT: f64 = 12.0;
 const PANEL_H: f64 = 150.0;
 const TOP: f64 = 22.0;
@@ -246,11 +406,20 @@ const DOWN_COLOUR: &str = "#1f77b4";
 const UP_COLOUR: &str = "#ff7f0e";
 const RTT_COLOUR: &str = "#9467bd";
 /// About the plot's width in pixels: the timeline draws at most one probe per pixel.
-const PLOT_PIXELS: usize = 650;
+const PLOT_PIXELS: usize = 330;
 
+/// An axis value without trailing zeros: `50`, `2.5`, `0.01`.
 fn tick_label(v: f64) -> String {
-    let t = format!("{v:.1}");
-    t.strip_suffix(".0").map(str::to_string).unwrap_or(t)
+    let t = if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    };
+    if t.contains('.') {
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        t
+    }
 }
 
 /// Throughput and latency on one time axis (crusader's and flent's "all" plot): the upper panel
@@ -264,6 +433,7 @@ pub fn svg_timeline(r: &LatencyResult) -> String {
         .iter()
         .map(|p| p.end)
         .chain(r.probes.iter().map(|p| p.t))
+        .chain(r.throughput.iter().map(|p| p.t))
         .fold(1.0, f64::max);
     let (pw, ph) = (W - LEFT - RIGHT, PANEL_H - TOP - BOTTOM);
     let x = |t: f64| LEFT + t / t_end * pw;
@@ -276,7 +446,7 @@ pub fn svg_timeline(r: &LatencyResult) -> String {
         let _ = write!(
             s,
             "<rect x='{:.1}' y='{TOP}' width='{:.1}' height='{:.1}' fill='{}' fill-opacity='0.08'/>\
-             <text x='{:.1}' y='{:.1}' class='tick' text-anchor='middle' fill='{}'>{}</text>",
+             <text x='{:.1}' y='{:.1}' class='tick' text-anchor='middle' style='fill:{}'>{}</text>",
             x(f.start),
             (x(f.end) - x(f.start)).max(0.0),
             PANEL_H + ph,
@@ -287,25 +457,57 @@ pub fn svg_timeline(r: &LatencyResult) -> String {
             f.phase.name()
         );
     }
-    // Throughput.
-    let bps_max = nice_max(
-        r.throughput
-            .iter()
-            .flat_map(|p| [p.down, p.up])
-            .flatten()
-            .fold(0.0, f64::max)
-            / 1e6,
-    );
-    let y_rate = |mbps: f64| TOP + ph - mbps / bps_max * ph;
-    for i in 0..=2 {
-        let v = bps_max * f64::from(i) / 2.0;
+    // Throughput, in Mbit/s or (from 1 Gbit/s) Gbit/s; on a log axis when the two directions
+    // differ by more than 20 times (a shaped upload beside a wired download).
+    let rates: Vec<f64> = r
+        .throughput
+        .iter()
+        .flat_map(|p| [p.down, p.up])
+        .flatten()
+        .filter(|b| *b > 0.0)
+        .collect();
+    let peak = rates.iter().copied().fold(0.0, f64::max);
+    let low = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let (scale, unit) = if peak >= 1e9 {
+        (1e9, "Gbit/s")
+    } else {
+        (1e6, "Mbit/s")
+    };
+    let log = peak > 20.0 * low;
+    let top_v = nice_max(peak / scale);
+    // Log axis: whole decades from below the lowest rate to the top.
+    let bottom_v = if log {
+        10f64.powf((low / scale).log10().floor())
+    } else {
+        0.0
+    };
+    let y_rate = |v: f64| {
+        let share = if log {
+            (v.max(bottom_v).log10() - bottom_v.log10()) / (top_v.log10() - bottom_v.log10())
+        } else {
+            v / top_v
+        };
+        TOP + ph - share * ph
+    };
+    let mut ticks_v = vec![bottom_v, top_v];
+    if log {
+        let mut d = bottom_v * 10.0;
+        while d < top_v * 0.999 {
+            ticks_v.push(d);
+            d *= 10.0;
+        }
+    } else {
+        ticks_v.push(top_v / 2.0);
+    }
+    for v in ticks_v {
         super::chart::grid_line(&mut s, y_rate(v), (LEFT, W - RIGHT), &tick_label(v));
     }
     let _ = write!(
         s,
-        "<text x='{LEFT}' y='{:.1}' class='legend'>Mbit/s: \
-         <tspan fill='{DOWN_COLOUR}'>download</tspan> <tspan fill='{UP_COLOUR}'>upload</tspan></text>",
-        TOP + 10.0
+        "<text x='{LEFT}' y='{:.1}' class='legend'>{unit}{}: \
+         <tspan style='fill:{DOWN_COLOUR}'>download</tspan> <tspan style='fill:{UP_COLOUR}'>upload</tspan></text>",
+        TOP + 10.0,
+        if log { " (log)" } else { "" }
     );
     for (colour, pick) in [
         (
@@ -314,13 +516,22 @@ pub fn svg_timeline(r: &LatencyResult) -> String {
         ),
         (UP_COLOUR, |p: &ThroughputPoint| p.up),
     ] {
-        polyline_runs(
-            &mut s,
-            r.throughput
-                .iter()
-                .map(|p| pick(p).map(|v| (x(p.t), y_rate(v / 1e6)))),
-            colour,
-        );
+        // One line per stretch of intervals: a pause longer than two intervals breaks it.
+        let mut runs: Vec<Vec<(f64, f64)>> = Vec::new();
+        let mut last_t = f64::NEG_INFINITY;
+        for p in &r.throughput {
+            let Some(v) = pick(p) else { continue };
+            if p.t - last_t > 2.0 * p.seconds + 0.05 {
+                runs.push(Vec::new());
+            }
+            last_t = p.t;
+            if let Some(run) = runs.last_mut() {
+                run.push((x(p.t), y_rate(v / scale)));
+            }
+        }
+        for run in runs {
+            polyline_runs(&mut s, run.into_iter().map(Some), colour);
+        }
     }
     // Latency.
     let top2 = PANEL_H;
@@ -338,9 +549,9 @@ pub fn svg_timeline(r: &LatencyResult) -> String {
     }
     let _ = write!(
         s,
-        "<text x='{LEFT}' y='{:.1}' class='legend'>ms: <tspan fill='{RTT_COLOUR}'>probe RTT</tspan> \
-         <tspan fill='{UP_COLOUR}'>one-way up</tspan> <tspan fill='{DOWN_COLOUR}'>one-way down</tspan> \
-         (above idle minimum) <tspan fill='#d62728'>| lost</tspan></text>",
+        "<text x='{LEFT}' y='{:.1}' class='legend'>ms: <tspan style='fill:{RTT_COLOUR}'>RTT</tspan> \
+         <tspan style='fill:{UP_COLOUR}'>up</tspan> <tspan style='fill:{DOWN_COLOUR}'>down</tspan> \
+         (one-way, above idle min.) <tspan style='fill:#d62728'>| lost</tspan></text>",
         top2 + TOP + 10.0
     );
     // One-way delays as thin lines, round trips as dots; thinned to about one mark per pixel.
@@ -384,9 +595,10 @@ pub fn svg_timeline(r: &LatencyResult) -> String {
     let ticks = 6;
     for i in 0..=ticks {
         let t = t_end * f64::from(i) / f64::from(ticks);
+        let anchor = if i == ticks { "end" } else { "middle" };
         let _ = write!(
             s,
-            "<text x='{:.1}' y='{:.1}' class='tick' text-anchor='middle'>{} s</text>",
+            "<text x='{:.1}' y='{:.1}' class='tick' text-anchor='{anchor}'>{} s</text>",
             x(t),
             height - 4.0,
             tick_label(t)
@@ -449,24 +661,7 @@ pub fn svg_cdf(r: &LatencyResult) -> String {
         "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {height}' role='img' \
          aria-label='round-trip distribution per phase' class='chart latency-cdf'>"
     );
-    for share in [0.0, 0.5, 0.9, 1.0] {
-        super::chart::grid_line(
-            &mut s,
-            y(share),
-            (LEFT, W - RIGHT),
-            &format!("{:.0}%", share * 100.0),
-        );
-    }
-    for i in 0..=5 {
-        let v = x_max * f64::from(i) / 5.0;
-        let _ = write!(
-            s,
-            "<text x='{:.1}' y='{:.1}' class='tick' text-anchor='middle'>{} ms</text>",
-            x(v),
-            TOP + ph + 13.0,
-            tick_label(v)
-        );
-    }
+    cdf_axes(&mut s, x_max, ph);
     let mut legend_x = LEFT;
     let _ = write!(
         s,
@@ -478,12 +673,12 @@ pub fn svg_cdf(r: &LatencyResult) -> String {
         let colour = phase_colour(*phase);
         let _ = write!(
             s,
-            "<text x='{:.1}' y='{:.1}' class='legend' fill='{colour}'>{} ({n})</text>",
+            "<text x='{:.1}' y='{:.1}' class='legend' style='fill:{colour}'>{} ({n})</text>",
             legend_x,
             height - 6.0,
             phase.name()
         );
-        legend_x += 110.0;
+        legend_x += 88.0;
         if n == 0 {
             continue;
         }
@@ -599,6 +794,35 @@ mod tests {
     }
 
     #[test]
+    fn both_ways_at_once_draws_two_lines_on_a_log_axis_when_they_differ() {
+        let mut r = result();
+        // The both phase: download and upload intervals arrive as separate points.
+        for i in 1..=8 {
+            let t = 2.0 + 0.25 * f64::from(i);
+            r.throughput.push(ThroughputPoint {
+                t,
+                seconds: 0.25,
+                down: Some(40e9),
+                up: None,
+            });
+            r.throughput.push(ThroughputPoint {
+                t: t + 0.001,
+                seconds: 0.25,
+                down: None,
+                up: Some(19e6),
+            });
+        }
+        let svg = svg_timeline(&r);
+        assert!(svg.contains("Gbit/s (log)"), "{svg}");
+        let panel = svg.split(">ms: ").next().unwrap_or_default();
+        let lines: Vec<&str> = panel.split("<polyline").skip(1).collect();
+        assert_eq!(lines.len(), 2, "one line each way: {panel}");
+        assert!(lines.iter().all(|l| l.matches(',').count() == 8), "{panel}");
+        // 19 Mbit/s sits between the 0.01 and 0.1 Gbit/s decades, not on the floor.
+        assert!(svg.contains(">0.01<") && svg.contains(">100<"), "{svg}");
+    }
+
+    #[test]
     fn pictures_mark_the_phases_and_every_probe() {
         let r = result();
         let timeline = svg_timeline(&r);
@@ -612,5 +836,17 @@ mod tests {
             "{cdf}"
         );
         assert_eq!(cdf.matches("<polyline").count(), 2);
+        let compare = svg_compare(&[("before".into(), &r), ("after".into(), &r)]);
+        assert_eq!(compare.matches("<polyline").count(), 2);
+        assert!(compare.contains(">before: +50.0 ms<"), "{compare}");
+        let table = html_table(&r);
+        assert!(
+            table.contains("<td>52.0 (52.0)</td><td>+50.0</td><td>1154</td>"),
+            "{table}"
+        );
+        assert!(
+            table.contains("↓ – ↑ 19.2 Mbit/s · one-way up 50.0/50.0"),
+            "{table}"
+        );
     }
 }

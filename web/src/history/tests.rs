@@ -205,3 +205,71 @@ fn a_kept_sweep_is_a_row_that_opens_as_a_sweep_and_is_not_overlaid() {
             .contains("neither")
     );
 }
+
+#[test]
+fn latency_runs_are_overlaid_with_latency_runs_only() {
+    let latency = |id: &str| {
+        format!(
+            r#"{{"id":"{id}","kind":"latency","created_ms":1764684187000,"origin":"browser",
+            "role":"client","peer":"pc:5210","protocol":"tcp","direction":"bidir",
+            "status":"complete","bits_per_second":19000000.0,"link_enabled":true}}"#
+        )
+    };
+    let test_line = &LIST[1..LIST.find("},").unwrap() + 1];
+    let body = format!("[{},{},{test_line}]", latency("L1"), latency("L2"));
+    let mut h = History {
+        entries: parse_list(&body).unwrap(),
+        ..History::default()
+    };
+    let r = row(&h.entries[0], 0);
+    assert_eq!(r.what, "Latency under load");
+    assert_eq!(r.throughput, "best 19.0 Mbits/sec");
+    h.toggle("L1");
+    h.toggle("aa11");
+    assert_eq!(
+        h.picked,
+        ["L1"],
+        "a test does not join a latency comparison"
+    );
+    h.toggle("L2");
+    assert_eq!(h.picked, ["L1", "L2"]);
+    h.comparing = true;
+    assert_eq!(h.missing(), ["L1", "L2"]);
+    assert!(h.latency_overlay(0).is_none(), "not fetched yet");
+    let run = |target: &str| perfpeer_shared::latency::LatencyResult {
+        target: target.into(),
+        started_unix_ms: 0,
+        settings: perfpeer_shared::latency::LoadSettings {
+            idle_seconds: 1.0,
+            load_seconds: 1.0,
+            streams: 1,
+            congestion: None,
+            udp_bits_per_second: None,
+            probe_interval_ms: 10.0,
+            probe_bytes: 64,
+            probe_bits_per_second: 0.0,
+            probe_tos: None,
+        },
+        baseline: perfpeer_shared::latency::Baseline::IdleMinimum,
+        phases: vec![],
+        probes: vec![],
+        throughput: vec![],
+        error: None,
+    };
+    h.keep_latency("L2", run("after"));
+    h.keep_latency("L1", run("before"));
+    let runs = h.latency_overlay(0).unwrap();
+    assert_eq!(
+        runs.iter()
+            .map(|(_, r)| r.target.as_str())
+            .collect::<Vec<_>>(),
+        ["before", "after"],
+        "in the order picked"
+    );
+    assert!(
+        h.overlay(0).is_none(),
+        "no throughput lines for latency runs"
+    );
+    h.forget("L1");
+    assert_eq!(h.loaded_latency.len(), 1);
+}

@@ -4,10 +4,11 @@
 
 use perfpeer_shared::report::TestResult;
 
-use super::{Cmd, FinishedSweep, Model, Screen, Share};
+use super::{Cmd, FinishedLatency, FinishedSweep, Model, Screen, Share};
 use crate::history::{self, Purpose, Request};
 use crate::present::Notice;
 use perfpeer_shared::format::layout::Layout;
+use perfpeer_shared::latency::LatencyResult;
 
 impl Model {
     /// Asks for the list again (each time the screen opens: new tests may have been stored).
@@ -99,6 +100,13 @@ impl Model {
                 }
                 Some(history::Opened {
                     summary,
+                    latency: Some(kept),
+                    ..
+                }) if purpose == Purpose::Open => {
+                    self.show_stored_latency(id, summary.link_enabled, kept.result)
+                }
+                Some(history::Opened {
+                    summary,
                     result: Some(result),
                     ..
                 }) if purpose == Purpose::Open => {
@@ -108,6 +116,10 @@ impl Model {
                     result: Some(result),
                     ..
                 }) if purpose == Purpose::Compare => self.history.keep(&id, result),
+                Some(history::Opened {
+                    latency: Some(kept),
+                    ..
+                }) if purpose == Purpose::Compare => self.history.keep_latency(&id, kept.result),
                 _ if purpose == Purpose::Open => {
                     self.notice = Some(failed("Could not open the result", status, body));
                 }
@@ -137,6 +149,7 @@ impl Model {
                     self.share = None;
                     self.result = None;
                     self.sweep = None;
+                    self.latency = None;
                     self.screen = Screen::History;
                 }
             }
@@ -163,6 +176,7 @@ impl Model {
             confirm_delete: false,
         });
         self.result = None;
+        self.latency = None;
         self.sweep = Some(FinishedSweep {
             sweep_id: id,
             target: kept.peer,
@@ -181,7 +195,24 @@ impl Model {
         });
         self.result = Some(result);
         self.sweep = None;
+        self.latency = None;
         self.tab = Layout::Iperf3;
+        self.screen = Screen::Result;
+    }
+
+    fn show_stored_latency(&mut self, id: String, link_enabled: bool, result: LatencyResult) {
+        self.share = Some(Share {
+            result_id: id.clone(),
+            test_id: id.clone(),
+            link_enabled,
+            confirm_delete: false,
+        });
+        self.result = None;
+        self.sweep = None;
+        self.latency = Some(FinishedLatency {
+            latency_id: id,
+            result,
+        });
         self.screen = Screen::Result;
     }
 }

@@ -588,3 +588,117 @@ fn dccp_is_refused_at_the_form_when_this_peer_has_none() {
         "{cmds:?}"
     );
 }
+
+#[test]
+fn a_latency_run_goes_live_survives_a_reconnect_and_ends_on_the_result_screen() {
+    use perfpeer_shared::latency::{LatencyEvent, LatencyRequest, LoadSettings, Phase};
+    let mut m = connected();
+    let cmds = m.update(Msg::Start(FormInput {
+        target: "pc:5210".into(),
+        mode: "latency".into(),
+        seconds: "3".into(),
+        streams: "2".into(),
+        ..FormInput::default()
+    }));
+    let request = match cmds.as_slice() {
+        [Cmd::Send(ClientMsg::Latency { target, request })] => {
+            assert_eq!(target, "pc:5210");
+            assert_eq!((request.load_seconds, request.streams), (3.0, 2));
+            request.clone()
+        }
+        other => panic!("expected a latency request, got {other:?}"),
+    };
+    assert_eq!(m.screen, Screen::Running);
+    m.update(Msg::Server(ServerMsg::LatencyStarted {
+        latency_id: "L1".into(),
+        target: "pc:5210".into(),
+        request: request.clone(),
+    }));
+    let settings = LoadSettings {
+        idle_seconds: 2.0,
+        load_seconds: 3.0,
+        streams: 2,
+        congestion: None,
+        udp_bits_per_second: None,
+        probe_interval_ms: 10.0,
+        probe_bytes: 64,
+        probe_bits_per_second: 73_600.0,
+        probe_tos: None,
+    };
+    for (id, event) in [
+        (
+            "L1",
+            LatencyEvent::Started {
+                target: "pc:5210".into(),
+                started_unix_ms: 1,
+                settings,
+            },
+        ),
+        (
+            "L1",
+            LatencyEvent::PhaseStarted {
+                phase: Phase::Idle,
+                at: 0.0,
+            },
+        ),
+        // Another run's event is not this run's.
+        (
+            "other",
+            LatencyEvent::PhaseStarted {
+                phase: Phase::Both,
+                at: 9.0,
+            },
+        ),
+    ] {
+        m.update(Msg::Server(ServerMsg::LatencyEvent {
+            latency_id: id.into(),
+            event,
+        }));
+    }
+    let live = &m
+        .run
+        .as_ref()
+        .and_then(|r| r.latency.as_ref())
+        .unwrap()
+        .live;
+    assert_eq!(live.running, Some((Phase::Idle, 0.0)));
+    // The connection drops and comes back: the page attaches to the run by its id.
+    m.update(Msg::SocketClosed);
+    m.update(Msg::ReconnectDue);
+    m.update(Msg::SocketOpen);
+    let cmds = m.update(welcome(true));
+    assert!(
+        cmds.contains(&Cmd::Send(ClientMsg::Attach {
+            test_id: "L1".into()
+        })),
+        "{cmds:?}"
+    );
+    let result = m
+        .run
+        .as_ref()
+        .and_then(|r| r.latency.as_ref())
+        .and_then(|l| l.live.snapshot(None))
+        .unwrap();
+    m.update(Msg::Server(ServerMsg::Stored {
+        test_id: "L1".into(),
+        result_id: "R1".into(),
+    }));
+    m.update(Msg::Server(ServerMsg::LatencyResult {
+        latency_id: "L1".into(),
+        result: result.clone(),
+    }));
+    assert_eq!(m.screen, Screen::Result);
+    assert!(m.run.is_none() && m.result.is_none() && m.sweep.is_none());
+    assert_eq!(m.latency.as_ref().map(|l| &l.result), Some(&result));
+    assert_eq!(m.share.as_ref().map(|s| s.result_id.as_str()), Some("R1"));
+    // A bad form value names its field and sends nothing.
+    let cmds = m.update(Msg::Start(FormInput {
+        target: "pc:5210".into(),
+        mode: "latency".into(),
+        seconds: "0".into(),
+        ..FormInput::default()
+    }));
+    assert!(cmds.is_empty());
+    assert_eq!(m.form_error.as_ref().map(|e| e.field), Some("seconds"));
+    let _ = LatencyRequest::default();
+}
