@@ -159,6 +159,7 @@ impl View {
         };
         el("run-latency-rows").set_inner_html(&latency_text::html_table(&so_far));
         el("run-chart").set_inner_html(&latency_text::svg_timeline(&so_far));
+        el("run-latency-cdf").set_inner_html(&latency_text::svg_cdf(&so_far));
     }
 
     fn render_latency(&mut self, done: &FinishedLatency) {
@@ -494,6 +495,21 @@ fn render_form_error(model: &Model) {
 
 fn render_run(run: &RunState) {
     show("run-latency", run.latency.is_some());
+    let labels = if run.latency.is_some() {
+        ["Probe RTT now", "Load now", "Probes"]
+    } else {
+        ["Now", "Average", "Retransmits / loss"]
+    };
+    for (id, label) in [
+        "live-current-label",
+        "live-average-label",
+        "live-extra-label",
+    ]
+    .iter()
+    .zip(labels)
+    {
+        set_text(id, label);
+    }
     if let Some(latency) = &run.latency {
         render_run_latency_figures(run, latency);
         return;
@@ -578,16 +594,20 @@ fn render_run_latency_figures(run: &RunState, latency: &LatencyRun) {
         .and_then(|p| p.echo.map(|e| e.rtt_ns(p.sent_ns) as f64 / 1e6));
     set_text(
         "live-current",
-        &last_rtt.map_or_else(|| "–".into(), |ms| format!("RTT {ms:.1} ms")),
+        &last_rtt.map_or_else(
+            || "–".into(),
+            |ms| format!("{} ms", latency_text::ms_text(ms)),
+        ),
     );
     let last_rate = live.throughput.last().map(|t| {
         let both = [t.down, t.up].iter().flatten().sum::<f64>();
         present::rate(both)
     });
     set_text("live-average", &last_rate.unwrap_or_else(|| "–".into()));
+    let lost = live.probes.iter().filter(|p| p.echo.is_none()).count();
     set_text(
         "live-extra",
-        &format!("{} probes settled", live.probes.len()),
+        &format!("{} settled, {lost} lost", live.probes.len()),
     );
     let elapsed = live
         .probes

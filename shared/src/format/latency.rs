@@ -17,7 +17,7 @@ fn mbits(bps: Option<f64>) -> String {
 }
 
 /// A delay in ms with the digits it needs: 0.06, 4.2, 187.
-fn ms_text(v: f64) -> String {
+pub fn ms_text(v: f64) -> String {
     match v.abs() {
         a if a < 1.0 => format!("{v:.2}"),
         a if a < 100.0 => format!("{v:.1}"),
@@ -591,11 +591,21 @@ pub fn svg_timeline(r: &LatencyResult) -> String {
             x = x(p.t)
         );
     }
-    // The time axis.
-    let ticks = 6;
-    for i in 0..=ticks {
-        let t = t_end * f64::from(i) / f64::from(ticks);
-        let anchor = if i == ticks { "end" } else { "middle" };
+    // The time axis: ticks at a round step (1, 2 or 5 × 10^k s), about six of them.
+    let raw = t_end / 6.0;
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * magnitude);
+    let mut t = 0.0;
+    while t <= t_end + 1e-9 {
+        let anchor = if x(t) > W - RIGHT - 12.0 {
+            "end"
+        } else {
+            "middle"
+        };
         let _ = write!(
             s,
             "<text x='{:.1}' y='{:.1}' class='tick' text-anchor='{anchor}'>{} s</text>",
@@ -603,6 +613,7 @@ pub fn svg_timeline(r: &LatencyResult) -> String {
             height - 4.0,
             tick_label(t)
         );
+        t += step;
     }
     s.push_str("</svg>");
     s

@@ -44,7 +44,8 @@ async fn run_from_the_preset(c: &Client, pc: &Peer, screenshot: Option<&str>) ->
         .await;
         let drawn = js(
             c,
-            "return !!document.querySelector('#run-chart svg.latency-timeline');",
+            "return !!document.querySelector('#run-chart svg.latency-timeline') && \
+             !!document.querySelector('#run-latency-cdf svg.latency-cdf');",
         )
         .await;
         if rows.as_u64().is_some_and(|n| n >= 2) && drawn == Value::Bool(true) {
