@@ -223,6 +223,13 @@ pub struct KeptLatency {
     pub result: LatencyResult,
     /// Whether `/r/<id>` answers.
     pub link_enabled: bool,
+    /// Who started it here (a browser's run or `perfpeer test` on this machine).
+    #[serde(default = "browser")]
+    pub origin: Origin,
+}
+
+fn browser() -> Origin {
+    Origin::Browser
 }
 
 impl KeptLatency {
@@ -244,7 +251,7 @@ impl KeptLatency {
             id: self.id.clone(),
             kind: ResultKind::Latency,
             created_ms: self.created_ms,
-            origin: Origin::Browser,
+            origin: self.origin,
             role: PeerRole::Client,
             peer: self.peer.clone(),
             protocol: Protocol::Tcp,

@@ -407,4 +407,41 @@ fn latency_under_load_flags_refusals_and_json_over_loopback() {
     let _ = std::fs::remove_file(&page);
     assert!(html.contains("latency-timeline") && html.contains("latency-cdf"));
     assert!(html.contains("How to read it") && !html.contains("<script src"));
+
+    // Kept in this machine's history, as `perfpeer test` keeps a test; `results` shows it.
+    let err = String::from_utf8_lossy(&out.stderr);
+    let id = err
+        .split("kept as ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("not kept: {err}"))
+        .to_string();
+    let dir = perfpeer_tests::data_home().join("perfpeer");
+    let results = |args: &[&str]| {
+        let mut all = vec!["results", "--data-dir", dir.to_str().expect("path")];
+        all.extend_from_slice(args);
+        let out =
+            Running::spawn(&perfpeer_tests::perfpeer_bin(), &all).wait(Duration::from_secs(20));
+        assert!(out.status.success(), "{all:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let list = results(&["list"]);
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with(&id) && l.contains(" cli ") && l.contains(" latency ")),
+        "{list}"
+    );
+    assert!(results(&["show", &id]).starts_with("Latency under load to "));
+    // --no-store keeps nothing.
+    let out = perfpeer_test(&[
+        target.as_str(),
+        "--lul",
+        "--idle-time",
+        "1",
+        "-t",
+        "1",
+        "--no-store",
+    ]);
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("kept as"));
 }

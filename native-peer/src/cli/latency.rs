@@ -53,6 +53,21 @@ pub struct LatencyFlags {
     html: Option<std::path::PathBuf>,
 }
 
+/// Keeps the run in this machine's history (as `perfpeer test` keeps a test); a store that
+/// cannot be opened or written is only a warning, since the run itself succeeded.
+fn keep(dir: &std::path::Path, peer: &str, req: &LatencyRequest, result: &LatencyResult) {
+    let kept = crate::store::Store::open(dir).and_then(|(store, note)| {
+        if let Some(note) = note {
+            eprintln!("perfpeer: {note}");
+        }
+        store.save_latency(crate::store::Origin::Cli, peer, req, result)
+    });
+    match kept {
+        Ok(id) => eprintln!("perfpeer: kept as {id} (perfpeer results show {id})"),
+        Err(e) => eprintln!("perfpeer: the run was not kept: {e}"),
+    }
+}
+
 fn parse_tos(s: &str) -> Result<u8, String> {
     let (digits, radix) = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(hex) => (hex, 16),
@@ -106,6 +121,7 @@ pub async fn run(
     req: &LatencyRequest,
     opts: &ClientOptions,
     style: Style,
+    keep_in: Option<&std::path::Path>,
 ) -> anyhow::Result<ExitCode> {
     let cancel = cancel_on_ctrl_c();
     let (tx, mut events) = mpsc::unbounded_channel();
@@ -158,6 +174,9 @@ pub async fn run(
                 latency_under_load: &result
             })?
         );
+    }
+    if let Some(dir) = keep_in {
+        keep(dir, peer, req, &result);
     }
     if let Some(path) = &flags.html {
         let page =

@@ -123,9 +123,9 @@ fn list(store: &Store, limit: u32) -> anyhow::Result<()> {
             .bytes
             .map(|b| format_bytes(b as f64).trim().to_string())
             .unwrap_or_else(|| "-".into());
-        // A sweep's rate is its best size's.
-        let what = if r.is_sweep() {
-            "sweep".to_string()
+        // A sweep's rate is its best size's, a latency run's its best phase's one way.
+        let what = if r.is_sweep() || r.is_latency() {
+            r.kind.word()
         } else {
             r.role.word()
         };

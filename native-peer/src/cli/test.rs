@@ -43,8 +43,17 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
             .request(&spec, args.flags.given())
             .map_err(usage)?;
         let opts = args.flags.options().map_err(usage)?;
-        return super::latency::run(&args.peer, &args.latency, &req, &opts, args.flags.style())
-            .await;
+        let keep_in =
+            (!args.no_store).then(|| crate::server::token::data_dir(args.data_dir.as_deref()));
+        return super::latency::run(
+            &args.peer,
+            &args.latency,
+            &req,
+            &opts,
+            args.flags.style(),
+            keep_in.as_deref(),
+        )
+        .await;
     }
     let request = args
         .modes

@@ -400,7 +400,9 @@ impl LatencyRun {
         let store = self.state.store()?;
         let (target, request, result) = (self.target.clone(), self.request.clone(), result.clone());
         let kept = store
-            .write(move |s| s.save_latency(&target, &request, &result))
+            .write(move |s| {
+                s.save_latency(crate::store::Origin::Browser, &target, &request, &result)
+            })
             .await?;
         kept.inspect_err(|e| tracing::warn!(error = %e, "cannot keep the latency run"))
             .ok()

@@ -50,6 +50,8 @@ pub const MIGRATIONS: &[&str] = &[
     // 5: runs kept whole besides sweeps: latency under load (its request in spec_json). The
     // table keeps its name; retention, deletion and links cover every kind in it.
     "ALTER TABLE sweeps ADD COLUMN kind TEXT NOT NULL DEFAULT 'sweep';",
+    // 6: who started a run kept whole (a latency run from `perfpeer test` is `cli`).
+    "ALTER TABLE sweeps ADD COLUMN origin TEXT NOT NULL DEFAULT 'browser';",
 ];
 
 /// The schema version this build writes.

@@ -11,7 +11,8 @@ use perfpeer_shared::spec::TestSpec;
 use perfpeer_shared::sweep::SweepResult;
 use rusqlite::{OptionalExtension, params};
 
-use super::{HistoryEntry, KeptSweep, Store, StoreError, now_ms};
+use super::{HistoryEntry, KeptSweep, Origin, Store, StoreError, now_ms};
+use perfpeer_shared::history::from_word;
 
 const SWEEP: &str = "sweep";
 const LATENCY: &str = "latency";
@@ -26,21 +27,24 @@ impl Store {
     ) -> Result<String, StoreError> {
         self.save_whole(
             SWEEP,
+            Origin::Browser,
             peer,
             serde_json::to_string(spec)?,
             serde_json::to_string(result)?,
         )
     }
 
-    /// Keeps a finished latency-under-load run; returns its new result id.
+    /// Keeps a finished latency-under-load run started by `origin`; returns its new result id.
     pub fn save_latency(
         &self,
+        origin: Origin,
         peer: &str,
         request: &LatencyRequest,
         result: &LatencyResult,
     ) -> Result<String, StoreError> {
         self.save_whole(
             LATENCY,
+            origin,
             peer,
             serde_json::to_string(request)?,
             serde_json::to_string(result)?,
@@ -50,14 +54,15 @@ impl Store {
     fn save_whole(
         &self,
         kind: &str,
+        origin: Origin,
         peer: &str,
         spec_json: String,
         result_json: String,
     ) -> Result<String, StoreError> {
         let id = crate::util::random_id();
         self.conn().execute(
-            "INSERT INTO sweeps (id, created_ms, peer, spec_json, result_json, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![id, super::sql_int(now_ms()), peer, spec_json, result_json, kind],
+            "INSERT INTO sweeps (id, created_ms, peer, spec_json, result_json, kind, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![id, super::sql_int(now_ms()), peer, spec_json, result_json, kind, origin.word()],
         )?;
         Ok(id)
     }
@@ -103,7 +108,7 @@ impl Store {
 }
 
 /// The columns [`WholeRow::read`] reads, in order.
-const COLUMNS: &str = "id, created_ms, peer, spec_json, result_json, link_enabled, kind";
+const COLUMNS: &str = "id, created_ms, peer, spec_json, result_json, link_enabled, kind, origin";
 
 /// A `sweeps` row as SQLite gives it, its JSON not yet decoded.
 struct WholeRow {
@@ -114,6 +119,7 @@ struct WholeRow {
     result_json: String,
     link_enabled: bool,
     kind: String,
+    origin: String,
 }
 
 impl WholeRow {
@@ -126,6 +132,7 @@ impl WholeRow {
             result_json: r.get(4)?,
             link_enabled: r.get(5)?,
             kind: r.get(6)?,
+            origin: r.get(7)?,
         })
     }
 
@@ -148,6 +155,7 @@ impl WholeRow {
             request: serde_json::from_str(&self.spec_json)?,
             result: serde_json::from_str(&self.result_json)?,
             link_enabled: self.link_enabled,
+            origin: from_word(&self.origin).unwrap_or(Origin::Browser),
         })
     }
 }
