@@ -33,6 +33,12 @@ fn ns(d: Duration) -> u64 {
 struct Outstanding(VecDeque<(u64, u64)>);
 
 impl Outstanding {
+    /// The send time of the probe `seq`, if it is still out.
+    fn sent_ns(&self, seq: u64) -> Option<u64> {
+        let at = self.0.binary_search_by_key(&seq, |&(s, _)| s).ok()?;
+        self.0.get(at).map(|&(_, sent)| sent)
+    }
+
     /// Takes the probe `seq` out, with its send time.
     fn take(&mut self, seq: u64) -> Option<u64> {
         let at = self.0.binary_search_by_key(&seq, |&(s, _)| s).ok()?;
@@ -136,7 +142,13 @@ pub(super) fn request(
                 let Ok(answer) = ProbeAnswer::read(&buf[..n]) else {
                     continue;
                 };
-                // A late answer to a probe already given up, or a stray datagram: ignored.
+                // A late answer to a probe already given up, a stray datagram, or an answer
+                // that does not echo the request (a peer that answers as `--rr` does, without
+                // stamps): ignored.
+                let echoes = out.sent_ns(answer.request.seq) == Some(answer.request.sent_ns);
+                if !echoes || answer.far_sent_ns < answer.far_received_ns {
+                    continue;
+                }
                 if let Some(sent_ns) = out.take(answer.request.seq) {
                     settle(
                         w,
