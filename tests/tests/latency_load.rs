@@ -432,7 +432,8 @@ fn latency_under_load_flags_refusals_and_json_over_loopback() {
         "{list}"
     );
     assert!(results(&["show", &id]).starts_with("Latency under load to "));
-    // --no-store keeps nothing.
+    // --no-store keeps nothing; --json-stream is one object per line as things happen, the
+    // whole result last.
     let out = perfpeer_test(&[
         target.as_str(),
         "--lul",
@@ -441,7 +442,36 @@ fn latency_under_load_flags_refusals_and_json_over_loopback() {
         "-t",
         "1",
         "--no-store",
+        "--json-stream",
     ]);
     assert!(out.status.success());
     assert!(!String::from_utf8_lossy(&out.stderr).contains("kept as"));
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(
+        lines.first().map(|l| l["event"].clone()),
+        Some("started".into())
+    );
+    let done = lines.iter().filter(|l| l["event"] == "phase_done").count();
+    assert_eq!(done, 4);
+    let last = lines.last().expect("lines");
+    assert_eq!(last["event"], "end");
+    assert_eq!(
+        last["latency_under_load"]["phases"]
+            .as_array()
+            .map(Vec::len),
+        Some(4)
+    );
+    // A run that cannot start says so in JSON too, and exits 1.
+    let out = perfpeer_test(&["127.0.0.1:1", "--lul", "-J"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("a JSON error");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("could not start")),
+        "{v}"
+    );
 }

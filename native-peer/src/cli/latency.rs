@@ -130,6 +130,10 @@ pub async fn run(
         let mut live = Live::default();
         while let Some(ev) = events.recv().await {
             live.apply(&ev);
+            if style == Style::JsonStream {
+                // One object per line as things happen, each with its `event` word.
+                outln!("{}", serde_json::to_string(&ev).unwrap_or_default());
+            }
             if !text {
                 continue;
             }
@@ -158,22 +162,52 @@ pub async fn run(
     });
     let outcome = crate::latency::run(peer, req, opts, tx, cancel).await;
     let _ = progress.await;
-    let result =
-        outcome.with_context(|| format!("latency under load against {peer} could not start"))?;
-    if text {
-        outln!("Final (every probe settled):");
-        out!("{}", latency_text::table(&result));
-    } else {
-        #[derive(serde::Serialize)]
-        struct Wrapped<'a> {
-            latency_under_load: &'a LatencyResult,
+    let result = match outcome {
+        Ok(result) => result,
+        // A JSON reader gets the failure as JSON too (and the words on stderr).
+        Err(e) if !text => {
+            let message = format!("latency under load against {peer} could not start: {e}");
+            let error = serde_json::json!({ "event": "error", "error": message });
+            outln!(
+                "{}",
+                if style == Style::JsonStream {
+                    error.to_string()
+                } else {
+                    serde_json::to_string_pretty(&error)?
+                }
+            );
+            anyhow::bail!(message);
         }
-        outln!(
+        Err(e) => {
+            return Err(anyhow::Error::new(e)
+                .context(format!("latency under load against {peer} could not start")));
+        }
+    };
+    #[derive(serde::Serialize)]
+    struct Wrapped<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        event: Option<&'static str>,
+        latency_under_load: &'a LatencyResult,
+    }
+    match style {
+        Style::Text => {
+            outln!("Final (every probe settled):");
+            out!("{}", latency_text::table(&result));
+        }
+        Style::Json => outln!(
             "{}",
             serde_json::to_string_pretty(&Wrapped {
+                event: None,
                 latency_under_load: &result
             })?
-        );
+        ),
+        Style::JsonStream => outln!(
+            "{}",
+            serde_json::to_string(&Wrapped {
+                event: Some("end"),
+                latency_under_load: &result
+            })?
+        ),
     }
     if let Some(dir) = keep_in {
         keep(dir, peer, req, &result);
