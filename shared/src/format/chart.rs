@@ -101,9 +101,12 @@ const LEFT: f64 = 64.0;
 const RIGHT: f64 = 8.0;
 const TOP: f64 = 8.0;
 const BOTTOM: f64 = 36.0;
-const COLORS: [&str; 6] = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+/// Stream colours: eight that differ on a light and a dark background.
+const COLORS: [&str; 8] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
+/// A sum line's colour; the page's dark theme turns it light (`polyline[stroke="#111"]`).
+const SUM_COLOR: &str = "#111";
 
 /// Height of one legend row in a comparison chart.
 const LEGEND_ROW: f64 = 14.0;
@@ -134,11 +137,23 @@ fn draw(series: &[Series], x_max: Option<f64>, legend_rows: bool) -> String {
     let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
     let x = |t: f64| LEFT + t / x_max * pw;
     let y = |v: f64| TOP + ph - v / y_max * ph;
-    let height = if legend_rows {
-        H + LEGEND_ROW * series.len().saturating_sub(1) as f64
-    } else {
-        H
-    };
+    // Legend items flow left to right and wrap to a new row where the width ends; an overlay
+    // gives each line a row of its own.
+    let item_width = |line: &Series| 24.0 + 6.2 * line.label.chars().count() as f64;
+    let mut places = Vec::with_capacity(series.len());
+    let (mut lx, mut row) = (LEFT, 0usize);
+    for (i, line) in series.iter().enumerate() {
+        if legend_rows {
+            row = i;
+        } else if lx > LEFT && lx + item_width(line) > W - RIGHT {
+            row += 1;
+            lx = LEFT;
+        }
+        places.push((if legend_rows { LEFT } else { lx }, row));
+        lx += item_width(line);
+    }
+    let rows = places.last().map_or(1, |p| p.1 + 1);
+    let height = H + LEGEND_ROW * (rows - 1) as f64;
     let mut s = format!(
         "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {height}' role='img' \
          aria-label='throughput per interval' class='chart'>"
@@ -153,57 +168,83 @@ fn draw(series: &[Series], x_max: Option<f64>, legend_rows: bool) -> String {
             &format!("{}/s", format_bits(v).trim()),
         );
     }
+    // Time ticks at a round step, and the test's end.
+    let step = time_step(x_max);
+    let mut t = 0.0;
+    while t < x_max - step * 0.4 {
+        let _ = write!(
+            s,
+            "<text x='{:.1}' y='{:.1}' class='tick' text-anchor='middle'>{}</text>",
+            x(t),
+            TOP + ph + 14.0,
+            trim_float(t)
+        );
+        t += step;
+    }
     let _ = write!(
         s,
-        "<text x='{LEFT}' y='{:.1}' class='tick'>0</text>\
-         <text x='{:.1}' y='{:.1}' class='tick' text-anchor='end'>{} s</text>",
-        TOP + ph + 14.0,
+        "<text x='{:.1}' y='{:.1}' class='tick' text-anchor='end'>{} s</text>",
         W - RIGHT,
         TOP + ph + 14.0,
         trim_float(x_max)
     );
-    let mut legend_x = LEFT;
     let mut color = 0;
     for (i, line) in series.iter().enumerate() {
         let stroke = if line.sum {
-            "#111".to_string()
+            SUM_COLOR.to_string()
         } else {
             color += 1;
             COLORS[(color - 1) % COLORS.len()].to_string()
         };
         let width = if line.sum { 2.5 } else { 1.5 };
+        // The two directions' sums differ by their dash (both are the page's text colour).
+        let dash = if line.sum && line.label.ends_with("RX") {
+            " stroke-dasharray='6 3'"
+        } else {
+            ""
+        };
         let pts: Vec<String> = std::iter::once((0.0, line.points.first().map_or(0.0, |p| p.1)))
             .chain(line.points.iter().copied())
             .map(|(t, v)| format!("{:.1},{:.1}", x(t), y(v)))
             .collect();
         let _ = write!(
             s,
-            "<polyline points='{}' fill='none' stroke='{stroke}' stroke-width='{width}'/>",
+            "<polyline points='{}' fill='none' stroke='{stroke}' stroke-width='{width}'{dash}/>",
             pts.join(" ")
         );
+        // A sample of the line and its label; a colour set inline, which the page's `.legend`
+        // rule cannot override (a sum's label takes the text colour from the page).
         let label = escape(&line.label);
-        if legend_rows {
-            let ly = H - 6.0 + LEGEND_ROW * i as f64;
-            let _ = write!(
-                s,
-                "<line x1='{LEFT}' y1='{:.1}' x2='{:.1}' y2='{:.1}' stroke='{stroke}' stroke-width='3'/>\
-                 <text x='{:.1}' y='{ly:.1}' class='legend' fill='{stroke}'>{label}</text>",
-                ly - 3.5,
-                LEFT + 14.0,
-                ly - 3.5,
-                LEFT + 18.0
-            );
+        let (lx, row) = places[i];
+        let ly = H - 6.0 + LEGEND_ROW * row as f64;
+        let fill = if line.sum {
+            " sum'".to_string()
         } else {
-            let _ = write!(
-                s,
-                "<text x='{legend_x:.1}' y='{:.1}' class='legend' fill='{stroke}'>{label}</text>",
-                H - 6.0
-            );
-            legend_x += 12.0 + 7.0 * line.label.chars().count() as f64;
-        }
+            format!("' style='fill:{stroke}'")
+        };
+        let _ = write!(
+            s,
+            "<line x1='{lx:.1}' y1='{:.1}' x2='{:.1}' y2='{:.1}' stroke='{stroke}' stroke-width='3'{dash}/>\
+             <text x='{:.1}' y='{ly:.1}' class='legend{fill}>{label}</text>",
+            ly - 3.5,
+            lx + 14.0,
+            ly - 3.5,
+            lx + 18.0
+        );
     }
     s.push_str("</svg>");
     s
+}
+
+/// A round step for a time axis of `span` seconds: 1, 2 or 5 × 10^k, about six ticks.
+pub(super) fn time_step(span: f64) -> f64 {
+    let raw = (span / 6.0).max(1e-3);
+    let magnitude = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * magnitude)
 }
 
 /// A horizontal grid line at `y` from `x.0` to `x.1`, labelled left of the plot.
@@ -275,6 +316,57 @@ mod tests {
         // One stream: no separate sum line.
         let single = vec![interval(0, vec![stream(1, StreamRole::Receiver, 10)])];
         assert_eq!(series(&single).len(), 1);
+    }
+
+    #[test]
+    fn eight_streams_both_ways_get_their_colours_two_told_apart_sums_and_a_legend_that_fits() {
+        // Four streams each way (bidir -P 4): #1–#8, sum TX, sum RX.
+        let intervals: Vec<IntervalReport> = (0..10)
+            .map(|i| {
+                interval(
+                    i,
+                    (1..=8)
+                        .map(|id| {
+                            let role = if id <= 4 {
+                                StreamRole::Sender
+                            } else {
+                                StreamRole::Receiver
+                            };
+                            stream(id, role, 1_000_000)
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        let svg = svg(&series(&intervals), Some(10.0));
+        for c in COLORS {
+            assert!(svg.contains(&format!("style='fill:{c}'")), "{c} in {svg}");
+        }
+        // The sums: one solid, one dashed, labelled in the page's text colour.
+        assert_eq!(svg.matches("class='legend sum'").count(), 2);
+        assert_eq!(
+            svg.matches("stroke-dasharray='6 3'").count(),
+            2,
+            "line and legend"
+        );
+        assert!(svg.contains(">sum TX<") && svg.contains(">sum RX<"));
+        // Every legend label starts inside the width; the frame grows a row for the wrap.
+        let xs: Vec<f64> = svg
+            .split("<text x='")
+            .skip(1)
+            .filter(|t| t.contains("class='legend"))
+            .filter_map(|t| t.split('\'').next()?.parse().ok())
+            .collect();
+        assert_eq!(xs.len(), 10);
+        assert!(xs.iter().all(|x| *x < W - RIGHT - 20.0), "{xs:?}");
+        assert!(
+            svg.contains(&format!("viewBox='0 0 {W} {}'", H + LEGEND_ROW)),
+            "{svg}"
+        );
+        // Time ticks every 2 s, not only at 0 and the end.
+        for t in [">2<", ">4<", ">6<", ">8<", ">10 s<"] {
+            assert!(svg.contains(t), "{t} in {svg}");
+        }
     }
 
     #[test]
@@ -369,7 +461,7 @@ mod tests {
         // Labels escaped, one per row.
         assert!(
             svg.contains(&format!(
-                "y='{:.1}' class='legend' fill='{}'>10:00 pc &lt;b&gt;<",
+                "y='{:.1}' class='legend' style='fill:{}'>10:00 pc &lt;b&gt;<",
                 H - 6.0,
                 COLORS[0]
             )),
@@ -377,7 +469,7 @@ mod tests {
         );
         assert!(
             svg.contains(&format!(
-                "y='{:.1}' class='legend' fill='{}'>10:05 dut<",
+                "y='{:.1}' class='legend' style='fill:{}'>10:05 dut<",
                 H - 6.0 + LEGEND_ROW,
                 COLORS[1]
             )),

@@ -592,13 +592,7 @@ pub fn svg_timeline(r: &LatencyResult) -> String {
         );
     }
     // The time axis: ticks at a round step (1, 2 or 5 × 10^k s), about six of them.
-    let raw = t_end / 6.0;
-    let magnitude = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * magnitude)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * magnitude);
+    let step = super::chart::time_step(t_end);
     let mut t = 0.0;
     while t <= t_end + 1e-9 {
         let anchor = if x(t) > W - RIGHT - 12.0 {
