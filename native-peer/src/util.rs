@@ -1,5 +1,5 @@
 //! Small helpers every layer uses, written once: a mutex lock that survives a panicked holder,
-//! the wall clock in Unix milliseconds, and 128-bit random ids in hex.
+//! the wall clock in Unix milliseconds, 128-bit random ids in hex, and an OS error in words.
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -34,9 +34,28 @@ pub fn random_id() -> String {
     hex(&random_16())
 }
 
+/// An error as people read it: the OS's words without Rust's ` (os error 111)` tail.
+pub fn plain_error(e: &dyn std::fmt::Display) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => text[..at].to_string(),
+        _ => text,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn os_errors_lose_their_number() {
+        let refused = std::io::Error::from_raw_os_error(111);
+        assert_eq!(plain_error(&refused), "Connection refused");
+        assert_eq!(
+            plain_error(&"no (os error in the middle) here"),
+            "no (os error in the middle) here"
+        );
+    }
 
     #[test]
     fn ids_are_32_hex_digits_and_differ() {

@@ -362,31 +362,31 @@ pub const MAX_INTERVAL: Duration = MAX_TEST_TIME;
 #[non_exhaustive]
 pub enum SpecError {
     /// Stream count out of range.
-    #[error("parallel streams must be 1..={MAX_STREAMS}, got {0}")]
+    #[error("parallel streams must be 1 to {MAX_STREAMS}, got {0}")]
     Streams(u16),
     /// UDP datagram size out of range.
-    #[error("UDP length must be {MIN_UDP_LEN}..={MAX_UDP_LEN} bytes, got {0}")]
+    #[error("UDP length must be {MIN_UDP_LEN} to {MAX_UDP_LEN} bytes, got {0}")]
     UdpLen(u32),
     /// TCP write size out of range.
-    #[error("TCP length must be 1..={MAX_TCP_LEN} bytes, got {0}")]
+    #[error("TCP length must be 1 to {MAX_TCP_LEN} bytes, got {0}")]
     TcpLen(u32),
     /// Duration zero or too long.
-    #[error("test time must be more than 0 and at most 24 h, got {0:?}")]
+    #[error("test time must be more than 0 and at most 24 h, got {} s", .0.as_secs_f64())]
     Duration(Duration),
     /// `-n 0`.
     #[error("byte count must be more than 0")]
     ZeroBytes,
     /// Omit too long.
-    #[error("omit time must be at most 24 h, got {0:?}")]
+    #[error("omit time must be at most 24 h, got {} s", .0.as_secs_f64())]
     Omit(Duration),
     /// Interval out of range.
-    #[error("report interval must be 0.1 s to 24 h, got {0:?}")]
+    #[error("report interval must be 0.1 s to 24 h, got {} s", .0.as_secs_f64())]
     Interval(Duration),
     /// Window out of range.
-    #[error("window must be 1 KiB..=1 GiB, got {0} bytes")]
+    #[error("window must be 1 KiB to 1 GiB, got {0} bytes")]
     Window(u32),
     /// MSS out of range.
-    #[error("MSS must be 88..=65535 bytes, got {0}")]
+    #[error("MSS must be 88 to 65535 bytes, got {0}")]
     Mss(u32),
     /// A TCP-only option on a UDP test.
     #[error("--mss and --congestion apply to TCP only")]
@@ -402,7 +402,7 @@ pub enum SpecError {
     RrNeeds(&'static str),
     /// DCCP packet size out of range.
     #[error(
-        "DCCP length must be {MIN_UDP_LEN}..={MAX_UDP_LEN} bytes (and at most the path's maximum packet size), got {0}"
+        "DCCP length must be {MIN_UDP_LEN} to {MAX_UDP_LEN} bytes (and at most the path's maximum packet size), got {0}"
     )]
     DccpLen(u32),
     /// DCCP options on a test that is not DCCP.
@@ -412,7 +412,7 @@ pub enum SpecError {
     #[error("CCID must be 2, 3 or 4, got {0}")]
     Ccid(u8),
     /// Request or response size out of range.
-    #[error("request/response sizes must be 1..={MAX_RR_LEN} bytes, got {0}")]
+    #[error("request/response sizes must be 1 to {MAX_RR_LEN} bytes, got {0}")]
     RrLen(u32),
     /// Latency probe interval out of range.
     #[error("the probe interval must be 1 ms to 1 s, got {0} µs")]
@@ -624,6 +624,40 @@ mod tests {
         assert_eq!(back, s);
         let bad = json.replace(r#""streams":1"#, r#""streams":-1"#);
         assert!(serde_json::from_str::<TestSpec>(&bad).is_err());
+    }
+
+    #[test]
+    fn refusals_read_as_words_not_rust() {
+        let all = [
+            SpecError::Streams(0),
+            SpecError::UdpLen(1),
+            SpecError::TcpLen(0),
+            SpecError::Duration(Duration::ZERO),
+            SpecError::Omit(Duration::from_secs(90_000)),
+            SpecError::Interval(Duration::from_millis(50)),
+            SpecError::Window(1),
+            SpecError::Mss(1),
+            SpecError::DccpLen(1),
+            SpecError::RrLen(0),
+        ];
+        for e in all {
+            let text = e.to_string();
+            assert!(!text.contains("..="), "{text}");
+            // Rust's Debug of a Duration (`0ns`, `50ms`, `90000s`) is not for people.
+            assert!(
+                !["0ns", "0ms", "00s"].iter().any(|d| text.contains(d)),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            SpecError::Streams(0).to_string(),
+            "parallel streams must be 1 to 128, got 0"
+        );
+        assert!(
+            SpecError::Interval(Duration::from_millis(50))
+                .to_string()
+                .ends_with("got 0.05 s")
+        );
     }
 
     #[test]

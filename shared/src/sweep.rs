@@ -118,7 +118,7 @@ pub fn check_request(spec: &TestSpec, sizes: &[u32]) -> Result<(), String> {
         .find(|n| !(MIN_UDP_LEN..=MAX_UDP_LEN).contains(*n))
     {
         return Err(format!(
-            "sweep size {bad} is out of range ({MIN_UDP_LEN}..={MAX_UDP_LEN} bytes)"
+            "sweep size {bad} is out of range ({MIN_UDP_LEN} to {MAX_UDP_LEN} bytes)"
         ));
     }
     Ok(())
@@ -143,7 +143,7 @@ pub fn parse_sizes(text: &str) -> Result<Vec<u32>, String> {
             .map_err(|_| format!("'{part}' in --sweep-len is not a size in bytes"))?;
         if !(MIN_UDP_LEN..=MAX_UDP_LEN).contains(&n) {
             return Err(format!(
-                "sweep size {n} is out of range ({MIN_UDP_LEN}..={MAX_UDP_LEN} bytes)"
+                "sweep size {n} is out of range ({MIN_UDP_LEN} to {MAX_UDP_LEN} bytes)"
             ));
         }
         if pending_range {

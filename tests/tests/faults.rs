@@ -20,12 +20,27 @@ fn unreachable_peer_fails_fast_with_a_clear_error() {
     let start = Instant::now();
     let out = perfpeer_test(&[&format!("127.0.0.1:{port}"), "-t", "1"]);
     assert!(!out.status.success());
+    let err = stderr_of(&out);
+    assert!(err.contains("cannot reach 127.0.0.1:"), "{err}");
+    // In words, once: what is wrong and what to do, not the address twice and an errno.
     assert!(
-        stderr_of(&out).contains("cannot reach 127.0.0.1:"),
-        "{}",
-        stderr_of(&out)
+        err.contains("nothing is listening there") && err.contains("perfpeer serve"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("os error") && err.matches(&format!(":{port}")).count() == 1,
+        "{err}"
     );
     assert!(start.elapsed() < Duration::from_secs(6));
+    // Pointing at a peer's data port instead of its control port: the hint says so.
+    let peer = perfpeer_tests::Peer::start(&["--open"]);
+    let out = perfpeer_test(&[&format!("127.0.0.1:{}", peer.data_port), "-t", "1"]);
+    let err = stderr_of(&out);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("control port") && err.contains("data port"),
+        "{err}"
+    );
     let out = perfpeer_test(&["no-such-host.invalid", "-t", "1"]);
     assert!(!out.status.success());
     assert!(

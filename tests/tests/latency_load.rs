@@ -471,7 +471,7 @@ fn latency_under_load_flags_refusals_and_json_over_loopback() {
     assert!(
         v["error"]
             .as_str()
-            .is_some_and(|e| e.contains("could not start")),
+            .is_some_and(|e| e.contains("cannot reach 127.0.0.1:1")),
         "{v}"
     );
 }

@@ -265,9 +265,9 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
         let bytes = parse_size(&input.bytes).map_err(|e| err("bytes", e.to_string()))?;
         EndCondition::Bytes { bytes }
     } else {
-        let secs = positive_number("seconds", &input.seconds, "Duration")?;
+        let secs = positive_number("seconds", &input.seconds, "Seconds")?;
         let duration = Duration::try_from_secs_f64(secs)
-            .map_err(|_| err("seconds", "Duration is too long"))?;
+            .map_err(|_| err("seconds", "Seconds: that is too long"))?;
         EndCondition::Time { duration }
     };
     let streams_message = format!("Streams must be a whole number from 1 to {MAX_STREAMS}");

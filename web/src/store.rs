@@ -441,7 +441,7 @@ impl Model {
                 Vec::new()
             }
             Ok(_) if !self.can_send() => {
-                self.notice = Some(not_connected());
+                self.notice = Some(not_connected(self.link == Link::Open));
                 Vec::new()
             }
             Ok((run, message)) => {
@@ -679,13 +679,25 @@ impl Model {
     }
 }
 
-/// Starting a test needs the connection and the token.
-fn not_connected() -> Notice {
-    Notice {
-        title: "Not connected to the peer with its token".into(),
-        detail: String::new(),
-        hint: "Wait for the connection to come back, or enter the token on the Connect screen."
-            .into(),
+/// Starting a test needs the connection and the token: says which one is missing.
+fn not_connected(link_open: bool) -> Notice {
+    if link_open {
+        Notice {
+            title: "This page has no token for the peer".into(),
+            detail: "Running tests from a browser needs the token the peer printed at start."
+                .into(),
+            hint: "Enter it on the Connect screen, or open the link the peer printed (it \
+                   carries the token after #token=)."
+                .into(),
+        }
+    } else {
+        Notice {
+            title: "Not connected to the peer".into(),
+            detail: String::new(),
+            hint: "Wait for the connection to come back (it retries by itself), then start \
+                   the test again."
+                .into(),
+        }
     }
 }
 

@@ -413,6 +413,9 @@ fn render_connect(model: &Model) {
     set_text("connect-peer", name);
     show("token-error", model.token_rejected);
     let status = match (model.link, model.authorized) {
+        (Link::Open, true) if model.token.is_none() => {
+            "Connected. This peer is open: this page can run tests without a token."
+        }
         (Link::Open, true) => "Connected with the token: this page can run tests.",
         (Link::Open, false) if model.token.is_none() => {
             "Connected. Enter the token the peer printed at start to run tests."

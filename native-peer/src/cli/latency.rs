@@ -166,7 +166,13 @@ pub async fn run(
         Ok(result) => result,
         // A JSON reader gets the failure as JSON too (and the words on stderr).
         Err(e) if !text => {
-            let message = format!("latency under load against {peer} could not start: {e}");
+            let message = format!(
+                "{:#}",
+                super::live::in_context(
+                    anyhow::Error::new(e),
+                    &format!("latency under load against {peer} could not start")
+                )
+            );
             let error = serde_json::json!({ "event": "error", "error": message });
             outln!(
                 "{}",
@@ -179,8 +185,10 @@ pub async fn run(
             anyhow::bail!(message);
         }
         Err(e) => {
-            return Err(anyhow::Error::new(e)
-                .context(format!("latency under load against {peer} could not start")));
+            return Err(super::live::in_context(
+                anyhow::Error::new(e),
+                &format!("latency under load against {peer} could not start"),
+            ));
         }
     };
     #[derive(serde::Serialize)]

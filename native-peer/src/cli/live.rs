@@ -93,7 +93,21 @@ pub fn finish(
         }
         Err(e) => {
             printer.error(&e.to_string())?;
-            Err(e.context(format!("test against {peer} failed")))
+            Err(in_context(e, &format!("test against {peer} failed")))
         }
+    }
+}
+
+/// `e` with `context` before it, unless it already names the target it could not reach (`cannot
+/// reach pc:5210: …`): the address is said once.
+pub fn in_context(e: anyhow::Error, context: &str) -> anyhow::Error {
+    let names_target = matches!(
+        e.downcast_ref::<crate::session::SessionError>(),
+        Some(crate::session::SessionError::Unreachable { .. })
+    );
+    if names_target {
+        e
+    } else {
+        e.context(context.to_string())
     }
 }

@@ -83,15 +83,29 @@ pub async fn connect(
         target: target.to_string(),
         reason,
     };
+    // The address it resolved to, where the target did not already say it.
+    let at = if target == server.to_string() {
+        String::new()
+    } else {
+        format!(" ({server})")
+    };
     let tcp = tokio::time::timeout(timeout, connect_tcp(server, bind))
         .await
         .map_err(|_| {
             unreachable(format!(
-                "no answer from {server} within {} s",
+                "no answer{at} within {} s: is the host up, and is a firewall in the way?",
                 timeout.as_secs()
             ))
         })?
-        .map_err(|e| unreachable(format!("{server}: {e}")))?;
+        .map_err(|e| {
+            unreachable(match e.kind() {
+                std::io::ErrorKind::ConnectionRefused => format!(
+                    "nothing is listening there{at}: start `perfpeer serve` on that host, or give \
+                     its control port (5210 unless it was started with another)"
+                ),
+                _ => format!("{}{at}", crate::util::plain_error(&e)),
+            })
+        })?;
     let _ = tcp.set_nodelay(true);
     let url = format!("ws://{server}/ws");
     let config = WebSocketConfig::default()
@@ -102,12 +116,23 @@ pub async fn connect(
         tokio_tungstenite::client_async_with_config(url, tcp, Some(config)),
     )
     .await
-    .map_err(|_| unreachable("WebSocket handshake timed out".into()))?
+    .map_err(|_| {
+        unreachable(format!(
+            "it took the connection{at} but did not answer as a perfpeer peer: is this its \
+             control port (5210 unless it was started with another)? Its data port (5211) takes \
+             no control connections"
+        ))
+    })?
     .map_err(|e| match e {
         tungstenite::Error::Http(resp) => {
-            unreachable(format!("not a perfpeer peer (HTTP {})", resp.status()))
+            unreachable(format!("not a perfpeer peer (HTTP {}){at}", resp.status()))
         }
-        other => unreachable(format!("WebSocket handshake failed: {other}")),
+        other => unreachable(format!(
+            "it did not answer as a perfpeer peer{at} ({}): is this its control port (5210 \
+             unless it was started with another)? Its data port (5211) takes no control \
+             connections",
+            crate::util::plain_error(&other)
+        )),
     })?;
     Ok(ControlChannel::spawn(ws))
 }

@@ -702,3 +702,25 @@ fn a_latency_run_goes_live_survives_a_reconnect_and_ends_on_the_result_screen() 
     assert_eq!(m.form_error.as_ref().map(|e| e.field), Some("seconds"));
     let _ = LatencyRequest::default();
 }
+
+#[test]
+fn starting_without_the_token_or_the_connection_says_which_is_missing() {
+    // Connected, but the page has no token (and the peer is not open).
+    let mut m = booted(None);
+    m.update(welcome(false));
+    m.update(Msg::Show(Screen::NewTest));
+    assert!(start_run(&mut m).is_empty());
+    let n = m.notice.clone().unwrap();
+    assert_eq!(n.title, "This page has no token for the peer");
+    assert!(
+        n.hint.contains("Connect screen") && !n.hint.contains("Wait"),
+        "{n:?}"
+    );
+    // The token is fine but the connection dropped.
+    let mut m = connected();
+    m.update(Msg::SocketClosed);
+    assert!(start_run(&mut m).is_empty());
+    let n = m.notice.clone().unwrap();
+    assert_eq!(n.title, "Not connected to the peer");
+    assert!(n.hint.contains("Wait for the connection"), "{n:?}");
+}
