@@ -24,6 +24,8 @@ use crate::view::{self, View};
 use perfpeer_shared::format::layout::Layout;
 
 const TOKEN_KEY: &str = "perfpeer-token";
+/// localStorage key of the other peers tested from this page (a JSON list, newest first).
+const RECENT_KEY: &str = "perfpeer-recent-peers";
 
 /// The running page.
 pub struct App {
@@ -76,6 +78,15 @@ pub fn start() -> Rc<Shared> {
         .and_then(|h| present::token_from_fragment(&h));
     let stored = storage().and_then(|s| s.get_item(TOKEN_KEY).ok().flatten());
     dispatch(&shared, Msg::Boot { fragment, stored });
+    let recent: Vec<String> = storage()
+        .and_then(|s| s.get_item(RECENT_KEY).ok().flatten())
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    dispatch(&shared, Msg::Recall(recent));
+    // The form starts at the peer tested last.
+    if let Ok(app) = shared.app.try_borrow() {
+        view::prefill_target(&app.model.recent_peers);
+    }
     shared
 }
 
@@ -122,6 +133,11 @@ impl App {
             Cmd::SaveToken(t) => {
                 if let Some(s) = storage() {
                     let _ = s.set_item(TOKEN_KEY, &t);
+                }
+            }
+            Cmd::SaveRecentPeers(peers) => {
+                if let (Some(s), Ok(text)) = (storage(), serde_json::to_string(&peers)) {
+                    let _ = s.set_item(RECENT_KEY, &text);
                 }
             }
             Cmd::Fetch(request) => {
@@ -311,6 +327,7 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
         Box::new(|| Some(Msg::Start(view::read_form()))),
     );
     on("cancel", "click", Box::new(|| Some(Msg::Cancel)));
+    on("run-again", "click", Box::new(|| Some(Msg::RunAgain)));
     on("refresh-tests", "click", Box::new(|| Some(Msg::Refresh)));
     for tab in Layout::ALL {
         on(
@@ -359,6 +376,15 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
             "click",
             Box::new(move || {
                 view::fill_form(&preset.input);
+                // Say what the tap did: the form is filled, the test starts with Start.
+                dom::set_text(
+                    "preset-note",
+                    &format!(
+                        "Filled in: {}. Check the other peer, then Start.",
+                        preset.label
+                    ),
+                );
+                dom::show("preset-note", true);
                 None
             }),
         );

@@ -190,7 +190,14 @@ pub struct Model {
     pub history: History,
     /// Where the shown result is kept, when it is (its share link).
     pub share: Option<Share>,
+    /// Other peers tested from this page, most recent first (remembered across reloads).
+    pub recent_peers: Vec<String>,
+    /// The last form that started a run, for "Run again".
+    pub last_input: Option<FormInput>,
 }
+
+/// How many other peers the page remembers.
+pub const RECENT_PEERS: usize = 5;
 
 /// A stored result's share facts, for the Result screen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -235,6 +242,10 @@ pub enum Msg {
     SelectTab(Layout),
     /// The user started a test.
     Start(FormInput),
+    /// The peers this page tested before (from localStorage at load).
+    Recall(Vec<String>),
+    /// Start the last run again, as it was.
+    RunAgain,
     /// The user cancelled the running test.
     Cancel,
     /// Refresh the list of running tests.
@@ -276,6 +287,8 @@ pub enum Cmd {
     Send(ClientMsg),
     /// Remember the token in localStorage.
     SaveToken(String),
+    /// Remember the recent peers in localStorage.
+    SaveRecentPeers(Vec<String>),
     /// Ask this peer's result API, with the token.
     Fetch(Request),
 }
@@ -309,6 +322,8 @@ impl Default for Model {
             form_error: None,
             history: History::default(),
             share: None,
+            recent_peers: Vec::new(),
+            last_input: None,
         }
     }
 }
@@ -374,6 +389,18 @@ impl Model {
                 Vec::new()
             }
             Msg::Start(input) => self.start(&input),
+            Msg::Recall(peers) => {
+                self.recent_peers = peers
+                    .into_iter()
+                    .filter(|p| form::check_target(p).is_ok())
+                    .take(RECENT_PEERS)
+                    .collect();
+                Vec::new()
+            }
+            Msg::RunAgain => match self.last_input.clone() {
+                Some(input) if self.run.is_none() => self.start(&input),
+                _ => Vec::new(),
+            },
             Msg::Cancel => match &mut self.run {
                 Some(run) if self.link == Link::Open => {
                     run.cancelling = true;
@@ -447,9 +474,17 @@ impl Model {
             Ok((run, message)) => {
                 self.form_error = None;
                 self.notice = None;
+                let target = run.target.clone();
+                self.recent_peers.retain(|p| *p != target);
+                self.recent_peers.insert(0, target);
+                self.recent_peers.truncate(RECENT_PEERS);
+                self.last_input = Some(input.clone());
                 self.run = Some(run);
                 self.screen = Screen::Running;
-                vec![Cmd::Send(message)]
+                vec![
+                    Cmd::Send(message),
+                    Cmd::SaveRecentPeers(self.recent_peers.clone()),
+                ]
             }
         }
     }

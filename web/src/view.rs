@@ -36,6 +36,7 @@ pub struct View {
     sweep_text_url: Option<String>,
     sweep_html_url: Option<String>,
     history_html: String,
+    recent_html: String,
     overlay_key: String,
 }
 
@@ -88,6 +89,19 @@ impl View {
             self.render_result(model);
         }
         render_share(model);
+        show(
+            "run-again",
+            model.last_input.is_some() && model.run.is_none() && model.screen == Screen::Result,
+        );
+        let options: String = model
+            .recent_peers
+            .iter()
+            .map(|p| format!("<option value='{}'>", escape(p)))
+            .collect();
+        if options != self.recent_html {
+            el("recent-peers").set_inner_html(&options);
+            self.recent_html = options;
+        }
         if model.screen == Screen::History {
             self.render_history(model);
         }
@@ -670,6 +684,15 @@ pub fn read_form() -> FormInput {
         streams: value("f-streams"),
         len: value("f-len"),
         bitrate: value("f-bitrate"),
+    }
+}
+
+/// Puts the peer tested last in the form's target, if the field is empty.
+pub fn prefill_target(recent: &[String]) {
+    if let Some(first) = recent.first()
+        && value("f-target").trim().is_empty()
+    {
+        set_value("f-target", first);
     }
 }
 

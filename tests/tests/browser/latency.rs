@@ -166,6 +166,20 @@ async fn a_phone_runs_latency_under_load_sees_it_live_and_compares_two_runs() {
         save_screenshot(&c, "browser-latency").await;
         run_from_the_preset(&c, &pc, None).await;
         two_runs_reopen_and_overlay_from_the_history(&c).await;
+        // One tap runs the last test again; after a reload the form starts at that peer, and
+        // the peers tested are offered.
+        wait_shown(&c, "run-again", Duration::from_secs(2)).await;
+        c.refresh().await.expect("reload");
+        wait_shown(&c, "screen-peer", Duration::from_secs(20)).await;
+        click(&c, "#nav-new").await;
+        let target = js(&c, "return document.getElementById('f-target').value;").await;
+        assert_eq!(target, Value::from(pc.control.clone()), "remembered");
+        let offered = js(
+            &c,
+            "return [...document.querySelectorAll('#recent-peers option')].map(o => o.value);",
+        )
+        .await;
+        assert_eq!(offered, serde_json::json!([pc.control.clone()]));
     })
     .await;
 }

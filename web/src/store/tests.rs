@@ -114,10 +114,13 @@ fn a_test_runs_to_its_result() {
     let cmds = start_run(&mut m);
     assert_eq!(
         cmds,
-        vec![Cmd::Send(ClientMsg::Run {
-            target: "pc:5210".into(),
-            spec: TestSpec::new(Protocol::Tcp)
-        })]
+        vec![
+            Cmd::Send(ClientMsg::Run {
+                target: "pc:5210".into(),
+                spec: TestSpec::new(Protocol::Tcp)
+            }),
+            Cmd::SaveRecentPeers(vec!["pc:5210".into()])
+        ]
     );
     assert_eq!(m.screen, Screen::Running);
     m.update(Msg::Server(ServerMsg::Started {
@@ -477,7 +480,11 @@ fn a_sweep_shows_each_size_and_attaches_again_after_a_drop() {
         seconds: "1".into(),
         ..FormInput::default()
     }));
-    let [Cmd::Send(ClientMsg::Sweep { sizes, spec, .. })] = &cmds[..] else {
+    let [
+        Cmd::Send(ClientMsg::Sweep { sizes, spec, .. }),
+        Cmd::SaveRecentPeers(_),
+    ] = &cmds[..]
+    else {
         panic!("{cmds:?}")
     };
     assert_eq!(
@@ -584,7 +591,7 @@ fn dccp_is_refused_at_the_form_when_this_peer_has_none() {
     m.peer.as_mut().unwrap().dccp.available = true;
     let cmds = m.update(Msg::Start(dccp));
     assert!(
-        matches!(&cmds[..], [Cmd::Send(ClientMsg::Run { spec, .. })] if spec.protocol == Protocol::Dccp),
+        matches!(&cmds[..], [Cmd::Send(ClientMsg::Run { spec, .. }), Cmd::SaveRecentPeers(_)] if spec.protocol == Protocol::Dccp),
         "{cmds:?}"
     );
 }
@@ -601,7 +608,10 @@ fn a_latency_run_goes_live_survives_a_reconnect_and_ends_on_the_result_screen() 
         ..FormInput::default()
     }));
     let request = match cmds.as_slice() {
-        [Cmd::Send(ClientMsg::Latency { target, request })] => {
+        [
+            Cmd::Send(ClientMsg::Latency { target, request }),
+            Cmd::SaveRecentPeers(_),
+        ] => {
             assert_eq!(target, "pc:5210");
             assert_eq!((request.load_seconds, request.streams), (3.0, 2));
             request.clone()
@@ -723,4 +733,46 @@ fn starting_without_the_token_or_the_connection_says_which_is_missing() {
     let n = m.notice.clone().unwrap();
     assert_eq!(n.title, "Not connected to the peer");
     assert!(n.hint.contains("Wait for the connection"), "{n:?}");
+}
+
+#[test]
+fn peers_tested_are_remembered_newest_first_and_a_run_starts_again_as_it_was() {
+    let mut m = connected();
+    m.update(Msg::Recall(vec![
+        "old:5210".into(),
+        "has space".into(),
+        "pc:5210".into(),
+    ]));
+    assert_eq!(
+        m.recent_peers,
+        ["old:5210", "pc:5210"],
+        "a bad entry is dropped"
+    );
+    let cmds = start_run(&mut m);
+    assert!(
+        cmds.contains(&Cmd::SaveRecentPeers(vec![
+            "pc:5210".into(),
+            "old:5210".into()
+        ])),
+        "{cmds:?}"
+    );
+    // Nothing starts again while the run runs.
+    assert!(m.update(Msg::RunAgain).is_empty());
+    m.run = None;
+    let again = m.update(Msg::RunAgain);
+    assert!(
+        again
+            .iter()
+            .any(|c| matches!(c, Cmd::Send(ClientMsg::Run { target, .. }) if target == "pc:5210")),
+        "{again:?}"
+    );
+    // At most five, newest first.
+    for i in 0..7 {
+        m.run = None;
+        m.update(Msg::Start(FormInput {
+            target: format!("h{i}"),
+            ..FormInput::default()
+        }));
+    }
+    assert_eq!(m.recent_peers, ["h6", "h5", "h4", "h3", "h2"]);
 }
