@@ -179,6 +179,7 @@ fn settings(req: &LatencyRequest, ipv6: bool) -> LoadSettings {
         streams: req.streams,
         congestion: req.congestion.clone(),
         udp_bits_per_second: req.udp_bits_per_second,
+        load_bits_per_second: req.load_bits_per_second,
         probe_interval_ms: req.probe_interval_ms,
         probe_bytes: req.probe_bytes,
         probe_bits_per_second: probe_bits_per_second(

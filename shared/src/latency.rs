@@ -91,6 +91,10 @@ pub struct LoadSettings {
     pub congestion: Option<String>,
     /// UDP load at this rate per direction besides the TCP load, bit/s.
     pub udp_bits_per_second: Option<u64>,
+    /// The TCP load paced at this rate per direction (all its streams), bit/s; `None`: as fast
+    /// as it goes.
+    #[serde(default)]
+    pub load_bits_per_second: Option<u64>,
     /// Probe interval, ms.
     pub probe_interval_ms: f64,
     /// Probe request and answer payload, bytes.
@@ -311,6 +315,10 @@ pub struct LatencyRequest {
     pub congestion: Option<String>,
     /// UDP load at this rate per direction besides the TCP load, bit/s.
     pub udp_bits_per_second: Option<u64>,
+    /// The TCP load paced at this rate per direction (all its streams), bit/s; `None`: as fast
+    /// as it goes (to find the latency at a given share of the link).
+    #[serde(default)]
+    pub load_bits_per_second: Option<u64>,
     /// Probe interval, ms.
     pub probe_interval_ms: f64,
     /// Probe request and answer payload, bytes.
@@ -328,6 +336,7 @@ impl Default for LatencyRequest {
             streams: 4,
             congestion: None,
             udp_bits_per_second: None,
+            load_bits_per_second: None,
             probe_interval_ms: 10.0,
             probe_bytes: 64,
             probe_tos: None,
@@ -362,8 +371,8 @@ pub enum LatencyRequestError {
     /// Probe payload out of range.
     #[error("the probe payload must be 40 to {MAX_PROBE_BYTES} bytes, got {0}")]
     ProbeBytes(u32),
-    /// UDP load rate of zero.
-    #[error("a UDP load needs a rate above 0")]
+    /// A load rate of zero.
+    #[error("a load rate must be above 0")]
     UdpRate,
 }
 
@@ -397,7 +406,7 @@ impl LatencyRequest {
         if !(crate::spec::MIN_PROBE_ANSWER..=MAX_PROBE_BYTES).contains(&self.probe_bytes) {
             return Err(LatencyRequestError::ProbeBytes(self.probe_bytes));
         }
-        if self.udp_bits_per_second == Some(0) {
+        if self.udp_bits_per_second == Some(0) || self.load_bits_per_second == Some(0) {
             return Err(LatencyRequestError::UdpRate);
         }
         Ok(())
@@ -438,6 +447,7 @@ impl LatencyRequest {
     pub fn tcp_load_spec(&self, phase: Phase) -> Option<crate::spec::TestSpec> {
         let mut spec = self.load_spec(phase, crate::spec::Protocol::Tcp)?;
         spec.congestion = self.congestion.clone();
+        spec.bitrate = self.load_bits_per_second.map(crate::units::BitRate);
         Some(spec)
     }
 
@@ -800,6 +810,7 @@ mod tests {
             streams: 1,
             congestion: Some("cubic".into()),
             udp_bits_per_second: None,
+            load_bits_per_second: None,
             probe_interval_ms: 10.0,
             probe_bytes: 64,
             probe_bits_per_second: probe_bits_per_second(64, 28, 10.0),

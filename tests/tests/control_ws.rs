@@ -627,10 +627,12 @@ async fn latency_runs_its_phases_live_is_kept_and_can_be_attached_again() {
     use perfpeer_shared::latency::{LatencyEvent, LatencyRequest, Live, Phase};
     let dut = Peer::start(&[]);
     let pc = Peer::start(&[]);
+    // The load paced, so the test does not take both cores from the tests beside it.
     let request = LatencyRequest {
         idle_seconds: 1.0,
         load_seconds: 1.0,
         streams: 2,
+        load_bits_per_second: Some(300_000_000),
         ..LatencyRequest::default()
     };
     let latency = |request: &LatencyRequest| ClientMsg::Latency {

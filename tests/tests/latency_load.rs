@@ -332,6 +332,9 @@ fn latency_under_load_flags_refusals_and_json_over_loopback() {
         "5",
         "--probe-tos",
         "0xb8",
+        // Paced (per direction), so the load does not take both cores from the tests beside it.
+        "-b",
+        "300M",
         "-J",
     ];
     let out = perfpeer_test(&args);
@@ -359,12 +362,16 @@ fn latency_under_load_flags_refusals_and_json_over_loopback() {
         assert!(p["rpm"].as_f64().is_some_and(|r| r > 1000.0), "{p}");
     }
     let both = phase(&v, "both");
-    assert!(
-        both["down_bits_per_second"]
-            .as_f64()
-            .is_some_and(|b| b > 1e6)
-    );
-    assert!(both["up_bits_per_second"].as_f64().is_some_and(|b| b > 1e6));
+    // Paced at 300 Mbit/s each way: near it, never well above it.
+    assert_eq!(lul["settings"]["load_bits_per_second"], 300_000_000);
+    for key in ["down_bits_per_second", "up_bits_per_second"] {
+        assert!(
+            both[key]
+                .as_f64()
+                .is_some_and(|b| (150e6..=330e6).contains(&b)),
+            "{key}: {both}"
+        );
+    }
     assert!(
         both["flow_rtt"]["count"].as_u64().is_some_and(|n| n > 0),
         "load flows' RTT: {both}"
@@ -386,6 +393,8 @@ fn latency_under_load_flags_refusals_and_json_over_loopback() {
         "1",
         "-t",
         "1",
+        "-b",
+        "300M",
         "--html",
         page.to_str().expect("path"),
     ]);
@@ -397,6 +406,10 @@ fn latency_under_load_flags_refusals_and_json_over_loopback() {
     );
     assert!(text.starts_with("Latency under load to "), "{text}");
     assert!(text.contains("4 TCP streams per direction"), "{text}");
+    assert!(
+        text.contains("TCP paced at 300.0 Mbit/s per direction"),
+        "{text}"
+    );
     assert_eq!(
         text.lines().filter(|l| l.starts_with("upload ")).count(),
         2,
@@ -441,6 +454,8 @@ fn latency_under_load_flags_refusals_and_json_over_loopback() {
         "1",
         "-t",
         "1",
+        "-b",
+        "300M",
         "--no-store",
         "--json-stream",
     ]);

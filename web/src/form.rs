@@ -210,6 +210,11 @@ pub fn to_latency(input: &FormInput) -> Option<Result<(String, LatencyRequest), 
             load_seconds: positive_number("seconds", &input.seconds, "Seconds")?,
             ..LatencyRequest::default()
         };
+        // A rate paces the TCP load (per direction); empty or 0: as fast as it goes.
+        if !input.bitrate.trim().is_empty() {
+            let rate = parse_rate(&input.bitrate).map_err(|e| err("bitrate", e.to_string()))?;
+            request.load_bits_per_second = (rate.0 > 0).then_some(rate.0);
+        }
         let streams = positive_number("streams", &input.streams, "Streams")?;
         if streams.fract() != 0.0 || streams > f64::from(MAX_LOAD_STREAMS) {
             return Err(err(

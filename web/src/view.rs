@@ -732,6 +732,6 @@ pub fn sync_form() {
     show("row-dccp", protocol == "dccp");
     show(
         "row-bitrate",
-        !latency && mode != "cbr" && (protocol != "tcp" || mode == "sweep"),
+        latency || (mode != "cbr" && (protocol != "tcp" || mode == "sweep")),
     );
 }

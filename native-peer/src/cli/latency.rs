@@ -26,11 +26,11 @@ pub struct LatencyFlags {
     /// while TCP load fills the link; prints throughput, probe round trip and one-way delay
     /// percentiles, latency added by load and RPM per phase. `-t` sets each loaded phase
     /// (default 5 s), `-P` the load streams per direction (default 4), `-C` their congestion
-    /// control.
+    /// control, `-b` paces it per direction (default: as fast as it goes).
     #[arg(
         long,
         visible_alias = "lul",
-        conflicts_with_all = ["udp", "reverse", "bidir", "rr", "bytes", "sweep_len", "cbr", "dccp", "bitrate", "omit"]
+        conflicts_with_all = ["udp", "reverse", "bidir", "rr", "bytes", "sweep_len", "cbr", "dccp", "omit"]
     )]
     latency_under_load: bool,
     /// Seconds of the idle phase (latency under load; default 2).
@@ -108,6 +108,9 @@ impl LatencyFlags {
             req.probe_bytes = b;
         }
         req.probe_tos = self.probe_tos.or(spec.tos);
+        if given.bitrate {
+            req.load_bits_per_second = spec.bitrate.map(|b| b.0);
+        }
         req.udp_bits_per_second = self.udp_load.map(|r| r.0);
         req.check()?;
         Ok(req)

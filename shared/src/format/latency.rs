@@ -67,6 +67,13 @@ pub fn header(r: &LatencyResult) -> String {
         s.idle_seconds,
         s.load_seconds,
     );
+    if let Some(rate) = s.load_bits_per_second {
+        let _ = write!(
+            out,
+            ", TCP paced at {:.1} Mbit/s per direction",
+            rate as f64 / 1e6
+        );
+    }
     if let Some(udp) = s.udp_bits_per_second {
         let _ = write!(out, ", plus UDP at {:.1} Mbit/s", udp as f64 / 1e6);
     }
@@ -740,6 +747,7 @@ mod tests {
                 streams: 4,
                 congestion: Some("cubic".into()),
                 udp_bits_per_second: None,
+                load_bits_per_second: None,
                 probe_interval_ms: 10.0,
                 probe_bytes: 64,
                 probe_bits_per_second: 73_600.0,

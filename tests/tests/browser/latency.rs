@@ -32,6 +32,8 @@ async fn run_from_the_preset(c: &Client, pc: &Peer, screenshot: Option<&str>) ->
     fill(c, "f-target", &pc.control).await;
     fill(c, "f-seconds", "1").await;
     fill(c, "f-streams", "2").await;
+    // Paced, so the load does not take both cores from the tests beside it.
+    fill(c, "f-bitrate", "300M").await;
     click(c, "#start").await;
     wait_shown(c, "run-latency", Duration::from_secs(5)).await;
     // Live: once a phase is done, its row and the timeline are on the Running screen.

@@ -245,6 +245,7 @@ fn latency_runs_are_overlaid_with_latency_runs_only() {
             streams: 1,
             congestion: None,
             udp_bits_per_second: None,
+            load_bits_per_second: None,
             probe_interval_ms: 10.0,
             probe_bytes: 64,
             probe_bits_per_second: 0.0,

@@ -630,6 +630,7 @@ fn a_latency_run_goes_live_survives_a_reconnect_and_ends_on_the_result_screen() 
         streams: 2,
         congestion: None,
         udp_bits_per_second: None,
+        load_bits_per_second: None,
         probe_interval_ms: 10.0,
         probe_bytes: 64,
         probe_bits_per_second: 73_600.0,
