@@ -402,15 +402,8 @@ async fn a_far_end_that_stops_the_test_is_a_partial_result_with_its_words() {
     assert!(took < Duration::from_secs(5), "{took:?}");
 }
 
-#[tokio::test]
-async fn a_cancel_ends_the_test_as_cancelled_with_the_figures_so_far() {
-    let data = DataPort::reading();
-    let addr = scripted(move |mut s| async move {
-        s.welcome(PROTOCOL_VERSION).await;
-        s.accept(&data).await;
-        let _ = s.recv().await;
-    })
-    .await;
+/// A 30 s TCP test against `addr`, cancelled after 300 ms; how long it took to end.
+async fn cancelled_after_300_ms(addr: SocketAddr) -> (TestResult, Duration) {
     let mut spec = TestSpec::new(Protocol::Tcp);
     spec.end = EndCondition::Time {
         duration: Duration::from_secs(30),
@@ -423,6 +416,7 @@ async fn a_cancel_ends_the_test_as_cancelled_with_the_figures_so_far() {
         stop.cancel();
     });
     let spec = ValidSpec::new(spec).unwrap();
+    let started = Instant::now();
     let result = run_test(
         &addr.to_string(),
         &spec,
@@ -432,13 +426,48 @@ async fn a_cancel_ends_the_test_as_cancelled_with_the_figures_so_far() {
     )
     .await
     .unwrap();
+    (result, started.elapsed())
+}
+
+#[tokio::test]
+async fn a_cancel_ends_the_test_as_cancelled_with_the_figures_so_far() {
+    let data = DataPort::reading();
+    let addr = scripted(move |mut s| async move {
+        s.welcome(PROTOCOL_VERSION).await;
+        s.accept(&data).await;
+        let _ = s.recv().await;
+    })
+    .await;
+    let (result, _) = cancelled_after_300_ms(addr).await;
     assert_eq!(result.status, TestStatus::Cancelled);
     assert_eq!(result.status.ended_early(), Some("cancelled"));
     assert!(
         result.local.streams[0].bytes > 0,
         "the figures so far are kept"
     );
-    assert!(result.remote.is_none(), "no finals after a cancel");
+    assert!(
+        result.remote.is_none(),
+        "a far end that closes instead of answering gives no finals"
+    );
+}
+
+/// A cancel ends the test as its end would: `stop`, then the far end's `final`, so the result
+/// keeps the receiver's figures, and stays "cancelled".
+#[tokio::test]
+async fn a_cancelled_test_keeps_the_far_ends_finals() {
+    let data = DataPort::reading();
+    let addr = scripted(move |mut s| async move {
+        s.welcome(PROTOCOL_VERSION).await;
+        s.accept(&data).await;
+        s.stop_and_final().await;
+        s.final_then_close(Some("0123abcd")).await;
+    })
+    .await;
+    let (result, took) = cancelled_after_300_ms(addr).await;
+    assert_eq!(result.status, TestStatus::Cancelled);
+    let remote = result.remote.expect("the far end's finals after a cancel");
+    assert_eq!(remote.role, PeerRole::Server);
+    assert!(took < Duration::from_secs(10), "{took:?}");
 }
 
 #[tokio::test]

@@ -90,3 +90,43 @@ fn udp_cbr_keeps_rate_and_reports_gaps() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--len"));
 }
+
+/// Ctrl-C on a long stream ends it as cancelled, and the far end's receiver figures (loss,
+/// jitter, longest gap) are still collected: the stream's end line has them.
+#[test]
+fn a_cancelled_stream_keeps_the_receivers_figures() {
+    let peer = Peer::start(&["--open"]);
+    let run = perfpeer_tests::Running::spawn(
+        &perfpeer_tests::perfpeer_bin(),
+        &["test", &peer.control, "--cbr", "mp3", "-t", "60"],
+    );
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(run.0.id().cast_signed(), libc::SIGINT) };
+    let out = run.wait(std::time::Duration::from_secs(20));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let end = text
+        .lines()
+        .find(|l| l.starts_with("Constant bitrate client -> server"))
+        .unwrap_or_else(|| panic!("no end line: {text}"));
+    assert!(
+        end.contains("lost 0/") && end.contains("jitter") && end.contains("longest gap"),
+        "the receiver's figures after a cancel: {end}"
+    );
+    assert!(text.contains("cancelled"), "{text}");
+    let secs: f64 = end
+        .split(": ")
+        .nth(1)
+        .and_then(|s| s.split(" s,").next())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("a duration: {end}"));
+    assert!(
+        secs < 10.0,
+        "the stream's time so far, not the 60 s asked: {end}"
+    );
+    assert!(
+        !peer.log().contains("went away"),
+        "the far peer saw a stop, not a lost peer: {}",
+        peer.log()
+    );
+}

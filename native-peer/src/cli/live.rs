@@ -13,13 +13,19 @@ use tokio_util::sync::CancellationToken;
 use super::output::Printer;
 use crate::session::events::TestEvent;
 
-/// A token cancelled by Ctrl-C (the test then ends with a partial result).
+/// A token cancelled by Ctrl-C: the test then ends as cancelled, with both ends' figures so
+/// far (the far end is asked for its finals). A second Ctrl-C quits at once (exit 130, as a
+/// shell reports SIGINT) for when the far end does not answer.
 pub fn cancel_on_ctrl_c() -> CancellationToken {
     let cancel = CancellationToken::new();
     let ctrl_c = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             ctrl_c.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("perfpeer: interrupted again: quitting without the final figures");
+                std::process::exit(130);
+            }
         }
     });
     cancel

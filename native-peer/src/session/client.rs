@@ -321,6 +321,12 @@ impl FarEnd for PerfpeerFarEnd {
         self.chan.send(&ClientMsg::Stop)
     }
 
+    /// A perfpeer far end answers `stop` and `final` at once (and gives up on its own when the
+    /// channel closes), so a cancel still collects its receiver's figures.
+    fn finals_after_cancel(&self) -> bool {
+        true
+    }
+
     /// Sends our final report and waits for the far end's.
     async fn finals(
         &mut self,

@@ -79,6 +79,13 @@ pub trait FarEnd {
     /// The test ends early (`why`): tell the far end if it can be told.
     async fn abandon(&mut self, _why: &str) {}
 
+    /// Whether a cancel ends the test as its end would (the far end told, the streams drained,
+    /// its finals taken), so a cancelled result keeps both ends' figures. Only for far ends
+    /// that answer at once; the others are abandoned.
+    fn finals_after_cancel(&self) -> bool {
+        false
+    }
+
     /// Whether the streams are aborted rather than stopped and drained at the end.
     fn abort_streams(&self, ended_early: bool) -> bool {
         ended_early
@@ -138,27 +145,37 @@ async fn run(
     if let Some(report) = m.take_due_interval() {
         let _ = events.send(TestEvent::Interval { role, report });
     }
+    // A cancel ends the test as its end would where the far end can be asked for its finals:
+    // a cancelled stream keeps the receiver's loss and jitter.
+    let cancelled = ended_early == Some(EarlyEnd::Cancelled);
+    let graceful = ended_early.is_none() || (cancelled && far.finals_after_cancel());
     match &ended_early {
-        None => {
-            if let Err(e) = far.end(&m).await {
+        _ if graceful => {
+            if let Err(e) = far.end(&m).await
+                && !cancelled
+            {
                 ended_early = Some(EarlyEnd::Because(e.to_string()));
             }
         }
         Some(why) => far.abandon(&why.to_string()).await,
+        None => {}
     }
-    let mut finished = m.finish(far.abort_streams(ended_early.is_some())).await;
+    let mut finished = m.finish(far.abort_streams(!graceful)).await;
     if let Some(report) = finished.tail.take() {
         let _ = events.send(TestEvent::Interval { role, report });
     }
-    let remote = match ended_early {
-        Some(_) => None,
-        None => match far.finals(&mut finished.report, events).await {
+    let remote = if graceful {
+        match far.finals(&mut finished.report, events).await {
             Ok(remote) => remote,
+            // A cancelled test stays cancelled: it just has no far-end figures.
+            Err(_) if cancelled => None,
             Err(why) => {
                 ended_early = Some(EarlyEnd::Because(why));
                 None
             }
-        },
+        }
+    } else {
+        None
     };
     let status = finished.status(ended_early);
     let mut local = finished.report;
