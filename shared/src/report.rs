@@ -304,6 +304,10 @@ impl StreamFinal {
     }
 }
 
+/// Below this share of the host's busy time being the test's own, service demand is not the
+/// test's cost (see [`CpuUsage::demand_is_noise`]).
+pub const MIN_DEMAND_SHARE: f64 = 0.05;
+
 /// CPU used at one end over the measured period.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct CpuUsage {
@@ -363,6 +367,21 @@ impl CpuUsage {
             return None;
         }
         Some(self.host_busy_us() / (bytes as f64 / 1024.0))
+    }
+    /// The share (0–1) of the host's busy CPU time that was this process's own; `None` without
+    /// host figures or with a host that was not busy at all.
+    pub fn share_of_host_busy(&self) -> Option<f64> {
+        let busy = self.host_busy_us();
+        (self.host_measured() && busy > 0.0)
+            .then(|| ((self.process_user_s + self.process_system_s) * 1e6 / busy).min(1.0))
+    }
+    /// Whether service demand at this end mostly measures other work: the test's process was
+    /// under [`MIN_DEMAND_SHARE`] of the host's busy time (a 48 kbit/s stream on a busy PC).
+    /// The kernel's network work outside the process (softirq) is not counted as the test's,
+    /// so the threshold is low: a test that loads the host is well above it.
+    pub fn demand_is_noise(&self) -> bool {
+        self.share_of_host_busy()
+            .is_some_and(|share| share < MIN_DEMAND_SHARE)
     }
     /// netperf's service demand for request/response tests (`us/Tr`): µs of host CPU time (all
     /// CPUs) per completed transaction.
@@ -622,6 +641,15 @@ impl TestResult {
             PeerRole::Server => server,
         }?;
         side.cpu.service_demand_us_per_kb(self.bytes_moved_by(end))
+    }
+
+    /// A request/response test's transactions and the seconds they took (from the end that
+    /// sent the requests); `None` for other tests.
+    pub fn rr_final(&self) -> Option<(crate::rr::RrFinal, f64)> {
+        std::iter::once(&self.local)
+            .chain(self.remote.as_ref())
+            .flat_map(|side| side.streams.iter())
+            .find_map(|s| s.rr.map(|rr| (rr, s.duration.as_secs_f64())))
     }
 
     /// The data flows of the test: client→server first, then server→client.

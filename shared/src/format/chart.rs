@@ -105,6 +105,29 @@ const BOTTOM: f64 = 36.0;
 const COLORS: [&str; 8] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
+/// Each line colour's label colour: on a light background (a darker shade where the line's
+/// own colour reads under 4.5:1 on white) and on a dark one (the page's dark theme swaps them
+/// with [`dark_legend_css`]). Labels are text, so they need text contrast; lines do not.
+pub const LEGEND_TEXT: [(&str, &str); 8] = [
+    ("#1f77b4", "#478fc2"),
+    ("#b55a0a", "#ff7f0e"),
+    ("#258525", "#2ca02c"),
+    ("#d62728", "#e15f60"),
+    ("#8b61b2", "#a078c4"),
+    ("#8c564b", "#a87f76"),
+    ("#a85890", "#e377c2"),
+    ("#0f7f8b", "#17becf"),
+];
+
+/// CSS for a dark theme: each legend label in its dark-background colour (the page's own
+/// rules go inside its `prefers-color-scheme: dark` block).
+pub fn dark_legend_css() -> String {
+    LEGEND_TEXT
+        .iter()
+        .map(|(light, dark)| format!(".chart .legend[style*='{light}']{{fill:{dark}!important}}"))
+        .collect()
+}
+
 /// A sum line's colour; the page's dark theme turns it light (`polyline[stroke="#111"]`).
 const SUM_COLOR: &str = "#111";
 
@@ -220,7 +243,11 @@ fn draw(series: &[Series], x_max: Option<f64>, legend_rows: bool) -> String {
         let fill = if line.sum {
             " sum'".to_string()
         } else {
-            format!("' style='fill:{stroke}'")
+            let text = COLORS
+                .iter()
+                .position(|c| *c == stroke)
+                .map_or(stroke.as_str(), |i| LEGEND_TEXT[i].0);
+            format!("' style='fill:{text}'")
         };
         let _ = write!(
             s,
@@ -339,8 +366,12 @@ mod tests {
             })
             .collect();
         let svg = svg(&series(&intervals), Some(10.0));
-        for c in COLORS {
-            assert!(svg.contains(&format!("style='fill:{c}'")), "{c} in {svg}");
+        for (c, (text, _)) in COLORS.iter().zip(LEGEND_TEXT) {
+            assert!(svg.contains(&format!("stroke='{c}'")), "{c} in {svg}");
+            assert!(
+                svg.contains(&format!("style='fill:{text}'")),
+                "{text} in {svg}"
+            );
         }
         // The sums: one solid, one dashed, labelled in the page's text colour.
         assert_eq!(svg.matches("class='legend sum'").count(), 2);
@@ -463,7 +494,7 @@ mod tests {
             svg.contains(&format!(
                 "y='{:.1}' class='legend' style='fill:{}'>10:00 pc &lt;b&gt;<",
                 H - 6.0,
-                COLORS[0]
+                LEGEND_TEXT[0].0
             )),
             "{svg}"
         );
@@ -471,7 +502,7 @@ mod tests {
             svg.contains(&format!(
                 "y='{:.1}' class='legend' style='fill:{}'>10:05 dut<",
                 H - 6.0 + LEGEND_ROW,
-                COLORS[1]
+                LEGEND_TEXT[1].0
             )),
             "{svg}"
         );

@@ -44,13 +44,36 @@ details>summary{cursor:pointer;font-weight:600;padding:4px 0}.chart{width:100%;h
 .status-partial{color:#a40}footer{color:#777;font-size:.85em}\
 table.latency td:first-child{width:auto;color:inherit}table.latency td,table.latency th{text-align:right}\
 table.latency td:first-child,table.latency th:first-child{text-align:left}\
-table.latency tr.detail td{color:#666;font-size:.85em;text-align:left}";
+table.latency tr.detail td{color:#666;font-size:.85em;text-align:left}\
+.when{color:#555;margin:0 0 .4em}\
+@media (prefers-color-scheme:dark){body{background:#121212;color:#eee}.card{background:#1e1e1e;box-shadow:none}\
+td{border-bottom-color:#333}td:first-child,.when,footer{color:#aaa}pre{background:#161616;color:#eee}\
+.chart .grid{stroke:#333}.chart .tick,.chart .legend{fill:#bbb}.chart .legend.sum{fill:#eee}\
+.chart polyline[stroke='#111'],.chart line[stroke='#111']{stroke:#eee}.status-partial{color:#ffb37a}\
+table.latency tr.detail td{color:#aaa}}";
 
-fn direction_word(d: Direction) -> &'static str {
-    match d {
-        Direction::Normal => "TX (client sends)",
-        Direction::Reverse => "RX (server sends)",
-        Direction::Bidir => "both directions",
+/// `2026-12-04 13:45 UTC` (the page cannot run a script to say it in the reader's zone).
+fn utc_words(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let (y, m, d) = super::iperf3::civil_from_days(secs / 86_400);
+    let day = secs % 86_400;
+    format!(
+        "{y}-{m:02}-{d:02} {:02}:{:02} UTC",
+        day / 3600,
+        day % 3600 / 60
+    )
+}
+
+/// The test's direction from the side of the peer that kept the result ("this peer").
+fn direction_from(result: &TestResult) -> &'static str {
+    let this_sends = match result.local.role {
+        PeerRole::Client => result.spec.direction.client_sends(),
+        PeerRole::Server => result.spec.direction.server_sends(),
+    };
+    match (result.spec.direction, this_sends) {
+        (Direction::Bidir, _) => "both ways",
+        (_, true) => "TX (this peer sends)",
+        (_, false) => "RX (the other peer sends)",
     }
 }
 
@@ -62,7 +85,7 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
             format!(
                 "{} — {}",
                 spec.protocol.upper_name(),
-                direction_word(spec.direction)
+                direction_from(result)
             ),
         ),
         ("Streams".into(), spec.streams.to_string()),
@@ -73,20 +96,18 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
                 EndCondition::Bytes { bytes } => format_bytes(bytes as f64).trim().to_string(),
             },
         ),
+        ("This peer".into(), host_words(result, result.local.role)),
         (
-            "Client → server".into(),
-            format!(
-                "{} → {}",
-                host_of(result, PeerRole::Client),
-                result.server_addr
-            ),
+            "Other peer".into(),
+            host_words(result, result.local.role.other()),
         ),
     ];
+    let this_is_client = result.local.role == PeerRole::Client;
     for flow in result.flows() {
-        let dir = if flow.client_to_server {
-            "client → server"
+        let dir = if flow.client_to_server == this_is_client {
+            "this peer → other peer"
         } else {
-            "server → client"
+            "other peer → this peer"
         };
         if let Some(sent) = flow.sent {
             rows.push((
@@ -134,12 +155,9 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
             c.host_total_percent()
         )
     };
-    rows.push((
-        format!("CPU ({})", role_word(result.local.role)),
-        cpu(&result.local.cpu),
-    ));
+    rows.push(("CPU (this peer)".into(), cpu(&result.local.cpu)));
     if let Some(r) = result.remote.as_ref().filter(|r| r.cpu.measured()) {
-        rows.push((format!("CPU ({})", role_word(r.role)), cpu(&r.cpu)));
+        rows.push(("CPU (other peer)".into(), cpu(&r.cpu)));
     }
     let status = match &result.status {
         TestStatus::Complete => "complete".to_string(),
@@ -168,6 +186,19 @@ fn role_word(role: PeerRole) -> &'static str {
     }
 }
 
+/// A peer as the result knows it: its host name, the role it had, and for the far end of the
+/// test its address (`pc.lan, the far end at 192.168.1.20:5210`).
+fn host_words(result: &TestResult, role: PeerRole) -> String {
+    match role {
+        PeerRole::Client => format!("{}, started the test", host_of(result, role)),
+        PeerRole::Server => format!(
+            "{}, the far end at {}",
+            host_of(result, role),
+            result.server_addr
+        ),
+    }
+}
+
 fn host_of(result: &TestResult, role: PeerRole) -> String {
     let (c, s) = result.sides();
     let side = if role == PeerRole::Client { c } else { s };
@@ -188,7 +219,7 @@ fn headline(result: &TestResult) -> String {
     format!(
         "{} {}{rate}",
         result.spec.protocol.upper_name(),
-        direction_word(result.spec.direction)
+        direction_from(result)
     )
 }
 
@@ -208,16 +239,24 @@ pub fn page(result: &TestResult) -> String {
     let mut h = head_start();
     let _ = write!(
         h,
-        "<title>{}</title><style>{STYLE}</style></head><body><main><h1>{}</h1>",
+        "<meta name='color-scheme' content='light dark'><title>{}</title><style>{STYLE}\
+         @media (prefers-color-scheme:dark){{{}}}</style>\
+         </head><body><main><h1>{}</h1><p class='when'>{}</p>",
         escape(&title),
-        escape(&headline(result))
+        chart::dark_legend_css(),
+        escape(&headline(result)),
+        escape(&utc_words(result.started_unix_ms))
     );
     h.push_str("<section class='card'><table>");
     for (k, v) in summary_rows(result) {
         let _ = write!(h, "<tr><td>{}</td><td>{}</td></tr>", escape(&k), escape(&v));
     }
     h.push_str("</table></section>");
-    let x_max = result.spec.total_time().map(|t| t.as_secs_f64());
+    // A test that ended early is drawn over the time it ran.
+    let x_max = match result.status {
+        TestStatus::Complete => result.spec.total_time().map(|t| t.as_secs_f64()),
+        _ => None,
+    };
     let _ = write!(
         h,
         "<section class='card'>{}</section>",
@@ -398,6 +437,44 @@ mod tests {
             .unwrap();
         let back: SweepResult = serde_json::from_str(&embedded.replace("<\\/", "</")).unwrap();
         assert_eq!(back, result);
+    }
+
+    #[test]
+    fn a_result_page_says_when_who_and_which_way_in_both_themes() {
+        let mut r = crate::format::iperf3::tests::tcp_single();
+        r.local.host.hostname = "dut".into();
+        if let Some(remote) = &mut r.remote {
+            remote.host.hostname = "pc".into();
+        }
+        let page = page(&r);
+        // 1_796_220_497_250 ms after the epoch.
+        assert!(
+            page.contains("<p class='when'>2026-12-02 14:08 UTC</p>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<td>This peer</td><td>dut, started the test</td>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<td>Other peer</td><td>pc, the far end at 10.0.0.2:5201</td>"),
+            "{page}"
+        );
+        assert!(page.contains("TCP — TX (this peer sends)"), "{page}");
+        assert!(page.contains("Received (this peer → other peer)"), "{page}");
+        assert!(
+            !page.contains("client →") && !page.contains("(client)"),
+            "{page}"
+        );
+        assert!(page.contains("prefers-color-scheme:dark"));
+        // Kept at the far end, the same test reads from that side.
+        let mut far = r.clone();
+        std::mem::swap(&mut far.local, far.remote.as_mut().unwrap());
+        assert!(page_of(&far).contains("TCP — RX (the other peer sends)"));
+    }
+
+    fn page_of(r: &TestResult) -> String {
+        page(r)
     }
 
     #[test]

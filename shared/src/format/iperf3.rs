@@ -1289,7 +1289,7 @@ fn local_remote_json(local: Option<f64>, remote: Option<f64>) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::time::Duration;
 
     use super::*;
@@ -1410,7 +1410,7 @@ mod tests {
     }
 
     /// Client sending TCP, one stream, 12.5 GB in 10 s.
-    fn tcp_single() -> TestResult {
+    pub(crate) fn tcp_single() -> TestResult {
         let mut local = side(
             PeerRole::Client,
             vec![tcp_tx(1, 12_500_000_000, 7)],

@@ -531,10 +531,7 @@ fn flow_totals(result: &TestResult, client_to_server: bool) -> (DirectionTotals,
 
 /// The request/response figures and the seconds they cover, from the end that sent requests.
 fn rr_of(result: &TestResult) -> Option<(RrFinal, f64)> {
-    std::iter::once(&result.local)
-        .chain(result.remote.as_ref())
-        .flat_map(|side| side.streams.iter())
-        .find_map(|s| s.rr.map(|rr| (rr, s.duration.as_secs_f64())))
+    result.rr_final()
 }
 
 pub mod select;
