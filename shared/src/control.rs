@@ -271,6 +271,10 @@ pub struct RunningTest {
     pub spec: TestSpec,
     /// Seconds since it began.
     pub elapsed_s: f64,
+    /// The id to `attach` to it with: a run this peer started for a browser or over `/ws`
+    /// (a sweep's or latency run's own id); `None` where this peer is the far end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach_id: Option<String>,
 }
 
 /// Why a request failed.

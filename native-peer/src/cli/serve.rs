@@ -144,7 +144,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
         name: hostinfo::hostname(),
         version: hostinfo::VERSION.to_string(),
         system: hostinfo::system_line(),
-        addresses: hostinfo::lan_addresses()
+        // Where it listens, not every interface's address.
+        addresses: listen_hosts(control)
             .iter()
             .map(IpAddr::to_string)
             .collect(),
@@ -271,14 +272,9 @@ fn bind(args: &ServeArgs) -> anyhow::Result<server::Bound> {
     }
 }
 
-fn announce(control: SocketAddr, data: SocketAddr, token: Option<&str>) {
-    outln!(
-        "perfpeer {} serving: control and web UI on port {}, data on port {} (TCP and UDP)",
-        hostinfo::VERSION,
-        control.port(),
-        data.port()
-    );
-    let fragment = token.map(|t| format!("#token={t}")).unwrap_or_default();
+/// The addresses the peer answers on: the one it listens on, or every LAN address when it
+/// listens on all (IPv4 ones only for an IPv4 listener); loopback when there is none.
+fn listen_hosts(control: SocketAddr) -> Vec<IpAddr> {
     let mut hosts: Vec<IpAddr> = if control.ip().is_unspecified() {
         hostinfo::lan_addresses()
     } else {
@@ -294,6 +290,18 @@ fn announce(control: SocketAddr, data: SocketAddr, token: Option<&str>) {
             IpAddr::V6(Ipv6Addr::LOCALHOST)
         });
     }
+    hosts
+}
+
+fn announce(control: SocketAddr, data: SocketAddr, token: Option<&str>) {
+    outln!(
+        "perfpeer {} serving: control and web UI on port {}, data on port {} (TCP and UDP)",
+        hostinfo::VERSION,
+        control.port(),
+        data.port()
+    );
+    let fragment = token.map(|t| format!("#token={t}")).unwrap_or_default();
+    let hosts = listen_hosts(control);
     let urls: Vec<String> = hosts
         .iter()
         .map(|ip| format!("http://{}/{fragment}", SocketAddr::new(*ip, control.port())))

@@ -172,7 +172,7 @@ async fn run_accepted(
         Ok(Err(e)) => return Err(e),
         Err(_) => return Err(SessionError::PeerLost("no begin after ready".into())),
     }
-    let _running = state.track(&test_id, PeerRole::Server, client.to_string(), &spec);
+    let _running = state.track(&test_id, PeerRole::Server, client.to_string(), &spec, None);
     tracing::info!(protocol = ?spec.protocol, direction = ?spec.direction, streams = spec.streams, "test begins");
     let started_unix_ms = crate::util::unix_ms_now();
     let mut m = Measurement::start(PeerRole::Server, &spec, setups)?;

@@ -113,7 +113,13 @@ pub fn start_latency(
     let shown = request
         .tcp_load_spec(perfpeer_shared::latency::Phase::Both)
         .unwrap_or_else(|| TestSpec::new(perfpeer_shared::spec::Protocol::Tcp));
-    let running = Some(state.track(&latency_id, PeerRole::Client, target.clone(), &shown));
+    let running = Some(state.track(
+        &latency_id,
+        PeerRole::Client,
+        target.clone(),
+        &shown,
+        Some(&latency_id),
+    ));
     let (events_tx, events) = mpsc::unbounded_channel();
     let job = state.runner.latency(
         target.clone(),
@@ -228,7 +234,13 @@ impl Supervised for TestRun {
         match ev {
             TestEvent::Started { test_id, .. } => {
                 let (state, target, spec) = (&self.state, &self.target, &self.spec);
-                self.running = Some(state.track(&test_id, PeerRole::Client, target.clone(), spec));
+                self.running = Some(state.track(
+                    &test_id,
+                    PeerRole::Client,
+                    target.clone(),
+                    spec,
+                    Some(&test_id),
+                ));
                 state.runs.insert(&test_id, self.log.clone());
                 self.rec = state.store().and_then(|s| {
                     Recording::begin(s, &test_id, Origin::Browser, PeerRole::Client, target, spec)
@@ -303,7 +315,13 @@ impl Supervised for SweepRun {
         match ev {
             SweepEvent::Test(TestEvent::Started { test_id, .. }) => {
                 let (state, target, spec) = (&self.state, &self.target, &self.spec);
-                self.running = Some(state.track(&test_id, PeerRole::Client, target.clone(), spec));
+                self.running = Some(state.track(
+                    &test_id,
+                    PeerRole::Client,
+                    target.clone(),
+                    spec,
+                    Some(&self.sweep_id),
+                ));
                 self.test_id = test_id;
             }
             SweepEvent::Test(TestEvent::Interval { role, report }) => {

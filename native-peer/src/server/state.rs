@@ -276,13 +276,15 @@ impl ServerState {
         })
     }
 
-    /// Lists a running test until the guard is dropped.
+    /// Lists a running test until the guard is dropped; `attach_id` is the id a browser
+    /// follows it by (`None` for a test this peer is the far end of).
     pub fn track(
         self: &Arc<Self>,
         test_id: &str,
         role: PeerRole,
         peer: String,
         spec: &TestSpec,
+        attach_id: Option<&str>,
     ) -> RunningGuard {
         let entry = RunningTest {
             test_id: test_id.to_string(),
@@ -290,6 +292,7 @@ impl ServerState {
             peer,
             spec: spec.clone(),
             elapsed_s: 0.0,
+            attach_id: attach_id.map(str::to_string),
         };
         lock(&self.running).insert(test_id.to_string(), (entry, Instant::now()));
         RunningGuard {
