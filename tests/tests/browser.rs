@@ -21,6 +21,7 @@ use tokio_tungstenite::tungstenite::Message;
 mod history;
 mod latency;
 mod modes;
+mod phone;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -62,7 +63,8 @@ impl Driver {
         }
     }
 
-    async fn client(&self) -> Client {
+    /// A session with extra Chromium flags (`--force-dark-mode`: the page's dark theme).
+    async fn client_with(&self, extra: &[&str]) -> Client {
         let args = [
             "--headless",
             "--no-sandbox",
@@ -76,6 +78,7 @@ impl Driver {
         ]
         .into_iter()
         .map(String::from)
+        .chain(extra.iter().map(|a| a.to_string()))
         .chain([
             format!("--user-data-dir={}", self.profile.display()),
             format!("--window-size={},{}", PHONE.0, PHONE.1),
@@ -146,8 +149,17 @@ where
     F: FnOnce(Client) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
+    with_browser_flags(&[], body).await;
+}
+
+/// [`with_browser`] with extra Chromium flags.
+async fn with_browser_flags<F, Fut>(flags: &[&str], body: F)
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
     let driver = Driver::start();
-    let client = driver.client().await;
+    let client = driver.client_with(flags).await;
     let outcome = std::panic::AssertUnwindSafe(body(client.clone()))
         .catch_unwind()
         .await;
@@ -185,12 +197,14 @@ async fn js(c: &Client, script: &str) -> Value {
 
 /// Clicks the element `css` selects.
 async fn click(c: &Client, css: &str) {
-    c.find(Locator::Css(css))
+    let el = c
+        .find(Locator::Css(css))
         .await
-        .unwrap_or_else(|e| panic!("no {css}: {e}"))
-        .click()
-        .await
-        .expect("click");
+        .unwrap_or_else(|e| panic!("no {css}: {e}"));
+    if let Err(e) = el.click().await {
+        let shot = save_screenshot(c, "click-failed").await;
+        panic!("click {css}: {e}; screenshot {}", shot.display());
+    }
 }
 
 async fn text(c: &Client, id: &str) -> String {

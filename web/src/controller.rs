@@ -19,6 +19,7 @@ use crate::dom::{self, Listener, Timeout};
 use crate::form;
 use crate::history::Request;
 use crate::present;
+use crate::route::Route;
 use crate::store::{Cmd, Model, Msg, Screen};
 use crate::view::{self, View};
 use perfpeer_shared::format::layout::Layout;
@@ -26,6 +27,8 @@ use perfpeer_shared::format::layout::Layout;
 const TOKEN_KEY: &str = "perfpeer-token";
 /// localStorage key of the other peers tested from this page (a JSON list, newest first).
 const RECENT_KEY: &str = "perfpeer-recent-peers";
+/// localStorage key of the form that started the last run (JSON), for "Test to <peer>".
+const LAST_TEST_KEY: &str = "perfpeer-last-test";
 
 /// The running page.
 pub struct App {
@@ -33,6 +36,7 @@ pub struct App {
     view: View,
     socket: Option<Socket>,
     reconnect: Option<Timeout>,
+    delete_expiry: Option<Timeout>,
     ui: Vec<Listener>,
 }
 
@@ -62,6 +66,7 @@ pub fn start() -> Rc<Shared> {
             view: View::default(),
             socket: None,
             reconnect: None,
+            delete_expiry: None,
             ui: Vec::new(),
         }),
         queue: RefCell::new(VecDeque::new()),
@@ -71,18 +76,24 @@ pub fn start() -> Rc<Shared> {
         app.ui = ui;
     }
     view::sync_form();
-    let fragment = dom::window()
-        .location()
-        .hash()
-        .ok()
-        .and_then(|h| present::token_from_fragment(&h));
+    let hash = dom::window().location().hash().unwrap_or_default();
+    let fragment = present::token_from_fragment(&hash);
+    let route = Route::parse(&hash);
     let stored = storage().and_then(|s| s.get_item(TOKEN_KEY).ok().flatten());
-    dispatch(&shared, Msg::Boot { fragment, stored });
-    let recent: Vec<String> = storage()
-        .and_then(|s| s.get_item(RECENT_KEY).ok().flatten())
+    let read = |key| storage().and_then(|s| s.get_item(key).ok().flatten());
+    let peers: Vec<String> = read(RECENT_KEY)
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or_default();
-    dispatch(&shared, Msg::Recall(recent));
+    let last = read(LAST_TEST_KEY).and_then(|text| serde_json::from_str(&text).ok());
+    dispatch(&shared, Msg::Recall { peers, last });
+    dispatch(
+        &shared,
+        Msg::Boot {
+            fragment,
+            stored,
+            route,
+        },
+    );
     // The form starts at the peer tested last.
     if let Ok(app) = shared.app.try_borrow() {
         view::prefill_target(&app.model.recent_peers);
@@ -99,13 +110,34 @@ pub fn dispatch(shared: &Rc<Shared>, msg: Msg) {
     loop {
         let next = shared.queue.borrow_mut().pop_front();
         let Some(msg) = next else { break };
+        // A place the user went gets its own history entry (Back returns from it); where the
+        // page moved by itself (a result arriving, Back itself), the entry is replaced.
+        let user_moved = msg.is_navigation();
         let cmds = app.model.update(msg);
         for cmd in cmds {
             app.run(cmd, shared);
         }
+        sync_url(&app.model.route(), user_moved);
     }
     let App { model, view, .. } = &mut *app;
     view.render(model);
+}
+
+/// Writes the model's place into the URL's fragment (never the token: it is in storage).
+fn sync_url(route: &Route, new_entry: bool) {
+    let window = dom::window();
+    let hash = route.hash();
+    if window.location().hash().ok().as_deref() == Some(hash.as_str()) {
+        return;
+    }
+    let Ok(history) = window.history() else {
+        return;
+    };
+    let _ = if new_entry {
+        history.push_state_with_url(&JsValue::NULL, "", Some(&hash))
+    } else {
+        history.replace_state_with_url(&JsValue::NULL, "", Some(&hash))
+    };
 }
 
 impl App {
@@ -135,10 +167,20 @@ impl App {
                     let _ = s.set_item(TOKEN_KEY, &t);
                 }
             }
-            Cmd::SaveRecentPeers(peers) => {
-                if let (Some(s), Ok(text)) = (storage(), serde_json::to_string(&peers)) {
-                    let _ = s.set_item(RECENT_KEY, &text);
+            Cmd::SaveRecent(peers, input) => {
+                if let Some(s) = storage() {
+                    if let Ok(text) = serde_json::to_string(&peers) {
+                        let _ = s.set_item(RECENT_KEY, &text);
+                    }
+                    if let Ok(text) = serde_json::to_string(&input) {
+                        let _ = s.set_item(LAST_TEST_KEY, &text);
+                    }
                 }
+            }
+            Cmd::FillForm(input) => view::fill_form(&input),
+            Cmd::ExpireDeleteIn(ms) => {
+                let weak = Rc::downgrade(shared);
+                self.delete_expiry = Timeout::new(ms, move || send(&weak, Msg::DeleteExpired));
             }
             Cmd::Fetch(request) => {
                 fetch(Rc::downgrade(shared), request, self.model.token.as_deref())
@@ -218,10 +260,14 @@ fn reply(weak: &Weak<Shared>, request: Request, status: u16, body: &JsValue) {
     );
 }
 
-/// Selects the share link and copies it (`execCommand`, which also works on plain http where
-/// the async clipboard API does not exist).
-fn copy_share_link() {
+/// Opens the share sheet with the share link where the browser has one; copies the link
+/// otherwise (`execCommand`, which also works on plain http where the async clipboard API does
+/// not exist).
+fn share_link() {
     let input = dom::by_id::<HtmlInputElement>("share-url");
+    if dom::share(&input.value(), &dom::document().title()) {
+        return;
+    }
     input.select();
     let copied = dom::document()
         .dyn_into::<HtmlDocument>()
@@ -232,6 +278,32 @@ fn copy_share_link() {
         "share-copy",
         if copied { "Copied" } else { "Select and copy" },
     );
+}
+
+/// Copies the result text shown (the tab in front) in one tap.
+fn copy_shown_text() {
+    let shown = Layout::ALL
+        .into_iter()
+        .map(|tab| dom::el(&format!("text-{}", tab.id())))
+        .find(|e| !e.has_attribute("hidden"));
+    let copied = shown
+        .and_then(|e| e.text_content())
+        .is_some_and(|text| dom::copy_text(&text));
+    dom::set_text(
+        "copy-text",
+        if copied {
+            "Copied"
+        } else {
+            "Select the text to copy it"
+        },
+    );
+}
+
+/// A tap in the Peer screen's running tests: the test to follow.
+fn running_test_click(e: &Event) -> Option<Msg> {
+    let target = e.target()?.dyn_into::<Element>().ok()?;
+    let row = target.closest("[data-attach]").ok().flatten()?;
+    Some(Msg::AttachTo(row.get_attribute("data-attach")?))
 }
 
 /// A tap in the history list: a tick box, or a row to open.
@@ -344,10 +416,19 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
         "share-copy",
         "click",
         Box::new(|| {
-            copy_share_link();
+            share_link();
             None
         }),
     );
+    on(
+        "copy-text",
+        "click",
+        Box::new(|| {
+            copy_shown_text();
+            None
+        }),
+    );
+    on("quick-test", "click", Box::new(|| Some(Msg::QuickTest)));
     for (id, event) in [
         ("h-peer", "input"),
         ("h-protocol", "change"),
@@ -370,32 +451,42 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
         );
     }
     for preset in form::presets() {
-        let id = format!("preset-{}", preset.id);
+        let id = preset.id;
         on(
-            &id,
+            &format!("preset-{id}"),
             "click",
             Box::new(move || {
-                view::fill_form(&preset.input);
-                // Say what the tap did: the form is filled, the test starts with Start.
-                dom::set_text(
-                    "preset-note",
-                    &format!(
-                        "Filled in: {}. Check the other peer, then Start.",
-                        preset.label
-                    ),
-                );
-                dom::show("preset-note", true);
-                None
+                Some(Msg::Preset {
+                    id: id.to_string(),
+                    target: dom::value("f-target"),
+                })
             }),
         );
     }
+    // Taps inside lists the view fills: one listener per list, the row read from the event.
+    for (id, read) in [
+        ("history-list", history_click as fn(&Event) -> Option<Msg>),
+        ("peer-tests", running_test_click),
+    ] {
+        let weak = Rc::downgrade(shared);
+        out.push(Listener::new(dom::el(id).as_ref(), "click", move |e| {
+            if let Some(msg) = read(&e) {
+                send(&weak, msg);
+            }
+        }));
+    }
+    // Back and Forward: go where the URL now points.
     let weak = Rc::downgrade(shared);
     out.push(Listener::new(
-        dom::el("history-list").as_ref(),
-        "click",
-        move |e| {
-            if let Some(msg) = history_click(&e) {
-                send(&weak, msg);
+        dom::window().as_ref(),
+        "popstate",
+        move |_| {
+            let hash = dom::window().location().hash().unwrap_or_default();
+            if let Some(token) = present::token_from_fragment(&hash) {
+                // The printed link opened over this page: use its token.
+                send(&weak, Msg::SubmitToken(token));
+            } else if let Some(route) = Route::parse(&hash) {
+                send(&weak, Msg::Navigate(route));
             }
         },
     ));

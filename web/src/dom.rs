@@ -69,6 +69,69 @@ pub fn toggle_class(id: &str, class: &str, on: bool) {
     let _ = el(id).class_list().toggle_with_force(class, on);
 }
 
+/// `window.navigator`, read as a plain object (only its `share` is used).
+fn navigator() -> wasm_bindgen::JsValue {
+    js_sys::Reflect::get(&window(), &"navigator".into()).unwrap_or_default()
+}
+
+/// Whether the browser has a share sheet (`navigator.share`: phones, some desktops).
+pub fn can_share() -> bool {
+    js_sys::Reflect::get(&navigator(), &"share".into()).is_ok_and(|f| f.is_function())
+}
+
+/// Opens the share sheet for `url`; `false` when there is none.
+pub fn share(url: &str, title: &str) -> bool {
+    let navigator = navigator();
+    let Ok(f) = js_sys::Reflect::get(&navigator, &"share".into())
+        .and_then(|f| f.dyn_into::<js_sys::Function>().map_err(Into::into))
+    else {
+        return false;
+    };
+    let data = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&data, &"url".into(), &url.into());
+    let _ = js_sys::Reflect::set(&data, &"title".into(), &title.into());
+    // A cancelled sheet rejects its promise: that is the user's choice, nothing to report.
+    match f.call1(&navigator, &data) {
+        Ok(p) => {
+            // `then(f, f)`: `f` runs once either way and is freed then.
+            let done = Closure::once_into_js(|_: wasm_bindgen::JsValue| {});
+            if let Ok(then) = js_sys::Reflect::get(&p, &"then".into())
+                .and_then(|t| t.dyn_into::<js_sys::Function>().map_err(Into::into))
+            {
+                let _ = then.call2(&p, &done, &done);
+            }
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// Copies `text` to the clipboard through a selected off-screen text area (`execCommand`,
+/// which also works on plain http, where `navigator.clipboard` does not exist).
+pub fn copy_text(text: &str) -> bool {
+    let doc = document();
+    let Ok(area) = doc
+        .create_element("textarea")
+        .map(|e| e.unchecked_into::<web_sys::HtmlTextAreaElement>())
+    else {
+        return false;
+    };
+    area.set_value(text);
+    let _ = area.set_attribute("readonly", "");
+    let _ = area.set_attribute("style", "position:fixed;top:0;left:-9999px;");
+    let Some(body) = doc.body() else { return false };
+    if body.append_child(&area).is_err() {
+        return false;
+    }
+    area.select();
+    let copied = doc
+        .dyn_ref::<web_sys::HtmlDocument>()
+        .and_then(|d| d.exec_command("copy").ok())
+        .unwrap_or(false);
+    area.remove();
+    copied
+}
+
 /// An event listener that is removed when dropped.
 pub struct Listener {
     target: EventTarget,

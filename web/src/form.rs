@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use perfpeer_shared::dccp::{DEFAULT_SERVICE, DccpSpec};
 use perfpeer_shared::format::cbr::{self, StreamError};
+use perfpeer_shared::format::layout::Layout;
 use perfpeer_shared::latency::{
     LatencyRequest, LatencyRequestError, MAX_LOAD_STREAMS, MAX_PHASE_SECONDS,
 };
@@ -16,13 +17,17 @@ use perfpeer_shared::spec::{Direction, EndCondition, MAX_STREAMS, Protocol, Spec
 use perfpeer_shared::sweep::parse_sizes;
 use perfpeer_shared::units::{parse_rate, parse_size};
 
-/// The form's fields exactly as typed (strings, so nothing is lost before validation).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The form's fields exactly as typed (strings, so nothing is lost before validation). Kept in
+/// the browser's storage as JSON for "Test to <last peer>": a field missing there (an older
+/// page's) takes its default.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct FormInput {
     /// `host`, `host:port` or `[v6]:port` of the other peer.
     pub target: String,
-    /// `"test"` (one test), `"sweep"` (one short test per size), `"cbr"` (an evenly paced
-    /// stream) or `"latency"` (latency under load: idle, then TCP load down, up and both).
+    /// `"test"` (one test), `"rr"` (request/response, like netperf's TCP_RR), `"sweep"` (one
+    /// short test per size), `"cbr"` (an evenly paced stream) or `"latency"` (latency under
+    /// load: idle, then TCP load down, up and both).
     pub mode: String,
     /// `"tcp"`, `"udp"` or `"dccp"` (sweeps and streams use UDP unless DCCP is picked).
     pub protocol: String,
@@ -46,6 +51,15 @@ pub struct FormInput {
     pub len: String,
     /// UDP rate (K/M/G = ×1000, like `-b`); empty = 1M.
     pub bitrate: String,
+    /// Type of service (`-S`): a Wi-Fi access class (`BK`, `BE`, `VI`, `VO`), or a TOS byte
+    /// (`184`, `0xb8`); empty = the kernel's default.
+    pub tos: String,
+    /// Socket buffer size (`-w`, K/M ×1024); empty = the kernel's.
+    pub window: String,
+    /// TCP congestion control (`-C`); empty = the kernel's default.
+    pub congestion: String,
+    /// Seconds between live reports (`-i`): `"1"` or `"0.5"`.
+    pub interval: String,
 }
 
 impl Default for FormInput {
@@ -64,11 +78,45 @@ impl Default for FormInput {
             streams: "1".into(),
             len: String::new(),
             bitrate: String::new(),
+            tos: String::new(),
+            window: String::new(),
+            congestion: String::new(),
+            interval: "1".into(),
         }
     }
 }
 
-/// A named set of form values.
+/// The TOS byte of a Wi-Fi (WMM) access class: the DSCP whose top three bits are the 802.11
+/// user priority Linux derives from it (BK: CS1 → UP 1, BE: 0, VI: CS5 → UP 5, VO: CS6 →
+/// UP 6), shifted into the TOS byte.
+pub const ACCESS_CLASSES: [(&str, u8); 4] =
+    [("BK", 0x20), ("BE", 0x00), ("VI", 0xa0), ("VO", 0xc0)];
+
+/// A TOS field as typed: an access class name, or 0–255 in decimal or `0x` hex.
+pub fn parse_tos(text: &str) -> Result<Option<u8>, FormError> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    if let Some((_, tos)) = ACCESS_CLASSES
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(t))
+    {
+        return Ok(Some(*tos));
+    }
+    let number = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u8::from_str_radix(hex, 16),
+        None => t.parse::<u8>(),
+    };
+    number.map(Some).map_err(|_| {
+        err(
+            "tos",
+            "TOS is BK, BE, VI or VO (Wi-Fi access classes), or a number from 0 to 255",
+        )
+    })
+}
+
+/// A named set of form values, and the result tab it is read in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Preset {
     /// Short id (button value).
@@ -77,9 +125,19 @@ pub struct Preset {
     pub label: &'static str,
     /// Fields it sets (the target is kept).
     pub input: FormInput,
+    /// The result tab shown first: the tool the preset is named after.
+    pub tab: Layout,
 }
 
-/// The classic recipes: ttcp's 128 000 × 1 KB, iperf's 10 s, netperf's TCP_STREAM.
+/// The preset with this id.
+pub fn preset(id: &str) -> Option<Preset> {
+    presets().into_iter().find(|p| p.id == id)
+}
+
+/// The classic recipes, each with its tool's own defaults: ttcp's 128 000 writes of 1 KB,
+/// iperf's 10 s of 128 KB writes, netperf's TCP_STREAM (10 s of 16 KB sends, read in netperf's
+/// table with CPU and service demand); an audio stream; latency under load; a packet-size
+/// sweep that is not paced, so a small-packet limit (packets per second) shows.
 pub fn presets() -> Vec<Preset> {
     let base = FormInput::default();
     vec![
@@ -92,16 +150,25 @@ pub fn presets() -> Vec<Preset> {
                 len: "1024".into(),
                 ..base.clone()
             },
+            tab: Layout::Ttcp,
         },
         Preset {
             id: "iperf",
             label: "iperf 10 s",
-            input: base.clone(),
+            input: FormInput {
+                len: "128K".into(),
+                ..base.clone()
+            },
+            tab: Layout::Iperf3,
         },
         Preset {
             id: "netperf",
             label: "netperf TCP_STREAM with CPU",
-            input: base.clone(),
+            input: FormInput {
+                len: "16K".into(),
+                ..base.clone()
+            },
+            tab: Layout::Netperf,
         },
         Preset {
             id: "audio",
@@ -113,6 +180,7 @@ pub fn presets() -> Vec<Preset> {
                 seconds: "60".into(),
                 ..base.clone()
             },
+            tab: Layout::Stream,
         },
         Preset {
             id: "latency",
@@ -123,6 +191,7 @@ pub fn presets() -> Vec<Preset> {
                 streams: "4".into(),
                 ..base.clone()
             },
+            tab: Layout::Iperf3,
         },
         Preset {
             id: "sweep",
@@ -131,9 +200,12 @@ pub fn presets() -> Vec<Preset> {
                 mode: "sweep".into(),
                 protocol: "udp".into(),
                 seconds: "2".into(),
-                bitrate: "10M".into(),
+                // Unpaced: each size as fast as it goes, so the table shows where small
+                // packets stop the link (a peer with a rate cap gets its cap instead).
+                bitrate: "0".into(),
                 ..base
             },
+            tab: Layout::Iperf3,
         },
     ]
 }
@@ -208,6 +280,8 @@ pub fn to_latency(input: &FormInput) -> Option<Result<(String, LatencyRequest), 
         let target = check_target(&input.target)?;
         let mut request = LatencyRequest {
             load_seconds: positive_number("seconds", &input.seconds, "Seconds")?,
+            probe_tos: parse_tos(&input.tos)?,
+            congestion: Some(input.congestion.trim().to_string()).filter(|c| !c.is_empty()),
             ..LatencyRequest::default()
         };
         // A rate paces the TCP load (per direction); empty or 0: as fast as it goes.
@@ -255,6 +329,7 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
         "cbr" => Mode::Stream(input.cbr.clone()),
         _ => Mode::Test,
     };
+    let rr = input.mode == "rr";
     let protocol = if input.protocol == "udp" {
         Protocol::Udp
     } else {
@@ -292,8 +367,30 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
         let len = parse_size(&input.len).map_err(|e| err("len", e.to_string()))?;
         spec.len = u32::try_from(len).map_err(|_| err("len", "Length is too large"))?;
     }
-    // A rate is a datagram test's: UDP, DCCP, or any sweep or stream.
-    let datagrams = input.protocol != "tcp" || mode != Mode::Test;
+    spec.tos = parse_tos(&input.tos)?;
+    if !input.window.trim().is_empty() {
+        let window = parse_size(&input.window).map_err(|e| err("window", e.to_string()))?;
+        spec.window =
+            Some(u32::try_from(window).map_err(|_| err("window", "Window is too large"))?);
+    }
+    spec.congestion = Some(input.congestion.trim().to_string()).filter(|c| !c.is_empty());
+    if input.interval.trim() == "0.5" {
+        spec.interval = Duration::from_millis(500);
+    }
+    if rr {
+        // One transaction in flight, request and response of Length bytes (1 by default), as
+        // `perfpeer test --rr` and netperf's TCP_RR.
+        if !len_given {
+            spec.len = 1;
+        }
+        spec.bitrate = None;
+        spec.rr = Some(perfpeer_shared::spec::RequestResponse {
+            response_len: spec.len,
+            probe_interval_us: None,
+        });
+    }
+    // A rate is a datagram test's: UDP, DCCP, or any sweep or stream (never request/response).
+    let datagrams = (input.protocol != "tcp" || mode != Mode::Test) && !rr;
     let bitrate_given = datagrams && !input.bitrate.trim().is_empty();
     if bitrate_given {
         spec.bitrate = Some(parse_rate(&input.bitrate).map_err(|e| err("bitrate", e.to_string()))?);
@@ -322,15 +419,21 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
         dccp,
         len_given,
         bitrate_given,
-        // The form always says how long (or how much).
+        // The form always says how long (or how much); request/response: the length is set.
         end_given: true,
     };
     request.build().map_err(|e| match e {
         RequestError::Spec(e) => {
             let field = match e {
                 SpecError::Streams(_) => "streams",
-                SpecError::UdpLen(_) | SpecError::DccpLen(_) | SpecError::TcpLen(_) => "len",
+                SpecError::UdpLen(_)
+                | SpecError::DccpLen(_)
+                | SpecError::TcpLen(_)
+                | SpecError::RrLen(_) => "len",
                 SpecError::ZeroBytes => "bytes",
+                SpecError::Window(_) => "window",
+                SpecError::Congestion(_) => "congestion",
+                SpecError::RrNeeds(_) => "mode",
                 _ => "seconds",
             };
             err(field, e.to_string())
@@ -396,6 +499,97 @@ mod tests {
             };
             assert_eq!(to_request(&f).unwrap().spec.direction, want);
         }
+    }
+
+    #[test]
+    fn presets_named_apart_run_apart() {
+        let specs: Vec<(String, TestSpec)> = presets()
+            .into_iter()
+            .filter(|p| p.input.mode == "test" || p.input.mode == "sweep")
+            .map(|p| {
+                let f = FormInput {
+                    target: "h".into(),
+                    ..p.input
+                };
+                (
+                    p.id.to_string(),
+                    TestSpec::clone(&to_request(&f).unwrap().spec),
+                )
+            })
+            .collect();
+        for (i, (a, sa)) in specs.iter().enumerate() {
+            for (b, sb) in &specs[i + 1..] {
+                assert_ne!(sa, sb, "presets {a} and {b} run the same test");
+            }
+        }
+        let spec = |id: &str| &specs.iter().find(|(p, _)| p == id).unwrap().1;
+        assert_eq!(spec("iperf").len, 128 * 1024);
+        assert_eq!(spec("netperf").len, 16 * 1024);
+        assert_eq!(preset("netperf").unwrap().tab, Layout::Netperf);
+        // The sweep is not paced: it shows where small packets stop the link.
+        assert_eq!(spec("sweep").bitrate.map(|b| b.0).unwrap_or(0), 0);
+    }
+
+    #[test]
+    fn bring_up_settings_reach_the_spec() {
+        let f = FormInput {
+            tos: "vo".into(),
+            window: "256K".into(),
+            congestion: "bbr".into(),
+            interval: "0.5".into(),
+            ..input("h")
+        };
+        let spec = to_request(&f).unwrap().spec;
+        assert_eq!(spec.tos, Some(0xc0));
+        assert_eq!(spec.window, Some(256 * 1024));
+        assert_eq!(spec.congestion.as_deref(), Some("bbr"));
+        assert_eq!(spec.interval, Duration::from_millis(500));
+        for (text, want) in [
+            ("BK", Some(0x20)),
+            ("0xb8", Some(0xb8)),
+            ("184", Some(184)),
+            ("", None),
+        ] {
+            assert_eq!(parse_tos(text), Ok(want), "{text}");
+        }
+        for bad in ["256", "VX", "-1", "0x1ff"] {
+            assert_eq!(parse_tos(bad).unwrap_err().field, "tos", "{bad}");
+        }
+        assert_eq!(
+            to_request(&FormInput {
+                window: "lots".into(),
+                ..input("h")
+            })
+            .unwrap_err()
+            .field,
+            "window"
+        );
+        // Request/response, like netperf's TCP_RR: 1-byte transactions unless a length is given.
+        let rr = to_request(&FormInput {
+            mode: "rr".into(),
+            ..input("h")
+        })
+        .unwrap()
+        .spec;
+        assert_eq!((rr.len, rr.rr.map(|r| r.response_len)), (1, Some(1)));
+        let udp_rr = to_request(&FormInput {
+            mode: "rr".into(),
+            protocol: "udp".into(),
+            len: "64".into(),
+            ..input("h")
+        })
+        .unwrap()
+        .spec;
+        assert_eq!(
+            (udp_rr.protocol, udp_rr.len, udp_rr.bitrate),
+            (Protocol::Udp, 64, None)
+        );
+        let both = to_request(&FormInput {
+            mode: "rr".into(),
+            direction: "both".into(),
+            ..input("h")
+        });
+        assert_eq!(both.unwrap_err().field, "mode");
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! - [`present`]: figures and words the result and error screens show (summary card, texts).
 //! - [`history`]: the history list (filters, rows), the result API's requests and answers, the
 //!   share link and the comparison chart's lines.
+//! - [`route`]: the place in the page as the URL fragment says it (`#/run/<id>`, …), so a reload
+//!   comes back to it and Back steps through the screens.
 //!
 //! Browser only (wasm32): `dom` (element wrappers, listener and timer guards), `view` (model →
 //! page), `controller` (events → messages → commands), and the `start` entry point.
@@ -18,6 +20,7 @@ pub mod form;
 pub mod history;
 pub mod live;
 pub mod present;
+pub mod route;
 pub mod store;
 
 #[cfg(target_arch = "wasm32")]

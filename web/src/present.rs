@@ -30,8 +30,15 @@ pub fn token_from_fragment(hash: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// A one-line description of a spec: `TCP TX, 10 s, 1 stream, 128 KBytes writes`.
+/// A one-line description of a spec as run from this peer: `TCP TX (this peer sends), 10 s, 1
+/// stream, length 128 KBytes`.
 pub fn describe_spec(spec: &TestSpec) -> String {
+    describe_spec_at(spec, PeerRole::Client)
+}
+
+/// A test's description from the side of this peer, which is its `role`: the far end of a
+/// TX test receives.
+pub fn describe_spec_at(spec: &TestSpec, role: PeerRole) -> String {
     let end = match spec.end {
         EndCondition::Time { duration } => format!("{} s", duration.as_secs_f64()),
         EndCondition::Bytes { bytes: n } => bytes(n),
@@ -40,10 +47,13 @@ pub fn describe_spec(spec: &TestSpec) -> String {
         1 => "1 stream".to_string(),
         n => format!("{n} streams"),
     };
+    let direction = match role {
+        PeerRole::Client => direction(spec.direction),
+        PeerRole::Server => far_direction(spec.direction),
+    };
     let mut text = format!(
-        "{} {}, {end}, {streams}, length {}",
+        "{} {direction}, {end}, {streams}, length {}",
         transport(spec),
-        direction(spec.direction),
         bytes(u64::from(spec.len))
     );
     if spec.protocol != Protocol::Tcp
@@ -59,6 +69,47 @@ fn transport(spec: &TestSpec) -> String {
     match spec.dccp.and_then(|d| d.ccid) {
         Some(ccid) => format!("{} CCID {ccid}", spec.protocol.upper_name()),
         None => spec.protocol.upper_name().to_string(),
+    }
+}
+
+/// The direction words at the far end of the test (the peer that was asked to take part).
+fn far_direction(d: Direction) -> &'static str {
+    match d {
+        Direction::Normal => "RX (this peer receives)",
+        Direction::Reverse => "TX (this peer sends)",
+        Direction::Bidir => "TX+RX (both send)",
+    }
+}
+
+/// The one figure a result is read for: the rate each direction's receiver saw (the sender's
+/// where no receiver reported), `TX 941 Mbits/sec · RX 12.0 Mbits/sec`; request/response
+/// tests give their transactions per second.
+pub fn headline(result: &TestResult) -> String {
+    if let Some((rr, seconds)) = result.rr_final() {
+        return format!(
+            "{:.0} transactions/sec",
+            rr.transactions_per_second(seconds)
+        );
+    }
+    let parts: Vec<String> = result
+        .flows()
+        .iter()
+        .filter_map(|f| {
+            let dir = if f.client_to_server { "TX" } else { "RX" };
+            f.received
+                .or(f.sent)
+                .map(|t| (dir, rate(t.bits_per_second)))
+        })
+        .map(|(dir, r)| format!("{dir} {r}"))
+        .collect();
+    let text = match parts.as_slice() {
+        [one] => one.clone(),
+        _ => parts.join(" · "),
+    };
+    match &result.status {
+        TestStatus::Complete => text,
+        TestStatus::Cancelled => format!("{text} (cancelled)"),
+        TestStatus::Partial { .. } => format!("{text} (partial)"),
     }
 }
 
@@ -207,10 +258,18 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
             ),
         ));
         if let Some(sd) = cpu.service_demand_us_per_kb(moved) {
+            let value = match cpu.share_of_host_busy() {
+                Some(share) if cpu.demand_is_noise() => format!(
+                    "not meaningful: this test was {:.1}% of the host's busy CPU, the rest \
+                     other work",
+                    share * 100.0
+                ),
+                _ => format!("{sd:.3} µs/KB"),
+            };
             rows.push(row(
                 format!("sd-{key}"),
                 format!("Service demand {name}"),
-                format!("{sd:.3} µs/KB"),
+                value,
             ));
         }
     }
@@ -458,7 +517,17 @@ pub(crate) mod tests {
                 .unwrap()
                 .starts_with("25.0% host (2 CPUs)")
         );
-        assert!(value("sd-server").is_some());
+        assert!(value("sd-server").unwrap().ends_with("µs/KB"));
+        // A trickle on a busy host: the figure would be the host's other work.
+        let mut trickle = r.clone();
+        trickle.local.cpu.process_user_s = 0.001;
+        trickle.local.cpu.process_system_s = 0.001;
+        let rows = summary(&trickle);
+        let sd = rows.iter().find(|row| row.key == "sd-client").unwrap();
+        assert!(
+            sd.value.starts_with("not meaningful: this test was 0.2%"),
+            "{sd:?}"
+        );
         assert!(value("flow0-loss").is_none(), "no UDP figures for TCP");
     }
 
@@ -494,6 +563,20 @@ pub(crate) mod tests {
                 .text(&bidir)
                 .contains("no netperf equivalent")
         );
+    }
+
+    /// The page's dark theme gives every legend label its dark-background shade.
+    #[test]
+    fn the_stylesheet_has_every_dark_legend_colour() {
+        let css = include_str!("../static/style.css");
+        for (light, dark) in perfpeer_shared::format::chart::LEGEND_TEXT {
+            assert!(
+                css.contains(&format!(
+                    ".chart .legend[style*='{light}'] {{ fill: {dark} !important; }}"
+                )),
+                "{light} → {dark}"
+            );
+        }
     }
 
     #[test]

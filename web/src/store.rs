@@ -14,6 +14,7 @@ use perfpeer_shared::sweep::{SweepPoint, SweepResult};
 use crate::form::{self, FormError, FormInput, TestRequest};
 use crate::history::{Filter, History, Request};
 use crate::present::{Notice, explain};
+use crate::route::Route;
 
 /// Which screen is in front.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,8 +193,18 @@ pub struct Model {
     pub share: Option<Share>,
     /// Other peers tested from this page, most recent first (remembered across reloads).
     pub recent_peers: Vec<String>,
-    /// The last form that started a run, for "Run again".
+    /// The last form that started a run, for "Run again" and "Test to <peer>" (remembered
+    /// across reloads).
     pub last_input: Option<FormInput>,
+    /// The result tab a run's result opens on (its preset's tool; iperf3 otherwise).
+    pub run_tab: Layout,
+    /// What the last preset tap did, in words.
+    pub preset_note: Option<String>,
+    /// A run asked for by id (a reload on `#/run/<id>`, a tapped running test) whose replay has
+    /// not begun yet.
+    pub attaching: Option<String>,
+    /// Where the URL pointed at load, to go once the peer has greeted this page.
+    pub pending_route: Option<Route>,
 }
 
 /// How many other peers the page remembers.
@@ -223,7 +234,11 @@ pub enum Msg {
         fragment: Option<String>,
         /// From localStorage.
         stored: Option<String>,
+        /// The place the URL names (`#/run/<id>`, …), if it names one.
+        route: Option<Route>,
     },
+    /// Back or Forward moved to this place.
+    Navigate(Route),
     /// The WebSocket opened.
     SocketOpen,
     /// The WebSocket closed or failed.
@@ -242,10 +257,27 @@ pub enum Msg {
     SelectTab(Layout),
     /// The user started a test.
     Start(FormInput),
-    /// The peers this page tested before (from localStorage at load).
-    Recall(Vec<String>),
+    /// The peers this page tested before and its last test's form (from localStorage at load).
+    Recall {
+        /// Other peers, most recent first.
+        peers: Vec<String>,
+        /// The form that started the last run.
+        last: Option<FormInput>,
+    },
     /// Start the last run again, as it was.
     RunAgain,
+    /// The big "Test to <peer>" button: the last test again, or a default test to the peer
+    /// tested last.
+    QuickTest,
+    /// A preset was tapped (its id; the target as typed in the form): fill in and start.
+    Preset {
+        /// Preset id.
+        id: String,
+        /// The form's target field.
+        target: String,
+    },
+    /// Follow a running test of this peer (its attach id).
+    AttachTo(String),
     /// The user cancelled the running test.
     Cancel,
     /// Refresh the list of running tests.
@@ -264,6 +296,8 @@ pub enum Msg {
     ToggleLink,
     /// Delete the shown result (asks once more first).
     Delete,
+    /// The second tap to delete did not come in time: back to a plain Delete.
+    DeleteExpired,
     /// The peer answered a [`Request`] (status 0: no answer; `body` then says why).
     Reply {
         /// What was asked.
@@ -273,6 +307,23 @@ pub enum Msg {
         /// The body as text.
         body: String,
     },
+}
+
+impl Msg {
+    /// Whether this is the user going somewhere in the page (a screen, a result, a run): the
+    /// URL then gets a new history entry, so Back returns. Not for Back itself.
+    pub fn is_navigation(&self) -> bool {
+        matches!(
+            self,
+            Msg::Show(_)
+                | Msg::Open(_)
+                | Msg::Start(_)
+                | Msg::RunAgain
+                | Msg::QuickTest
+                | Msg::Preset { .. }
+                | Msg::AttachTo(_)
+        )
+    }
 }
 
 /// Something for the controller to do.
@@ -287,8 +338,12 @@ pub enum Cmd {
     Send(ClientMsg),
     /// Remember the token in localStorage.
     SaveToken(String),
-    /// Remember the recent peers in localStorage.
-    SaveRecentPeers(Vec<String>),
+    /// Remember the recent peers and the last test's form in localStorage.
+    SaveRecent(Vec<String>, FormInput),
+    /// Put these values in the form (a preset's).
+    FillForm(FormInput),
+    /// Send [`Msg::DeleteExpired`] after this many milliseconds (replacing any earlier one).
+    ExpireDeleteIn(u32),
     /// Ask this peer's result API, with the token.
     Fetch(Request),
 }
@@ -324,23 +379,36 @@ impl Default for Model {
             share: None,
             recent_peers: Vec::new(),
             last_input: None,
+            run_tab: Layout::Iperf3,
+            preset_note: None,
+            attaching: None,
+            pending_route: None,
         }
     }
 }
+
+/// How long "Tap again to delete" waits for the second tap.
+pub const DELETE_CONFIRM_MS: u32 = 4000;
 
 impl Model {
     /// Applies `msg`; returns what the controller must do.
     pub fn update(&mut self, msg: Msg) -> Vec<Cmd> {
         match msg {
-            Msg::Boot { fragment, stored } => {
+            Msg::Boot {
+                fragment,
+                stored,
+                route,
+            } => {
                 let mut cmds = Vec::new();
                 if let Some(t) = &fragment {
                     cmds.push(Cmd::SaveToken(t.clone()));
                 }
                 self.token = fragment.or(stored);
+                self.pending_route = route;
                 cmds.push(Cmd::Connect);
                 cmds
             }
+            Msg::Navigate(route) => self.navigate(route),
             Msg::SocketOpen => vec![Cmd::Send(ClientMsg::Hello {
                 protocol_version: PROTOCOL_VERSION,
                 token: self.token.clone(),
@@ -376,6 +444,9 @@ impl Model {
             Msg::Show(screen) => {
                 self.screen = screen;
                 self.form_error = None;
+                if screen != Screen::NewTest {
+                    self.preset_note = None;
+                }
                 if screen == Screen::Peer && self.can_send() {
                     return vec![Cmd::Send(ClientMsg::ListTests)];
                 }
@@ -388,19 +459,39 @@ impl Model {
                 self.tab = tab;
                 Vec::new()
             }
-            Msg::Start(input) => self.start(&input),
-            Msg::Recall(peers) => {
+            Msg::Start(input) => {
+                self.run_tab = Layout::Iperf3;
+                self.preset_note = None;
+                self.start(&input)
+            }
+            Msg::Recall { peers, last } => {
                 self.recent_peers = peers
                     .into_iter()
                     .filter(|p| form::check_target(p).is_ok())
                     .take(RECENT_PEERS)
                     .collect();
+                // Only a form that still makes a test, to a peer still remembered.
+                self.last_input = last.filter(|input| {
+                    self.recent_peers.first() == Some(&input.target)
+                        && (form::to_latency(input).is_some_and(|r| r.is_ok())
+                            || form::to_request(input).is_ok())
+                });
                 Vec::new()
             }
             Msg::RunAgain => match self.last_input.clone() {
                 Some(input) if self.run.is_none() => self.start(&input),
                 _ => Vec::new(),
             },
+            Msg::QuickTest => match self.quick_test() {
+                Some(input) if self.run.is_none() => self.start(&input),
+                _ if self.run.is_some() => {
+                    self.screen = Screen::Running;
+                    Vec::new()
+                }
+                _ => Vec::new(),
+            },
+            Msg::Preset { id, target } => self.preset(&id, target),
+            Msg::AttachTo(id) => self.attach(id),
             Msg::Cancel => match &mut self.run {
                 Some(run) if self.link == Link::Open => {
                     run.cancelling = true;
@@ -426,6 +517,12 @@ impl Model {
             Msg::Open(id) => self.open(id),
             Msg::ToggleLink => self.toggle_link(),
             Msg::Delete => self.delete(),
+            Msg::DeleteExpired => {
+                if let Some(s) = &mut self.share {
+                    s.confirm_delete = false;
+                }
+                Vec::new()
+            }
             Msg::Reply {
                 request,
                 status,
@@ -480,10 +577,11 @@ impl Model {
                 self.recent_peers.truncate(RECENT_PEERS);
                 self.last_input = Some(input.clone());
                 self.run = Some(run);
+                self.attaching = None;
                 self.screen = Screen::Running;
                 vec![
                     Cmd::Send(message),
-                    Cmd::SaveRecentPeers(self.recent_peers.clone()),
+                    Cmd::SaveRecent(self.recent_peers.clone(), input.clone()),
                 ]
             }
         }
@@ -639,7 +737,16 @@ impl Model {
                 self.result = Some(result);
                 self.sweep = None;
                 self.latency = None;
-                self.tab = Layout::Iperf3;
+                self.tab = self.run_tab;
+                // A datagram tab only exists for datagram tests.
+                if self.tab == Layout::Stream
+                    && self
+                        .result
+                        .as_ref()
+                        .is_some_and(|r| r.spec.protocol == Protocol::Tcp)
+                {
+                    self.tab = Layout::Iperf3;
+                }
                 self.screen = Screen::Result;
                 if self.can_send() {
                     vec![Cmd::Send(ClientMsg::ListTests)]
@@ -657,10 +764,150 @@ impl Model {
         }
     }
 
-    /// Replaces the run's state, keeping a cancel already asked for.
+    /// Replaces the run's state, keeping a cancel already asked for. An attach asked for is
+    /// answered: its replay begins.
     fn restart_run(&mut self, mut run: RunState) {
         run.cancelling = self.run.as_ref().is_some_and(|r| r.cancelling);
         self.run = Some(run);
+        if self.attaching.take().is_some() {
+            self.screen = Screen::Running;
+        }
+    }
+
+    /// What "Test to <peer>" runs: the last test again, or a default one to the peer tested
+    /// last; `None` when no peer was tested from this page.
+    pub fn quick_test(&self) -> Option<FormInput> {
+        self.last_input.clone().or_else(|| {
+            self.recent_peers.first().map(|target| FormInput {
+                target: target.clone(),
+                ..FormInput::default()
+            })
+        })
+    }
+
+    /// A preset tap: its values in the form (the target kept), and the test started when the
+    /// form names a target; the note says which happened.
+    fn preset(&mut self, id: &str, target: String) -> Vec<Cmd> {
+        let Some(preset) = form::preset(id) else {
+            return Vec::new();
+        };
+        let mut input = FormInput {
+            target,
+            ..preset.input
+        };
+        // An unpaced preset to a peer that caps the rate: at the cap, or the peer refuses it.
+        if let Some(cap) = self.peer.as_ref().map(|p| p.max_bitrate).filter(|c| *c > 0)
+            && input.bitrate.trim() == "0"
+        {
+            input.bitrate = cap.to_string();
+        }
+        let mut cmds = vec![Cmd::FillForm(input.clone())];
+        if input.target.trim().is_empty() {
+            self.form_error = Some(FormError {
+                field: "target",
+                message: "Type the other peer's address, then tap Start test.".into(),
+            });
+            self.preset_note = Some(format!("Filled in: {}.", preset.label));
+            return cmds;
+        }
+        self.run_tab = preset.tab;
+        cmds.extend(self.start(&input));
+        self.preset_note = Some(if self.screen == Screen::Running {
+            format!("Started: {}.", preset.label)
+        } else {
+            format!("Filled in: {}.", preset.label)
+        });
+        cmds
+    }
+
+    /// Follows run `id` of this peer: at once on an idle connection; on one that follows
+    /// another run, over a new connection (a connection follows one run at a time).
+    fn attach(&mut self, id: String) -> Vec<Cmd> {
+        if self.run.as_ref().and_then(|r| r.test_id.as_deref()) == Some(id.as_str()) {
+            self.screen = Screen::Running;
+            return Vec::new();
+        }
+        if !self.can_send() {
+            self.pending_route = Some(Route::Run(id));
+            return Vec::new();
+        }
+        self.attaching = Some(id.clone());
+        self.screen = Screen::Running;
+        if self.run.take().is_some() {
+            self.link = Link::Connecting;
+            return vec![Cmd::Connect];
+        }
+        vec![Cmd::Send(ClientMsg::Attach { test_id: id })]
+    }
+
+    /// Goes where a route points (Back, Forward, or the URL at load once greeted).
+    fn navigate(&mut self, route: Route) -> Vec<Cmd> {
+        if !self.can_send() && !matches!(route, Route::Connect | Route::Peer) {
+            self.pending_route = Some(route);
+            return Vec::new();
+        }
+        let show = |model: &mut Model, screen| model.update(Msg::Show(screen));
+        match route {
+            Route::Connect => show(self, Screen::Connect),
+            Route::Peer => show(self, Screen::Peer),
+            Route::New => show(self, Screen::NewTest),
+            Route::History => show(self, Screen::History),
+            Route::Run(id) => self.attach(id),
+            Route::Starting if self.run.is_some() => show(self, Screen::Running),
+            Route::Starting => show(self, Screen::NewTest),
+            Route::Result(Some(id)) if self.share.as_ref().is_some_and(|s| s.result_id == id) => {
+                show(self, Screen::Result)
+            }
+            Route::Result(Some(id)) => {
+                self.screen = Screen::Result;
+                self.open(id)
+            }
+            Route::Result(None) if self.has_result() => show(self, Screen::Result),
+            Route::Result(None) => show(self, Screen::Peer),
+        }
+    }
+
+    /// Whether a finished test, sweep or latency run is there to show.
+    pub fn has_result(&self) -> bool {
+        self.result.is_some() || self.sweep.is_some() || self.latency.is_some()
+    }
+
+    /// Where the page is, for the URL: a run by its id, a stored result by its result id; before
+    /// the peer's greeting, where the URL pointed at load (not to lose it).
+    pub fn route(&self) -> Route {
+        if let Some(route) = &self.pending_route {
+            return route.clone();
+        }
+        match self.screen {
+            Screen::Connect => Route::Connect,
+            Screen::Peer => Route::Peer,
+            Screen::NewTest => Route::New,
+            Screen::History => Route::History,
+            Screen::Running => match self
+                .run
+                .as_ref()
+                .and_then(|r| r.test_id.clone())
+                .or_else(|| self.attaching.clone())
+            {
+                Some(id) => Route::Run(id),
+                None => Route::Starting,
+            },
+            Screen::Result => Route::Result(
+                self.share
+                    .as_ref()
+                    .filter(|s| self.shown_id() == Some(s.test_id.as_str()))
+                    .map(|s| s.result_id.clone()),
+            ),
+        }
+    }
+
+    /// The id of the run whose result is shown.
+    fn shown_id(&self) -> Option<&str> {
+        self.result
+            .as_ref()
+            .map(|r| r.id.as_str())
+            .or(self.sweep.as_ref().map(|s| s.sweep_id.as_str()))
+            .or(self.latency.as_ref().map(|l| l.latency_id.as_str()))
     }
 
     fn on_welcome(&mut self, peer: PeerInfo, authorized: bool) -> Vec<Cmd> {
@@ -673,6 +920,24 @@ impl Model {
             return Vec::new();
         }
         let mut cmds = vec![Cmd::Send(ClientMsg::ListTests)];
+        if self.run.is_none()
+            && let Some(id) = &self.attaching
+        {
+            cmds.push(Cmd::Send(ClientMsg::Attach {
+                test_id: id.clone(),
+            }));
+            return cmds;
+        }
+        // The token works: a reload on the token screen lands on the Peer screen instead.
+        if self.run.is_none()
+            && let Some(route) = self.pending_route.take().filter(|r| *r != Route::Connect)
+        {
+            if self.screen == Screen::Connect {
+                self.screen = Screen::Peer;
+            }
+            cmds.extend(self.navigate(route));
+            return cmds;
+        }
         match &self.run {
             Some(RunState {
                 test_id: Some(id), ..
@@ -702,6 +967,18 @@ impl Model {
             self.token_rejected = self.token.is_some();
             self.authorized = false;
             self.screen = Screen::Connect;
+            return Vec::new();
+        }
+        if let Some(id) = self.attaching.take() {
+            // The run asked for by id is gone (finished a while ago, or the peer restarted).
+            if self.screen == Screen::Running {
+                self.screen = Screen::Peer;
+            }
+            self.notice = Some(Notice {
+                title: format!("Test {id} is no longer on this peer"),
+                detail: message.to_string(),
+                hint: "A finished test's result is in History when the peer kept it.".into(),
+            });
             return Vec::new();
         }
         let target = self.run.as_ref().map(|r| r.target.clone());

@@ -4,10 +4,10 @@
 
 use perfpeer_shared::control::PeerInfo;
 use perfpeer_shared::format::{cbr, sweep as sweep_text};
-use perfpeer_shared::report::IntervalReport;
+use perfpeer_shared::report::{IntervalReport, TestStatus};
 use perfpeer_shared::spec::{EndCondition, Protocol};
 use perfpeer_shared::sweep::SweepResult;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Blob, BlobPropertyBag, HtmlAnchorElement, HtmlElement, Url};
 
 use crate::dom::{by_id, el, set_text, set_value, show, toggle_class, value};
@@ -38,6 +38,9 @@ pub struct View {
     history_html: String,
     recent_html: String,
     overlay_key: String,
+    congestion_html: String,
+    /// The screen in front at the last render: focus moves to a new screen's heading.
+    shown_screen: Option<Screen>,
 }
 
 const SCREENS: [(Screen, &str, &str); 6] = [
@@ -55,20 +58,65 @@ impl View {
         for (screen, section, nav) in SCREENS {
             show(section, model.screen == screen);
             toggle_class(nav, "active", model.screen == screen);
+            let _ = if model.screen == screen {
+                el(nav).set_attribute("aria-current", "page")
+            } else {
+                el(nav).remove_attribute("aria-current")
+            };
         }
-        show("nav-run", model.run.is_some());
+        if self.shown_screen != Some(model.screen) {
+            // A screen change moves focus to its heading (a screen reader reads where it is;
+            // the keyboard goes on from there) and names it in the title.
+            if self.shown_screen.is_some()
+                && let Some(section) = SCREENS.iter().find(|s| s.0 == model.screen)
+                && let Ok(Some(h)) = el(section.1).query_selector("h2")
+                && let Ok(h) = h.dyn_into::<HtmlElement>()
+            {
+                let _ = h.focus();
+            }
+            self.shown_screen = Some(model.screen);
+        }
+        crate::dom::document().set_title(&page_title(model));
+        // Connect is a screen for before the token works; later it only takes room.
         show(
-            "nav-result",
-            model.result.is_some() || model.sweep.is_some() || model.latency.is_some(),
+            "nav-connect",
+            !(model.authorized && model.link == Link::Open),
         );
+        show("nav-run", model.run.is_some() || model.attaching.is_some());
+        show("nav-result", model.has_result());
         show("nav-history", model.authorized);
         show("open-history", model.authorized);
         render_link(model);
         render_connect(model);
         if let Some(peer) = &model.peer {
             render_peer(peer, model);
+            let options: String =
+                std::iter::once("<option value=''>kernel default</option>".to_string())
+                    .chain(
+                        peer.congestion_controls
+                            .iter()
+                            .map(|c| format!("<option value='{0}'>{0}</option>", escape(c))),
+                    )
+                    .collect();
+            if options != self.congestion_html {
+                let keep = value("f-congestion");
+                el("f-congestion").set_inner_html(&options);
+                set_value("f-congestion", &keep);
+                self.congestion_html = options;
+            }
         }
+        render_quick(model);
         render_form_error(model);
+        match &model.preset_note {
+            Some(note) => set_text("preset-note", note),
+            None => set_text("preset-note", ""),
+        }
+        show("preset-note", model.preset_note.is_some());
+        if model.run.is_none()
+            && let Some(id) = &model.attaching
+        {
+            set_text("run-title", &format!("Following test {id}…"));
+        }
         if let Some(run) = &model.run {
             render_run(run);
             if let Some(latency) = &run.latency {
@@ -77,6 +125,10 @@ impl View {
         }
         show("result-sweep", model.sweep.is_some());
         show("result-latency", model.latency.is_some());
+        show(
+            "result-headline",
+            model.result.is_some() && model.sweep.is_none() && model.latency.is_none(),
+        );
         show(
             "result-test",
             model.sweep.is_none() && model.latency.is_none(),
@@ -215,7 +267,12 @@ impl View {
         let Some(result) = &model.result else { return };
         show("tab-stream", result.spec.protocol != Protocol::Tcp);
         for tab in Layout::ALL {
-            toggle_class(&format!("tab-{}", tab.id()), "active", model.tab == tab);
+            let id = format!("tab-{}", tab.id());
+            toggle_class(&id, "active", model.tab == tab);
+            let _ = el(&id).set_attribute(
+                "aria-selected",
+                if model.tab == tab { "true" } else { "false" },
+            );
             show(&format!("text-{}", tab.id()), model.tab == tab);
         }
         if self.shown_result.as_deref() == Some(result.id.as_str()) {
@@ -245,7 +302,12 @@ impl View {
             .collect();
         el("summary").set_inner_html(&rows);
         el("summary").set_attribute("data-test-id", &result.id).ok();
-        let x_max = result.spec.total_time().map(|d| d.as_secs_f64());
+        set_text("result-headline", &present::headline(result));
+        // A test that ended early is drawn over the time it ran, not the time asked for.
+        let x_max = match result.status {
+            TestStatus::Complete => result.spec.total_time().map(|d| d.as_secs_f64()),
+            _ => None,
+        };
         el("result-chart")
             .set_inner_html(&chart::svg(&chart::series(&result.local.intervals), x_max));
         for tab in Layout::ALL {
@@ -323,7 +385,11 @@ fn history_row(e: &history::Entry, tz: i32, picked: bool) -> String {
         "<span class='no-pick'></span>".to_string()
     } else {
         format!(
-            "<input type='checkbox' data-pick='{id}' aria-label='overlay'{}>",
+            "<label class='pick'><input type='checkbox' data-pick='{id}' \
+             aria-label='Overlay {} to {}, {}'{}></label>",
+            escape(&r.what),
+            escape(&r.peer),
+            escape(&r.when),
             if picked { " checked" } else { "" }
         )
     };
@@ -360,7 +426,14 @@ fn render_share(model: &Model) {
     let url = history::share_url(&origin, &share.result_id);
     if value("share-url") != url {
         set_value("share-url", &url);
-        set_text("share-copy", "Copy");
+        set_text(
+            "share-copy",
+            if crate::dom::can_share() {
+                "Share"
+            } else {
+                "Copy"
+            },
+        );
     }
     show("share-off", !share.link_enabled);
     show("share-admin", model.authorized);
@@ -403,6 +476,61 @@ fn set_download(slot: &mut Option<String>, id: &str, text: &str, mime: &str, nam
 /// The history filters as typed.
 pub fn read_filter() -> Filter {
     Filter::from_fields(value("h-peer"), &value("h-protocol"), &value("h-direction"))
+}
+
+/// The page's title: the screen, and what runs or was shown.
+fn page_title(model: &Model) -> String {
+    let what = match model.screen {
+        Screen::Connect => "Connect".to_string(),
+        Screen::Peer => model
+            .peer
+            .as_ref()
+            .map_or("Peer".into(), |p| format!("Peer {}", p.name)),
+        Screen::NewTest => "New test".into(),
+        Screen::Running => match &model.run {
+            Some(run) => format!(
+                "Running: {} → {}",
+                present::describe_spec(&run.spec),
+                run.target
+            ),
+            None => "Running".into(),
+        },
+        Screen::Result => match &model.result {
+            Some(r) => format!("Result: {}", present::headline(r)),
+            None => "Result".into(),
+        },
+        Screen::History => "History".into(),
+    };
+    format!("{what} · perfpeer")
+}
+
+/// The Peer screen's one-tap button: the last test again (or a first test to the peer tested
+/// last), or back to the test that runs.
+fn render_quick(model: &Model) {
+    if let Some(run) = &model.run {
+        set_text("quick-test", "Back to the running test");
+        set_text(
+            "quick-what",
+            &format!("{} → {}", present::describe_spec(&run.spec), run.target),
+        );
+        show("quick", true);
+        return;
+    }
+    let quick = model.quick_test().filter(|_| model.authorized);
+    show("quick", quick.is_some());
+    if let Some(input) = quick {
+        set_text("quick-test", &format!("Test to {}", input.target));
+        let what = match crate::form::to_latency(&input) {
+            Some(_) => "Latency under load".to_string(),
+            None => crate::form::to_request(&input)
+                .map(|r| match &r.sweep {
+                    Some(sizes) => present::describe_sweep(&r.spec, sizes),
+                    None => present::describe_spec(&r.spec),
+                })
+                .unwrap_or_default(),
+        };
+        set_text("quick-what", &what);
+    }
 }
 
 fn render_link(model: &Model) {
@@ -451,7 +579,26 @@ fn render_peer(peer: &PeerInfo, model: &Model) {
             .collect()
     };
     el("peer-addresses").set_inner_html(&list(&peer.addresses));
-    set_text("peer-ports", &format!("data port {}", peer.data_port));
+    // The control port is the one this page came from.
+    let location = crate::dom::window().location();
+    let control = location
+        .port()
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| {
+            if location.protocol().as_deref() == Ok("https:") {
+                "443".into()
+            } else {
+                "80".into()
+            }
+        });
+    set_text(
+        "peer-ports",
+        &format!(
+            "{control} (web page and control, TCP) · {} (data, TCP and UDP)",
+            peer.data_port
+        ),
+    );
     set_text("peer-cc", &peer.congestion_controls.join(", "));
     set_text("peer-dccp", &present::dccp_support(&peer.dccp));
     // A full disk or a read-only data directory: say so where the peer is described.
@@ -472,18 +619,28 @@ fn render_peer(peer: &PeerInfo, model: &Model) {
             peer.max_tests, peer.max_duration_s
         ),
     );
+    // Tests this peer runs for a browser or the CLI can be followed: a tap attaches.
     let tests: String = model
         .tests
         .iter()
         .map(|t| {
-            format!(
-                "<li>{} ({:?}) with {}: {}, {:.0} s</li>",
-                escape(&t.test_id),
-                t.role,
-                escape(&t.peer),
-                escape(&present::describe_spec(&t.spec)),
+            let what = format!(
+                "{} with {}, {:.0} s so far",
+                present::describe_spec_at(&t.spec, t.role),
+                t.peer,
                 t.elapsed_s
-            )
+            );
+            match &t.attach_id {
+                Some(id) => format!(
+                    "<li><button type='button' data-attach='{}'>{} — follow it</button></li>",
+                    escape(id),
+                    escape(&what)
+                ),
+                None => format!(
+                    "<li>{} (this peer is the far end: its figures are at the other peer)</li>",
+                    escape(&what)
+                ),
+            }
         })
         .collect();
     if tests.is_empty() {
@@ -495,11 +652,30 @@ fn render_peer(peer: &PeerInfo, model: &Model) {
 
 fn render_form_error(model: &Model) {
     for f in [
-        "target", "protocol", "ccid", "sizes", "cbr", "seconds", "bytes", "streams", "len",
+        "target",
+        "mode",
+        "protocol",
+        "ccid",
+        "sizes",
+        "cbr",
+        "seconds",
+        "bytes",
+        "streams",
+        "len",
         "bitrate",
+        "tos",
+        "window",
+        "congestion",
     ] {
         let bad = model.form_error.as_ref().is_some_and(|e| e.field == f);
         toggle_class(&format!("f-{f}"), "invalid", bad);
+    }
+    if model
+        .form_error
+        .as_ref()
+        .is_some_and(|e| matches!(e.field, "tos" | "window" | "congestion"))
+    {
+        let _ = el("more-settings").set_attribute("open", "");
     }
     match &model.form_error {
         Some(e) => {
@@ -684,6 +860,10 @@ pub fn read_form() -> FormInput {
         streams: value("f-streams"),
         len: value("f-len"),
         bitrate: value("f-bitrate"),
+        tos: value("f-tos"),
+        window: value("f-window"),
+        congestion: value("f-congestion"),
+        interval: value("f-interval"),
     }
 }
 
@@ -710,6 +890,10 @@ pub fn fill_form(input: &FormInput) {
     set_value("f-streams", &input.streams);
     set_value("f-len", &input.len);
     set_value("f-bitrate", &input.bitrate);
+    set_value("f-tos", &input.tos);
+    set_value("f-window", &input.window);
+    set_value("f-congestion", &input.congestion);
+    set_value("f-interval", &input.interval);
     sync_form();
 }
 
@@ -732,6 +916,6 @@ pub fn sync_form() {
     show("row-dccp", protocol == "dccp");
     show(
         "row-bitrate",
-        latency || (mode != "cbr" && (protocol != "tcp" || mode == "sweep")),
+        latency || (mode != "cbr" && mode != "rr" && (protocol != "tcp" || mode == "sweep")),
     );
 }

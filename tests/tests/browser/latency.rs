@@ -17,6 +17,8 @@ use super::{click, fill, js, open_ui, save_screenshot, text, wait_shown, with_br
 async fn run_from_the_preset(c: &Client, pc: &Peer, screenshot: Option<&str>) -> LatencyResult {
     click(c, "#nav-new").await;
     wait_shown(c, "screen-new", Duration::from_secs(5)).await;
+    // With no target a preset only fills the form (with one it would start at once).
+    fill(c, "f-target", "").await;
     click(c, "#preset-latency").await;
     assert_eq!(
         js(c, "return document.getElementById('f-mode').value;").await,
@@ -168,11 +170,11 @@ async fn a_phone_runs_latency_under_load_sees_it_live_and_compares_two_runs() {
         save_screenshot(&c, "browser-latency").await;
         run_from_the_preset(&c, &pc, None).await;
         two_runs_reopen_and_overlay_from_the_history(&c).await;
-        // One tap runs the last test again; after a reload the form starts at that peer, and
-        // the peers tested are offered.
+        // One tap runs the last test again; a reload comes back to the result shown, the
+        // form starts at that peer, and the peers tested are offered.
         wait_shown(&c, "run-again", Duration::from_secs(2)).await;
         c.refresh().await.expect("reload");
-        wait_shown(&c, "screen-peer", Duration::from_secs(20)).await;
+        wait_shown(&c, "result-latency", Duration::from_secs(20)).await;
         click(&c, "#nav-new").await;
         let target = js(&c, "return document.getElementById('f-target').value;").await;
         assert_eq!(target, Value::from(pc.control.clone()), "remembered");

@@ -60,7 +60,7 @@ impl Model {
         match &mut self.share {
             Some(s) if self.authorized && !s.confirm_delete => {
                 s.confirm_delete = true;
-                Vec::new()
+                vec![Cmd::ExpireDeleteIn(super::DELETE_CONFIRM_MS)]
             }
             Some(s) if self.authorized => vec![Cmd::Fetch(Request::Delete {
                 id: s.result_id.clone(),

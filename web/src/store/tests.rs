@@ -26,6 +26,7 @@ fn booted(token: Option<&str>) -> Model {
     let cmds = m.update(Msg::Boot {
         fragment: token.map(str::to_string),
         stored: None,
+        route: None,
     });
     assert_eq!(cmds.last(), Some(&Cmd::Connect));
     let cmds = m.update(Msg::SocketOpen);
@@ -67,6 +68,7 @@ fn the_fragment_token_wins_and_is_remembered() {
     let cmds = m.update(Msg::Boot {
         fragment: Some("new".into()),
         stored: Some("old".into()),
+        route: None,
     });
     assert_eq!(cmds, vec![Cmd::SaveToken("new".into()), Cmd::Connect]);
     assert_eq!(m.token.as_deref(), Some("new"));
@@ -74,6 +76,7 @@ fn the_fragment_token_wins_and_is_remembered() {
     m.update(Msg::Boot {
         fragment: None,
         stored: Some("old".into()),
+        route: None,
     });
     assert_eq!(m.token.as_deref(), Some("old"));
 }
@@ -119,7 +122,13 @@ fn a_test_runs_to_its_result() {
                 target: "pc:5210".into(),
                 spec: TestSpec::new(Protocol::Tcp)
             }),
-            Cmd::SaveRecentPeers(vec!["pc:5210".into()])
+            Cmd::SaveRecent(
+                vec!["pc:5210".into()],
+                FormInput {
+                    target: "pc:5210".into(),
+                    ..FormInput::default()
+                }
+            )
         ]
     );
     assert_eq!(m.screen, Screen::Running);
@@ -443,8 +452,15 @@ mod stored {
         reply(&mut m, off, 204, "");
         assert!(!m.share.as_ref().unwrap().link_enabled);
         assert!(!m.history.entries[1].link_enabled);
-        // Delete asks once more, then goes.
-        assert!(m.update(Msg::Delete).is_empty());
+        // Delete asks once more, for a while only: the wait runs out, then asks again.
+        assert_eq!(
+            m.update(Msg::Delete),
+            vec![Cmd::ExpireDeleteIn(DELETE_CONFIRM_MS)]
+        );
+        assert!(m.share.as_ref().unwrap().confirm_delete);
+        m.update(Msg::DeleteExpired);
+        assert!(!m.share.as_ref().unwrap().confirm_delete);
+        m.update(Msg::Delete);
         assert!(m.share.as_ref().unwrap().confirm_delete);
         let del = Request::Delete { id: "r1".into() };
         assert_eq!(m.update(Msg::Delete), vec![Cmd::Fetch(del.clone())]);
@@ -482,7 +498,7 @@ fn a_sweep_shows_each_size_and_attaches_again_after_a_drop() {
     }));
     let [
         Cmd::Send(ClientMsg::Sweep { sizes, spec, .. }),
-        Cmd::SaveRecentPeers(_),
+        Cmd::SaveRecent(..),
     ] = &cmds[..]
     else {
         panic!("{cmds:?}")
@@ -591,7 +607,7 @@ fn dccp_is_refused_at_the_form_when_this_peer_has_none() {
     m.peer.as_mut().unwrap().dccp.available = true;
     let cmds = m.update(Msg::Start(dccp));
     assert!(
-        matches!(&cmds[..], [Cmd::Send(ClientMsg::Run { spec, .. }), Cmd::SaveRecentPeers(_)] if spec.protocol == Protocol::Dccp),
+        matches!(&cmds[..], [Cmd::Send(ClientMsg::Run { spec, .. }), Cmd::SaveRecent(..)] if spec.protocol == Protocol::Dccp),
         "{cmds:?}"
     );
 }
@@ -610,7 +626,7 @@ fn a_latency_run_goes_live_survives_a_reconnect_and_ends_on_the_result_screen() 
     let request = match cmds.as_slice() {
         [
             Cmd::Send(ClientMsg::Latency { target, request }),
-            Cmd::SaveRecentPeers(_),
+            Cmd::SaveRecent(..),
         ] => {
             assert_eq!(target, "pc:5210");
             assert_eq!((request.load_seconds, request.streams), (3.0, 2));
@@ -739,11 +755,10 @@ fn starting_without_the_token_or_the_connection_says_which_is_missing() {
 #[test]
 fn peers_tested_are_remembered_newest_first_and_a_run_starts_again_as_it_was() {
     let mut m = connected();
-    m.update(Msg::Recall(vec![
-        "old:5210".into(),
-        "has space".into(),
-        "pc:5210".into(),
-    ]));
+    m.update(Msg::Recall {
+        peers: vec!["old:5210".into(), "has space".into(), "pc:5210".into()],
+        last: None,
+    });
     assert_eq!(
         m.recent_peers,
         ["old:5210", "pc:5210"],
@@ -751,10 +766,9 @@ fn peers_tested_are_remembered_newest_first_and_a_run_starts_again_as_it_was() {
     );
     let cmds = start_run(&mut m);
     assert!(
-        cmds.contains(&Cmd::SaveRecentPeers(vec![
-            "pc:5210".into(),
-            "old:5210".into()
-        ])),
+        cmds.iter()
+            .any(|c| matches!(c, Cmd::SaveRecent(peers, input)
+            if peers == &["pc:5210", "old:5210"] && input.target == "pc:5210")),
         "{cmds:?}"
     );
     // Nothing starts again while the run runs.
@@ -776,4 +790,183 @@ fn peers_tested_are_remembered_newest_first_and_a_run_starts_again_as_it_was() {
         }));
     }
     assert_eq!(m.recent_peers, ["h6", "h5", "h4", "h3", "h2"]);
+}
+
+/// Routes: a reload on `#/run/<id>` follows that run once greeted; the URL follows the screens.
+mod routes {
+    use super::*;
+    use crate::route::Route;
+
+    fn started(id: &str) -> Msg {
+        Msg::Server(ServerMsg::Started {
+            test_id: id.into(),
+            target: "pc:5210".into(),
+            spec: TestSpec::new(Protocol::Tcp),
+        })
+    }
+
+    #[test]
+    fn a_reload_mid_test_attaches_to_the_run_in_the_url() {
+        let mut m = Model::default();
+        m.update(Msg::Boot {
+            fragment: None,
+            stored: Some("tok".into()),
+            route: Route::parse("#/run/ab12"),
+        });
+        m.update(Msg::SocketOpen);
+        let cmds = m.update(welcome(true));
+        assert!(
+            cmds.contains(&Cmd::Send(ClientMsg::Attach {
+                test_id: "ab12".into()
+            })),
+            "{cmds:?}"
+        );
+        assert_eq!(m.screen, Screen::Running);
+        assert_eq!(m.route(), Route::Run("ab12".into()));
+        // The replay begins: the run is shown, the URL unchanged.
+        m.update(started("ab12"));
+        assert_eq!(m.attaching, None);
+        assert_eq!(m.run.as_ref().unwrap().test_id.as_deref(), Some("ab12"));
+        assert_eq!(m.route().hash(), "#/run/ab12");
+    }
+
+    #[test]
+    fn a_run_that_is_gone_says_so_and_lands_on_the_peer_screen() {
+        let mut m = connected();
+        m.update(Msg::Navigate(Route::Run("gone".into())));
+        assert_eq!(m.screen, Screen::Running);
+        m.update(Msg::Server(ServerMsg::error(
+            ErrorCode::UnknownTest,
+            "no test gone",
+        )));
+        assert_eq!(m.screen, Screen::Peer);
+        let n = m.notice.clone().unwrap();
+        assert!(n.title.contains("no longer"), "{n:?}");
+        assert!(n.hint.contains("History"), "{n:?}");
+    }
+
+    #[test]
+    fn tapping_another_running_test_follows_it_over_a_new_connection() {
+        let mut m = connected();
+        start_run(&mut m);
+        m.update(started("t1"));
+        // Tapping the one followed already just shows it.
+        m.update(Msg::Show(Screen::Peer));
+        assert!(m.update(Msg::AttachTo("t1".into())).is_empty());
+        assert_eq!(m.screen, Screen::Running);
+        // Another: this connection follows t1, so a new one follows t2.
+        assert_eq!(m.update(Msg::AttachTo("t2".into())), vec![Cmd::Connect]);
+        assert_eq!(m.route(), Route::Run("t2".into()));
+        m.update(Msg::SocketOpen);
+        let cmds = m.update(welcome(true));
+        assert!(
+            cmds.contains(&Cmd::Send(ClientMsg::Attach {
+                test_id: "t2".into()
+            })),
+            "{cmds:?}"
+        );
+    }
+
+    #[test]
+    fn back_moves_between_screens_and_routes_name_them() {
+        let mut m = connected();
+        assert_eq!(m.route(), Route::Peer);
+        m.update(Msg::Navigate(Route::New));
+        assert_eq!((m.screen, m.route()), (Screen::NewTest, Route::New));
+        m.update(Msg::Navigate(Route::History));
+        assert_eq!(m.screen, Screen::History);
+        // Nothing to show at #/result: the Peer screen.
+        m.update(Msg::Navigate(Route::Result(None)));
+        assert_eq!(m.screen, Screen::Peer);
+        // A stored result is opened from the peer.
+        let cmds = m.update(Msg::Navigate(Route::Result(Some("r9".into()))));
+        assert!(
+            matches!(&cmds[..], [Cmd::Fetch(Request::Get { id, .. })] if id == "r9"),
+            "{cmds:?}"
+        );
+        // Before the greeting, a route waits for it.
+        let mut early = booted(Some("tok"));
+        assert!(early.update(Msg::Navigate(Route::History)).is_empty());
+        let cmds = early.update(welcome(true));
+        assert!(cmds.contains(&Cmd::Fetch(Request::List)), "{cmds:?}");
+        assert_eq!(early.screen, Screen::History);
+    }
+
+    #[test]
+    fn one_tap_tests_the_last_peer_and_presets_start_with_their_tab() {
+        let mut m = connected();
+        // Nothing remembered: nothing to start.
+        assert!(m.update(Msg::QuickTest).is_empty());
+        let last = FormInput {
+            target: "pc:5210".into(),
+            protocol: "udp".into(),
+            bitrate: "20M".into(),
+            ..FormInput::default()
+        };
+        m.update(Msg::Recall {
+            peers: vec!["pc:5210".into()],
+            last: Some(last.clone()),
+        });
+        assert_eq!(m.quick_test(), Some(last));
+        let cmds = m.update(Msg::QuickTest);
+        assert!(
+            matches!(&cmds[0], Cmd::Send(ClientMsg::Run { spec, .. }) if spec.protocol == Protocol::Udp),
+            "{cmds:?}"
+        );
+        assert_eq!(m.screen, Screen::Running);
+        // A remembered form for another peer, or one that no longer makes a test, is dropped.
+        let mut m = connected();
+        m.update(Msg::Recall {
+            peers: vec!["pc:5210".into()],
+            last: Some(FormInput {
+                target: "pc:5210".into(),
+                seconds: "-1".into(),
+                ..FormInput::default()
+            }),
+        });
+        assert_eq!(m.last_input, None);
+        assert_eq!(m.quick_test().unwrap().target, "pc:5210");
+        // A preset with no target fills the form and asks for one.
+        let cmds = m.update(Msg::Preset {
+            id: "netperf".into(),
+            target: String::new(),
+        });
+        assert!(matches!(&cmds[..], [Cmd::FillForm(f)] if f.len == "16K"));
+        assert_eq!(m.form_error.as_ref().unwrap().field, "target");
+        // With one, it starts, and its result opens on its tool's tab.
+        let cmds = m.update(Msg::Preset {
+            id: "netperf".into(),
+            target: "pc:5210".into(),
+        });
+        assert!(
+            cmds.iter().any(
+                |c| matches!(c, Cmd::Send(ClientMsg::Run { spec, .. }) if spec.len == 16 * 1024)
+            ),
+            "{cmds:?}"
+        );
+        assert!(m.preset_note.as_deref().unwrap().starts_with("Started"));
+        m.update(started("t5"));
+        let mut result = crate::present::tests::tcp_result();
+        result.id = "t5".into();
+        m.update(Msg::Server(ServerMsg::Result { result }));
+        assert_eq!(m.tab, Layout::Netperf);
+    }
+
+    #[test]
+    fn the_unpaced_sweep_preset_takes_a_capped_peers_rate() {
+        let mut m = connected();
+        if let Some(p) = &mut m.peer {
+            p.max_bitrate = 50_000_000;
+        }
+        let cmds = m.update(Msg::Preset {
+            id: "sweep".into(),
+            target: "pc".into(),
+        });
+        assert!(
+            cmds.iter()
+                .any(|c| matches!(c, Cmd::Send(ClientMsg::Sweep { spec, .. })
+                if spec.bitrate.map(|b| b.0) == Some(50_000_000))),
+            "{cmds:?}"
+        );
+    }
 }

@@ -1,0 +1,309 @@
+//! The page as a person next to a DUT uses it on a 390 px phone: every screen (Peer, New test
+//! with its settings open, Running, Result, History), in the light and the dark theme, is
+//! checked from the rendered styles — nothing wider than the screen, every tap target at least
+//! 44 × 44 px, every text at WCAG AA contrast (4.5:1, 3:1 for large text) against the background
+//! it is drawn on. Then the flows a phone needs: a preset that starts at once, a reload mid-test
+//! that comes back to the running test, Back through the screens, a cancelled audio stream that
+//! keeps the receiver's loss and jitter, one tap from the printed URL to a running test against
+//! the last peer, and a running test on the Peer screen that a tap follows.
+//! Screenshots (light and dark) go to tests/artifacts/phone-*.png.
+
+use std::time::Duration;
+
+use fantoccini::Client;
+use perfpeer_tests::{Peer, TOKEN};
+use serde_json::Value;
+
+use super::{
+    click, fill, js, open_ui, save_screenshot, select, summary_value, text, wait_shown,
+    with_browser, with_browser_flags,
+};
+
+/// Lists what breaks the phone rules on the screen shown: overflow, small tap targets, low
+/// contrast. Computed from the rendered boxes and styles.
+const AUDIT: &str = r#"
+const problems = [];
+const vw = window.innerWidth;
+const visible = e => {
+  if (e.closest('[hidden]')) return false;
+  const r = e.getBoundingClientRect(), cs = getComputedStyle(e);
+  return r.width > 0 && r.height > 0 && cs.visibility !== 'hidden' && cs.display !== 'none';
+};
+const name = e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') +
+  (typeof e.className === 'string' && e.className.trim() ? '.' + e.className.trim().split(/\s+/).join('.') : '');
+if (document.documentElement.scrollWidth > vw + 1)
+  problems.push('the page scrolls sideways: ' + document.documentElement.scrollWidth + ' px');
+const clipped = e => {
+  for (let p = e.parentElement; p; p = p.parentElement) {
+    const o = getComputedStyle(p).overflowX;
+    if (o === 'auto' || o === 'scroll' || o === 'hidden') return true;
+  }
+  return false;
+};
+const all = [...document.querySelectorAll('body *')].filter(visible);
+for (const e of all) {
+  if (e.closest('svg') && e.tagName.toLowerCase() !== 'svg') continue;
+  const r = e.getBoundingClientRect();
+  if ((r.right > vw + 1 || r.left < -1) && !clipped(e))
+    problems.push('wider than the screen: ' + name(e) + ' ' + Math.round(r.left) + '..' + Math.round(r.right));
+}
+for (const e of all.filter(e => e.matches('button, a.button, input, select, summary, [data-open], [data-attach]'))) {
+  const t = e.type === 'checkbox' ? (e.closest('label') || e) : e;
+  const r = t.getBoundingClientRect();
+  if (r.width < 43.5 || r.height < 43.5)
+    problems.push('tap target under 44 px: ' + name(e) + ' ' + Math.round(r.width) + 'x' + Math.round(r.height));
+}
+const rgba = s => {
+  const m = /rgba?\(([^)]+)\)/.exec(s || '');
+  if (!m) return null;
+  const p = m[1].split(/[\s,\/]+/).filter(Boolean).map(Number);
+  return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+};
+const over = (top, under) => [0, 1, 2].map(i => top[i] * top[3] + under[i] * (1 - top[3])).concat([1]);
+const background = e => {
+  const layers = [];
+  for (let p = e; p; p = p.parentElement) {
+    const c = rgba(getComputedStyle(p).backgroundColor);
+    if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; }
+  }
+  let out = [255, 255, 255, 1];
+  if (!layers.length || layers[layers.length - 1][3] < 1) {
+    const root = rgba(getComputedStyle(document.documentElement).backgroundColor);
+    if (root && root[3] > 0) out = over(root, out);
+  }
+  for (let i = layers.length - 1; i >= 0; i--) out = over(layers[i], out);
+  return out;
+};
+const lum = c => {
+  const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+  return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+};
+const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+for (const e of all) {
+  const own = [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+  if (!own || e.closest(':disabled') || e.tagName.toLowerCase() === 'option') continue;
+  const cs = getComputedStyle(e);
+  const svg = e.closest('svg');
+  const bg = background(svg ? svg.parentElement : e);
+  let fg = rgba(svg ? cs.fill : cs.color);
+  if (!fg) continue;
+  fg = over(fg, bg);
+  const size = parseFloat(cs.fontSize), bold = parseInt(cs.fontWeight, 10) >= 700;
+  const need = size >= 24 || (size >= 18.66 && bold) ? 3 : 4.5;
+  const got = ratio(fg, bg);
+  if (got < need)
+    problems.push('contrast ' + got.toFixed(2) + ':1 < ' + need + ' for ' + name(e) + ' "' + e.textContent.trim().slice(0, 30) + '"');
+}
+return problems;
+"#;
+
+async fn audit(c: &Client, screen: &str, theme: &str) {
+    let shot = save_screenshot(c, &format!("phone-{screen}-{theme}")).await;
+    let problems = js(c, AUDIT).await;
+    let problems: Vec<String> = problems
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| p.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        problems.is_empty(),
+        "{screen} ({theme}) at 390 px:\n  {}\nscreenshot {}",
+        problems.join("\n  "),
+        shot.display()
+    );
+}
+
+async fn hash(c: &Client) -> String {
+    js(c, "return location.hash;")
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+async fn wait_true(c: &Client, what: &str, script: &str, limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while js(c, script).await != Value::Bool(true) {
+        if tokio::time::Instant::now() > deadline {
+            let shot = save_screenshot(c, "phone-timeout").await;
+            panic!(
+                "{what}: not within {limit:?} (screenshot {})",
+                shot.display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Every screen in one theme: a short paced UDP test gives Running, Result and History.
+async fn every_screen(c: &Client, dut: &Peer, pc: &Peer, theme: &str) {
+    open_ui(c, dut).await;
+    audit(c, "peer", theme).await;
+    click(c, "#nav-new").await;
+    wait_shown(c, "screen-new", Duration::from_secs(5)).await;
+    click(c, "#more-settings summary").await;
+    select(c, "f-protocol", "dccp").await;
+    wait_shown(c, "row-dccp", Duration::from_secs(2)).await;
+    audit(c, "new", theme).await;
+    fill(c, "f-target", &pc.control).await;
+    select(c, "f-protocol", "udp").await;
+    fill(c, "f-seconds", "4").await;
+    fill(c, "f-bitrate", "5M").await;
+    click(c, "#start").await;
+    wait_shown(c, "screen-run", Duration::from_secs(5)).await;
+    wait_true(
+        c,
+        "live figures",
+        "return document.getElementById('live-current').textContent.includes('bits/sec');",
+        Duration::from_secs(10),
+    )
+    .await;
+    audit(c, "running", theme).await;
+    wait_shown(c, "screen-result", Duration::from_secs(30)).await;
+    assert!(
+        !text(c, "text-iperf3").await.contains("? port ?"),
+        "the iperf3 tab names both ends: {}",
+        text(c, "text-iperf3").await
+    );
+    audit(c, "result", theme).await;
+    click(c, "#tab-netperf").await;
+    wait_shown(c, "text-netperf", Duration::from_secs(2)).await;
+    audit(c, "result-netperf", theme).await;
+    click(c, "#nav-history").await;
+    wait_true(
+        c,
+        "history rows",
+        "return document.querySelectorAll('#history-list li').length >= 1;",
+        Duration::from_secs(10),
+    )
+    .await;
+    audit(c, "history", theme).await;
+}
+
+#[tokio::test]
+async fn every_screen_fits_a_phone_and_reads_in_both_themes() {
+    let dut = Peer::start(&[]);
+    let pc = Peer::start(&[]);
+    with_browser(|c| async move { every_screen(&c, &dut, &pc, "light").await }).await;
+    let (dut, pc) = (Peer::start(&[]), Peer::start(&[]));
+    with_browser_flags(&["--force-dark-mode"], |c| async move {
+        assert_eq!(
+            js(
+                &c,
+                "return matchMedia('(prefers-color-scheme: dark)').matches;"
+            )
+            .await,
+            Value::Bool(true),
+            "the dark theme is in use"
+        );
+        every_screen(&c, &dut, &pc, "dark").await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_phone_starts_with_one_tap_survives_a_reload_and_keeps_a_cancelled_streams_figures() {
+    let dut = Peer::start(&[]);
+    let pc = Peer::start(&[]);
+    with_browser(|c| async move {
+        open_ui(&c, &dut).await;
+        assert!(hash(&c).await == "#/peer", "the token leaves the URL: {}", hash(&c).await);
+        click(&c, "#nav-new").await;
+        wait_shown(&c, "screen-new", Duration::from_secs(5)).await;
+        fill(&c, "f-target", &pc.control).await;
+        // A preset starts at once when the other peer is there.
+        click(&c, "#preset-audio").await;
+        wait_shown(&c, "screen-run", Duration::from_secs(5)).await;
+        let run = hash(&c).await;
+        assert!(run.starts_with("#/run/"), "{run}");
+        wait_true(
+            &c,
+            "focus on the Running heading",
+            "return document.activeElement.matches('#screen-run h2');",
+            Duration::from_secs(2),
+        )
+        .await;
+        assert!(
+            js(&c, "return document.title;")
+                .await
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("Running: UDP"),
+            "the title says what runs"
+        );
+        // A phone drops the tab: the reload comes back to the running test.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        c.refresh().await.expect("reload");
+        wait_shown(&c, "screen-run", Duration::from_secs(20)).await;
+        assert_eq!(hash(&c).await, run, "the same run after the reload");
+        wait_true(
+            &c,
+            "the stream's lines after the reload",
+            "return document.getElementById('run-lines').textContent.split('\\n').length > 3;",
+            Duration::from_secs(10),
+        )
+        .await;
+        // Cancel: both ends' figures, marked cancelled, over the time it ran.
+        click(&c, "#cancel").await;
+        wait_shown(&c, "screen-result", Duration::from_secs(20)).await;
+        assert_eq!(summary_value(&c, "status").await, "cancelled");
+        let loss = summary_value(&c, "flow0-loss").await;
+        assert!(loss.starts_with("0/"), "the receiver's loss: {loss}");
+        assert!(summary_value(&c, "flow0-jitter").await.ends_with(" ms"));
+        assert!(text(&c, "result-headline").await.contains("(cancelled)"));
+        let ticks = js(
+            &c,
+            "return [...document.querySelectorAll('#result-chart text.tick')].map(t => t.textContent).join(' ');",
+        )
+        .await;
+        assert!(
+            !ticks.as_str().unwrap_or_default().contains("60 s"),
+            "the axis is the time it ran, not 60 s: {ticks}"
+        );
+        assert!(hash(&c).await.starts_with("#/result/"), "{}", hash(&c).await);
+        // Back steps to the screen before the run, inside the app.
+        js(&c, "history.back(); return true;").await;
+        wait_shown(&c, "screen-new", Duration::from_secs(5)).await;
+        // The printed URL again: one tap on "Test to <peer>" runs the last test.
+        // A fresh load, as opening the link on a phone is (not a fragment change in this page).
+        c.goto("about:blank").await.expect("leave the page");
+        c.goto(&format!("http://{}/#token={TOKEN}", dut.control))
+            .await
+            .expect("open the printed URL");
+        wait_shown(&c, "screen-peer", Duration::from_secs(20)).await;
+        wait_shown(&c, "quick", Duration::from_secs(5)).await;
+        assert_eq!(
+            text(&c, "quick-test").await,
+            format!("Test to {}", pc.control)
+        );
+        click(&c, "#quick-test").await;
+        wait_shown(&c, "screen-run", Duration::from_secs(5)).await;
+        let second = hash(&c).await;
+        assert!(second.starts_with("#/run/") && second != run, "{second}");
+        save_screenshot(&c, "phone-running-light").await;
+        // Another page load: the Peer screen lists the run; a tap follows it.
+        c.goto("about:blank").await.expect("leave the page");
+        c.goto(&format!("http://{}/#/peer", dut.control))
+            .await
+            .expect("open the Peer screen");
+        wait_true(
+            &c,
+            "a running test to tap",
+            "return !!document.querySelector('#peer-tests [data-attach]');",
+            Duration::from_secs(20),
+        )
+        .await;
+        let listed = text(&c, "peer-tests").await;
+        assert!(listed.contains("TX (this peer sends)"), "{listed}");
+        click(&c, "#peer-tests [data-attach]").await;
+        wait_shown(&c, "screen-run", Duration::from_secs(10)).await;
+        assert_eq!(hash(&c).await, second);
+        click(&c, "#cancel").await;
+        wait_shown(&c, "screen-result", Duration::from_secs(20)).await;
+        assert_eq!(summary_value(&c, "status").await, "cancelled");
+    })
+    .await;
+}
