@@ -353,7 +353,7 @@ async fn finals_are_exchanged_and_the_far_ends_intervals_joined_to_its_report() 
     assert_eq!(starts, [0, 1], "the live intervals, not the final's");
     assert!(
         events.iter().any(
-            |e| matches!(e, TestEvent::Stored { url } if url == &format!("http://{addr}/r/00ff"))
+            |e| matches!(e, TestEvent::Stored { url, id } if url == &format!("http://{addr}/r/00ff") && id == "00ff")
         ),
         "{events:?}"
     );

@@ -736,3 +736,83 @@ async fn latency_runs_its_phases_live_is_kept_and_can_be_attached_again() {
     assert_eq!(status, 200);
     assert!(list.contains("\"kind\":\"latency\""), "{list}");
 }
+
+/// `perfpeer test --from A B`: the CLI asks peer A (with A's token) to run a test against B, as
+/// the browser does, and prints the usual output; A keeps the result, and `-J` names its id
+/// and page. Without the token the error names A; Ctrl-C cancels the test on A.
+#[test]
+fn the_cli_runs_a_test_between_two_remote_peers() {
+    let a = Peer::start(&[]);
+    let b = Peer::start(&["--open"]);
+    let args = [
+        b.control.as_str(),
+        "--from",
+        a.control.as_str(),
+        "--token",
+        TOKEN,
+        "-t",
+        "1",
+        "-u",
+        "-b",
+        "20M",
+        "-J",
+    ];
+    let json = perfpeer_tests::json_of(&perfpeer_tests::perfpeer_test(&args), &args);
+    let id = json["perfpeer"]["result_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a result id: {json}"));
+    assert_eq!(
+        json["perfpeer"]["result_url"],
+        format!("http://{}/r/{id}", a.control),
+        "{json}"
+    );
+    assert!(
+        json["end"]["sum"]["packets"].as_u64().unwrap_or(0) > 0,
+        "{json}"
+    );
+    // The page is A's, and it is the same test.
+    let (status, body) =
+        perfpeer_tests::http_request(&a.control, "GET", &format!("/r/{id}.json"), "", "");
+    assert_eq!(status, 200, "{body}");
+    let kept: perfpeer_shared::report::TestResult = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        kept.server_addr.rsplit(':').next(),
+        b.control.rsplit(':').next()
+    );
+    // Text: the usual table and the page.
+    let out = perfpeer_tests::perfpeer_test(&[
+        &b.control, "--from", &a.control, "--token", TOKEN, "-t", "1", "-b", "50M",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(" receiver")
+            && text.contains(&format!("Result page: http://{}/r/", a.control)),
+        "{text}"
+    );
+    // Without A's token: refused, in words that name A.
+    let out = perfpeer_tests::perfpeer_test(&[&b.control, "--from", &a.control, "-t", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains(&a.control) && err.contains("--token"), "{err}");
+    // Not with a stock tool's target.
+    let out = perfpeer_tests::perfpeer_test(&["iperf3://127.0.0.1", "--from", &a.control]);
+    assert_eq!(out.status.code(), Some(2));
+    // Ctrl-C: A cancels the test and the result comes back as cancelled, with figures.
+    let run = perfpeer_tests::Running::spawn(
+        &perfpeer_tests::perfpeer_bin(),
+        &[
+            "test", &b.control, "--from", &a.control, "--token", TOKEN, "-t", "30", "-b", "20M",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(run.0.id().cast_signed(), libc::SIGINT) };
+    let out = run.wait(Duration::from_secs(20));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("receiver") && text.contains("cancelled"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

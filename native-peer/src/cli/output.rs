@@ -27,8 +27,9 @@ pub struct Printer<'a> {
     style: Style,
     spec: &'a TestSpec,
     voice: Voice,
-    /// The far peer's result page, printed after the summary.
-    stored_url: Option<String>,
+    /// Where a peer kept the result (its id and page): printed after the summary, and in the
+    /// JSON as `perfpeer.result_id` and `perfpeer.result_url`, for a script to hand the page on.
+    stored: Option<(String, String)>,
     /// The far end's own output of the test (`--get-server-output`).
     far_end_output: Option<(Option<String>, Option<serde_json::Value>)>,
 }
@@ -40,7 +41,7 @@ impl<'a> Printer<'a> {
             style,
             spec,
             voice: Voice::Perfpeer,
-            stored_url: None,
+            stored: None,
             far_end_output: None,
         }
     }
@@ -64,6 +65,10 @@ impl<'a> Printer<'a> {
         match (ev, self.style) {
             (TestEvent::FarEndOutput { text, json }, _) => {
                 self.far_end_output = Some((text.clone(), json.clone()));
+                Ok(())
+            }
+            (TestEvent::Stored { id, url }, Style::Json) => {
+                self.stored = Some((id.clone(), url.clone()));
                 Ok(())
             }
             (_, Style::Json) => Ok(()),
@@ -108,8 +113,15 @@ impl<'a> Printer<'a> {
                 },
                 Style::JsonStream,
             ) => self.write(&iperf3::json_stream_interval(self.spec, report)),
-            (TestEvent::Stored { url }, _) => {
-                self.stored_url = Some(url.clone());
+            (TestEvent::Stored { id, url }, style) => {
+                self.stored = Some((id.clone(), url.clone()));
+                if style == Style::JsonStream {
+                    let line = serde_json::json!({
+                        "event": "perfpeer_stored",
+                        "data": { "result_id": id, "result_url": url },
+                    });
+                    return self.write(&line.to_string());
+                }
                 Ok(())
             }
             (TestEvent::Interval { .. }, _) => Ok(()),
@@ -128,17 +140,24 @@ impl<'a> Printer<'a> {
                 if let Some(text) = self.far_end_output.as_ref().and_then(|(t, _)| t.as_deref()) {
                     self.write(&format!("\nServer output:\n{text}"))?;
                 }
-                match self.stored_url.clone() {
-                    Some(url) => self.write(&format!("Result page: {url}")),
+                match self.stored.clone() {
+                    Some((_, url)) => self.write(&format!("Result page: {url}")),
                     None => Ok(()),
                 }
             }
             Style::Json => {
                 let mut json = iperf3::json(result);
-                if let (Some((fin, secs)), Some(pp)) = (rr, json.get_mut("perfpeer"))
-                    && let Some(obj) = pp.as_object_mut()
+                if let Some(obj) = json
+                    .get_mut("perfpeer")
+                    .and_then(serde_json::Value::as_object_mut)
                 {
-                    obj.insert("rr".into(), rr_json(&fin, secs));
+                    if let Some((fin, secs)) = rr {
+                        obj.insert("rr".into(), rr_json(&fin, secs));
+                    }
+                    if let Some((id, url)) = &self.stored {
+                        obj.insert("result_id".into(), id.clone().into());
+                        obj.insert("result_url".into(), url.clone().into());
+                    }
                 }
                 if let (Some((text, far_json)), Some(top)) =
                     (self.far_end_output.take(), json.as_object_mut())
@@ -169,10 +188,7 @@ impl<'a> Printer<'a> {
 /// The request/response figures of a `--rr` test (from whichever end sent the requests) and the
 /// seconds they cover.
 fn rr_of(result: &TestResult) -> Option<(RrFinal, f64)> {
-    std::iter::once(&result.local)
-        .chain(result.remote.as_ref())
-        .flat_map(|side| side.streams.iter())
-        .find_map(|s| s.rr.map(|rr| (rr, s.duration.as_secs_f64())))
+    result.rr_final()
 }
 
 fn rr_json(rr: &RrFinal, seconds: f64) -> serde_json::Value {

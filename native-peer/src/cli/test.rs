@@ -23,6 +23,11 @@ pub struct TestArgs {
     /// Do not keep this test in the result history.
     #[arg(long)]
     no_store: bool,
+    /// Run the test from another perfpeer peer (host[:port] of its control port) to PEER, as
+    /// the browser does: this command only asks and follows; that peer measures and keeps the
+    /// result (--token is its token).
+    #[arg(long, value_name = "PEER", conflicts_with_all = ["sweep_len", "cbr", "latency_under_load"])]
+    from: Option<String>,
     #[command(flatten)]
     flags: TestFlags,
     #[command(flatten)]
@@ -73,12 +78,28 @@ pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         return super::modes::run_cbr(&args.peer, &spec, &opts).await;
     }
     let mut printer = Printer::new(style, &spec);
+    if let Some(from) = &args.from
+        && (args.peer.contains("://") || from.contains("://"))
+    {
+        return Err(usage(anyhow::anyhow!(
+            "--from runs a test between two perfpeer peers: give both as host[:port]"
+        )));
+    }
     let outcome = run_printing(
-        |events, cancel| crate::targets::run(&args.peer, &spec, &opts, events, cancel),
+        |events, cancel| async {
+            match &args.from {
+                Some(from) => {
+                    crate::session::remote::run(from, &args.peer, &spec, &opts, events, cancel)
+                        .await
+                }
+                None => crate::targets::run(&args.peer, &spec, &opts, events, cancel).await,
+            }
+        },
         |ev| printer.event(ev),
     )
     .await?;
-    if let (Ok(result), false) = (&outcome, args.no_store) {
+    // A test run from another peer is that peer's to keep (it said where).
+    if let (Ok(result), false, None) = (&outcome, args.no_store, &args.from) {
         keep(result, &args).await;
     }
     let extra_lines = match (&outcome, style) {

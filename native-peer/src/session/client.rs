@@ -366,6 +366,7 @@ impl PerfpeerFarEnd {
                     {
                         let _ = events.send(TestEvent::Stored {
                             url: format!("http://{}/r/{id}", self.server),
+                            id: id.clone(),
                         });
                     }
                     return Ok(report);

@@ -17,8 +17,10 @@ pub enum TestEvent {
         /// The client's data sockets.
         sockets: Vec<SocketInfo>,
     },
-    /// The far peer stored the test: its result page.
+    /// A peer stored the test: its result id and page.
     Stored {
+        /// The result id (`perfpeer results show ID` there).
+        id: String,
         /// `http://peer:port/r/<id>`.
         url: String,
     },

@@ -9,6 +9,8 @@
 //!   stock tools' in `compat`): measure, watch the far end, end, finals, the result.
 //! - [`events`]: what a client run tells its caller while it goes on (tests and sweeps).
 //! - [`measure`]: one end's measurement (engine + sampler + CPU) from begin to final report.
+//! - [`remote`]: a test between two other peers, asked of one over its `/ws` and followed
+//!   (`perfpeer test --from A B`).
 
 pub mod channel;
 pub mod client;
@@ -16,6 +18,7 @@ pub mod data_connect;
 pub mod driver;
 pub mod events;
 pub mod measure;
+pub mod remote;
 pub mod target;
 
 use perfpeer_shared::control::ErrorCode;
