@@ -84,6 +84,112 @@ macro_rules! words {
 
 words!(ResultKind, Origin, RunStatus, Protocol, Direction, PeerRole);
 
+/// What the token holder wrote on a kept result (driver version, channel, board): free text and
+/// a few tags. Shown in the history, on `/r/<id>` and in the comparison chart's legend.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Notes {
+    /// Free text (at most [`MAX_NOTES_TEXT`] characters).
+    pub text: String,
+    /// Short words to find and tell results apart by (`ch36`, `fw-1.2.3`).
+    pub tags: Vec<String>,
+}
+
+/// Longest note text, in characters.
+pub const MAX_NOTES_TEXT: usize = 1000;
+/// Most tags on one result.
+pub const MAX_TAGS: usize = 8;
+/// Longest tag, in characters.
+pub const MAX_TAG: usize = 32;
+
+/// Why notes were refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotesError {
+    /// The text is too long.
+    #[error("the note is {0} characters: at most {MAX_NOTES_TEXT}")]
+    TextTooLong(usize),
+    /// A control character other than a line break or tab.
+    #[error("the note has a control character")]
+    ControlCharacter,
+    /// Too many tags.
+    #[error("{0} tags: at most {MAX_TAGS}")]
+    TooManyTags(usize),
+    /// A tag that is empty, too long or has a character tags do not.
+    #[error(
+        "tag {0:?}: 1 to {MAX_TAG} letters, digits or . _ - : / + (no spaces: a space separates tags)"
+    )]
+    BadTag(String),
+}
+
+impl Notes {
+    /// Notes from a text and the tags as typed (separated by spaces or commas).
+    pub fn from_input(text: &str, tags: &str) -> Result<Notes, NotesError> {
+        Notes {
+            text: text.to_string(),
+            tags: tags
+                .split([' ', ',', '\n', '\t'])
+                .filter(|t| !t.is_empty())
+                .map(str::to_string)
+                .collect(),
+        }
+        .checked()
+    }
+
+    /// The notes trimmed, tags without repeats, each within its bounds.
+    pub fn checked(self) -> Result<Notes, NotesError> {
+        let text = self.text.trim().to_string();
+        let chars = text.chars().count();
+        if chars > MAX_NOTES_TEXT {
+            return Err(NotesError::TextTooLong(chars));
+        }
+        if text
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t')
+        {
+            return Err(NotesError::ControlCharacter);
+        }
+        let mut tags: Vec<String> = Vec::new();
+        for tag in self.tags {
+            let tag = tag.trim().to_string();
+            let ok = (1..=MAX_TAG).contains(&tag.chars().count())
+                && tag
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "._-:/+".contains(c));
+            if !ok {
+                return Err(NotesError::BadTag(tag));
+            }
+            if !tags.contains(&tag) {
+                tags.push(tag);
+            }
+        }
+        if tags.len() > MAX_TAGS {
+            return Err(NotesError::TooManyTags(tags.len()));
+        }
+        Ok(Notes { text, tags })
+    }
+
+    /// Whether nothing is written.
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty() && self.tags.is_empty()
+    }
+
+    /// One short line: the tags, then the text's first line (at most `max` characters).
+    pub fn line(&self, max: usize) -> String {
+        let first = self.text.lines().next().unwrap_or_default();
+        let mut line = self.tags.join(" ");
+        if !first.is_empty() {
+            if !line.is_empty() {
+                line.push_str(" · ");
+            }
+            line.push_str(first);
+        }
+        match line.char_indices().nth(max) {
+            Some((cut, _)) => format!("{}…", &line[..cut]),
+            None => line,
+        }
+    }
+}
+
 /// One line of the history list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistoryEntry {
@@ -118,6 +224,9 @@ pub struct HistoryEntry {
     /// Whether `/r/<id>` answers.
     #[serde(default)]
     pub link_enabled: bool,
+    /// What the token holder wrote on it.
+    #[serde(default, skip_serializing_if = "Notes::is_empty")]
+    pub notes: Notes,
 }
 
 impl HistoryEntry {
@@ -147,6 +256,9 @@ pub struct KeptSweep {
     pub result: SweepResult,
     /// Whether `/r/<id>` answers.
     pub link_enabled: bool,
+    /// What the token holder wrote on it.
+    #[serde(default, skip_serializing_if = "Notes::is_empty")]
+    pub notes: Notes,
 }
 
 impl KeptSweep {
@@ -187,6 +299,7 @@ impl KeptSweep {
                 .map(|p| p.bits_per_second)
                 .reduce(f64::max),
             link_enabled: self.link_enabled,
+            notes: self.notes.clone(),
         }
     }
 }
@@ -226,6 +339,9 @@ pub struct KeptLatency {
     /// Who started it here (a browser's run or `perfpeer test` on this machine).
     #[serde(default = "browser")]
     pub origin: Origin,
+    /// What the token holder wrote on it.
+    #[serde(default, skip_serializing_if = "Notes::is_empty")]
+    pub notes: Notes,
 }
 
 fn browser() -> Origin {
@@ -270,6 +386,7 @@ impl KeptLatency {
                 .flatten()
                 .reduce(f64::max),
             link_enabled: self.link_enabled,
+            notes: self.notes.clone(),
         }
     }
 }
@@ -292,6 +409,44 @@ mod tests {
         assert_eq!(Origin::FarEnd.word(), "far_end");
         assert_eq!(format!("[{:8}]", Origin::Cli), "[cli     ]");
         assert_eq!(from_word::<Origin>("nobody"), None);
+    }
+
+    #[test]
+    fn notes_are_bounded_and_tidied() {
+        let n = Notes::from_input(
+            "  fw 1.2.3 on the lab board\nsecond line ",
+            "ch36, fw-1.2.3 ch36",
+        )
+        .unwrap();
+        assert_eq!(n.text, "fw 1.2.3 on the lab board\nsecond line");
+        assert_eq!(n.tags, ["ch36", "fw-1.2.3"]);
+        assert_eq!(n.line(100), "ch36 fw-1.2.3 · fw 1.2.3 on the lab board");
+        assert_eq!(n.line(8), "ch36 fw-…");
+        assert!(Notes::default().is_empty());
+        assert!(matches!(
+            Notes::from_input(&"x".repeat(MAX_NOTES_TEXT + 1), ""),
+            Err(NotesError::TextTooLong(_))
+        ));
+        assert_eq!(
+            Notes::from_input("a\u{7}b", ""),
+            Err(NotesError::ControlCharacter)
+        );
+        assert!(matches!(
+            Notes::from_input("", "a b c d e f g h i"),
+            Err(NotesError::TooManyTags(9))
+        ));
+        for bad in ["<b>", &"t".repeat(MAX_TAG + 1), "a;b"] {
+            assert!(
+                matches!(Notes::from_input("", bad), Err(NotesError::BadTag(_))),
+                "{bad}"
+            );
+        }
+        // Through JSON, tags with spaces are refused too (a space separates typed tags).
+        let sent = Notes {
+            text: String::new(),
+            tags: vec!["two words".into()],
+        };
+        assert!(sent.checked().is_err());
     }
 
     #[test]

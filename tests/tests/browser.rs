@@ -387,9 +387,10 @@ async fn run_from_form(c: &Client, dut: &Peer, pc: &Peer, udp: bool) -> (TestRes
         same_json(&downloaded, &json),
         "the JSON download differs from the peer's:\n{downloaded}\n{json}"
     );
-    // The iperf3 tab prints what the CLI prints.
+    // The iperf3 tab prints what the CLI prints, both ends' addresses included.
     let shown = text(c, "text-iperf3").await;
     assert!(shown.contains(&iperf3::text_summary(&result)), "{shown}");
+    assert!(!shown.contains("? port ?"), "{shown}");
     // So do the iperf2, ttcp and netperf tabs, through the shared renderers.
     assert_eq!(text(c, "text-iperf2").await, iperf2::text(&result));
     assert_eq!(text(c, "text-ttcp").await, ttcp::text(&result));

@@ -236,3 +236,72 @@ fn results_cli_lists_shows_and_exports_a_self_contained_page() {
         !missing.status.success() && String::from_utf8_lossy(&missing.stderr).contains("no result")
     );
 }
+
+/// Notes on a kept result: written by the token holder (API and `perfpeer results note`),
+/// bounded, escaped, and shown in the list, on `/r/<id>` and by `perfpeer results list`.
+#[test]
+fn the_token_holder_writes_notes_that_the_list_and_the_page_show() {
+    let peer = Peer::start(&[]);
+    let out = perfpeer_test(&[&peer.control, "-t", "1", "-u", "-b", "2M"]);
+    let id = result_id_from(&String::from_utf8_lossy(&out.stdout));
+    let path = format!("/api/results/{id}/notes");
+    let auth = format!("Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n");
+    let notes = r#"{"text":"fw 1.2 <script>x</script>","tags":["ch36","lab-board"]}"#;
+    let json = "Content-Type: application/json\r\n";
+    assert_eq!(
+        http(&peer, "PUT", &path, json, notes).0,
+        401,
+        "needs the token"
+    );
+    for (bad, why) in [
+        (r#"{"text":"","tags":["two words"]}"#, "tag"),
+        (r#"{"text":"a\u0007b","tags":[]}"#, "control character"),
+        (
+            r#"{"text":"","tags":["a","b","c","d","e","f","g","h","i"]}"#,
+            "at most 8",
+        ),
+    ] {
+        let (status, body) = http(&peer, "PUT", &path, &auth, bad);
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert!(body.contains(why), "{bad}: {body}");
+    }
+    let huge = format!(r#"{{"text":"{}","tags":[]}}"#, "x".repeat(20_000));
+    assert_eq!(
+        http(&peer, "PUT", &path, &auth, &huge).0,
+        413,
+        "a bounded body"
+    );
+    let unknown = "/api/results/0123456789abcdef0123456789abcdef/notes";
+    assert_eq!(http(&peer, "PUT", unknown, &auth, notes).0, 404);
+    assert_eq!(http(&peer, "PUT", &path, &auth, notes).0, 204);
+    let (_, list) = http(&peer, "GET", "/api/results", &auth, "");
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert_eq!(list[0]["notes"]["tags"][0], "ch36", "{list}");
+    let (status, page) = http(&peer, "GET", &format!("/r/{id}"), "", "");
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("<span class='tag'>lab-board</span>")
+            && page.contains("fw 1.2 &lt;script&gt;x&lt;/script&gt;")
+            && !page.contains("<script>x"),
+        "{page}"
+    );
+    // The command line, on the peer's own data directory.
+    let dir = peer.dir.to_str().unwrap().to_string();
+    let results = |args: &[&str]| {
+        let mut all = vec!["results", "--data-dir", dir.as_str()];
+        all.extend_from_slice(args);
+        Running::spawn(&perfpeer_bin(), &all).wait(Duration::from_secs(20))
+    };
+    let listed = results(&["list"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("[ch36 lab-board · fw 1.2"),
+        "{listed:?}"
+    );
+    let bad = results(&["note", &id, "--tag", "no spaces please"]);
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    let cleared = results(&["note", &id[..8]]);
+    assert!(cleared.status.success(), "{cleared:?}");
+    let (_, list) = http(&peer, "GET", "/api/results", &auth, "");
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert!(list[0].get("notes").is_none(), "cleared: {list}");
+}

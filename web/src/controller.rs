@@ -429,6 +429,16 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
         }),
     );
     on("quick-test", "click", Box::new(|| Some(Msg::QuickTest)));
+    on(
+        "notes-save",
+        "click",
+        Box::new(|| {
+            Some(Msg::SaveNotes {
+                text: dom::value("notes-text"),
+                tags: dom::value("notes-tags"),
+            })
+        }),
+    );
     for (id, event) in [
         ("h-peer", "input"),
         ("h-protocol", "change"),

@@ -48,6 +48,10 @@ pub fn value(id: &str) -> String {
             None => e
                 .dyn_ref::<web_sys::HtmlSelectElement>()
                 .map(|s| s.value())
+                .or_else(|| {
+                    e.dyn_ref::<web_sys::HtmlTextAreaElement>()
+                        .map(|t| t.value())
+                })
                 .unwrap_or_default(),
         },
         None => String::new(),
@@ -61,6 +65,8 @@ pub fn set_value(id: &str, v: &str) {
         i.set_value(v);
     } else if let Some(s) = e.dyn_ref::<web_sys::HtmlSelectElement>() {
         s.set_value(v);
+    } else if let Some(t) = e.dyn_ref::<web_sys::HtmlTextAreaElement>() {
+        t.set_value(v);
     }
 }
 

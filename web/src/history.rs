@@ -4,7 +4,7 @@
 //! controller sends a [`Request`] and hands the answer back as text.
 
 use perfpeer_shared::format::chart::{self, Series};
-use perfpeer_shared::history::{ResultKind, RunStatus, from_word};
+use perfpeer_shared::history::{Notes, ResultKind, RunStatus, from_word};
 use perfpeer_shared::latency::LatencyResult;
 use perfpeer_shared::report::{PeerRole, TestResult};
 use perfpeer_shared::spec::{Direction, Protocol};
@@ -87,6 +87,13 @@ pub enum Request {
         /// Result id.
         id: String,
     },
+    /// Write the notes on a result (checked already).
+    SetNotes {
+        /// Result id.
+        id: String,
+        /// What to keep.
+        notes: Notes,
+    },
 }
 
 /// Why a stored result is fetched.
@@ -105,6 +112,7 @@ impl Request {
             Request::List | Request::Get { .. } => "GET",
             Request::SetLink { .. } => "POST",
             Request::Delete { .. } => "DELETE",
+            Request::SetNotes { .. } => "PUT",
         }
     }
 
@@ -114,6 +122,7 @@ impl Request {
             Request::List => "/api/results".into(),
             Request::Get { id, .. } | Request::Delete { id } => format!("/api/results/{id}"),
             Request::SetLink { id, .. } => format!("/api/results/{id}/link"),
+            Request::SetNotes { id, .. } => format!("/api/results/{id}/notes"),
         }
     }
 
@@ -121,6 +130,7 @@ impl Request {
     pub fn body(&self) -> Option<String> {
         match self {
             Request::SetLink { enabled, .. } => Some(format!("{{\"enabled\":{enabled}}}")),
+            Request::SetNotes { notes, .. } => serde_json::to_string(notes).ok(),
             _ => None,
         }
     }
@@ -205,6 +215,8 @@ pub struct Row {
     pub throughput: String,
     /// `complete`, `cancelled: reason`, … ; `link off` appended when the share link is off.
     pub status: String,
+    /// The notes' tags and first line, or empty.
+    pub notes: String,
 }
 
 /// The row for `e`.
@@ -245,6 +257,7 @@ pub fn row(e: &Entry, tz_offset_min: i32) -> Row {
             Some(b) => rate(b),
         },
         status,
+        notes: e.notes.line(80),
     }
 }
 
@@ -337,7 +350,7 @@ impl History {
                     Some(e) => {
                         let when = when(e.created_ms, tz_offset_min);
                         let time = when.split(' ').nth(1).unwrap_or(&when).to_string();
-                        format!("{time} {}", e.peer)
+                        format!("{time} {}{}", e.peer, tags_suffix(&e.notes))
                     }
                     None => r.target.clone(),
                 };
@@ -387,16 +400,27 @@ impl History {
     }
 }
 
-/// `14:03:07 pc:5210 TCP TX` — short enough for one legend row on a phone.
+/// `14:03:07 pc:5210 TCP TX · ch36 fw-1.2` — the notes' tags tell runs apart (one legend row
+/// on a phone, or two).
 pub fn overlay_label(e: &Entry, tz_offset_min: i32) -> String {
     let when = when(e.created_ms, tz_offset_min);
     let time = when.split(' ').nth(1).unwrap_or(&when);
     format!(
-        "{time} {} {} {}",
+        "{time} {} {} {}{}",
         e.peer,
         e.protocol.upper_name(),
-        direction_word(e.direction)
+        direction_word(e.direction),
+        tags_suffix(&e.notes)
     )
+}
+
+/// ` · ch36 fw-1.2` for a result with tags, else nothing.
+fn tags_suffix(notes: &Notes) -> String {
+    if notes.tags.is_empty() {
+        String::new()
+    } else {
+        format!(" · {}", notes.tags.join(" "))
+    }
 }
 
 #[cfg(test)]

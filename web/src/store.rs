@@ -15,6 +15,7 @@ use crate::form::{self, FormError, FormInput, TestRequest};
 use crate::history::{Filter, History, Request};
 use crate::present::{Notice, explain};
 use crate::route::Route;
+use perfpeer_shared::history::Notes;
 
 /// Which screen is in front.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,6 +222,27 @@ pub struct Share {
     pub link_enabled: bool,
     /// Delete was tapped once; the next tap deletes.
     pub confirm_delete: bool,
+    /// What the token holder wrote on it.
+    pub notes: Notes,
+    /// Why the notes were not saved (a bound, or the peer's answer).
+    pub notes_error: Option<String>,
+    /// The notes shown were just saved.
+    pub notes_saved: bool,
+}
+
+impl Share {
+    /// A kept result's share facts: link on or off, notes as kept.
+    pub fn new(result_id: String, test_id: String, link_enabled: bool, notes: Notes) -> Share {
+        Share {
+            result_id,
+            test_id,
+            link_enabled,
+            confirm_delete: false,
+            notes,
+            notes_error: None,
+            notes_saved: false,
+        }
+    }
 }
 
 /// Something that happened.
@@ -298,6 +320,13 @@ pub enum Msg {
     Delete,
     /// The second tap to delete did not come in time: back to a plain Delete.
     DeleteExpired,
+    /// Save notes on the shown result (its text and its tags as typed).
+    SaveNotes {
+        /// Free text.
+        text: String,
+        /// Tags separated by spaces or commas.
+        tags: String,
+    },
     /// The peer answered a [`Request`] (status 0: no answer; `body` then says why).
     Reply {
         /// What was asked.
@@ -517,6 +546,7 @@ impl Model {
             Msg::Open(id) => self.open(id),
             Msg::ToggleLink => self.toggle_link(),
             Msg::Delete => self.delete(),
+            Msg::SaveNotes { text, tags } => self.save_notes(&text, &tags),
             Msg::DeleteExpired => {
                 if let Some(s) = &mut self.share {
                     s.confirm_delete = false;
@@ -721,12 +751,7 @@ impl Model {
                 Vec::new()
             }
             ServerMsg::Stored { test_id, result_id } => {
-                self.share = Some(Share {
-                    result_id,
-                    test_id,
-                    link_enabled: true,
-                    confirm_delete: false,
-                });
+                self.share = Some(Share::new(result_id, test_id, true, Notes::default()));
                 Vec::new()
             }
             ServerMsg::Result { result } => {

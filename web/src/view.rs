@@ -39,6 +39,8 @@ pub struct View {
     recent_html: String,
     overlay_key: String,
     congestion_html: String,
+    /// The result and notes the notes editor was last filled from (typing is not overwritten).
+    notes_key: Option<(String, perfpeer_shared::history::Notes)>,
     /// The screen in front at the last render: focus moves to a new screen's heading.
     shown_screen: Option<Screen>,
 }
@@ -141,6 +143,7 @@ impl View {
             self.render_result(model);
         }
         render_share(model);
+        self.render_notes(model);
         show(
             "run-again",
             model.last_input.is_some() && model.run.is_none() && model.screen == Screen::Result,
@@ -206,7 +209,7 @@ impl View {
         set_download(
             &mut self.sweep_html_url,
             "sweep-html-download",
-            &html::sweep_page(sweep, &title),
+            &html::sweep_page(sweep, &title, &Default::default()),
             "text/html",
             "perfpeer-sweep.html",
         );
@@ -257,7 +260,7 @@ impl View {
         set_download(
             &mut self.latency_html_url,
             "latency-html-download",
-            &html::latency_page(r, &title),
+            &html::latency_page(r, &title, &Default::default()),
             "text/html",
             "perfpeer-latency.html",
         );
@@ -323,7 +326,7 @@ impl View {
             &format!("perfpeer-{id}.json"),
         );
         // The same self-contained page the peer serves at /r/<id>: it opens offline from disk.
-        let page = html::page(result);
+        let page = html::page(result, &Default::default());
         set_download(
             &mut self.html_url,
             "html-download",
@@ -331,6 +334,41 @@ impl View {
             "text/html",
             &format!("perfpeer-{id}.html"),
         );
+    }
+
+    /// The notes card: the notes as kept; with the token, an editor filled from them whenever a
+    /// different result or a newly saved version comes.
+    fn render_notes(&mut self, model: &Model) {
+        let share = model.share.as_ref().filter(|s| shown_share(model, s));
+        show(
+            "notes",
+            share.is_some_and(|s| model.authorized || !s.notes.is_empty()),
+        );
+        let Some(share) = share else { return };
+        let tags: String = share
+            .notes
+            .tags
+            .iter()
+            .map(|t| format!("<span class='tag'>{}</span>", escape(t)))
+            .collect();
+        let text = escape(&share.notes.text);
+        let shown = match (tags.is_empty(), text.is_empty()) {
+            (true, true) => "<span class='hint'>None yet.</span>".to_string(),
+            (false, true) => tags,
+            (true, false) => text,
+            (false, false) => format!("{tags}<br>{text}"),
+        };
+        el("notes-shown").set_inner_html(&shown);
+        show("notes-edit", model.authorized);
+        let key = (share.result_id.clone(), share.notes.clone());
+        if self.notes_key.as_ref() != Some(&key) {
+            set_value("notes-text", &share.notes.text);
+            set_value("notes-tags", &share.notes.tags.join(" "));
+            self.notes_key = Some(key);
+        }
+        set_text("notes-error", share.notes_error.as_deref().unwrap_or(""));
+        show("notes-error", share.notes_error.is_some());
+        show("notes-saved", share.notes_saved);
     }
 
     fn render_history(&mut self, model: &Model) {
@@ -396,30 +434,38 @@ fn history_row(e: &history::Entry, tz: i32, picked: bool) -> String {
     format!(
         "<li data-id='{id}' data-protocol='{}' data-kind='{}'>{pick}\
          <button type='button' class='open' data-open='{id}'><span class='when'>{}</span>\
-         <span class='rate'>{}</span><span class='peer'>{} · {}</span><span class='status'>{}</span></button></li>",
+         <span class='rate'>{}</span><span class='peer'>{} · {}</span><span class='status'>{}</span>{}</button></li>",
         escape(&e.protocol.word()),
         escape(&e.kind.word()),
         escape(&r.when),
         escape(&r.throughput),
         escape(&r.what),
         escape(&r.peer),
-        escape(&r.status)
+        escape(&r.status),
+        if r.notes.is_empty() {
+            String::new()
+        } else {
+            format!("<span class='notes-line'>{}</span>", escape(&r.notes))
+        }
     )
+}
+
+/// Whether `share` belongs to the result shown.
+fn shown_share(model: &Model, share: &crate::store::Share) -> bool {
+    model.result.as_ref().is_some_and(|r| r.id == share.test_id)
+        || model
+            .sweep
+            .as_ref()
+            .is_some_and(|w| w.sweep_id == share.test_id)
+        || model
+            .latency
+            .as_ref()
+            .is_some_and(|l| l.latency_id == share.test_id)
 }
 
 /// The share box: shown with a stored result; its switches only for the token holder.
 fn render_share(model: &Model) {
-    let share = model.share.as_ref().filter(|s| {
-        model.result.as_ref().is_some_and(|r| r.id == s.test_id)
-            || model
-                .sweep
-                .as_ref()
-                .is_some_and(|w| w.sweep_id == s.test_id)
-            || model
-                .latency
-                .as_ref()
-                .is_some_and(|l| l.latency_id == s.test_id)
-    });
+    let share = model.share.as_ref().filter(|s| shown_share(model, s));
     show("share", share.is_some());
     let Some(share) = share else { return };
     let origin = crate::dom::window().location().origin().unwrap_or_default();

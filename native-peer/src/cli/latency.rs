@@ -224,8 +224,11 @@ pub async fn run(
         keep(dir, peer, req, &result);
     }
     if let Some(path) = &flags.html {
-        let page =
-            perfpeer_shared::format::html::latency_page(&result, &latency_text::title(&result));
+        let page = perfpeer_shared::format::html::latency_page(
+            &result,
+            &latency_text::title(&result),
+            &perfpeer_shared::history::Notes::default(),
+        );
         std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
     }
     let complete = result.error.is_none() && result.phases.iter().all(|p| p.error.is_none());

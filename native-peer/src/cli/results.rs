@@ -1,6 +1,6 @@
 //! `perfpeer results`: the result history on this machine — list, show a result in any tool's
-//! layout (a kept sweep as its table or JSON), export it as a self-contained HTML file, delete
-//! it.
+//! layout (a kept sweep as its table or JSON), export it as a self-contained HTML file, write
+//! notes on it, delete it.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -48,6 +48,18 @@ enum Action {
         #[arg(long, value_name = "FILE")]
         html: PathBuf,
     },
+    /// Write notes on a result (driver version, channel, board): shown in the list, on its
+    /// page and in the browser's history. Without --text and --tag, the notes are cleared.
+    Note {
+        /// Result id (or a unique prefix of it).
+        id: String,
+        /// Free text.
+        #[arg(long, default_value = "")]
+        text: String,
+        /// A tag (repeat for more; at most 8).
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+    },
     /// Delete a result.
     Delete {
         /// Result id (the whole id).
@@ -91,13 +103,20 @@ pub fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
         },
         Action::Export { id, html: path } => {
             let page = match find(&store, &id)? {
-                Kept::Test(found) => html::page(&found.result),
-                Kept::Sweep(s) => html::sweep_page(&s.result, &s.title()),
-                Kept::Latency(l) => html::latency_page(&l.result, &l.title()),
+                Kept::Test(found) => html::page(&found.result, &found.summary.notes),
+                Kept::Sweep(s) => html::sweep_page(&s.result, &s.title(), &s.notes),
+                Kept::Latency(l) => html::latency_page(&l.result, &l.title(), &l.notes),
             };
             std::fs::write(&path, page)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             outln!("{}", path.display());
+        }
+        Action::Note { id, text, tags } => {
+            let notes = perfpeer_shared::history::Notes { text, tags }
+                .checked()
+                .map_err(|e| anyhow::Error::from(super::UsageError(e.to_string())))?;
+            let id = kept_id(&find(&store, &id)?);
+            store.set_notes(&id, &notes)?;
         }
         Action::Delete { id } => {
             if !store.delete(&id)? {
@@ -129,8 +148,13 @@ fn list(store: &Store, limit: u32) -> anyhow::Result<()> {
         } else {
             r.role.word()
         };
+        let notes = if r.notes.is_empty() {
+            String::new()
+        } else {
+            format!("  [{}]", r.notes.line(60))
+        };
         outln!(
-            "{}  {when}  {:8} {:6} {:4} {:7} {:>12} {:>14}  {}  {}",
+            "{}  {when}  {:8} {:6} {:4} {:7} {:>12} {:>14}  {}  {}{notes}",
             r.id,
             r.origin,
             what,
@@ -143,6 +167,15 @@ fn list(store: &Store, limit: u32) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The full id of a kept result.
+fn kept_id(kept: &Kept) -> String {
+    match kept {
+        Kept::Test(found) => found.summary.id.clone(),
+        Kept::Sweep(s) => s.id.clone(),
+        Kept::Latency(l) => l.id.clone(),
+    }
 }
 
 fn find(store: &Store, id: &str) -> anyhow::Result<Kept> {

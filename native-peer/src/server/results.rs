@@ -2,11 +2,12 @@
 //! sweep or a kept latency run; the id is the permission, no token), `/r/<id>.json`, and with
 //! the token `GET /api/results`, `GET /api/results/<id>` (`{"summary", "result"}`, or
 //! `{"summary", "sweep"}` / `{"summary", "latency"}` for a kept run; link on or off), `DELETE /api/results/<id>`
-//! and `POST /api/results/<id>/link` (`{"enabled": false}` turns a share link off). Unknown or
-//! disabled ids are a plain 404.
+//! `POST /api/results/<id>/link` (`{"enabled": false}` turns a share link off) and
+//! `PUT /api/results/<id>/notes` (`{"text", "tags"}`, within `Notes::checked`'s bounds; empty
+//! clears them). Unknown or disabled ids are a plain 404.
 
 use perfpeer_shared::control::ApiError;
-use perfpeer_shared::history::OpenedResult;
+use perfpeer_shared::history::{Notes, OpenedResult};
 use std::sync::Arc;
 
 use perfpeer_shared::format::html;
@@ -20,6 +21,8 @@ use crate::store::{Kept, Store};
 
 /// Largest body of the link switch.
 const MAX_BODY: u64 = 1024;
+/// Largest body of a notes write (1000 characters of text, up to 4 bytes each, and 8 tags).
+const MAX_NOTES_BODY: u64 = 8 * 1024;
 
 fn with_state(
     state: Arc<ServerState>,
@@ -90,6 +93,27 @@ pub fn routes(
             })
             .await
         });
+    let notes = warp::path!("api" / "results" / String / "notes")
+        .and(warp::put())
+        .and(auth(state.clone()))
+        .and(warp::body::content_length_limit(MAX_NOTES_BODY))
+        .and(warp::body::json())
+        .then(
+            |id: String, state: Arc<ServerState>, body: Notes| async move {
+                let notes = match body.checked() {
+                    Ok(n) => n,
+                    Err(e) => return error_json(StatusCode::BAD_REQUEST, &e.to_string()),
+                };
+                with_store(&state, move |s| {
+                    Ok(if s.set_notes(&id, &notes)? {
+                        StatusCode::NO_CONTENT.into_response()
+                    } else {
+                        not_found_json()
+                    })
+                })
+                .await
+            },
+        );
     let link = warp::path!("api" / "results" / String / "link")
         .and(warp::post())
         .and(auth(state))
@@ -114,6 +138,8 @@ pub fn routes(
         .or(delete)
         .unify()
         .or(link)
+        .unify()
+        .or(notes)
         .unify()
 }
 
@@ -210,21 +236,25 @@ async fn result_page(name: String, state: Arc<ServerState>) -> Response {
                 if json {
                     warp::reply::json(&found.result).into_response()
                 } else {
-                    page(html::page(&found.result))
+                    page(html::page(&found.result, &found.summary.notes))
                 }
             }
             Some(Kept::Sweep(sweep)) if sweep.link_enabled => {
                 if json {
                     warp::reply::json(&sweep.result).into_response()
                 } else {
-                    page(html::sweep_page(&sweep.result, &sweep.title()))
+                    page(html::sweep_page(
+                        &sweep.result,
+                        &sweep.title(),
+                        &sweep.notes,
+                    ))
                 }
             }
             Some(Kept::Latency(run)) if run.link_enabled => {
                 if json {
                     warp::reply::json(&run.result).into_response()
                 } else {
-                    page(html::latency_page(&run.result, &run.title()))
+                    page(html::latency_page(&run.result, &run.title(), &run.notes))
                 }
             }
             _ => missing(),

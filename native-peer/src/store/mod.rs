@@ -25,6 +25,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use perfpeer_shared::history::Notes;
 use perfpeer_shared::report::{
     HostInfo, IntervalReport, PeerRole, SideReport, TestResult, TestStatus,
 };
@@ -413,8 +414,8 @@ impl Store {
         let mut rows: Vec<HistoryEntry> = {
             let conn = self.conn();
             let mut stmt = conn.prepare(
-                "SELECT id, created_ms, origin, role, peer, protocol, direction, status, reason, bytes, bits_per_second, link_enabled
-                 FROM results ORDER BY created_ms DESC LIMIT ?1",
+                "SELECT id, created_ms, origin, role, peer, protocol, direction, status, reason, bytes, bits_per_second, link_enabled,
+                        notes_json FROM results ORDER BY created_ms DESC LIMIT ?1",
             )?;
             let rows = stmt.query_map([limit], summary_of)?;
             rows.collect::<Result<_, _>>()?
@@ -431,9 +432,9 @@ impl Store {
         let row = conn
             .query_row(
                 "SELECT id, created_ms, origin, role, peer, protocol, direction, status, reason, bytes, bits_per_second, link_enabled,
-                        spec_json, host_json, result_json, test_id FROM results WHERE id = ?1",
+                        notes_json, spec_json, host_json, result_json, test_id FROM results WHERE id = ?1",
                 [id],
-                |r| Ok((summary_of(r)?, r.get::<_, String>(12)?, r.get::<_, String>(13)?, r.get::<_, Option<String>>(14)?, r.get::<_, String>(15)?)),
+                |r| Ok((summary_of(r)?, r.get::<_, String>(13)?, r.get::<_, String>(14)?, r.get::<_, Option<String>>(15)?, r.get::<_, String>(16)?)),
             )
             .optional()?;
         let Some((summary, spec_json, host_json, result_json, test_id)) = row else {
@@ -485,18 +486,36 @@ impl Store {
         Ok(tests + sweeps > 0)
     }
 
+    /// Writes the token holder's notes on a kept result (any kind; empty notes clear them);
+    /// whether it existed. The notes must have passed [`Notes::checked`].
+    pub fn set_notes(&self, id: &str, notes: &Notes) -> Result<bool, StoreError> {
+        let json = (!notes.is_empty())
+            .then(|| serde_json::to_string(notes))
+            .transpose()?;
+        self.set_column(id, "notes_json", json)
+    }
+
+    /// Sets one column of a kept result, whichever table holds it; whether it existed.
+    fn set_column(
+        &self,
+        id: &str,
+        column: &str,
+        value: impl rusqlite::ToSql,
+    ) -> Result<bool, StoreError> {
+        let conn = self.conn();
+        let mut changed = 0;
+        for table in ["results", "sweeps"] {
+            changed += conn.execute(
+                &format!("UPDATE {table} SET {column} = ?2 WHERE id = ?1"),
+                params![id, value],
+            )?;
+        }
+        Ok(changed > 0)
+    }
+
     /// Turns a result's (a test's or a sweep's) share link on or off; whether it existed.
     pub fn set_link(&self, id: &str, enabled: bool) -> Result<bool, StoreError> {
-        let conn = self.conn();
-        let tests = conn.execute(
-            "UPDATE results SET link_enabled = ?2 WHERE id = ?1",
-            params![id, enabled],
-        )?;
-        let sweeps = conn.execute(
-            "UPDATE sweeps SET link_enabled = ?2 WHERE id = ?1",
-            params![id, enabled],
-        )?;
-        Ok(tests + sweeps > 0)
+        self.set_column(id, "link_enabled", enabled)
     }
 }
 
@@ -622,7 +641,15 @@ fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryEntry> {
             .and_then(|b| u64::try_from(b).ok()),
         bits_per_second: r.get(10)?,
         link_enabled: r.get(11)?,
+        notes: notes_of(r.get(12)?),
     })
+}
+
+/// Notes as kept (JSON), or none; notes that no longer parse are dropped rather than failing
+/// the whole list.
+pub(super) fn notes_of(json: Option<String>) -> Notes {
+    json.and_then(|j| serde_json::from_str(&j).ok())
+        .unwrap_or_default()
 }
 
 /// The result of a test that never finished: its spec and the intervals written so far.

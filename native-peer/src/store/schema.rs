@@ -52,6 +52,9 @@ pub const MIGRATIONS: &[&str] = &[
     "ALTER TABLE sweeps ADD COLUMN kind TEXT NOT NULL DEFAULT 'sweep';",
     // 6: who started a run kept whole (a latency run from `perfpeer test` is `cli`).
     "ALTER TABLE sweeps ADD COLUMN origin TEXT NOT NULL DEFAULT 'browser';",
+    // 7: the token holder's notes on a kept result (shared::history::Notes as JSON).
+    "ALTER TABLE results ADD COLUMN notes_json TEXT;
+     ALTER TABLE sweeps ADD COLUMN notes_json TEXT;",
 ];
 
 /// The schema version this build writes.

@@ -108,7 +108,8 @@ impl Store {
 }
 
 /// The columns [`WholeRow::read`] reads, in order.
-const COLUMNS: &str = "id, created_ms, peer, spec_json, result_json, link_enabled, kind, origin";
+const COLUMNS: &str =
+    "id, created_ms, peer, spec_json, result_json, link_enabled, kind, origin, notes_json";
 
 /// A `sweeps` row as SQLite gives it, its JSON not yet decoded.
 struct WholeRow {
@@ -120,6 +121,7 @@ struct WholeRow {
     link_enabled: bool,
     kind: String,
     origin: String,
+    notes_json: Option<String>,
 }
 
 impl WholeRow {
@@ -133,6 +135,7 @@ impl WholeRow {
             link_enabled: r.get(5)?,
             kind: r.get(6)?,
             origin: r.get(7)?,
+            notes_json: r.get(8)?,
         })
     }
 
@@ -144,6 +147,7 @@ impl WholeRow {
             spec: serde_json::from_str(&self.spec_json)?,
             result: serde_json::from_str(&self.result_json)?,
             link_enabled: self.link_enabled,
+            notes: super::notes_of(self.notes_json),
         })
     }
 
@@ -156,6 +160,7 @@ impl WholeRow {
             result: serde_json::from_str(&self.result_json)?,
             link_enabled: self.link_enabled,
             origin: from_word(&self.origin).unwrap_or(Origin::Browser),
+            notes: super::notes_of(self.notes_json),
         })
     }
 }

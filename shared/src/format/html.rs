@@ -8,6 +8,7 @@ use std::fmt::Write;
 use crate::format::layout::Layout;
 use crate::format::markup::escape;
 use crate::format::{chart, iperf3, latency, sweep};
+use crate::history::Notes;
 use crate::latency::LatencyResult;
 use crate::report::{PeerRole, TestResult, TestStatus};
 use crate::spec::{Direction, EndCondition};
@@ -45,12 +46,44 @@ details>summary{cursor:pointer;font-weight:600;padding:4px 0}.chart{width:100%;h
 table.latency td:first-child{width:auto;color:inherit}table.latency td,table.latency th{text-align:right}\
 table.latency td:first-child,table.latency th:first-child{text-align:left}\
 table.latency tr.detail td{color:#666;font-size:.85em;text-align:left}\
-.when{color:#555;margin:0 0 .4em}\
+.when{color:#555;margin:0 0 .4em}.note{white-space:pre-wrap;margin:.3em 0}\
+.tag{display:inline-block;border:1px solid #999;border-radius:9px;padding:0 8px;margin:0 4px 2px 0;font-size:.9em}\
 @media (prefers-color-scheme:dark){body{background:#121212;color:#eee}.card{background:#1e1e1e;box-shadow:none}\
 td{border-bottom-color:#333}td:first-child,.when,footer{color:#aaa}pre{background:#161616;color:#eee}\
 .chart .grid{stroke:#333}.chart .tick,.chart .legend{fill:#bbb}.chart .legend.sum{fill:#eee}\
 .chart polyline[stroke='#111'],.chart line[stroke='#111']{stroke:#eee}.status-partial{color:#ffb37a}\
 table.latency tr.detail td{color:#aaa}}";
+
+/// A page's head (its policy, viewport, both themes, the title) up to `<main>`.
+fn head(title: &str) -> String {
+    let mut h = head_start();
+    let _ = write!(
+        h,
+        "<meta name='color-scheme' content='light dark'><title>{}</title><style>{STYLE}\
+         @media (prefers-color-scheme:dark){{{}}}</style></head><body><main>",
+        escape(title),
+        chart::dark_legend_css()
+    );
+    h
+}
+
+/// The token holder's notes on a kept result, as a card (nothing when there are none).
+fn notes_html(notes: &Notes) -> String {
+    if notes.is_empty() {
+        return String::new();
+    }
+    let tags: String = notes
+        .tags
+        .iter()
+        .map(|t| format!("<span class='tag'>{}</span>", escape(t)))
+        .collect();
+    let text = if notes.text.is_empty() {
+        String::new()
+    } else {
+        format!("<p class='note'>{}</p>", escape(&notes.text))
+    };
+    format!("<section class='card notes'><p>{tags}</p>{text}</section>")
+}
 
 /// `2026-12-04 13:45 UTC` (the page cannot run a script to say it in the reader's zone).
 fn utc_words(unix_ms: u64) -> String {
@@ -234,18 +267,15 @@ pub fn renderings(result: &TestResult) -> Vec<(&'static str, String)> {
 }
 
 /// The whole page.
-pub fn page(result: &TestResult) -> String {
+pub fn page(result: &TestResult, notes: &Notes) -> String {
     let title = format!("perfpeer result: {}", headline(result));
-    let mut h = head_start();
+    let mut h = head(&title);
     let _ = write!(
         h,
-        "<meta name='color-scheme' content='light dark'><title>{}</title><style>{STYLE}\
-         @media (prefers-color-scheme:dark){{{}}}</style>\
-         </head><body><main><h1>{}</h1><p class='when'>{}</p>",
-        escape(&title),
-        chart::dark_legend_css(),
+        "<h1>{}</h1><p class='when'>{}</p>{}",
         escape(&headline(result)),
-        escape(&utc_words(result.started_unix_ms))
+        escape(&utc_words(result.started_unix_ms)),
+        notes_html(notes)
     );
     h.push_str("<section class='card'><table>");
     for (k, v) in summary_rows(result) {
@@ -324,13 +354,14 @@ pub fn sweep_rows(points: &[SweepPoint]) -> String {
 /// A sweep as one self-contained page: `title` (what ran, against which peer), the rows as a
 /// table, the two-panel chart, the CLI's text table and the `SweepResult` JSON (also embedded
 /// for tools as `<script id='perfpeer-sweep'>`).
-pub fn sweep_page(result: &SweepResult, title: &str) -> String {
-    let mut h = head_start();
+pub fn sweep_page(result: &SweepResult, title: &str, notes: &Notes) -> String {
+    let mut h = head(&format!("perfpeer sweep: {title}"));
     let _ = write!(
         h,
-        "<title>perfpeer sweep: {t}</title><style>{STYLE}</style></head><body><main><h1>{t}</h1>\
+        "<h1>{t}</h1>{notes}\
          <section class='card'><table><tr><td>Size</td><td>Throughput</td><td>Packets/s</td><td>Lost/Total</td></tr>",
-        t = escape(title)
+        t = escape(title),
+        notes = notes_html(notes)
     );
     h.push_str(&sweep_rows(&result.points));
     let json = serde_json::to_string_pretty(result).unwrap_or_default();
@@ -353,15 +384,15 @@ pub fn sweep_page(result: &SweepResult, title: &str) -> String {
 /// A latency-under-load result as a page of the same kind: the table, the timeline (throughput
 /// and latency on one time axis, phases marked), the round-trip CDF per phase, a short "how to
 /// read it", the text and the JSON.
-pub fn latency_page(result: &LatencyResult, title: &str) -> String {
-    let mut h = head_start();
+pub fn latency_page(result: &LatencyResult, title: &str, notes: &Notes) -> String {
+    let mut h = head(&format!("perfpeer: {title}"));
     let json = serde_json::to_string_pretty(result).unwrap_or_default();
     let raw = serde_json::to_string(result)
         .unwrap_or_default()
         .replace("</", "<\\/");
     let _ = write!(
         h,
-        "<title>perfpeer: {t}</title><style>{STYLE}</style></head><body><main><h1>{t}</h1>\
+        "<h1>{t}</h1>{notes}\
          <section class='card'>{table}</section>\
          <section class='card'>{timeline}</section>\
          <section class='card'>{cdf}</section>\
@@ -371,6 +402,7 @@ pub fn latency_page(result: &LatencyResult, title: &str) -> String {
          <pre>{json}</pre></details></section>\
          <script type='application/json' id='perfpeer-latency'>{raw}</script></main></body></html>",
         t = escape(title),
+        notes = notes_html(notes),
         table = latency::html_table(result),
         timeline = latency::svg_timeline(result),
         cdf = latency::svg_cdf(result),
@@ -414,7 +446,7 @@ mod tests {
             seconds_per_size: 1.0,
             points: vec![ok, SweepPoint::failed(1400, "</script><b>")],
         };
-        let page = sweep_page(&result, "UDP sweep → pc");
+        let page = sweep_page(&result, "UDP sweep → pc", &Notes::default());
         assert!(page.starts_with("<!doctype html>") && page.ends_with("</html>"));
         assert!(
             page.contains(&format!(
@@ -446,7 +478,7 @@ mod tests {
         if let Some(remote) = &mut r.remote {
             remote.host.hostname = "pc".into();
         }
-        let page = page(&r);
+        let page = page(&r, &Notes::default());
         // 1_796_220_497_250 ms after the epoch.
         assert!(
             page.contains("<p class='when'>2026-12-02 14:08 UTC</p>"),
@@ -471,10 +503,17 @@ mod tests {
         let mut far = r.clone();
         std::mem::swap(&mut far.local, far.remote.as_mut().unwrap());
         assert!(page_of(&far).contains("TCP — RX (the other peer sends)"));
+        // The token holder's notes, escaped, under the heading.
+        let notes = Notes::from_input("fw 1.2 <b>", "ch36").unwrap();
+        let noted = super::page(&r, &notes);
+        assert!(
+            noted.contains("<span class='tag'>ch36</span></p><p class='note'>fw 1.2 &lt;b&gt;</p>"),
+            "{noted}"
+        );
     }
 
     fn page_of(r: &TestResult) -> String {
-        page(r)
+        page(r, &Notes::default())
     }
 
     #[test]

@@ -264,6 +264,22 @@ async fn a_phone_starts_with_one_tap_survives_a_reload_and_keeps_a_cancelled_str
             "the axis is the time it ran, not 60 s: {ticks}"
         );
         assert!(hash(&c).await.starts_with("#/result/"), "{}", hash(&c).await);
+        // Notes on the kept result: saved with the token, shown on its share page.
+        wait_shown(&c, "notes-edit", Duration::from_secs(5)).await;
+        fill(&c, "notes-text", "fw 1.2 on the lab board").await;
+        fill(&c, "notes-tags", "ch36 lab").await;
+        click(&c, "#notes-save").await;
+        wait_shown(&c, "notes-saved", Duration::from_secs(10)).await;
+        assert!(text(&c, "notes-shown").await.contains("ch36"));
+        let page = js(
+            &c,
+            "return fetch(document.getElementById('share-url').value).then(r => r.text());",
+        )
+        .await;
+        assert!(
+            page.as_str().unwrap_or_default().contains("<span class='tag'>ch36</span>"),
+            "the share page shows the notes"
+        );
         // Back steps to the screen before the run, inside the app.
         js(&c, "history.back(); return true;").await;
         wait_shown(&c, "screen-new", Duration::from_secs(5)).await;

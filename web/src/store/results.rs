@@ -8,6 +8,7 @@ use super::{Cmd, FinishedLatency, FinishedSweep, Model, Screen, Share};
 use crate::history::{self, Purpose, Request};
 use crate::present::Notice;
 use perfpeer_shared::format::layout::Layout;
+use perfpeer_shared::history::Notes;
 use perfpeer_shared::latency::LatencyResult;
 
 impl Model {
@@ -69,6 +70,28 @@ impl Model {
         }
     }
 
+    /// Checks the notes as typed and asks the peer to keep them on the shown result.
+    pub(super) fn save_notes(&mut self, text: &str, tags: &str) -> Vec<Cmd> {
+        let authorized = self.authorized;
+        let Some(share) = self.share.as_mut().filter(|_| authorized) else {
+            return Vec::new();
+        };
+        share.notes_saved = false;
+        match Notes::from_input(text, tags) {
+            Ok(notes) => {
+                share.notes_error = None;
+                vec![Cmd::Fetch(Request::SetNotes {
+                    id: share.result_id.clone(),
+                    notes,
+                })]
+            }
+            Err(e) => {
+                share.notes_error = Some(format!("Not saved: {e}."));
+                Vec::new()
+            }
+        }
+    }
+
     pub(super) fn on_reply(&mut self, request: Request, status: u16, body: &str) -> Vec<Cmd> {
         let ok = (200..300).contains(&status);
         match request {
@@ -95,23 +118,19 @@ impl Model {
                     summary,
                     sweep: Some(sweep),
                     ..
-                }) if purpose == Purpose::Open => {
-                    self.show_stored_sweep(id, summary.link_enabled, sweep)
-                }
+                }) if purpose == Purpose::Open => self.show_stored_sweep(id, &summary, sweep),
                 Some(history::Opened {
                     summary,
                     latency: Some(kept),
                     ..
                 }) if purpose == Purpose::Open => {
-                    self.show_stored_latency(id, summary.link_enabled, kept.result)
+                    self.show_stored_latency(id, &summary, kept.result)
                 }
                 Some(history::Opened {
                     summary,
                     result: Some(result),
                     ..
-                }) if purpose == Purpose::Open => {
-                    self.show_stored(id, summary.link_enabled, result)
-                }
+                }) if purpose == Purpose::Open => self.show_stored(id, &summary, result),
                 Some(history::Opened {
                     result: Some(result),
                     ..
@@ -142,6 +161,21 @@ impl Model {
             Request::SetLink { .. } => {
                 self.notice = Some(failed("Could not switch the link", status, body));
             }
+            Request::SetNotes { id, notes } => {
+                if let Some(s) = self.share.as_mut().filter(|s| s.result_id == id) {
+                    if ok {
+                        s.notes = notes.clone();
+                        s.notes_saved = true;
+                    } else {
+                        s.notes_error =
+                            Some(format!("Not saved: {}.", history::failure(status, body)));
+                    }
+                }
+                if let (true, Some(e)) = (ok, self.history.entries.iter_mut().find(|e| e.id == id))
+                {
+                    e.notes = notes;
+                }
+            }
             // Gone already (404) is as good as deleted.
             Request::Delete { id } if ok || status == 404 => {
                 self.history.forget(&id);
@@ -166,15 +200,10 @@ impl Model {
     fn show_stored_sweep(
         &mut self,
         id: String,
-        link_enabled: bool,
+        summary: &history::Entry,
         kept: perfpeer_shared::history::KeptSweep,
     ) {
-        self.share = Some(Share {
-            result_id: id.clone(),
-            test_id: id.clone(),
-            link_enabled,
-            confirm_delete: false,
-        });
+        self.share = Some(shared(&id, &id, summary));
         self.result = None;
         self.latency = None;
         self.sweep = Some(FinishedSweep {
@@ -186,13 +215,8 @@ impl Model {
         self.screen = Screen::Result;
     }
 
-    fn show_stored(&mut self, id: String, link_enabled: bool, result: TestResult) {
-        self.share = Some(Share {
-            result_id: id,
-            test_id: result.id.clone(),
-            link_enabled,
-            confirm_delete: false,
-        });
+    fn show_stored(&mut self, id: String, summary: &history::Entry, result: TestResult) {
+        self.share = Some(shared(&id, &result.id, summary));
         self.result = Some(result);
         self.sweep = None;
         self.latency = None;
@@ -200,13 +224,8 @@ impl Model {
         self.screen = Screen::Result;
     }
 
-    fn show_stored_latency(&mut self, id: String, link_enabled: bool, result: LatencyResult) {
-        self.share = Some(Share {
-            result_id: id.clone(),
-            test_id: id.clone(),
-            link_enabled,
-            confirm_delete: false,
-        });
+    fn show_stored_latency(&mut self, id: String, summary: &history::Entry, result: LatencyResult) {
+        self.share = Some(shared(&id, &id, summary));
         self.result = None;
         self.sweep = None;
         self.latency = Some(FinishedLatency {
@@ -215,6 +234,16 @@ impl Model {
         });
         self.screen = Screen::Result;
     }
+}
+
+/// The share facts of a kept result opened from the history (its list line).
+fn shared(result_id: &str, test_id: &str, summary: &history::Entry) -> Share {
+    Share::new(
+        result_id.to_string(),
+        test_id.to_string(),
+        summary.link_enabled,
+        summary.notes.clone(),
+    )
 }
 
 fn failed(title: &str, status: u16, body: &str) -> Notice {

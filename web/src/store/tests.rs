@@ -472,13 +472,86 @@ mod stored {
         let mut anon = booted(None);
         anon.update(welcome(false));
         anon.share = Some(Share {
-            result_id: "r2".into(),
-            test_id: "t".into(),
-            link_enabled: true,
             confirm_delete: true,
+            ..Share::new("r2".into(), "t".into(), true, Default::default())
         });
         assert!(anon.update(Msg::ToggleLink).is_empty());
         assert!(anon.update(Msg::Delete).is_empty());
+        assert!(
+            anon.update(Msg::SaveNotes {
+                text: "x".into(),
+                tags: String::new()
+            })
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn notes_are_checked_saved_and_shown_in_the_list() {
+        let mut m = connected();
+        reply(&mut m, Request::List, 200, LIST);
+        reply(&mut m, get("r1", Purpose::Open), 200, &opened(true));
+        // Out of bounds: said, nothing sent.
+        assert!(
+            m.update(Msg::SaveNotes {
+                text: String::new(),
+                tags: "a<b".into()
+            })
+            .is_empty()
+        );
+        assert!(
+            m.share
+                .as_ref()
+                .unwrap()
+                .notes_error
+                .as_deref()
+                .unwrap()
+                .starts_with("Not saved: tag"),
+            "{:?}",
+            m.share
+        );
+        let cmds = m.update(Msg::SaveNotes {
+            text: " fw 1.2 ".into(),
+            tags: "ch36, lab".into(),
+        });
+        let notes = perfpeer_shared::history::Notes {
+            text: "fw 1.2".into(),
+            tags: vec!["ch36".into(), "lab".into()],
+        };
+        let put = Request::SetNotes {
+            id: "r1".into(),
+            notes: notes.clone(),
+        };
+        assert_eq!(cmds, vec![Cmd::Fetch(put.clone())]);
+        assert_eq!(put.method(), "PUT");
+        assert_eq!(put.path(), "/api/results/r1/notes");
+        assert_eq!(
+            put.body().as_deref(),
+            Some(r#"{"text":"fw 1.2","tags":["ch36","lab"]}"#)
+        );
+        reply(&mut m, put.clone(), 204, "");
+        let share = m.share.clone().unwrap();
+        assert!(share.notes_saved && share.notes_error.is_none());
+        assert_eq!(share.notes, notes);
+        let entry = m.history.entries.iter().find(|e| e.id == "r1").unwrap();
+        assert_eq!(crate::history::row(entry, 0).notes, "ch36 lab · fw 1.2");
+        assert!(crate::history::overlay_label(entry, 0).ends_with(" · ch36 lab"));
+        // A refusal from the peer is said where the notes are.
+        reply(
+            &mut m,
+            put,
+            400,
+            r#"{"error":"the note has a control character"}"#,
+        );
+        assert!(
+            m.share
+                .as_ref()
+                .unwrap()
+                .notes_error
+                .as_deref()
+                .unwrap()
+                .contains("control character")
+        );
     }
 }
 
