@@ -409,7 +409,7 @@ async fn run_from_form(c: &Client, dut: &Peer, pc: &Peer, udp: bool) -> (TestRes
     };
     assert!(netperf.starts_with(expected), "{netperf}");
     c.execute(
-        "document.getElementById('tab-iperf3').scrollIntoView();",
+        "document.getElementById('tab-iperf3').scrollIntoView({block: 'center'});",
         vec![],
     )
     .await
