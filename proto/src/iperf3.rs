@@ -231,6 +231,8 @@ pub struct Params {
     len: Option<u32>,
     #[serde(default)]
     bandwidth: Option<u64>,
+    #[serde(default)]
+    burst: Option<u32>,
     #[serde(default, rename = "TOS")]
     tos: Option<u8>,
     #[serde(default)]
@@ -340,6 +342,8 @@ impl Params {
             .bandwidth
             .filter(|&b| b > 0)
             .map(|b| BitRate(b.saturating_mul(u64::from(spec.streams))));
+        // `-b RATE/BURST`: a burst of 0 or 1 is iperf3's way of saying none.
+        spec.burst = self.burst.filter(|&b| b > 1 && spec.bitrate.is_some());
         if protocol == Protocol::Tcp {
             spec.mss = self.mss.filter(|&m| m > 0);
             spec.congestion = self.congestion;
@@ -398,6 +402,9 @@ pub fn params_json(spec: &TestSpec, asks: Asks) -> Value {
     m.insert("len".into(), json!(spec.len));
     if let Some(rate) = spec.per_stream_rate() {
         m.insert("bandwidth".into(), json!(rate.0));
+    }
+    if let Some(burst) = spec.burst {
+        m.insert("burst".into(), json!(burst));
     }
     m.insert("pacing_timer".into(), json!(1000));
     if let Some(tos) = spec.tos {
@@ -735,6 +742,25 @@ mod tests {
             .unwrap();
         assert!(again.server_output);
         assert!(!again.until_stopped);
+    }
+
+    #[test]
+    fn a_burst_travels_both_ways_and_one_is_none() {
+        let raw = br#"{"udp":true,"time":3,"parallel":1,"len":1000,"bandwidth":2000000,"burst":20}"#;
+        let r = Params::parse(raw).unwrap().into_requested().unwrap();
+        assert_eq!(r.spec.burst, Some(20));
+        assert_eq!(params_json(&r.spec, Asks::default())["burst"], 20);
+        for none in [
+            &br#"{"udp":true,"bandwidth":2000000,"burst":1}"#[..],
+            br#"{"udp":true,"bandwidth":2000000}"#,
+        ] {
+            let r = Params::parse(none).unwrap().into_requested().unwrap();
+            assert_eq!(r.spec.burst, None);
+            assert!(params_json(&r.spec, Asks::default()).get("burst").is_none());
+        }
+        // Out of range: refused as iperf3's own server does.
+        let raw = br#"{"udp":true,"bandwidth":2000000,"burst":5000}"#;
+        assert!(Params::parse(raw).unwrap().into_requested().is_err());
     }
 
     #[test]

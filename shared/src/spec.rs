@@ -123,6 +123,10 @@ pub struct TestSpec {
     pub len: u32,
     /// Target rate for the whole test per direction, spread over its streams; `None` = unlimited.
     pub bitrate: Option<BitRate>,
+    /// Writes (datagrams) each stream sends back to back before it waits for the rate
+    /// (iperf3's `-b RATE/BURST`); `None` = evenly spaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
     /// Socket buffer size for SO_SNDBUF and SO_RCVBUF (`-w`).
     pub window: Option<u32>,
     /// TCP maximum segment size (`-M`).
@@ -166,6 +170,8 @@ pub const DEFAULT_DCCP_LEN: u32 = 1400;
 pub const MAX_TCP_LEN: u32 = 16 * 1024 * 1024;
 /// Most streams per direction.
 pub const MAX_STREAMS: u16 = 128;
+/// Largest burst, as iperf3's.
+pub const MAX_BURST: u32 = 1000;
 
 impl TestSpec {
     /// A spec with iperf3's defaults for `protocol`: 10 s, 1 stream, 1 s intervals.
@@ -187,6 +193,7 @@ impl TestSpec {
             streams: 1,
             len,
             bitrate,
+            burst: None,
             window: None,
             mss: None,
             congestion: None,
@@ -262,6 +269,11 @@ impl TestSpec {
         }
         if self.fq_pacing && (self.protocol != Protocol::Tcp || self.per_stream_rate().is_none()) {
             return Err(SpecError::FqPacing);
+        }
+        if let Some(burst) = self.burst
+            && (!(1..=MAX_BURST).contains(&burst) || self.per_stream_rate().is_none())
+        {
+            return Err(SpecError::Burst(burst));
         }
         if let Some(rr) = self.rr {
             self.validate_rr(rr)?;
@@ -397,6 +409,9 @@ pub enum SpecError {
     /// `--fq-pacing` without TCP or without a rate.
     #[error("--fq-pacing applies to TCP with a rate (-b)")]
     FqPacing,
+    /// A burst out of range, or without a rate.
+    #[error("a burst (-b RATE/BURST) is 1 to {MAX_BURST} writes, with a rate above 0; got {0}")]
+    Burst(u32),
     /// Request/response mode with an option it cannot honour.
     #[error("request/response mode needs {0}")]
     RrNeeds(&'static str),

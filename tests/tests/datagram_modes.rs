@@ -130,3 +130,42 @@ fn a_cancelled_stream_keeps_the_receivers_figures() {
         peer.log()
     );
 }
+
+/// `-b RATE/BURST` (iperf3's burst mode): each stream sends BURST datagrams back to back, then
+/// waits, at the same average rate — at 2 Mbit/s in 1000-byte datagrams, bursts of 20 leave
+/// 80 ms apart where evenly paced ones leave 4 ms apart. Both directions (the far end's sender
+/// bursts too), and a burst without a rate is a usage error.
+#[test]
+fn a_burst_keeps_the_rate_and_spaces_the_groups() {
+    let peer = Peer::start(&["--open"]);
+    let gap_and_rate = |extra: &[&str]| {
+        let mut args = vec![peer.control.as_str(), "-u", "-l", "1000", "-t", "2", "-J"];
+        args.extend_from_slice(extra);
+        let v = json_of(&perfpeer_test(&args), &args);
+        (
+            f64_at(&v, "/perfpeer/udp/max_gap_ms"),
+            f64_at(&v, "/end/sum_received/bits_per_second"),
+        )
+    };
+    let (even_gap, even_rate) = gap_and_rate(&["-b", "2M"]);
+    for reverse in [false, true] {
+        let extra: &[&str] = if reverse {
+            &["-b", "2M/20", "-R"]
+        } else {
+            &["-b", "2M/20"]
+        };
+        let (gap, rate) = gap_and_rate(extra);
+        assert!(
+            (60.0..400.0).contains(&gap) && gap > 5.0 * even_gap,
+            "bursts of 20 at 2 Mbit/s leave ~80 ms apart: {gap} ms (even: {even_gap} ms)"
+        );
+        assert!(
+            (1.6e6..2.4e6).contains(&rate),
+            "the average rate is kept: {rate} (even: {even_rate})"
+        );
+    }
+    let out = perfpeer_test(&[&peer.control, "-u", "-b", "0/5"]);
+    assert_eq!(out.status.code(), Some(2), "a burst needs a rate");
+    let out = perfpeer_test(&[&peer.control, "-u", "-b", "2M/0"]);
+    assert_eq!(out.status.code(), Some(2));
+}

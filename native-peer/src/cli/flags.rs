@@ -64,8 +64,10 @@ pub struct TestFlags {
     bidir: bool,
     /// Target rate (K/M/G = 1000-based; 0 = unlimited; UDP default 1M): for the whole test per
     /// direction with `perfpeer test`, per stream with `perfpeer iperf3` (as iperf3 has it).
-    #[arg(short = 'b', long, value_parser = parse_rate_arg)]
-    bitrate: Option<BitRate>,
+    /// With `/N` (`-b 10M/20`), each stream sends N writes back to back, then waits for the
+    /// rate, as iperf3's burst mode.
+    #[arg(short = 'b', long, value_name = "RATE[/BURST]", value_parser = parse_rate_arg)]
+    bitrate: Option<RateArg>,
     /// Socket buffer size (SO_SNDBUF/SO_RCVBUF).
     #[arg(short = 'w', long, value_parser = parse_size_arg)]
     window: Option<u64>,
@@ -161,8 +163,34 @@ fn parse_size_arg(s: &str) -> Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
 }
 
-fn parse_rate_arg(s: &str) -> Result<BitRate, String> {
-    parse_rate(s).map_err(|e| e.to_string())
+/// `-b RATE[/BURST]` as given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateArg {
+    rate: BitRate,
+    burst: Option<u32>,
+}
+
+fn parse_rate_arg(s: &str) -> Result<RateArg, String> {
+    let (rate, burst) = match s.split_once('/') {
+        Some((rate, burst)) => {
+            let n = burst
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=perfpeer_shared::spec::MAX_BURST).contains(n))
+                .ok_or_else(|| {
+                    format!(
+                        "'{burst}' is not a burst: writes per burst, 1 to {}",
+                        perfpeer_shared::spec::MAX_BURST
+                    )
+                })?;
+            (rate, Some(n))
+        }
+        None => (s, None),
+    };
+    Ok(RateArg {
+        rate: parse_rate(rate).map_err(|e| e.to_string())?,
+        burst,
+    })
 }
 
 fn parse_tos(s: &str) -> Result<u8, String> {
@@ -232,13 +260,15 @@ impl TestFlags {
         if let Some(len) = self.len {
             spec.len = u32::try_from(len).unwrap_or(u32::MAX);
         }
-        if let Some(rate) = self.bitrate {
+        if let Some(RateArg { rate, burst }) = self.bitrate {
             let scale = if rate_per_stream {
                 u64::from(self.parallel.unwrap_or(1).max(1))
             } else {
                 1
             };
             spec.bitrate = (rate.0 > 0).then_some(BitRate(rate.0.saturating_mul(scale)));
+            // A burst of 1 is no burst (iperf3 reads it so too).
+            spec.burst = burst.filter(|&b| b > 1);
         }
         spec.window = self.window.map(|w| u32::try_from(w).unwrap_or(u32::MAX));
         spec.mss = self.mss;

@@ -206,6 +206,8 @@ struct Worker {
     control: Arc<SideControl>,
     len: usize,
     rate: Option<BitRate>,
+    /// Writes per burst at the rate (`-b RATE/BURST`).
+    burst: Option<u32>,
     format: DatagramFormat,
     template: Option<Arc<Vec<u8>>>,
     first_datagram: Option<Vec<u8>>,
@@ -280,6 +282,7 @@ impl Engine {
                 control: control.clone(),
                 len: spec.len as usize,
                 rate: spec.per_stream_rate(),
+                burst: spec.burst,
                 format: wire.format,
                 template: template.clone(),
                 first_datagram: (setup.role == StreamRole::Receiver)

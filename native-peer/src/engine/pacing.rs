@@ -23,6 +23,10 @@ pub struct Pacer {
     sent: u64,
     /// Earliest time for the next send: a quarter of a send's nominal spacing after the last one.
     not_before: Instant,
+    /// Sends per burst (1: evenly spaced).
+    burst: u32,
+    /// Sends made of the current burst.
+    in_burst: u32,
 }
 
 impl Pacer {
@@ -33,11 +37,23 @@ impl Pacer {
             ns_per_byte: 8e9 / rate.0.max(1) as f64,
             sent: 0,
             not_before: start,
+            burst: 1,
+            in_burst: 0,
         }
     }
 
-    /// When the next send is due.
+    /// Sends `burst` at a time back to back, then waits for the rate (iperf3's `-b
+    /// RATE/BURST`): the average rate is the same, the spacing is a group's.
+    pub fn with_burst(mut self, burst: Option<u32>) -> Self {
+        self.burst = burst.unwrap_or(1).max(1);
+        self
+    }
+
+    /// When the next send is due: inside a burst at once, else at its place in the schedule.
     pub fn due(&self) -> Instant {
+        if self.in_burst > 0 {
+            return self.start.min(self.not_before);
+        }
         self.scheduled().max(self.not_before)
     }
 
@@ -63,8 +79,12 @@ impl Pacer {
             self.start = now - Duration::from_nanos((self.sent as f64 * self.ns_per_byte) as u64);
         }
         self.sent += bytes;
-        self.not_before =
-            now + Duration::from_nanos((bytes as f64 * self.ns_per_byte / 4.0) as u64);
+        self.in_burst = (self.in_burst + 1) % self.burst;
+        self.not_before = if self.burst > 1 {
+            now
+        } else {
+            now + Duration::from_nanos((bytes as f64 * self.ns_per_byte / 4.0) as u64)
+        };
     }
 }
 
@@ -96,6 +116,27 @@ pub use crate::sys::tighten_timer_slack;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_burst_leaves_together_and_keeps_the_average_rate() {
+        let t0 = Instant::now();
+        // 8 Mbit/s, 1000-byte datagrams, bursts of 4: four at once every 4 ms.
+        let mut p = Pacer::new(BitRate(8_000_000), t0).with_burst(Some(4));
+        let mut now = t0;
+        for group in 0..3u64 {
+            let start = t0 + Duration::from_millis(4 * group);
+            assert_eq!(p.due().max(now), start, "group {group} starts on schedule");
+            now = start;
+            for _ in 0..4 {
+                assert!(p.due() <= now, "inside a burst: at once");
+                p.on_sent(1000, now);
+            }
+        }
+        assert_eq!(p.due(), t0 + Duration::from_millis(12));
+        // No burst: the even schedule.
+        let p = Pacer::new(BitRate(8_000_000), t0).with_burst(None);
+        assert_eq!(p.due(), t0);
+    }
 
     #[test]
     fn due_times_are_evenly_spaced() {

@@ -28,7 +28,7 @@ pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     let mut pacer = w
         .rate
         .filter(|_| !kernel_paced)
-        .map(|r| Pacer::new(r, Instant::now()));
+        .map(|r| Pacer::new(r, Instant::now()).with_burst(w.burst));
     if pacer.is_some() {
         tighten_timer_slack();
     }

@@ -30,7 +30,9 @@ pub(super) fn wall_clock() -> Duration {
 pub(super) fn send(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
     sock.set_write_timeout(Some(POLL))?;
     let mut buf = w.payload();
-    let mut pacer = w.rate.map(|r| Pacer::new(r, Instant::now()));
+    let mut pacer = w
+        .rate
+        .map(|r| Pacer::new(r, Instant::now()).with_burst(w.burst));
     if pacer.is_some() {
         tighten_timer_slack();
     }
