@@ -52,3 +52,53 @@ fn shaped_20mbit_link_tcp_and_udp_land_where_the_link_allows() {
         "loss below the link rate: {v}"
     );
 }
+
+/// `--bind-dev` binds every connection of the test to an interface: over the link's interface
+/// the test runs; bound to `lo`, where the other host is not, it cannot reach it — so the
+/// binding is applied, not just accepted. A name the kernel has no interface for is said so.
+#[test]
+fn bind_dev_sends_the_test_out_of_that_interface_only() {
+    let Some(hosts) = hosts("b") else { return };
+    let _peer = Peer::start_with(
+        hosts.prefix_b(),
+        &format!("{ADDR_B}:5210"),
+        "5211",
+        &["--open"],
+    );
+    for udp in [false, true] {
+        let mut args = vec![ADDR_B, "--bind-dev", hosts.dev_a.as_str(), "-t", "1", "-J"];
+        if udp {
+            args.extend_from_slice(&["-u", "-b", "5M"]);
+        }
+        let v = json_of(&perfpeer_test_with(hosts.prefix_a(), &args), &args);
+        assert!(f64_at(&v, "/end/sum_received/bits_per_second") > 1e6, "{v}");
+    }
+    let out = perfpeer_test_with(
+        hosts.prefix_a(),
+        &[
+            ADDR_B,
+            "--bind-dev",
+            "lo",
+            "-t",
+            "1",
+            "--connect-timeout",
+            "2",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "bound to lo, {ADDR_B} is out of reach: {err}"
+    );
+    let out = perfpeer_test_with(
+        hosts.prefix_a(),
+        &[ADDR_B, "--bind-dev", "nosuchdev0", "-t", "1"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("cannot bind to device nosuchdev0"),
+        "{err}"
+    );
+    let out = perfpeer_test_with(hosts.prefix_a(), &[ADDR_B, "--bind-dev", "no/slash"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -104,6 +104,10 @@ pub struct TestFlags {
     /// Local address for the data streams.
     #[arg(short = 'B', long)]
     bind: Option<IpAddr>,
+    /// Network interface for every connection of the test (SO_BINDTODEVICE), e.g. wlan0: the
+    /// test leaves and arrives there whatever the routes say.
+    #[arg(long, value_name = "DEV", value_parser = parse_device)]
+    bind_dev: Option<String>,
     /// The peer's access token (not needed to run a test against it).
     #[arg(long)]
     token: Option<String>,
@@ -161,6 +165,20 @@ pub fn unit_letter(s: &str, letters: &str, what: &str) -> Result<char, String> {
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
+}
+
+/// A network interface's name as the kernel takes it: 1 to 15 bytes, no `/`, no spaces.
+fn parse_device(s: &str) -> Result<String, String> {
+    let ok = (1..=15).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'/' && b != b':');
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "'{s}' is not an interface name (1 to 15 characters, like wlan0 or eth0.10)"
+        ))
+    }
 }
 
 /// `-b RATE[/BURST]` as given.
@@ -331,6 +349,7 @@ impl TestFlags {
             connect_timeout,
             family,
             bind: self.bind,
+            device: self.bind_dev.clone(),
             data_port: None,
         })
     }

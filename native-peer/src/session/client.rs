@@ -33,6 +33,8 @@ pub struct ClientOptions {
     pub family: Option<Family>,
     /// Local address for data streams (`-B`).
     pub bind: Option<IpAddr>,
+    /// Network interface every connection of the test is bound to (`--bind-dev`).
+    pub device: Option<String>,
     /// Local port of the first data stream, the next ones for further streams (iperf3's
     /// `--cport`); used by the iperf3 client.
     pub data_port: Option<u16>,
@@ -46,6 +48,7 @@ impl Default for ClientOptions {
             family: None,
             data_port: None,
             bind: None,
+            device: None,
         }
     }
 }
@@ -77,6 +80,7 @@ pub async fn connect(
     server: SocketAddr,
     target: &str,
     bind: Option<IpAddr>,
+    device: Option<&str>,
     timeout: Duration,
 ) -> Result<ControlChannel, SessionError> {
     let unreachable = |reason: String| SessionError::Unreachable {
@@ -89,7 +93,7 @@ pub async fn connect(
     } else {
         format!(" ({server})")
     };
-    let tcp = tokio::time::timeout(timeout, connect_tcp(server, bind))
+    let tcp = tokio::time::timeout(timeout, connect_tcp(server, bind, device))
         .await
         .map_err(|_| {
             unreachable(format!(
@@ -139,15 +143,19 @@ pub async fn connect(
 
 /// A TCP connection to `server`, from `bind` if given: the far end takes data streams only from
 /// the control connection's address, so both leave from the same one (as iperf3's -B does).
-async fn connect_tcp(
+pub(crate) async fn connect_tcp(
     server: SocketAddr,
     bind: Option<IpAddr>,
+    device: Option<&str>,
 ) -> std::io::Result<tokio::net::TcpStream> {
     let socket = if server.is_ipv6() {
         tokio::net::TcpSocket::new_v6()?
     } else {
         tokio::net::TcpSocket::new_v4()?
     };
+    if let Some(dev) = device {
+        crate::sys::bind_device(socket2::SockRef::from(&socket), dev)?;
+    }
     if let Some(ip) = bind {
         socket
             .bind(SocketAddr::new(ip, 0))
@@ -227,7 +235,14 @@ pub async fn open(
     if spec.protocol == perfpeer_shared::spec::Protocol::Dccp {
         check_local_dccp(spec, server.is_ipv6())?;
     }
-    let mut chan = connect(server, target, opts.bind, opts.connect_timeout).await?;
+    let mut chan = connect(
+        server,
+        target,
+        opts.bind,
+        opts.device.as_deref(),
+        opts.connect_timeout,
+    )
+    .await?;
     hello(&mut chan, opts.token.clone()).await?;
     chan.send(&ClientMsg::Open {
         spec: TestSpec::clone(spec),
@@ -243,9 +258,13 @@ pub async fn open(
     let cookie = cookie_from_hex(&cookie)
         .ok_or_else(|| SessionError::Protocol("malformed cookie".into()))?;
     let data_addr = SocketAddr::new(server.ip(), data_port);
-    let (spec_c, bind, timeout) = (spec.clone(), opts.bind, opts.connect_timeout);
+    let (spec_c, timeout) = (spec.clone(), opts.connect_timeout);
+    let bind = data_connect::LocalEnd {
+        ip: opts.bind,
+        device: opts.device.clone(),
+    };
     let setups = tokio::task::spawn_blocking(move || {
-        data_connect::open_streams(&spec_c, data_addr, bind, cookie, timeout)
+        data_connect::open_streams(&spec_c, data_addr, &bind, cookie, timeout)
     })
     .await
     .map_err(|e| SessionError::Internal(e.to_string()))?

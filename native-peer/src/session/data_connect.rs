@@ -21,11 +21,21 @@ const HELLO_RETRY: Duration = Duration::from_millis(200);
 /// Hellos and confirms sent per stream before relying on the server's `ready` instead of an ack.
 const HELLO_TRIES: usize = 20;
 
+/// Where the client's data streams leave from: a local address (`-B`) and a network
+/// interface (`--bind-dev`), each if given.
+#[derive(Debug, Clone, Default)]
+pub struct LocalEnd {
+    /// Local address.
+    pub ip: Option<IpAddr>,
+    /// Network interface.
+    pub device: Option<String>,
+}
+
 /// Opens every stream of `spec` to `server`, presenting `cookie`.
 pub fn open_streams(
     spec: &TestSpec,
     server: SocketAddr,
-    bind: Option<IpAddr>,
+    bind: &LocalEnd,
     cookie: Cookie,
     connect_timeout: Duration,
 ) -> io::Result<Vec<StreamSetup>> {
@@ -63,9 +73,12 @@ pub fn open_streams(
         .collect()
 }
 
-fn new_socket(server: SocketAddr, ty: Type, bind: Option<IpAddr>) -> io::Result<Socket> {
+fn new_socket(server: SocketAddr, ty: Type, bind: &LocalEnd) -> io::Result<Socket> {
     let socket = Socket::new(Domain::for_address(server), ty, None)?;
-    if let Some(ip) = bind {
+    if let Some(dev) = &bind.device {
+        crate::sys::bind_device(SockRef::from(&socket), dev)?;
+    }
+    if let Some(ip) = bind.ip {
         socket
             .bind(&SockAddr::from(SocketAddr::new(ip, 0)))
             .map_err(|e| io::Error::new(e.kind(), format!("cannot bind to {ip}: {e}")))?;
@@ -76,7 +89,7 @@ fn new_socket(server: SocketAddr, ty: Type, bind: Option<IpAddr>) -> io::Result<
 fn connect_tcp(
     spec: &TestSpec,
     server: SocketAddr,
-    bind: Option<IpAddr>,
+    bind: &LocalEnd,
     id: u32,
     cookie: Cookie,
     connect_timeout: Duration,
@@ -100,13 +113,19 @@ fn connect_tcp(
 fn connect_dccp(
     spec: &TestSpec,
     server: SocketAddr,
-    bind: Option<IpAddr>,
+    bind: &LocalEnd,
     id: u32,
     cookie: Cookie,
     connect_timeout: Duration,
 ) -> io::Result<DccpSocket> {
+    if bind.device.is_some() {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "--bind-dev applies to TCP and UDP streams, not DCCP (use -B with the interface's address)",
+        ));
+    }
     let opts = spec.dccp.unwrap_or_default();
-    let socket = DccpSocket::connect(server, bind, opts.service, opts.ccid, connect_timeout)?;
+    let socket = DccpSocket::connect(server, bind.ip, opts.service, opts.ccid, connect_timeout)?;
     if spec.window.is_none() {
         socket.set_default_buffers();
     }
@@ -135,7 +154,7 @@ fn connect_dccp(
 fn connect_udp(
     spec: &TestSpec,
     server: SocketAddr,
-    bind: Option<IpAddr>,
+    bind: &LocalEnd,
     id: u32,
     cookie: Cookie,
 ) -> io::Result<UdpSocket> {

@@ -26,7 +26,14 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> Result<TestResult, SessionError> {
     let server = resolve(from, opts.family).await?;
-    let mut chan = connect(server, from, None, opts.connect_timeout).await?;
+    let mut chan = connect(
+        server,
+        from,
+        None,
+        opts.device.as_deref(),
+        opts.connect_timeout,
+    )
+    .await?;
     hello(&mut chan, opts.token.clone()).await?;
     chan.send(&ClientMsg::Run {
         target: target.to_string(),

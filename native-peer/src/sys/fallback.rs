@@ -77,6 +77,11 @@ pub fn recv_discard<S: AsSocket>(_sock: &S, _buf: &mut [u8]) -> io::Result<usize
     Err(unsupported("a discarding receive (MSG_TRUNC)"))
 }
 
+/// Unavailable: traffic follows the routes.
+pub fn bind_device(_sock: socket2::SockRef<'_>, _device: &str) -> io::Result<()> {
+    Err(unsupported("binding to a device (SO_BINDTODEVICE)"))
+}
+
 /// Unavailable: perfpeer paces in user space.
 pub fn set_max_pacing_rate<S: AsSocket>(_sock: &S, _bytes_per_sec: u64) -> io::Result<()> {
     Err(unsupported("kernel pacing (SO_MAX_PACING_RATE)"))

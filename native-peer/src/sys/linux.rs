@@ -21,6 +21,13 @@ fn socklen_of<T>() -> libc::socklen_t {
     libc::socklen_t::try_from(std::mem::size_of::<T>()).expect("option values are small")
 }
 
+/// Binds `sock` to the network interface `device` (SO_BINDTODEVICE: its traffic leaves and
+/// arrives only there, whatever the routes say — iperf3's `--bind-dev`).
+pub fn bind_device(sock: socket2::SockRef<'_>, device: &str) -> io::Result<()> {
+    sock.bind_device(Some(device.as_bytes()))
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot bind to device {device}: {e}")))
+}
+
 /// SO_DEBUG on a socket (ttcp's `-d`; the kernel wants CAP_NET_ADMIN for it).
 pub fn set_so_debug(sock: &impl AsRawFd) -> io::Result<()> {
     let one: libc::c_int = 1;

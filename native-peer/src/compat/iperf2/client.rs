@@ -196,6 +196,9 @@ fn open_streams(
                 None,
             )
             .map_err(data_err)?;
+            if let Some(dev) = &opts.device {
+                crate::sys::bind_device(SockRef::from(&socket), dev).map_err(data_err)?;
+            }
             if let Some(ip) = opts.bind {
                 socket
                     .bind(&SockAddr::from(SocketAddr::new(ip, 0)))

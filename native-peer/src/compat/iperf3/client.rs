@@ -97,9 +97,13 @@ async fn open(
     asks: Asks,
     opts: &ClientOptions,
 ) -> Result<(Iperf3FarEnd, Ready), Iperf3Error> {
-    let tcp = tokio::time::timeout(opts.connect_timeout, tokio::net::TcpStream::connect(server))
-        .await
-        .map_err(|_| Iperf3Error::Timeout("connect"))??;
+    // The control connection leaves from -B's address and --bind-dev's interface, as iperf3's.
+    let tcp = tokio::time::timeout(
+        opts.connect_timeout,
+        crate::session::client::connect_tcp(server, opts.bind, opts.device.as_deref()),
+    )
+    .await
+    .map_err(|_| Iperf3Error::Timeout("connect"))??;
     let mut control = Control::new(tcp);
     let cookie = Cookie::generate();
     control.write(cookie.as_bytes()).await?;
@@ -276,6 +280,9 @@ fn new_socket(
     index: usize,
 ) -> Result<Socket, Iperf3Error> {
     let socket = Socket::new(Domain::for_address(server), ty, None)?;
+    if let Some(dev) = &opts.device {
+        crate::sys::bind_device(SockRef::from(&socket), dev)?;
+    }
     let port = match opts.data_port {
         Some(first) => u16::try_from(index)
             .ok()
