@@ -43,7 +43,14 @@ pub enum Case {
     Paced,
     /// TCP request/response, small messages.
     Rr,
+    /// [`Case::Tcp1`] with each end held to [`BUDGET_PERCENT`] of one core (a DUT's CPU).
+    Tcp1Budget,
+    /// [`Case::Udp1400`] with each end held to [`BUDGET_PERCENT`] of one core.
+    Udp1400Budget,
 }
+
+/// The CPU each end may use in the budget cases, in percent of one core: a router's share.
+pub const BUDGET_PERCENT: u32 = 25;
 
 /// Target rate of [`Case::Paced`].
 pub const PACED_RATE: f64 = 200e6;
@@ -83,7 +90,7 @@ const RR_METRICS: &[Metric] = &[
 ];
 
 /// All cases, in the order they run.
-pub const ALL: [Case; 7] = [
+pub const ALL: [Case; 9] = [
     Case::Tcp1,
     Case::Tcp1SkipRx,
     Case::Tcp2,
@@ -91,6 +98,8 @@ pub const ALL: [Case; 7] = [
     Case::Udp1400,
     Case::Paced,
     Case::Rr,
+    Case::Tcp1Budget,
+    Case::Udp1400Budget,
 ];
 
 impl Case {
@@ -104,6 +113,22 @@ impl Case {
             Case::Udp1400 => "udp1400",
             Case::Paced => "paced",
             Case::Rr => "rr",
+            Case::Tcp1Budget => "tcp1-cpu25",
+            Case::Udp1400Budget => "udp1400-cpu25",
+        }
+    }
+
+    /// The CPU each end may use (percent of one core), for the budget cases.
+    pub fn cpu_budget(self) -> Option<u32> {
+        matches!(self, Case::Tcp1Budget | Case::Udp1400Budget).then_some(BUDGET_PERCENT)
+    }
+
+    /// The case whose command lines this one runs.
+    pub fn base(self) -> Case {
+        match self {
+            Case::Tcp1Budget => Case::Tcp1,
+            Case::Udp1400Budget => Case::Udp1400,
+            other => other,
         }
     }
 
@@ -117,6 +142,8 @@ impl Case {
             Case::Udp1400 => "UDP -b 0 -l 1400 (iperf2: -b 100G)",
             Case::Paced => "UDP -b 200M -l 1400, arrivals on lo",
             Case::Rr => "TCP request/response, 1 byte (iperf2: 64, its minimum)",
+            Case::Tcp1Budget => "TCP, 1 stream, each end held to 25% of one core",
+            Case::Udp1400Budget => "UDP -b 0 -l 1400, each end held to 25% of one core",
         }
     }
 
@@ -130,17 +157,17 @@ impl Case {
 
     /// What it reports.
     pub fn metrics(self) -> &'static [Metric] {
-        match self {
+        match self.base() {
             Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2 => TCP_METRICS,
             Case::Udp64 | Case::Udp1400 => UDP_METRICS,
             Case::Paced => PACED_METRICS,
-            Case::Rr => RR_METRICS,
+            _ => RR_METRICS,
         }
     }
 
     /// Whether this case is UDP (the iperf2 server then needs `-u`).
     pub fn is_udp(self) -> bool {
-        matches!(self, Case::Udp64 | Case::Udp1400 | Case::Paced)
+        matches!(self.base(), Case::Udp64 | Case::Udp1400 | Case::Paced)
     }
 }
 
@@ -195,6 +222,7 @@ pub fn server_argv(tool: Tool, case: Case, p: Ports, perfpeer: &str, dir: &str) 
 
 /// The client command line for a run of `secs` seconds.
 pub fn client_argv(tool: Tool, case: Case, p: Ports, secs: u32, perfpeer: &str) -> Vec<String> {
+    let case = case.base();
     let (ctl, t) = (p.ctl.to_string(), secs.to_string());
     let mut v = match tool {
         Tool::Perfpeer => argv(&[
@@ -211,13 +239,13 @@ pub fn client_argv(tool: Tool, case: Case, p: Ports, secs: u32, perfpeer: &str) 
     };
     let unlimited = if tool == Tool::Iperf2 { "100G" } else { "0" };
     let extra: Vec<&str> = match (case, tool) {
-        (Case::Tcp1 | Case::Tcp1SkipRx, Tool::Iperf2) => vec!["-y", "C"],
+        (Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp1Budget, Tool::Iperf2) => vec!["-y", "C"],
         (Case::Tcp1SkipRx, Tool::Perfpeer) => vec!["--skip-rx-copy"],
-        (Case::Tcp1 | Case::Tcp1SkipRx, _) => vec![],
+        (Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp1Budget, _) => vec![],
         (Case::Tcp2, Tool::Iperf2) => vec!["-P", "2", "-y", "C"],
         (Case::Tcp2, _) => vec!["-P", "2"],
         (Case::Udp64, _) => vec!["-u", "-b", unlimited, "-l", "64"],
-        (Case::Udp1400, _) => vec!["-u", "-b", unlimited, "-l", "1400"],
+        (Case::Udp1400 | Case::Udp1400Budget, _) => vec!["-u", "-b", unlimited, "-l", "1400"],
         (Case::Paced, _) => vec!["-u", "-b", "200M", "-l", "1400"],
         (Case::Rr, Tool::Perfpeer) => vec!["--rr"],
         (Case::Rr, Tool::Iperf2) => {

@@ -7,11 +7,13 @@
 //! - [`parse`]: each tool's output as numbers.
 //! - [`procs`]: child processes with deadlines and exact CPU time (wait4).
 //! - [`capture`]: arrival timestamps of datagrams on `lo` (AF_PACKET) for pacing.
+//! - [`cgroup`]: CPU budgets per process for the DUT-sized cases (cgroup v1 `cpu`, root).
 //! - [`stats`]: median, ratio, burst detection (pure, unit-tested).
 //! - [`report`]: the table and the JSON.
 
 mod capture;
 mod cases;
+mod cgroup;
 mod parse;
 mod procs;
 mod report;
@@ -41,7 +43,8 @@ struct Args {
     /// One 1-second run of every case (CI: proves the runner and its parsers still work).
     #[arg(long)]
     smoke: bool,
-    /// Cases to run (comma-separated: tcp1,tcp1-skip-rx,tcp2,udp64,udp1400,paced,rr).
+    /// Cases to run (comma-separated: tcp1,tcp1-skip-rx,tcp2,udp64,udp1400,paced,rr,
+    /// tcp1-cpu25,udp1400-cpu25).
     #[arg(long, value_delimiter = ',')]
     cases: Vec<String>,
     /// The perfpeer binary (default: build and use target/release/perfpeer).
@@ -50,6 +53,9 @@ struct Args {
     /// Also write the JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// An earlier run's JSON: print each median then and now, and the change.
+    #[arg(long, value_name = "FILE")]
+    compare: Option<PathBuf>,
 }
 
 fn on_path(program: &str) -> bool {
@@ -104,14 +110,32 @@ impl Runner {
         let dir = self.path("perfpeer-data");
         let dir = dir.to_string_lossy();
         let server_argv = cases::server_argv(tool, case, p, &self.perfpeer, &dir);
+        // A DUT-sized case: each end in its own CPU budget (dropped, so removed, at the end).
+        let budget = |end: &str| {
+            case.cpu_budget()
+                .map(|pct| {
+                    cgroup::CpuGroup::create(
+                        &format!("perfpeer-bench-{}-{}-{end}", std::process::id(), p.ctl),
+                        pct,
+                    )
+                })
+                .transpose()
+        };
+        let (server_group, client_group) = (budget("server")?, budget("client")?);
         let server = procs::spawn(&server_argv, self.path("server.out"))?;
+        if let Some(g) = &server_group {
+            g.add(server.pid())?;
+        }
         std::thread::sleep(Duration::from_millis(300));
         let capture = (case == Case::Paced && self.capture_ok)
             .then(|| capture::Capture::start(p.udp_data(tool)))
             .transpose()?;
         let client_argv = cases::client_argv(tool, case, p, self.secs, &self.perfpeer);
-        let client = procs::spawn(&client_argv, self.path("client.out"))?
-            .wait(Duration::from_secs(u64::from(self.secs) + 20))?;
+        let client = procs::spawn(&client_argv, self.path("client.out"))?;
+        if let Some(g) = &client_group {
+            g.add(client.pid())?;
+        }
+        let client = client.wait(Duration::from_secs(u64::from(self.secs) + 20))?;
         // Data datagrams only (not perfpeer's hello/fins or iperf3's 4-byte connect datagram).
         let arrivals = capture.map(|c| c.finish()).transpose()?.map(|a| {
             a.into_iter()
@@ -124,7 +148,7 @@ impl Runner {
             bail!("{} timed out: {}", tool.name(), client_argv.join(" "));
         }
         let mut f =
-            parse::parse(tool, case, &client.stdout, &server.stdout).with_context(|| {
+            parse::parse(tool, case.base(), &client.stdout, &server.stdout).with_context(|| {
                 let how = if client.success { "exit 0" } else { "failed" };
                 format!(
                     "{} ({how}): {}",
@@ -167,7 +191,7 @@ fn main_inner(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         (args.runs.max(1), args.time.max(1))
     };
-    let cases = selected(&args.cases)?;
+    let mut cases = selected(&args.cases)?;
     let perfpeer = perfpeer_binary(args.perfpeer)?;
     let scratch = std::env::temp_dir().join(format!("perfpeer-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).context("scratch directory")?;
@@ -192,6 +216,12 @@ fn main_inner(args: Args) -> anyhow::Result<ExitCode> {
         if !have(t) {
             notes.push(why.to_string());
         }
+    }
+    if !cgroup::available() && cases.iter().any(|c| c.cpu_budget().is_some()) {
+        notes.push(
+            "not root, or no cgroup v1 cpu controller: the CPU-budget cases are skipped".into(),
+        );
+        cases.retain(|c| c.cpu_budget().is_none());
     }
     // SAFETY: geteuid has no preconditions.
     let capture_ok = unsafe { libc::geteuid() } == 0;
@@ -236,6 +266,13 @@ fn main_inner(args: Args) -> anyhow::Result<ExitCode> {
     let _ = std::fs::remove_dir_all(&scratch);
     let json = report::json(&cases, &samples, runs, secs, &notes);
     println!("{}", report::table(&cases, &samples, runs, secs, &notes));
+    if let Some(path) = &args.compare {
+        let then: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?,
+        )
+        .with_context(|| format!("{} is not a perfpeer-bench JSON", path.display()))?;
+        println!("{}", report::compare(&json, &then));
+    }
     let text = serde_json::to_string_pretty(&json)?;
     match args.json {
         Some(p) => std::fs::write(&p, text + "\n").with_context(|| format!("{}", p.display()))?,

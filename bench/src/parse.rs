@@ -34,26 +34,32 @@ fn num(v: &Value, path: &[&str]) -> Option<f64> {
 pub fn parse(tool: Tool, case: Case, client: &str, server: &str) -> Result<Figures, ParseError> {
     let mut f = Figures::new();
     match (tool, case) {
-        (Tool::Perfpeer | Tool::Iperf3, Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2) => {
+        (
+            Tool::Perfpeer | Tool::Iperf3,
+            Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2 | Case::Tcp1Budget,
+        ) => {
             let j: Value = serde_json::from_str(client).map_err(|_| miss(tool, "JSON"))?;
             let bps = num(&j, &["end", "sum_received", "bits_per_second"]);
             let bytes = num(&j, &["end", "sum_received", "bytes"]);
             f.insert("gbps", bps.ok_or(miss(tool, "received bit/s"))? / 1e9);
             f.insert("bytes", bytes.ok_or(miss(tool, "received bytes"))?);
         }
-        (Tool::Perfpeer | Tool::Iperf3, Case::Udp64 | Case::Udp1400 | Case::Paced) => {
+        (
+            Tool::Perfpeer | Tool::Iperf3,
+            Case::Udp64 | Case::Udp1400 | Case::Paced | Case::Udp1400Budget,
+        ) => {
             let j: Value = serde_json::from_str(client).map_err(|_| miss(tool, "JSON"))?;
             let sent = num(&j, &["end", "sum", "packets"]).ok_or(miss(tool, "packets"))?;
             let lost = num(&j, &["end", "sum", "lost_packets"]).ok_or(miss(tool, "lost"))?;
             let secs = num(&j, &["end", "sum", "seconds"]).ok_or(miss(tool, "seconds"))?;
             udp_figures(&mut f, sent - lost, lost, secs);
         }
-        (Tool::Iperf2, Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2) => {
+        (Tool::Iperf2, Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2 | Case::Tcp1Budget) => {
             let row = iperf2_sum_row(client).ok_or(miss(tool, "CSV report"))?;
             f.insert("bytes", row[7]);
             f.insert("gbps", row[8] / 1e9);
         }
-        (Tool::Iperf2, Case::Udp64 | Case::Udp1400 | Case::Paced) => {
+        (Tool::Iperf2, Case::Udp64 | Case::Udp1400 | Case::Paced | Case::Udp1400Budget) => {
             // The server's report: …, bytes, bit/s, jitter, lost, total, %, out of order.
             let row = iperf2_sum_row(server)
                 .filter(|r| r.len() >= 12)

@@ -90,6 +90,11 @@ fn signal(pid: libc::pid_t, sig: libc::c_int) {
 }
 
 impl Proc {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        u32::try_from(self.pid).unwrap_or(0)
+    }
+
     /// Waits until it exits; past `deadline` it is killed.
     pub fn wait(self, limit: Duration) -> Result<Ended, ProcError> {
         let deadline = Instant::now() + limit;

@@ -120,9 +120,64 @@ pub fn json(cases: &[Case], s: &Samples, runs: u32, secs: u32, notes: &[String])
     json!({"runs": runs, "seconds": secs, "notes": notes, "cases": out})
 }
 
+/// This run against an earlier one's JSON (`--compare`): per case and metric in both, each
+/// tool's median then and now and the change in percent, so a regression shows in one command.
+pub fn compare(now: &Value, then: &Value) -> String {
+    let mut out = String::from("change against the earlier run (median then → now)\n");
+    let Some(cases) = now["cases"].as_object() else {
+        return out;
+    };
+    for (case, c) in cases {
+        let Some(metrics) = c["metrics"].as_object() else {
+            continue;
+        };
+        for (key, m) in metrics {
+            let old = &then["cases"][case]["metrics"][key]["median"];
+            let Some(tools) = m["median"].as_object() else {
+                continue;
+            };
+            for (tool, v) in tools {
+                let (Some(v), Some(was)) = (v.as_f64(), old[tool].as_f64()) else {
+                    continue;
+                };
+                let change = if was == 0.0 {
+                    "-".to_string()
+                } else {
+                    format!("{:+.1}%", (v - was) / was.abs() * 100.0)
+                };
+                out += &format!(
+                    "  {case:14} {:32} {tool:9} {:>10} → {:>10}  {change}\n",
+                    m["label"].as_str().unwrap_or(key),
+                    show(Some(was)),
+                    show(Some(v))
+                );
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_comparison_shows_each_median_then_and_now() {
+        let then = json!({"cases": {"tcp1": {"metrics": {"gbps": {"label": "goodput", "median": {"perfpeer": 20.0, "iperf3": 10.0}}}}}});
+        let now = json!({"cases": {"tcp1": {"metrics": {"gbps": {"label": "goodput", "median": {"perfpeer": 15.0, "iperf3": 10.0, "iperf2": 9.0}}}},
+                                   "rr": {"metrics": {"tps": {"label": "t", "median": {"perfpeer": 1.0}}}}}});
+        let text = compare(&now, &then);
+        assert!(
+            text.contains("perfpeer") && text.contains("-25.0%"),
+            "{text}"
+        );
+        assert!(text.contains("+0.0%"), "{text}");
+        assert!(
+            !text.contains("iperf2"),
+            "no earlier figure, no line: {text}"
+        );
+        assert!(!text.contains("rr "), "{text}");
+    }
 
     #[test]
     fn medians_and_ratios_reach_table_and_json() {
