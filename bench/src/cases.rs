@@ -6,8 +6,10 @@
 pub enum Tool {
     /// `perfpeer serve` / `perfpeer test`.
     Perfpeer,
-    /// Stock iperf3.
+    /// Stock iperf3 (Debian's).
     Iperf3,
+    /// The newest iperf3, built from its source outside the repository (`--iperf3-new`).
+    Iperf3New,
     /// Stock iperf 2.
     Iperf2,
     /// netperf/netserver (request/response only).
@@ -20,6 +22,7 @@ impl Tool {
         match self {
             Tool::Perfpeer => "perfpeer",
             Tool::Iperf3 => "iperf3",
+            Tool::Iperf3New => "iperf3-new",
             Tool::Iperf2 => "iperf2",
             Tool::Netperf => "netperf",
         }
@@ -136,7 +139,9 @@ impl Case {
     pub fn title(self) -> &'static str {
         match self {
             Case::Tcp1 => "TCP, 1 stream, default write size",
-            Case::Tcp1SkipRx => "TCP, 1 stream, perfpeer --skip-rx-copy (stock tools: default)",
+            Case::Tcp1SkipRx => {
+                "TCP, 1 stream, --skip-rx-copy (perfpeer, newest iperf3; the others: default)"
+            }
             Case::Tcp2 => "TCP, -P 2",
             Case::Udp64 => "UDP -b 0 -l 64 (iperf2: -b 100G)",
             Case::Udp1400 => "UDP -b 0 -l 1400 (iperf2: -b 100G)",
@@ -151,7 +156,7 @@ impl Case {
     pub fn tools(self) -> &'static [Tool] {
         match self {
             Case::Rr => &[Tool::Perfpeer, Tool::Netperf, Tool::Iperf2],
-            _ => &[Tool::Perfpeer, Tool::Iperf3, Tool::Iperf2],
+            _ => &[Tool::Perfpeer, Tool::Iperf3, Tool::Iperf3New, Tool::Iperf2],
         }
     }
 
@@ -195,14 +200,33 @@ fn argv(parts: &[&str]) -> Vec<String> {
     parts.iter().map(|s| s.to_string()).collect()
 }
 
-/// The server command line (`perfpeer` is the perfpeer binary, `dir` a scratch directory).
-pub fn server_argv(tool: Tool, case: Case, p: Ports, perfpeer: &str, dir: &str) -> Vec<String> {
+/// The programs the runner starts.
+#[derive(Debug, Clone)]
+pub struct Programs {
+    /// The perfpeer binary.
+    pub perfpeer: String,
+    /// The newest iperf3's binary, when given.
+    pub iperf3_new: Option<String>,
+}
+
+impl Programs {
+    /// The iperf3 binary for `tool` (Debian's from PATH, or the newest one).
+    fn iperf3(&self, tool: Tool) -> &str {
+        match (tool, &self.iperf3_new) {
+            (Tool::Iperf3New, Some(path)) => path,
+            _ => "iperf3",
+        }
+    }
+}
+
+/// The server command line (`dir` is a scratch directory).
+pub fn server_argv(tool: Tool, case: Case, p: Ports, progs: &Programs, dir: &str) -> Vec<String> {
     let (ctl, data) = (p.ctl.to_string(), p.data.to_string());
     match tool {
         Tool::Perfpeer => {
             let listen = format!("127.0.0.1:{ctl}");
             argv(&[
-                perfpeer,
+                &progs.perfpeer,
                 "serve",
                 "--listen",
                 &listen,
@@ -213,7 +237,7 @@ pub fn server_argv(tool: Tool, case: Case, p: Ports, perfpeer: &str, dir: &str) 
                 dir,
             ])
         }
-        Tool::Iperf3 => argv(&["iperf3", "-s", "-1", "-p", &ctl]),
+        Tool::Iperf3 | Tool::Iperf3New => argv(&[progs.iperf3(tool), "-s", "-1", "-p", &ctl]),
         Tool::Iperf2 if case.is_udp() => argv(&["iperf", "-s", "-u", "-p", &ctl, "-y", "C"]),
         Tool::Iperf2 => argv(&["iperf", "-s", "-p", &ctl, "-y", "C"]),
         Tool::Netperf => argv(&["netserver", "-D", "-p", &ctl, "-L", "127.0.0.1"]),
@@ -221,26 +245,36 @@ pub fn server_argv(tool: Tool, case: Case, p: Ports, perfpeer: &str, dir: &str) 
 }
 
 /// The client command line for a run of `secs` seconds.
-pub fn client_argv(tool: Tool, case: Case, p: Ports, secs: u32, perfpeer: &str) -> Vec<String> {
+pub fn client_argv(tool: Tool, case: Case, p: Ports, secs: u32, progs: &Programs) -> Vec<String> {
     let case = case.base();
     let (ctl, t) = (p.ctl.to_string(), secs.to_string());
     let mut v = match tool {
         Tool::Perfpeer => argv(&[
-            perfpeer,
+            &progs.perfpeer,
             "test",
             &format!("127.0.0.1:{ctl}"),
             "-J",
             "-t",
             &t,
         ]),
-        Tool::Iperf3 => argv(&["iperf3", "-c", "127.0.0.1", "-p", &ctl, "-J", "-t", &t]),
+        Tool::Iperf3 | Tool::Iperf3New => argv(&[
+            progs.iperf3(tool),
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &ctl,
+            "-J",
+            "-t",
+            &t,
+        ]),
         Tool::Iperf2 => argv(&["iperf", "-c", "127.0.0.1", "-p", &ctl, "-t", &t]),
         Tool::Netperf => argv(&["netperf", "-H", "127.0.0.1", "-p", &ctl, "-l", &t]),
     };
     let unlimited = if tool == Tool::Iperf2 { "100G" } else { "0" };
     let extra: Vec<&str> = match (case, tool) {
         (Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp1Budget, Tool::Iperf2) => vec!["-y", "C"],
-        (Case::Tcp1SkipRx, Tool::Perfpeer) => vec!["--skip-rx-copy"],
+        // The receive copy skipped by every tool that can (iperf3 since 3.17).
+        (Case::Tcp1SkipRx, Tool::Perfpeer | Tool::Iperf3New) => vec!["--skip-rx-copy"],
         (Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp1Budget, _) => vec![],
         (Case::Tcp2, Tool::Iperf2) => vec!["-P", "2", "-y", "C"],
         (Case::Tcp2, _) => vec!["-P", "2"],
@@ -280,9 +314,13 @@ mod tests {
         };
         for case in ALL {
             assert_eq!(case.tools()[0], Tool::Perfpeer);
+            let progs = Programs {
+                perfpeer: "pp".into(),
+                iperf3_new: Some("/opt/iperf3".into()),
+            };
             for &tool in case.tools() {
-                assert!(!client_argv(tool, case, p, 1, "pp").is_empty());
-                assert!(!server_argv(tool, case, p, "pp", "/tmp").is_empty());
+                assert!(!client_argv(tool, case, p, 1, &progs).is_empty());
+                assert!(!server_argv(tool, case, p, &progs, "/tmp").is_empty());
             }
         }
         assert_eq!(p.udp_data(Tool::Perfpeer), 40001);

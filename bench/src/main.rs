@@ -50,6 +50,10 @@ struct Args {
     /// The perfpeer binary (default: build and use target/release/perfpeer).
     #[arg(long)]
     perfpeer: Option<PathBuf>,
+    /// The newest iperf3, built from esnet/iperf's source outside the repository (see
+    /// docs/benchmarks.md): a column of its own beside Debian's.
+    #[arg(long, value_name = "PATH", env = "PERFPEER_BENCH_IPERF3_NEW")]
+    iperf3_new: Option<PathBuf>,
     /// Also write the JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -81,7 +85,7 @@ fn perfpeer_binary(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 
 /// Everything one run needs.
 struct Runner {
-    perfpeer: String,
+    progs: cases::Programs,
     scratch: PathBuf,
     secs: u32,
     next_port: u16,
@@ -109,7 +113,7 @@ impl Runner {
         let p = self.ports();
         let dir = self.path("perfpeer-data");
         let dir = dir.to_string_lossy();
-        let server_argv = cases::server_argv(tool, case, p, &self.perfpeer, &dir);
+        let server_argv = cases::server_argv(tool, case, p, &self.progs, &dir);
         // A DUT-sized case: each end in its own CPU budget (dropped, so removed, at the end).
         let budget = |end: &str| {
             case.cpu_budget()
@@ -130,7 +134,7 @@ impl Runner {
         let capture = (case == Case::Paced && self.capture_ok)
             .then(|| capture::Capture::start(p.udp_data(tool)))
             .transpose()?;
-        let client_argv = cases::client_argv(tool, case, p, self.secs, &self.perfpeer);
+        let client_argv = cases::client_argv(tool, case, p, self.secs, &self.progs);
         let client = procs::spawn(&client_argv, self.path("client.out"))?;
         if let Some(g) = &client_group {
             g.add(client.pid())?;
@@ -199,11 +203,16 @@ fn main_inner(args: Args) -> anyhow::Result<ExitCode> {
     let have = |t: Tool| match t {
         Tool::Perfpeer => true,
         Tool::Iperf3 => on_path("iperf3"),
+        Tool::Iperf3New => args.iperf3_new.as_ref().is_some_and(|p| p.is_file()),
         Tool::Iperf2 => on_path("iperf"),
         Tool::Netperf => on_path("netperf") && on_path("netserver"),
     };
     for (t, why) in [
         (Tool::Iperf3, "iperf3 is not on PATH: its column is empty"),
+        (
+            Tool::Iperf3New,
+            "no newest iperf3 (--iperf3-new PATH): the iperf3-new column is empty",
+        ),
         (
             Tool::Iperf2,
             "iperf is not on PATH: the iperf2 column is empty",
@@ -229,7 +238,13 @@ fn main_inner(args: Args) -> anyhow::Result<ExitCode> {
         notes.push("not root: no AF_PACKET capture, so no pacing figures".into());
     }
     let mut runner = Runner {
-        perfpeer: perfpeer.to_string_lossy().into_owned(),
+        progs: cases::Programs {
+            perfpeer: perfpeer.to_string_lossy().into_owned(),
+            iperf3_new: args
+                .iperf3_new
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned()),
+        },
         scratch: scratch.clone(),
         secs,
         next_port: 40_000 + (std::process::id() % 1000) as u16 * 4 % 4000,

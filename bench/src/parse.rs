@@ -35,7 +35,7 @@ pub fn parse(tool: Tool, case: Case, client: &str, server: &str) -> Result<Figur
     let mut f = Figures::new();
     match (tool, case) {
         (
-            Tool::Perfpeer | Tool::Iperf3,
+            Tool::Perfpeer | Tool::Iperf3 | Tool::Iperf3New,
             Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2 | Case::Tcp1Budget,
         ) => {
             let j: Value = serde_json::from_str(client).map_err(|_| miss(tool, "JSON"))?;
@@ -45,7 +45,7 @@ pub fn parse(tool: Tool, case: Case, client: &str, server: &str) -> Result<Figur
             f.insert("bytes", bytes.ok_or(miss(tool, "received bytes"))?);
         }
         (
-            Tool::Perfpeer | Tool::Iperf3,
+            Tool::Perfpeer | Tool::Iperf3 | Tool::Iperf3New,
             Case::Udp64 | Case::Udp1400 | Case::Paced | Case::Udp1400Budget,
         ) => {
             let j: Value = serde_json::from_str(client).map_err(|_| miss(tool, "JSON"))?;
@@ -96,7 +96,9 @@ pub fn parse(tool: Tool, case: Case, client: &str, server: &str) -> Result<Figur
             f.insert("tps", count / secs);
             f.insert("mean_us", mean_ms * 1000.0);
         }
-        (Tool::Iperf3, Case::Rr) => return Err(miss(tool, "request/response mode")),
+        (Tool::Iperf3 | Tool::Iperf3New, Case::Rr) => {
+            return Err(miss(tool, "request/response mode"));
+        }
     }
     Ok(f)
 }

@@ -58,21 +58,21 @@ pub fn table(cases: &[Case], s: &Samples, runs: u32, secs: u32, notes: &[String]
         out += &format!("{} [{}]\n", case.title(), case.name());
         out += &format!("  {:w$}", "");
         for t in tools {
-            out += &format!("{:>10}", t.name());
+            out += &format!("{:>12}", t.name());
         }
         for t in &tools[1..] {
-            out += &format!("{:>12}", format!("pp/{}", t.name()));
+            out += &format!("{:>15}", format!("pp/{}", t.name()));
         }
         out += "\n";
         for m in case.metrics() {
             out += &format!("  {:w$}", m.label);
             let meds: Vec<Option<f64>> = tools.iter().map(|&t| s.median(case, t, m.key)).collect();
             for v in &meds {
-                out += &format!("{:>10}", show(*v));
+                out += &format!("{:>12}", show(*v));
             }
             for v in &meds[1..] {
                 out += &format!(
-                    "{:>12}",
+                    "{:>15}",
                     ratio(meds[0], *v).map_or("-".into(), |r| format!("{r:.2}"))
                 );
             }
