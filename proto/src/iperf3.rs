@@ -746,7 +746,8 @@ mod tests {
 
     #[test]
     fn a_burst_travels_both_ways_and_one_is_none() {
-        let raw = br#"{"udp":true,"time":3,"parallel":1,"len":1000,"bandwidth":2000000,"burst":20}"#;
+        let raw =
+            br#"{"udp":true,"time":3,"parallel":1,"len":1000,"bandwidth":2000000,"burst":20}"#;
         let r = Params::parse(raw).unwrap().into_requested().unwrap();
         assert_eq!(r.spec.burst, Some(20));
         assert_eq!(params_json(&r.spec, Asks::default())["burst"], 20);
