@@ -11,11 +11,13 @@ const CPU_ROOT: &str = "/sys/fs/cgroup/cpu";
 /// The CFS period; the quota is a share of it.
 const PERIOD_US: u32 = 100_000;
 
-/// Whether budgets can be set here: root, with the v1 `cpu` controller mounted.
+/// Whether budgets can be set here: root, with the v1 `cpu` controller mounted and writable (a
+/// container may show it read-only) — tried with a probe group that is removed at once.
 pub fn available() -> bool {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     root && Path::new(CPU_ROOT).join("cgroup.procs").exists()
+        && CpuGroup::create(&format!("perfpeer-bench-probe-{}", std::process::id()), 100).is_ok()
 }
 
 /// One process's CPU budget.
