@@ -213,11 +213,13 @@ fn draw(series: &[Series], x_max: Option<f64>, legend_rows: bool) -> String {
     );
     let mut color = 0;
     for (i, line) in series.iter().enumerate() {
-        let stroke = if line.sum {
-            SUM_COLOR.to_string()
+        // A stream's line colour and its label's shade of it.
+        let (stroke, label_fill) = if line.sum {
+            (SUM_COLOR, SUM_COLOR)
         } else {
             color += 1;
-            COLORS[(color - 1) % COLORS.len()].to_string()
+            let i = (color - 1) % COLORS.len();
+            (COLORS[i], LEGEND_TEXT[i].0)
         };
         let width = if line.sum { 2.5 } else { 1.5 };
         // The two directions' sums differ by their dash (both are the page's text colour).
@@ -243,11 +245,7 @@ fn draw(series: &[Series], x_max: Option<f64>, legend_rows: bool) -> String {
         let fill = if line.sum {
             " sum'".to_string()
         } else {
-            let text = COLORS
-                .iter()
-                .position(|c| *c == stroke)
-                .map_or(stroke.as_str(), |i| LEGEND_TEXT[i].0);
-            format!("' style='fill:{text}'")
+            format!("' style='fill:{label_fill}'")
         };
         let _ = write!(
             s,

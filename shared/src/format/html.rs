@@ -87,13 +87,10 @@ fn notes_html(notes: &Notes) -> String {
 
 /// `2026-12-04 13:45 UTC` (the page cannot run a script to say it in the reader's zone).
 fn utc_words(unix_ms: u64) -> String {
-    let secs = unix_ms / 1000;
-    let (y, m, d) = super::iperf3::civil_from_days(secs / 86_400);
-    let day = secs % 86_400;
+    let t = super::iperf3::UtcTime::of(unix_ms / 1000);
     format!(
-        "{y}-{m:02}-{d:02} {:02}:{:02} UTC",
-        day / 3600,
-        day % 3600 / 60
+        "{}-{:02}-{:02} {:02}:{:02} UTC",
+        t.year, t.month, t.day, t.hour, t.minute
     )
 }
 

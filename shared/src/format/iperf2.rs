@@ -301,14 +301,10 @@ pub fn text_in(result: &TestResult, units: Units) -> String {
 
 /// `YYYYMMDDHHMMSS` (UTC) of a Unix time in ms, as iperf 2's CSV lines start.
 fn csv_time(unix_ms: u64) -> String {
-    let secs = unix_ms / 1000;
-    let (y, mo, d) = super::iperf3::civil_from_days(secs / 86_400);
-    let s = secs % 86_400;
+    let t = super::iperf3::UtcTime::of(unix_ms / 1000);
     format!(
-        "{y:04}{mo:02}{d:02}{:02}{:02}{:02}",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
+        "{:04}{:02}{:02}{:02}{:02}{:02}",
+        t.year, t.month, t.day, t.hour, t.minute, t.second
     )
 }
 

@@ -885,14 +885,43 @@ pub fn http_date(unix_secs: u64) -> String {
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
     ];
-    let (days, secs) = (unix_secs / 86_400, unix_secs % 86_400);
-    let (year, month, day) = civil_from_days(days);
-    let weekday = DAYS[((days + 4) % 7) as usize]; // 1970-01-01 was a Thursday
-    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let t = UtcTime::of(unix_secs);
+    let weekday = DAYS[((unix_secs / 86_400 + 4) % 7) as usize]; // 1970-01-01 was a Thursday
     format!(
-        "{weekday}, {day:02} {} {year} {h:02}:{m:02}:{s:02} GMT",
-        MONTHS[month as usize - 1]
+        "{weekday}, {:02} {} {} {:02}:{:02}:{:02} GMT",
+        t.day,
+        MONTHS[t.month as usize - 1],
+        t.year,
+        t.hour,
+        t.minute,
+        t.second
     )
+}
+
+/// A Unix time in seconds as UTC calendar fields: year, month 1–12, day 1–31, hour, minute,
+/// second. Every printed date (HTTP, iperf 2's CSV, the result page) starts here.
+pub(crate) struct UtcTime {
+    pub year: u64,
+    pub month: u64,
+    pub day: u64,
+    pub hour: u64,
+    pub minute: u64,
+    pub second: u64,
+}
+
+impl UtcTime {
+    pub(crate) fn of(unix_secs: u64) -> UtcTime {
+        let (year, month, day) = civil_from_days(unix_secs / 86_400);
+        let secs = unix_secs % 86_400;
+        UtcTime {
+            year,
+            month,
+            day,
+            hour: secs / 3600,
+            minute: secs / 60 % 60,
+            second: secs % 60,
+        }
+    }
 }
 
 /// Proleptic Gregorian (year, month 1–12, day 1–31) of a day count since 1970-01-01. Years are
