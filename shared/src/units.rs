@@ -99,6 +99,18 @@ fn adaptive_number(value: f64) -> String {
     }
 }
 
+/// A TOS byte as iperf3 reads `-S`: `0x` hex, a leading `0` octal, else decimal; `None` for
+/// anything else or a value over 255.
+pub fn parse_tos(s: &str) -> Option<u8> {
+    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u8::from_str_radix(hex, 16).ok()
+    } else if s.len() > 1 && s.starts_with('0') {
+        u8::from_str_radix(&s[1..], 8).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
 /// Formats a byte count as iperf3 does: `1.25 GBytes` (powers of 1024).
 pub fn format_bytes(bytes: f64) -> String {
     const UNITS: [&str; 5] = ["Bytes", "KBytes", "MBytes", "GBytes", "TBytes"];

@@ -92,7 +92,8 @@ impl Default for FormInput {
 pub const ACCESS_CLASSES: [(&str, u8); 4] =
     [("BK", 0x20), ("BE", 0x00), ("VI", 0xa0), ("VO", 0xc0)];
 
-/// A TOS field as typed: an access class name, or 0–255 in decimal or `0x` hex.
+/// A TOS field as typed: an access class name, or a TOS byte as `-S` reads it (decimal, `0x`
+/// hex, or octal with a leading 0).
 pub fn parse_tos(text: &str) -> Result<Option<u8>, FormError> {
     let t = text.trim();
     if t.is_empty() {
@@ -104,16 +105,14 @@ pub fn parse_tos(text: &str) -> Result<Option<u8>, FormError> {
     {
         return Ok(Some(*tos));
     }
-    let number = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(hex) => u8::from_str_radix(hex, 16),
-        None => t.parse::<u8>(),
-    };
-    number.map(Some).map_err(|_| {
-        err(
-            "tos",
-            "TOS is BK, BE, VI or VO (Wi-Fi access classes), or a number from 0 to 255",
-        )
-    })
+    perfpeer_shared::units::parse_tos(t)
+        .map(Some)
+        .ok_or_else(|| {
+            err(
+                "tos",
+                "TOS is BK, BE, VI or VO (Wi-Fi access classes), or a number from 0 to 255",
+            )
+        })
 }
 
 /// A named set of form values, and the result tab it is read in.
@@ -544,10 +543,12 @@ mod tests {
         assert_eq!(spec.window, Some(256 * 1024));
         assert_eq!(spec.congestion.as_deref(), Some("bbr"));
         assert_eq!(spec.interval, Duration::from_millis(500));
+        // Numbers as the CLI's -S reads them: `010` is octal there, so here too.
         for (text, want) in [
             ("BK", Some(0x20)),
             ("0xb8", Some(0xb8)),
             ("184", Some(184)),
+            ("010", Some(8)),
             ("", None),
         ] {
             assert_eq!(parse_tos(text), Ok(want), "{text}");

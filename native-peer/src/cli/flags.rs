@@ -212,14 +212,7 @@ fn parse_rate_arg(s: &str) -> Result<RateArg, String> {
 }
 
 fn parse_tos(s: &str) -> Result<u8, String> {
-    let parsed = if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u8::from_str_radix(hex, 16)
-    } else if s.len() > 1 && s.starts_with('0') {
-        u8::from_str_radix(&s[1..], 8)
-    } else {
-        s.parse()
-    };
-    parsed.map_err(|_| format!("'{s}' is not a TOS value (0-255)"))
+    perfpeer_shared::units::parse_tos(s).ok_or_else(|| format!("'{s}' is not a TOS value (0-255)"))
 }
 
 fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
