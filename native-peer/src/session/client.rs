@@ -380,13 +380,10 @@ impl PerfpeerFarEnd {
                     result_id,
                 } => {
                     report.intervals = std::mem::take(&mut self.remote_intervals);
-                    if let Some(id) =
-                        result_id.filter(|id| id.bytes().all(|b| b.is_ascii_hexdigit()))
+                    if let Some(stored) =
+                        result_id.and_then(|id| TestEvent::stored(self.server, id))
                     {
-                        let _ = events.send(TestEvent::Stored {
-                            url: format!("http://{}/r/{id}", self.server),
-                            id: id.clone(),
-                        });
+                        let _ = events.send(stored);
                     }
                     return Ok(report);
                 }

@@ -41,6 +41,19 @@ pub enum TestEvent {
     },
 }
 
+impl TestEvent {
+    /// That the peer at control address `peer` kept the test under result id `id`, with its
+    /// page; `None` for an id that is not 1 to 64 hex digits (a peer's word is not printed as
+    /// a link unchecked).
+    pub fn stored(peer: impl std::fmt::Display, id: String) -> Option<TestEvent> {
+        let plausible = (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit());
+        plausible.then(|| TestEvent::Stored {
+            url: format!("http://{peer}/r/{id}"),
+            id,
+        })
+    }
+}
+
 /// What a running sweep tells its caller.
 #[derive(Debug)]
 pub enum SweepEvent {
@@ -48,4 +61,24 @@ pub enum SweepEvent {
     Test(TestEvent),
     /// The size is done (its row, or why it has none).
     Point(SweepPoint),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TestEvent;
+
+    #[test]
+    fn only_a_hex_id_becomes_a_link() {
+        let Some(TestEvent::Stored { id, url }) = TestEvent::stored("10.0.0.2:5210", "00ff".into())
+        else {
+            panic!("a hex id is a link");
+        };
+        assert_eq!(
+            (id.as_str(), url.as_str()),
+            ("00ff", "http://10.0.0.2:5210/r/00ff")
+        );
+        for bad in ["", "../x", "0g", &"a".repeat(65)] {
+            assert!(TestEvent::stored("h", bad.to_string()).is_none(), "{bad}");
+        }
+    }
 }

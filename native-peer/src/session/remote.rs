@@ -59,17 +59,10 @@ pub async fn run(
                 sockets: Vec::new(),
             },
             ServerMsg::Interval { role, report, .. } => TestEvent::Interval { role, report },
-            // An id is hex digits: anything else is not printed as a link.
-            ServerMsg::Stored { result_id, .. }
-                if !result_id.is_empty()
-                    && result_id.len() <= 64
-                    && result_id.bytes().all(|b| b.is_ascii_hexdigit()) =>
-            {
-                TestEvent::Stored {
-                    url: format!("http://{server}/r/{result_id}"),
-                    id: result_id,
-                }
-            }
+            ServerMsg::Stored { result_id, .. } => match TestEvent::stored(server, result_id) {
+                Some(stored) => stored,
+                None => continue,
+            },
             ServerMsg::Result { result } => return Ok(result),
             ServerMsg::Error { code, message } => {
                 let message = if code == ErrorCode::Unauthorized {
