@@ -67,8 +67,16 @@ impl<'a> Printer<'a> {
                 self.far_end_output = Some((text.clone(), json.clone()));
                 Ok(())
             }
-            (TestEvent::Stored { id, url }, Style::Json) => {
+            // Kept for the end in every style; a JSON stream also says it now.
+            (TestEvent::Stored { id, url }, style) => {
                 self.stored = Some((id.clone(), url.clone()));
+                if style == Style::JsonStream {
+                    let line = serde_json::json!({
+                        "event": "perfpeer_stored",
+                        "data": { "result_id": id, "result_url": url },
+                    });
+                    return self.write(&line.to_string());
+                }
                 Ok(())
             }
             (_, Style::Json) => Ok(()),
@@ -113,17 +121,6 @@ impl<'a> Printer<'a> {
                 },
                 Style::JsonStream,
             ) => self.write(&iperf3::json_stream_interval(self.spec, report)),
-            (TestEvent::Stored { id, url }, style) => {
-                self.stored = Some((id.clone(), url.clone()));
-                if style == Style::JsonStream {
-                    let line = serde_json::json!({
-                        "event": "perfpeer_stored",
-                        "data": { "result_id": id, "result_url": url },
-                    });
-                    return self.write(&line.to_string());
-                }
-                Ok(())
-            }
             (TestEvent::Interval { .. }, _) => Ok(()),
         }
     }

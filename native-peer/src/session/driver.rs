@@ -149,16 +149,14 @@ async fn run(
     // a cancelled stream keeps the receiver's loss and jitter.
     let cancelled = ended_early == Some(EarlyEnd::Cancelled);
     let graceful = ended_early.is_none() || (cancelled && far.finals_after_cancel());
-    match &ended_early {
-        _ if graceful => {
-            if let Err(e) = far.end(&m).await
-                && !cancelled
-            {
-                ended_early = Some(EarlyEnd::Because(e.to_string()));
-            }
+    if graceful {
+        if let Err(e) = far.end(&m).await
+            && !cancelled
+        {
+            ended_early = Some(EarlyEnd::Because(e.to_string()));
         }
-        Some(why) => far.abandon(&why.to_string()).await,
-        None => {}
+    } else if let Some(why) = &ended_early {
+        far.abandon(&why.to_string()).await;
     }
     let mut finished = m.finish(far.abort_streams(!graceful)).await;
     if let Some(report) = finished.tail.take() {
