@@ -246,7 +246,6 @@ pub fn server_argv(tool: Tool, case: Case, p: Ports, progs: &Programs, dir: &str
 
 /// The client command line for a run of `secs` seconds.
 pub fn client_argv(tool: Tool, case: Case, p: Ports, secs: u32, progs: &Programs) -> Vec<String> {
-    let case = case.base();
     let (ctl, t) = (p.ctl.to_string(), secs.to_string());
     let mut v = match tool {
         Tool::Perfpeer => argv(&[

@@ -152,7 +152,7 @@ impl Runner {
             bail!("{} timed out: {}", tool.name(), client_argv.join(" "));
         }
         let mut f =
-            parse::parse(tool, case.base(), &client.stdout, &server.stdout).with_context(|| {
+            parse::parse(tool, case, &client.stdout, &server.stdout).with_context(|| {
                 let how = if client.success { "exit 0" } else { "failed" };
                 format!(
                     "{} ({how}): {}",
