@@ -11,8 +11,8 @@ use perfpeer_shared::control::ServerMsg;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{
-    Element, Event, EventTarget, Headers, HtmlDocument, HtmlInputElement, MessageEvent,
-    RequestInit, Response, WebSocket,
+    Element, Event, EventTarget, Headers, HtmlInputElement, MessageEvent, RequestInit, Response,
+    WebSocket,
 };
 
 use crate::dom::{self, Listener, Timeout};
@@ -261,19 +261,17 @@ fn reply(weak: &Weak<Shared>, request: Request, status: u16, body: &JsValue) {
 }
 
 /// Opens the share sheet with the share link where the browser has one; copies the link
-/// otherwise (`execCommand`, which also works on plain http where the async clipboard API does
-/// not exist).
+/// otherwise (`dom::copy_text`, which also works on plain http).
 fn share_link() {
     let input = dom::by_id::<HtmlInputElement>("share-url");
     if dom::share(&input.value(), &dom::document().title()) {
         return;
     }
-    input.select();
-    let copied = dom::document()
-        .dyn_into::<HtmlDocument>()
-        .ok()
-        .and_then(|d| d.exec_command("copy").ok())
-        .unwrap_or(false);
+    let copied = dom::copy_text(&input.value());
+    if !copied {
+        // Selected, for the user to copy by hand.
+        input.select();
+    }
     dom::set_text(
         "share-copy",
         if copied { "Copied" } else { "Select and copy" },

@@ -6,7 +6,6 @@ use perfpeer_shared::control::PeerInfo;
 use perfpeer_shared::format::{cbr, sweep as sweep_text};
 use perfpeer_shared::report::{IntervalReport, TestStatus};
 use perfpeer_shared::spec::{EndCondition, Protocol};
-use perfpeer_shared::sweep::SweepResult;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Blob, BlobPropertyBag, HtmlAnchorElement, HtmlElement, Url};
 
@@ -18,14 +17,13 @@ use crate::store::{FinishedLatency, FinishedSweep, LatencyRun, Link, Model, RunS
 use perfpeer_shared::format::latency as latency_text;
 use perfpeer_shared::format::layout::Layout;
 use perfpeer_shared::format::{chart, html};
-use perfpeer_shared::latency::LatencyResult;
 
 /// What the view keeps between renders.
 #[derive(Default)]
 pub struct View {
-    shown_result: Option<String>,
-    shown_sweep: Option<SweepResult>,
-    shown_latency: Option<LatencyResult>,
+    /// The run whose result is drawn (a test's, sweep's or latency run's id): the heavy
+    /// rendering is redone only when another one comes.
+    shown: Option<String>,
     latency_json_url: Option<String>,
     latency_html_url: Option<String>,
     /// Probes and phases drawn on the Running screen last (redrawn when they change).
@@ -172,13 +170,11 @@ impl View {
     }
 
     fn render_sweep(&mut self, done: &FinishedSweep) {
-        if self.shown_sweep.as_ref() == Some(&done.result) {
+        if self.shown.as_ref() == Some(&done.sweep_id) {
             return;
         }
         let sweep = &done.result;
-        self.shown_sweep = Some(sweep.clone());
-        self.shown_result = None;
-        self.shown_latency = None;
+        self.shown = Some(done.sweep_id.clone());
         let sizes: Vec<u32> = sweep.points.iter().map(|p| p.len).collect();
         let title = format!(
             "{} → {}",
@@ -232,13 +228,11 @@ impl View {
     }
 
     fn render_latency(&mut self, done: &FinishedLatency) {
-        if self.shown_latency.as_ref() == Some(&done.result) {
+        if self.shown.as_ref() == Some(&done.latency_id) {
             return;
         }
         let r = &done.result;
-        self.shown_latency = Some(r.clone());
-        self.shown_sweep = None;
-        self.shown_result = None;
+        self.shown = Some(done.latency_id.clone());
         let title = latency_text::title(r);
         set_text(
             "result-title",
@@ -278,12 +272,10 @@ impl View {
             );
             show(&format!("text-{}", tab.id()), model.tab == tab);
         }
-        if self.shown_result.as_deref() == Some(result.id.as_str()) {
+        if self.shown.as_deref() == Some(result.id.as_str()) {
             return;
         }
-        self.shown_result = Some(result.id.clone());
-        self.shown_sweep = None;
-        self.shown_latency = None;
+        self.shown = Some(result.id.clone());
         set_text(
             "result-title",
             &format!(
