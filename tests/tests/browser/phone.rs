@@ -141,6 +141,15 @@ async fn wait_true(c: &Client, what: &str, script: &str, limit: Duration) {
 /// Every screen in one theme: a short paced UDP test gives Running, Result and History.
 async fn every_screen(c: &Client, dut: &Peer, pc: &Peer, theme: &str) {
     open_ui(c, dut).await;
+    // The address the peer listens on (not every interface's), and both of its ports.
+    let (host, control) = dut.control.rsplit_once(':').expect("host:port");
+    assert_eq!(text(c, "peer-addresses").await, host);
+    let ports = text(c, "peer-ports").await;
+    assert!(
+        ports.starts_with(&format!("{control} (web page and control")),
+        "{ports}"
+    );
+    assert!(ports.contains("(data, TCP and UDP)"), "{ports}");
     audit(c, "peer", theme).await;
     click(c, "#nav-new").await;
     wait_shown(c, "screen-new", Duration::from_secs(5)).await;
