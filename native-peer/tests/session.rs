@@ -131,9 +131,20 @@ impl Script {
     /// Answers the client's `final` with an empty report of its own and `result_id`, then
     /// waits for the client to close.
     async fn final_then_close(&mut self, result_id: Option<&str>) {
+        self.final_with_errors_then_close(result_id, Vec::new())
+            .await;
+    }
+
+    /// The same, with the far end's own stream errors in its final.
+    async fn final_with_errors_then_close(
+        &mut self,
+        result_id: Option<&str>,
+        stream_errors: Vec<String>,
+    ) {
         self.send(&ServerMsg::Final {
             report: SideReport::empty(PeerRole::Server, Default::default()),
             result_id: result_id.map(str::to_string),
+            stream_errors,
         })
         .await;
         let _ = self.recv().await;
@@ -331,6 +342,7 @@ async fn finals_are_exchanged_and_the_far_ends_intervals_joined_to_its_report() 
         s.send(&ServerMsg::Final {
             report,
             result_id: Some("00ff".into()),
+            stream_errors: Vec::new(),
         })
         .await;
         let _ = s.recv().await;
@@ -510,6 +522,28 @@ async fn a_broken_stream_makes_a_finished_test_partial_and_names_the_stream() {
     let reason = partial_reason(&result);
     assert!(reason.starts_with("stream 1: "), "{reason}");
     assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[tokio::test]
+async fn a_far_end_whose_streams_broke_makes_the_result_partial_with_its_words() {
+    let data = DataPort::reading();
+    let addr = scripted(move |mut s| async move {
+        s.welcome(PROTOCOL_VERSION).await;
+        s.accept(&data).await;
+        s.stop_and_final().await;
+        let long = format!("stream 1: cannot receive {}", "x".repeat(2000));
+        s.final_with_errors_then_close(None, vec![long]).await;
+    })
+    .await;
+    let (outcome, _, _) = run(addr, &bytes_spec(1 << 16)).await;
+    let result = outcome.unwrap();
+    assert!(result.remote.is_some(), "its figures are kept");
+    let reason = partial_reason(&result);
+    assert!(
+        reason.starts_with("the far end's stream 1: cannot receive"),
+        "{reason}"
+    );
+    assert!(reason.len() < 500, "cut to a few lines: {}", reason.len());
 }
 
 /// The real far end, in this process: `perfpeer serve`'s server on loopback ports.

@@ -143,6 +143,11 @@ pub enum ServerMsg {
         /// Where this peer keeps the test (`/r/<id>` on its control port), if it stores results.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result_id: Option<String>,
+        /// What broke this end's data streams (`stream 1: …`), so the other end's result says
+        /// the test is partial instead of showing an empty receiver as a measurement. Absent
+        /// from older peers.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        stream_errors: Vec<String>,
     },
     /// (`run`) The test has started.
     Started {

@@ -240,6 +240,7 @@ async fn run_accepted(
     chan.send(&ServerMsg::Final {
         report: summary,
         result_id,
+        stream_errors: finished.stream_errors,
     })?;
     Ok(())
 }

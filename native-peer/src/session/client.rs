@@ -57,6 +57,8 @@ impl Default for ClientOptions {
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Wait for the far end's final report after `stop` (it drains its receivers first).
 const FINAL_TIMEOUT: Duration = Duration::from_secs(15);
+/// The far end's stream errors are shown up to this many bytes.
+const MAX_FAR_ERRORS: usize = 400;
 
 impl WsMessage for Message {
     fn text(s: String) -> Self {
@@ -286,6 +288,7 @@ pub async fn open(
         server_sends: spec.direction.server_sends(),
         remote_intervals: Vec::new(),
         remote_senders_done: false,
+        remote_stream_errors: Vec::new(),
     };
     let ready = Ready {
         test_id,
@@ -307,6 +310,8 @@ pub struct PerfpeerFarEnd {
     server_sends: bool,
     remote_intervals: Vec<IntervalReport>,
     remote_senders_done: bool,
+    /// What broke the far end's streams, from its finals.
+    remote_stream_errors: Vec<String>,
 }
 
 impl FarEnd for PerfpeerFarEnd {
@@ -346,6 +351,19 @@ impl FarEnd for PerfpeerFarEnd {
         true
     }
 
+    fn far_stream_errors(&self) -> Option<String> {
+        (!self.remote_stream_errors.is_empty()).then(|| {
+            let mut all = self.remote_stream_errors.join("; ");
+            // The far end's words, shown to a user: a few lines at most.
+            if all.len() > MAX_FAR_ERRORS {
+                let cut = all.floor_char_boundary(MAX_FAR_ERRORS);
+                all.truncate(cut);
+                all.push('…');
+            }
+            all
+        })
+    }
+
     /// Sends our final report and waits for the far end's.
     async fn finals(
         &mut self,
@@ -378,7 +396,9 @@ impl PerfpeerFarEnd {
                 ServerMsg::Final {
                     mut report,
                     result_id,
+                    stream_errors,
                 } => {
+                    self.remote_stream_errors = stream_errors;
                     report.intervals = std::mem::take(&mut self.remote_intervals);
                     if let Some(stored) =
                         result_id.and_then(|id| TestEvent::stored(self.server, id))

@@ -100,6 +100,12 @@ pub trait FarEnd {
     ) -> Result<Option<SideReport>, String> {
         Ok(None)
     }
+
+    /// What broke the far end's own data streams, as it said with its finals: the result is
+    /// partial, with both ends' figures kept.
+    fn far_stream_errors(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Runs the test with a far end that is ready, sending live events to `events`; `cancel` ends
@@ -175,6 +181,11 @@ async fn run(
     } else {
         None
     };
+    if ended_early.is_none()
+        && let Some(why) = far.far_stream_errors()
+    {
+        ended_early = Some(EarlyEnd::Because(format!("the far end's {why}")));
+    }
     let status = finished.status(ended_early);
     let mut local = finished.report;
     local.intervals.shrink_to_fit();
