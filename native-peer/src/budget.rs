@@ -60,10 +60,7 @@ impl MemoryBudget {
 
     /// The default for this machine: an eighth of its memory, between 16 MiB and 1 GiB.
     pub fn default_limit() -> u64 {
-        let total = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|text| mem_total(&text));
-        default_for(total)
+        default_for(crate::sys::total_memory())
     }
 
     /// Charges `bytes`, or says why not.
@@ -88,13 +85,6 @@ impl MemoryBudget {
     fn used(&self) -> u64 {
         self.used.load(Ordering::Acquire)
     }
-}
-
-/// `MemTotal` of /proc/meminfo, in bytes.
-fn mem_total(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    kib.checked_mul(1024)
 }
 
 fn default_for(total: Option<u64>) -> u64 {
@@ -131,14 +121,11 @@ mod tests {
 
     #[test]
     fn the_default_is_an_eighth_of_memory_within_bounds() {
-        let meminfo = "MemTotal:       24576000 kB\nMemFree:  1 kB\n";
-        assert_eq!(mem_total(meminfo), Some(24_576_000 * 1024));
-        assert_eq!(default_for(mem_total(meminfo)), MAX_DEFAULT);
+        assert_eq!(default_for(Some(24_576_000 * 1024)), MAX_DEFAULT);
         // A 256 MB router: 32 MiB.
         assert_eq!(default_for(Some(256 << 20)), 32 << 20);
         // A 64 MB board: the floor.
         assert_eq!(default_for(Some(64 << 20)), MIN_DEFAULT);
         assert_eq!(default_for(None), 64 << 20);
-        assert_eq!(mem_total("garbage"), None);
     }
 }

@@ -162,7 +162,7 @@ fn sibling_modules_do_not_import_each_other() {
 }
 
 /// Calls into the C library live behind one seam, `native-peer/src/sys/` (constants such as
-/// DCCP's option numbers may be named elsewhere; calls may not).
+/// DCCP's option numbers may be named elsewhere; calls may not), and so does Windows' API.
 #[test]
 fn only_sys_calls_libc() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../native-peer/src");
@@ -182,11 +182,19 @@ fn only_sys_calls_libc() {
                     ));
                 }
             }
+            // Windows' API is named only in sys/, at all.
+            if line.contains("windows_sys::") {
+                calls.push(format!(
+                    "{}:{}: windows_sys",
+                    file.strip_prefix(&src).unwrap().display(),
+                    i + 1
+                ));
+            }
         }
     }
     assert!(
         calls.is_empty(),
-        "libc calls outside sys/:\n{}",
+        "system calls outside sys/:\n{}",
         calls.join("\n")
     );
 }

@@ -325,6 +325,8 @@ fn announce(control: SocketAddr, data: SocketAddr, token: Option<&str>) {
     }
 }
 
+/// Waits for SIGTERM or SIGINT (Ctrl-C), then asks everything to stop.
+#[cfg(unix)]
 async fn wait_for_signal(shutdown: CancellationToken) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut int)) = (
@@ -336,6 +338,22 @@ async fn wait_for_signal(shutdown: CancellationToken) {
     tokio::select! {
         _ = term.recv() => {},
         _ = int.recv() => {},
+    }
+    tracing::info!("shutting down");
+    shutdown.cancel();
+}
+
+/// Waits for Ctrl-C or Ctrl-Break, or the console window closing, then asks everything to stop.
+#[cfg(windows)]
+async fn wait_for_signal(shutdown: CancellationToken) {
+    use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close};
+    let (Ok(mut c), Ok(mut brk), Ok(mut close)) = (ctrl_c(), ctrl_break(), ctrl_close()) else {
+        return tracing::warn!("cannot listen for console events");
+    };
+    tokio::select! {
+        _ = c.recv() => {},
+        _ = brk.recv() => {},
+        _ = close.recv() => {},
     }
     tracing::info!("shutting down");
     shutdown.cancel();

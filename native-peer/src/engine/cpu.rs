@@ -1,50 +1,12 @@
-//! CPU accounting: the process's user/system time (getrusage) and the host's busy time
-//! (/proc/stat), read once at the start and once at the end of a test, never on the hot path.
+//! CPU accounting: the process's user/system time and the host's busy time (from
+//! [`crate::sys`]: getrusage and /proc/stat on Linux), read once at the start and once at the
+//! end of a test, never on the hot path.
 
 use std::time::{Duration, Instant};
 
 use perfpeer_shared::report::CpuUsage;
 
-/// Host-wide CPU time counters from the first line of /proc/stat, in clock ticks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct HostTimes {
-    /// user + nice.
-    pub user: u64,
-    /// system + irq + softirq.
-    pub system: u64,
-    /// Everything, idle and iowait included (guest time is already inside user).
-    pub total: u64,
-    /// Number of `cpuN` lines.
-    pub cpus: u32,
-}
-
-/// Parses /proc/stat's text; `None` if the aggregate `cpu` line is missing or malformed.
-pub fn parse_proc_stat(text: &str) -> Option<HostTimes> {
-    let mut lines = text.lines();
-    let first = lines.next()?;
-    let mut fields = first.split_whitespace();
-    if fields.next()? != "cpu" {
-        return None;
-    }
-    let v: Vec<u64> = fields
-        .map(|f| f.parse().ok())
-        .collect::<Option<Vec<u64>>>()?;
-    if v.len() < 7 {
-        return None;
-    }
-    let steal = v.get(7).copied().unwrap_or(0);
-    let cpus = text
-        .lines()
-        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
-        .count();
-    let cpus = u32::try_from(cpus).unwrap_or(u32::MAX);
-    Some(HostTimes {
-        user: v[0] + v[1],
-        system: v[2] + v[5] + v[6],
-        total: v[..7].iter().sum::<u64>() + steal,
-        cpus,
-    })
-}
+use crate::sys::HostTimes;
 
 /// CPU counters at one instant.
 #[derive(Debug, Clone, Copy)]
@@ -59,9 +21,7 @@ impl CpuSnapshot {
     /// Reads the counters now.
     pub fn take() -> Self {
         let (process_user, process_system) = crate::sys::process_cpu_times().unwrap_or_default();
-        let host = std::fs::read_to_string("/proc/stat")
-            .ok()
-            .and_then(|t| parse_proc_stat(&t));
+        let host = crate::sys::host_cpu_times();
         CpuSnapshot {
             at: Instant::now(),
             process_user,
@@ -110,24 +70,6 @@ fn usage_between(a: &CpuSnapshot, b: &CpuSnapshot) -> CpuUsage {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const STAT: &str = "cpu  100 5 50 800 10 3 2 0 0 0\ncpu0 50 2 25 400 5 1 1 0 0 0\ncpu1 50 3 25 400 5 2 1 0 0 0\nintr 1\n";
-
-    #[test]
-    fn proc_stat_is_parsed() {
-        let h = parse_proc_stat(STAT).unwrap();
-        assert_eq!(
-            h,
-            HostTimes {
-                user: 105,
-                system: 55,
-                total: 970,
-                cpus: 2
-            }
-        );
-        assert_eq!(parse_proc_stat("intr 5\n"), None);
-        assert_eq!(parse_proc_stat("cpu 1 2 x\n"), None);
-    }
 
     #[test]
     fn usage_and_service_demand_by_hand() {

@@ -2,7 +2,6 @@
 //! kernel's view of a TCP sender (TCP_INFO). Linux-specific calls live here and nowhere else.
 
 use std::io;
-use std::os::fd::AsRawFd;
 
 use perfpeer_shared::spec::{Protocol, TestSpec};
 use perfpeer_shared::units::BitRate;
@@ -16,20 +15,20 @@ pub fn apply(sock: SockRef<'_>, spec: &TestSpec, is_ipv6: bool) -> io::Result<()
     }
     if let Some(tos) = spec.tos {
         if is_ipv6 {
-            sock.set_tclass_v6(u32::from(tos))?;
+            crate::sys::set_tclass_v6(&sock, u32::from(tos))?;
         } else {
             sock.set_tos_v4(u32::from(tos))?;
         }
     }
     if spec.protocol == Protocol::Tcp {
         if let Some(mss) = spec.mss {
-            sock.set_tcp_mss(mss)?;
+            crate::sys::set_tcp_mss(&sock, mss)?;
         }
         if spec.no_delay {
             sock.set_tcp_nodelay(true)?;
         }
         if let Some(cc) = &spec.congestion {
-            sock.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
+            crate::sys::set_tcp_congestion(&sock, cc).map_err(|e| {
                 io::Error::new(
                     e.kind(),
                     format!("congestion control '{cc}' is not available here: {e}"),
@@ -42,7 +41,7 @@ pub fn apply(sock: SockRef<'_>, spec: &TestSpec, is_ipv6: bool) -> io::Result<()
 
 /// Caps the kernel's pacing of this socket at `rate` (SO_MAX_PACING_RATE, in bytes per second):
 /// TCP paces itself to it, and the fq qdisc does for any socket.
-pub fn set_max_pacing_rate(sock: &impl AsRawFd, rate: BitRate) -> io::Result<()> {
+pub fn set_max_pacing_rate(sock: &impl crate::sys::AsSocket, rate: BitRate) -> io::Result<()> {
     crate::sys::set_max_pacing_rate(sock, (rate.0 / 8).max(1))
 }
 
@@ -60,12 +59,12 @@ pub fn buffer_sizes(sock: SockRef<'_>) -> (Option<u32>, Option<u32>) {
 
 /// TCP MSS and congestion control name of a TCP socket.
 pub fn tcp_mss_and_congestion(sock: SockRef<'_>) -> (Option<u32>, Option<String>) {
-    let cc = sock.tcp_congestion().ok().map(|b| {
+    let cc = crate::sys::tcp_congestion(&sock).ok().map(|b| {
         String::from_utf8_lossy(&b)
             .trim_end_matches('\0')
             .to_string()
     });
-    (sock.tcp_mss().ok(), cc)
+    (crate::sys::tcp_mss(&sock).ok(), cc)
 }
 
 pub use crate::sys::{TcpInfo, tcp_info};

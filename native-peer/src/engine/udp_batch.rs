@@ -18,14 +18,16 @@ pub(super) const BATCH: usize = sys::BATCH;
 /// Bytes kept of each datagram when the payload is not copied out: enough for any header.
 const HEADER_SLOT: usize = 64;
 
-/// Whether a sending stream takes the batched path: unpaced, in perfpeer's own format.
+/// Whether a sending stream takes the batched path: unpaced, in perfpeer's own format, on a
+/// system with batched calls.
 pub(super) fn sends(w: &Worker) -> bool {
-    w.rate.is_none() && w.format == DatagramFormat::Perfpeer
+    sys::BATCHED_UDP && w.rate.is_none() && w.format == DatagramFormat::Perfpeer
 }
 
-/// Whether a receiving stream takes the batched path: perfpeer's own format.
+/// Whether a receiving stream takes the batched path: perfpeer's own format, on a system with
+/// batched calls.
 pub(super) fn receives(w: &Worker) -> bool {
-    w.format == DatagramFormat::Perfpeer
+    sys::BATCHED_UDP && w.format == DatagramFormat::Perfpeer
 }
 
 /// Most segments in one UDP GSO send (the kernel's limit is 64 on older kernels).

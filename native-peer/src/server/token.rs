@@ -11,10 +11,15 @@ use std::time::{Duration, Instant};
 
 use crate::admission::Source;
 
-/// The data directory: `--data-dir`, else `$XDG_DATA_HOME/perfpeer`, else `~/.local/share/perfpeer`.
+/// The data directory: `--data-dir`, else `$XDG_DATA_HOME/perfpeer`, else `~/.local/share/perfpeer`
+/// (on Windows `%LOCALAPPDATA%\perfpeer`).
 pub fn data_dir(explicit: Option<&Path>) -> PathBuf {
     if let Some(p) = explicit {
         return p.to_path_buf();
+    }
+    #[cfg(windows)]
+    if let Some(local) = std::env::var_os("LOCALAPPDATA").filter(|v| !v.is_empty()) {
+        return PathBuf::from(local).join("perfpeer");
     }
     if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(xdg).join("perfpeer");
@@ -121,13 +126,11 @@ pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 fn write_private(path: &Path, text: &str) -> io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
+    let mut f = crate::store::private_file_options()
         .write(true)
         .create(true)
         .truncate(true)
-        .mode(0o600)
         .open(&tmp)?;
     f.write_all(text.as_bytes())?;
     f.sync_all()?;

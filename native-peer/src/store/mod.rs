@@ -555,32 +555,47 @@ fn abort_orphans(conn: &Connection) -> Result<(), StoreError> {
 }
 
 /// Creates `dir` (and its parents) readable by the owner only; an existing one is left as it is.
+/// (On Windows a new directory takes its parent's access list: the user's own profile.)
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
     if dir.is_dir() {
         return Ok(());
     }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Options that create a file readable by its owner only (mode 0600; on Windows the
+/// directory's access list applies).
+pub fn private_file_options() -> std::fs::OpenOptions {
+    #[cfg_attr(not(unix), allow(unused_mut))]
+    let mut options = std::fs::OpenOptions::new();
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
 }
 
 /// Makes the database file the owner's alone (0600), creating it if it is missing, so SQLite
 /// (which gives its WAL and index files the database's mode) never makes a readable one.
 fn create_private_file(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let file = std::fs::OpenOptions::new()
+    let file = private_file_options()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
-        .mode(0o600)
         .open(path)?;
-    let mode = file.metadata()?.permissions().mode();
-    if mode & 0o077 != 0 {
-        file.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = file.metadata()?.permissions().mode();
+        if mode & 0o077 != 0 {
+            file.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))?;
+        }
     }
+    #[cfg(not(unix))]
+    drop(file);
     Ok(())
 }
 

@@ -12,8 +12,8 @@ pub fn this_process() -> &'static str {
         let pid = std::process::id();
         format!(
             "{}:{pid}:{}",
-            boot_id().unwrap_or_default(),
-            start_time(pid).unwrap_or_default()
+            crate::sys::boot_id().unwrap_or_default(),
+            crate::sys::process_start_time(pid).unwrap_or_default()
         )
     })
 }
@@ -29,21 +29,8 @@ pub fn is_alive(owner: Option<&str>) -> bool {
     let Ok(pid) = pid.parse::<u32>() else {
         return false;
     };
-    boot_id().is_some_and(|b| b == boot) && start_time(pid).is_some_and(|t| t == started)
-}
-
-fn boot_id() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
-/// Field 22 of /proc/<pid>/stat: when the process started, in clock ticks since boot.
-fn start_time(pid: u32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces: count after it.
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(19).map(str::to_string)
+    crate::sys::boot_id().unwrap_or_default() == boot
+        && crate::sys::process_start_time(pid).is_some_and(|t| t == started)
 }
 
 #[cfg(test)]

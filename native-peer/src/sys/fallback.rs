@@ -2,24 +2,48 @@
 //! unavailable, and the callers take their portable path. Compiled into the tests on Linux too,
 //! where each answer is checked.
 
-// On Linux this module is built only for its tests: the live calls are `linux`'s.
-#![cfg_attr(target_os = "linux", allow(dead_code))]
+// On Linux this module is built only for its tests: the live calls are `linux`'s; on
+// Windows only the calls `windows` has no counterpart for are used.
+#![cfg_attr(any(target_os = "linux", windows), allow(dead_code))]
 
 use std::io;
 use std::time::Duration;
 
-use super::{TcpInfo, Uname};
-
-#[cfg(unix)]
-pub use std::os::fd::AsRawFd as AsSocket;
-#[cfg(windows)]
-pub use std::os::windows::io::AsRawSocket as AsSocket;
+use super::{AsSocket, HostTimes, TcpInfo, Uname};
 
 fn unsupported(what: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::Unsupported,
         format!("{what} is not available on this system"),
     )
+}
+
+/// No batched UDP calls here: datagram streams send and receive one at a time.
+pub const BATCHED_UDP: bool = false;
+
+/// No IPv6 traffic class here.
+pub fn set_tclass_v6(_sock: &socket2::Socket, _tclass: u32) -> io::Result<()> {
+    Err(unsupported("the IPv6 traffic class (-S with IPv6)"))
+}
+
+/// No MSS setting here.
+pub fn set_tcp_mss(_sock: &socket2::Socket, _mss: u32) -> io::Result<()> {
+    Err(unsupported("setting the TCP MSS (-M)"))
+}
+
+/// Unknown here.
+pub fn tcp_mss(_sock: &socket2::Socket) -> io::Result<u32> {
+    Err(unsupported("reading the TCP MSS"))
+}
+
+/// No choice of congestion control here.
+pub fn set_tcp_congestion(_sock: &socket2::Socket, _name: &str) -> io::Result<()> {
+    Err(unsupported("choosing the TCP congestion control (-C)"))
+}
+
+/// Unknown here.
+pub fn tcp_congestion(_sock: &socket2::Socket) -> io::Result<Vec<u8>> {
+    Err(unsupported("reading the TCP congestion control"))
 }
 
 /// No SO_DEBUG here: the caller says so.
@@ -47,6 +71,27 @@ pub fn unsent_bytes<S: AsSocket>(_sock: &S) -> Option<u64> {
 
 /// Unknown here: CPU figures are reported as not measured.
 pub fn process_cpu_times() -> Option<(Duration, Duration)> {
+    None
+}
+
+/// Unknown here: host CPU figures are reported as not measured.
+pub fn host_cpu_times() -> Option<HostTimes> {
+    None
+}
+
+/// Unknown here: budgets take their fixed defaults.
+pub fn total_memory() -> Option<u64> {
+    None
+}
+
+/// Unknown here: a running test's writer is named by its pid and start time alone.
+pub fn boot_id() -> Option<String> {
+    None
+}
+
+/// Unknown here: no process can be told alive, so a `running` row left by another process is
+/// taken as abandoned.
+pub fn process_start_time(_pid: u32) -> Option<String> {
     None
 }
 
@@ -146,6 +191,10 @@ mod tests {
         tighten_timer_slack();
         assert_eq!(unsent_bytes(&udp), None);
         assert_eq!(process_cpu_times(), None);
+        assert_eq!(host_cpu_times(), None);
+        assert_eq!(total_memory(), None);
+        assert_eq!(boot_id(), None);
+        assert_eq!(process_start_time(std::process::id()), None);
         assert_eq!(tcp_info(&udp), None);
         assert!(!is_no_buffer_space(&io::Error::from_raw_os_error(105)));
         let u = uname().unwrap();
@@ -164,6 +213,12 @@ mod tests {
             io::ErrorKind::Unsupported
         );
         assert!(set_udp_segment(&udp, 1400).is_err());
+        let sock = socket2::SockRef::from(&udp);
+        assert!(set_tclass_v6(&sock, 0).is_err());
+        assert!(set_tcp_mss(&sock, 1000).is_err());
+        assert!(tcp_mss(&sock).is_err());
+        assert!(set_tcp_congestion(&sock, "cubic").is_err());
+        assert!(tcp_congestion(&sock).is_err());
         assert!(set_max_pacing_rate(&udp, 1).is_err());
         assert!(setsockopt_bytes(&udp, 0, 0, &[]).is_err());
         let mut out = 0u32;

@@ -5,7 +5,10 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use super::{BATCH, TcpInfo, Uname};
+use super::{BATCH, HostTimes, TcpInfo, Uname};
+
+/// `sendmmsg` and `recvmmsg` are there.
+pub const BATCHED_UDP: bool = true;
 
 /// `-1` from a call becomes the OS error; anything else is the result.
 fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
@@ -26,6 +29,31 @@ fn socklen_of<T>() -> libc::socklen_t {
 pub fn bind_device(sock: socket2::SockRef<'_>, device: &str) -> io::Result<()> {
     sock.bind_device(Some(device.as_bytes()))
         .map_err(|e| io::Error::new(e.kind(), format!("cannot bind to device {device}: {e}")))
+}
+
+/// Sets the IPv6 traffic class (the TOS byte's place in IPv6).
+pub fn set_tclass_v6(sock: &socket2::Socket, tclass: u32) -> io::Result<()> {
+    sock.set_tclass_v6(tclass)
+}
+
+/// Sets the TCP maximum segment size (TCP_MAXSEG).
+pub fn set_tcp_mss(sock: &socket2::Socket, mss: u32) -> io::Result<()> {
+    sock.set_tcp_mss(mss)
+}
+
+/// The TCP maximum segment size (TCP_MAXSEG).
+pub fn tcp_mss(sock: &socket2::Socket) -> io::Result<u32> {
+    sock.tcp_mss()
+}
+
+/// Chooses the TCP congestion control by name (TCP_CONGESTION).
+pub fn set_tcp_congestion(sock: &socket2::Socket, name: &str) -> io::Result<()> {
+    sock.set_tcp_congestion(name.as_bytes())
+}
+
+/// The TCP congestion control's name, NUL-padded as the kernel gives it.
+pub fn tcp_congestion(sock: &socket2::Socket) -> io::Result<Vec<u8>> {
+    sock.tcp_congestion()
 }
 
 /// SO_DEBUG on a socket (ttcp's `-d`; the kernel wants CAP_NET_ADMIN for it).
@@ -377,4 +405,99 @@ pub unsafe fn getsockopt_into<T>(
     };
     check(rc)?;
     Ok(len as usize)
+}
+
+/// The host's CPU times (the first line of /proc/stat, in clock ticks).
+pub fn host_cpu_times() -> Option<HostTimes> {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|t| parse_proc_stat(&t))
+}
+
+/// Parses /proc/stat's text; `None` if the aggregate `cpu` line is missing or malformed.
+fn parse_proc_stat(text: &str) -> Option<HostTimes> {
+    let mut lines = text.lines();
+    let first = lines.next()?;
+    let mut fields = first.split_whitespace();
+    if fields.next()? != "cpu" {
+        return None;
+    }
+    let v: Vec<u64> = fields
+        .map(|f| f.parse().ok())
+        .collect::<Option<Vec<u64>>>()?;
+    if v.len() < 7 {
+        return None;
+    }
+    let steal = v.get(7).copied().unwrap_or(0);
+    let cpus = text
+        .lines()
+        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+        .count();
+    let cpus = u32::try_from(cpus).unwrap_or(u32::MAX);
+    Some(HostTimes {
+        user: v[0] + v[1],
+        system: v[2] + v[5] + v[6],
+        total: v[..7].iter().sum::<u64>() + steal,
+        cpus,
+    })
+}
+
+/// The machine's memory in bytes (MemTotal of /proc/meminfo).
+pub fn total_memory() -> Option<u64> {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| mem_total(&text))
+}
+
+/// `MemTotal` of /proc/meminfo, in bytes.
+fn mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// This boot's id (/proc/sys/kernel/random/boot_id).
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// When process `pid` started (field 22 of /proc/<pid>/stat, in clock ticks since boot), as
+/// text; `None` if there is no such process.
+pub fn process_start_time(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(19).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STAT: &str = "cpu  100 5 50 800 10 3 2 0 0 0\ncpu0 50 2 25 400 5 1 1 0 0 0\ncpu1 50 3 25 400 5 2 1 0 0 0\nintr 1\n";
+
+    #[test]
+    fn proc_stat_is_parsed() {
+        let h = parse_proc_stat(STAT).unwrap();
+        assert_eq!(
+            h,
+            HostTimes {
+                user: 105,
+                system: 55,
+                total: 970,
+                cpus: 2
+            }
+        );
+        assert_eq!(parse_proc_stat("intr 5\n"), None);
+        assert_eq!(parse_proc_stat("cpu 1 2 x\n"), None);
+    }
+
+    #[test]
+    fn meminfo_is_parsed() {
+        let meminfo = "MemTotal:       24576000 kB\nMemFree:  1 kB\n";
+        assert_eq!(mem_total(meminfo), Some(24_576_000 * 1024));
+        assert_eq!(mem_total("garbage"), None);
+    }
 }

@@ -5,21 +5,36 @@
 //! where TCP_INFO is missing. (`fallback` is also built in this crate's tests on Linux, so it
 //! cannot rot unseen.)
 //!
+//! [`windows`] implements what Windows has a counterpart for (CPU times of the process and the
+//! host, memory and disk sizes, a process's start time) and takes `fallback`'s answer for the
+//! rest.
+//!
 //! The calls: socket options (pacing rate, TCP_INFO, UDP GSO segment size, raw get/set for
 //! DCCP's options), batched UDP (`sendmmsg`, `recvmmsg` with MSG_TRUNC), a TCP read that
 //! discards (MSG_TRUNC), a TCP socket's unsent bytes (TIOCOUTQ), the process's CPU times
-//! (getrusage), uname, a filesystem's size (statvfs), the open-file limit, timer slack, going into
+//! (getrusage) and the host's (/proc/stat), the memory size, this boot's id and a process's start
+//! time (who owns a running test), uname, a filesystem's size (statvfs), the open-file limit, timer slack, going into
 //! the background (daemon), SO_DEBUG, and which I/O errors mean "no buffer space".
 
 #[cfg(any(not(target_os = "linux"), test))]
 mod fallback;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(windows)]
+mod windows;
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", windows)))]
 pub use fallback::*;
 #[cfg(target_os = "linux")]
 pub use linux::*;
+#[cfg(windows)]
+pub use windows::*;
+
+/// What a socket is to the system's calls: a file descriptor, or a Windows SOCKET.
+#[cfg(unix)]
+pub use std::os::fd::AsRawFd as AsSocket;
+#[cfg(windows)]
+pub use std::os::windows::io::AsRawSocket as AsSocket;
 
 /// Datagrams per batched UDP call at most.
 pub const BATCH: usize = 32;
@@ -57,4 +72,18 @@ pub struct Uname {
     pub version: String,
     /// `x86_64`.
     pub machine: String,
+}
+
+/// Host-wide CPU time counters since boot, in the system's own unit (clock ticks on Linux,
+/// 100 ns on Windows): only their ratios are used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HostTimes {
+    /// Time in user mode (with nice).
+    pub user: u64,
+    /// Time in the kernel (with interrupts), idle time not included.
+    pub system: u64,
+    /// Everything, idle included.
+    pub total: u64,
+    /// Logical CPUs.
+    pub cpus: u32,
 }
