@@ -2,7 +2,8 @@
 # Installs what perfpeer's build and tests need on Debian 12 beyond rustup/cargo: iproute2 (ip,
 # tc) for the network-namespace tests, the stock tools used for interop and benchmarks, the wasm
 # toolchain for the web UI, headless Chromium for its browser test, and qemu for the DCCP test.
-# With --dut, also the cross toolchains of scripts/build-dut.sh.
+# With --dut, also the cross toolchains of scripts/build-dut.sh; with --windows, those of
+# scripts/build-windows.sh; with --macos, what scripts/check-macos.sh needs.
 # Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
 set -euo pipefail
 
@@ -34,12 +35,21 @@ command -v cpio >/dev/null 2>&1 || need+=(cpio)
 
 # `--dut` (scripts/build-dut.sh and the DUT tests): the cross compilers with their static glibc,
 # Debian's rustc-web to build std for those targets, and qemu-user to run the results.
-if [ "${1:-}" = "--dut" ]; then
+# `--windows` (scripts/build-windows.sh and the Windows tests): the mingw-w64 cross compiler and
+# wine to run the .exe. `--macos` (scripts/check-macos.sh): nothing beyond Debian's rustc.
+case "${1:-}" in
+--dut) cross=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-mipsel-linux-gnu
+    gcc-mips-linux-gnu qemu-user-static) ;;
+--windows) cross=(gcc-mingw-w64-x86-64 wine64) ;;
+--macos) cross=() ;;
+*) cross=(none) ;;
+esac
+if [ "${cross[*]}" != none ]; then
+    # Debian's rustc-web and the std sources, to build (or check) std for the target.
     [ -x /usr/bin/rustc ] || need+=(rustc-web)
     [ -x /usr/bin/cargo ] || need+=(cargo-web)
     [ -d /usr/lib/rustlib/src/rust/library ] || need+=(rust-web-src)
-    for pkg in gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-mipsel-linux-gnu \
-        gcc-mips-linux-gnu qemu-user-static; do
+    for pkg in "${cross[@]}"; do
         dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
     done
 fi

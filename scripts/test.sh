@@ -2,7 +2,8 @@
 # Runs every test of the workspace: unit tests, codec tests, and the end-to-end tests that start
 # real perfpeer peers on loopback and in network namespaces (those need root, as CI has), and the
 # web UI in headless Chromium (so the UI is built first), after clippy with warnings as errors,
-# and two static DUT builds under qemu-user (built here first, see scripts/build-dut.sh).
+# two static DUT builds under qemu-user (built here first, see scripts/build-dut.sh), the Windows
+# .exe under wine (scripts/build-windows.sh) and a compile check for macOS.
 # Ends with one line totalling every test binary's results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,11 @@ cargo run --locked -q -p perfpeer-bench -- --smoke --perfpeer target/debug/perfp
 export PERFPEER_DUT_TARGETS="aarch64 mipsel"
 # shellcheck disable=SC2086
 ./scripts/build-dut.sh $PERFPEER_DUT_TARGETS
+# The Windows .exe, for tests/tests/windows.rs and the browser test to run under wine; and the
+# macOS check (one of the two Mac targets: they differ only in the CPU), which links nothing.
+./scripts/build-windows.sh
+export PERFPEER_WINDOWS=1
+./scripts/check-macos.sh aarch64-apple-darwin
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

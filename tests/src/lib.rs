@@ -491,6 +491,78 @@ pub fn raise_fd_limit() {
     }
 }
 
+/// The Windows build of scripts/build-windows.sh (dist/perfpeer-<version>-windows-x86_64.exe)
+/// and the command prefix that runs it under Debian's wine: `env WINEPREFIX=… wine64`. The wine
+/// prefix (a fake Windows tree of some 700 MB) is made once and kept in
+/// `$PERFPEER_WINEPREFIX`, default ~/.cache/perfpeer/wine, as the build caches are.
+/// `None` (said) when the .exe or wine is missing; when scripts/test.sh built it
+/// (`PERFPEER_WINDOWS=1`), a missing one fails instead.
+pub fn windows_build() -> Option<(PathBuf, Vec<String>)> {
+    const WINE: &str = "/usr/lib/wine/wine64";
+    let required = std::env::var("PERFPEER_WINDOWS").is_ok_and(|v| v == "1");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the repository")
+        .to_path_buf();
+    let exe = root.join(format!(
+        "dist/perfpeer-{}-windows-x86_64.exe",
+        env!("CARGO_PKG_VERSION")
+    ));
+    let missing = if !exe.is_file() {
+        Some(format!(
+            "{} is missing (scripts/build-windows.sh)",
+            exe.display()
+        ))
+    } else if !std::path::Path::new(WINE).exists() {
+        Some(format!("{WINE} is missing (scripts/setup.sh --windows)"))
+    } else {
+        None
+    };
+    if let Some(what) = missing {
+        assert!(!required, "{what}");
+        skip(&what);
+        return None;
+    }
+    let prefix_dir = std::env::var_os("PERFPEER_WINEPREFIX")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").map_or_else(std::env::temp_dir, PathBuf::from);
+            home.join(".cache/perfpeer/wine")
+        });
+    let prefix = vec![
+        "env".to_string(),
+        format!("WINEPREFIX={}", prefix_dir.display()),
+        // No debug chatter, and no offer to install Mono or Gecko (nothing here needs them).
+        "WINEDEBUG=-all".to_string(),
+        "WINEDLLOVERRIDES=mscoree=;mshtml=".to_string(),
+        WINE.to_string(),
+    ];
+    // The first run makes the prefix; once, before the tests of this binary start peers.
+    static READY: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    READY.get_or_init(|| {
+        let out = command_through(&prefix, &exe)
+            .arg("--version")
+            .output()
+            .expect("run the Windows build under wine");
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("windows"),
+            "the Windows build does not start under wine: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    Some((exe, prefix))
+}
+
+/// The stored result's id in `perfpeer test`'s output (its `Result page: …/r/<id>` line).
+pub fn result_id_from(stdout: &str) -> String {
+    let url = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Result page: "))
+        .unwrap_or_else(|| panic!("no result link in: {stdout}"));
+    url.rsplit('/').next().unwrap_or_default().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

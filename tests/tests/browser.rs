@@ -22,6 +22,7 @@ mod history;
 mod latency;
 mod modes;
 mod phone;
+mod windows;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";

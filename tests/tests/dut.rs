@@ -119,12 +119,7 @@ fn the_dut_serves(dut: &Dut) {
     let out = perfpeer_tests::perfpeer_test(&[&peer.control, "-t", "1"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
-    let id = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("Result page: "))
-        .and_then(|url| url.rsplit('/').next())
-        .unwrap_or_else(|| panic!("no result link in: {stdout}"))
-        .to_string();
+    let id = perfpeer_tests::result_id_from(&stdout);
     let (status, page) = http_request(&peer.control, "GET", &format!("/r/{id}"), "", "");
     assert_eq!(status, 200, "{page}");
     assert!(

@@ -42,3 +42,5 @@ mod shaped_link;
 mod store_and_pipes;
 /// The control port against other sites' pages, rebinding, token guessing and floods.
 mod web_security;
+/// The Windows .exe under wine, as the far end of the Linux peer and as its client.
+mod windows;

@@ -1,20 +1,12 @@
 use std::time::Duration;
 
 use perfpeer_tests::{
-    Peer, Running, TOKEN, json_of, perfpeer_bin, perfpeer_test, u64_at, wait_for,
+    Peer, Running, TOKEN, json_of, perfpeer_bin, perfpeer_test, result_id_from, u64_at, wait_for,
 };
 
 /// A plain HTTP/1.0 request; returns the status code and the body.
 fn http(peer: &Peer, method: &str, path: &str, headers: &str, body: &str) -> (u16, String) {
     perfpeer_tests::http_request(&peer.control, method, path, headers, body)
-}
-
-fn result_id_from(stdout: &str) -> String {
-    let url = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("Result page: "))
-        .unwrap_or_else(|| panic!("no result link in: {stdout}"));
-    url.rsplit('/').next().unwrap().to_string()
 }
 
 #[test]

@@ -1,0 +1,166 @@
+//! The Windows build of scripts/build-windows.sh, run under Debian's wine on loopback with the
+//! native Linux peer: the Windows peer as the far end (TCP, reverse, UDP at a rate, CPU figures
+//! from the Windows API, `/` serves the UI, a result stored and served at `/r/<id>`, DCCP refused
+//! in words), and as the client of the Linux peer. (Its web UI in
+//! Chromium is in the browser test, `browser::windows`.)
+//!
+//! scripts/test.sh builds the .exe and sets `PERFPEER_WINDOWS=1`, and then a missing .exe or
+//! wine fails; run alone without them, each test says it skips.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use perfpeer_tests::{Peer, f64_at, http_request, json_of, perfpeer_test, u64_at, windows_build};
+
+/// `perfpeer ARGS` on the Windows build under wine, to completion.
+fn run_windows(exe: &Path, prefix: &[String], args: &[&str]) -> Output {
+    Command::new(&prefix[0])
+        .args(&prefix[1..])
+        .arg(exe)
+        .args(args)
+        .output()
+        .expect("run the Windows build under wine")
+}
+
+/// `perfpeer test ARGS -J` from the native build; its JSON.
+fn native_json(args: &[&str]) -> serde_json::Value {
+    let mut full = args.to_vec();
+    full.push("-J");
+    json_of(&perfpeer_test(&full), args)
+}
+
+fn windows() -> Option<(PathBuf, Vec<String>)> {
+    windows_build()
+}
+
+#[test]
+fn the_windows_peer_is_the_far_end_of_the_linux_peer() {
+    let Some((exe, prefix)) = windows() else {
+        return;
+    };
+    let peer = Peer::start_binary(&exe, prefix, &[]);
+    let (status, page) = http_request(&peer.control, "GET", "/", "", "");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("/boot.js"), "the UI is not embedded: {page}");
+    let (status, info) = http_request(&peer.control, "GET", "/api/info", "", "");
+    assert_eq!(status, 200, "{info}");
+    assert!(
+        info.contains("Windows"),
+        "the peer names its system: {info}"
+    );
+
+    // TCP to the Windows peer: both ends count the same bytes, and its CPU figures (from
+    // GetProcessTimes and GetSystemTimes) make a service demand.
+    let v = native_json(&[&peer.control, "-t", "2"]);
+    assert_eq!(v["perfpeer"]["status"], "complete", "{v}");
+    let sent = u64_at(&v, "/end/sum_sent/bytes");
+    assert!(sent > 0);
+    assert_eq!(sent, u64_at(&v, "/end/sum_received/bytes"));
+    let remote_cpu = f64_at(&v, "/end/cpu_utilization_percent/remote_total");
+    assert!(remote_cpu > 0.0, "the Windows end measured its CPU: {v}");
+
+    // Reverse: the Windows peer sends.
+    let v = native_json(&[&peer.control, "-R", "-t", "2"]);
+    assert_eq!(v["perfpeer"]["status"], "complete", "{v}");
+    let received = u64_at(&v, "/end/sum_received/bytes");
+    assert!(received > 0);
+    assert_eq!(received, u64_at(&v, "/end/sum_sent/bytes"));
+
+    // UDP at a rate, both ways: paced, every datagram accounted for (one at a time there: no
+    // recvmmsg on Windows).
+    for reverse in [false, true] {
+        let mut args = vec![peer.control.as_str(), "-u", "-b", "10M", "-t", "2"];
+        if reverse {
+            args.push("-R");
+        }
+        let v = native_json(&args);
+        assert_eq!(
+            v["perfpeer"]["status"], "complete",
+            "reverse={reverse}: {v}"
+        );
+        let rate = f64_at(&v, "/end/sum_sent/bits_per_second");
+        assert!(
+            (8e6..=10.5e6).contains(&rate),
+            "reverse={reverse}: rate {rate}"
+        );
+        let received = u64_at(&v, "/end/sum_received/bytes");
+        let lost = u64_at(&v, "/end/sum_received/lost_packets");
+        assert!(received > 0, "reverse={reverse}: {v}");
+        assert_eq!(
+            received / 1448 + lost,
+            u64_at(&v, "/end/sum_sent/packets"),
+            "reverse={reverse}: {v}"
+        );
+    }
+
+    // A result kept by the Windows peer (in its SQLite store) and served at /r/<id>.
+    let out = perfpeer_test(&[&peer.control, "-t", "1"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let id = perfpeer_tests::result_id_from(&stdout);
+    let (status, page) = http_request(&peer.control, "GET", &format!("/r/{id}"), "", "");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<svg"), "no chart on the result page");
+    let (status, json) = http_request(&peer.control, "GET", &format!("/r/{id}.json"), "", "");
+    assert_eq!(status, 200);
+    assert!(json.contains("\"status\":\"complete\""), "{json}");
+
+    // What Windows lacks is refused in words, and the peer goes on serving.
+    let out = perfpeer_test(&[&peer.control, "--dccp", "-t", "1"]);
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("DCCP"), "{said}");
+    let v = native_json(&[&peer.control, "-t", "1"]);
+    assert_eq!(v["perfpeer"]["status"], "complete", "still serving: {v}");
+}
+
+#[test]
+fn the_windows_peer_tests_the_linux_peer() {
+    let Some((exe, prefix)) = windows() else {
+        return;
+    };
+    let linux = Peer::start(&[]);
+    let json = |args: &[&str]| {
+        let mut full = vec!["test"];
+        full.extend_from_slice(args);
+        full.extend_from_slice(&["-J", "--no-store"]);
+        json_of(&run_windows(&exe, &prefix, &full), &full)
+    };
+    // TCP both ways; the Linux end's TCP_INFO and CPU figures come back to the Windows client.
+    let v = json(&[&linux.control, "-t", "2"]);
+    assert_eq!(v["perfpeer"]["status"], "complete", "{v}");
+    let sent = u64_at(&v, "/end/sum_sent/bytes");
+    assert!(sent > 0);
+    assert_eq!(sent, u64_at(&v, "/end/sum_received/bytes"));
+    assert!(
+        f64_at(&v, "/end/cpu_utilization_percent/host_total") > 0.0,
+        "{v}"
+    );
+    let v = json(&[&linux.control, "-R", "-t", "2"]);
+    assert_eq!(v["perfpeer"]["status"], "complete", "{v}");
+    assert!(u64_at(&v, "/end/sum_received/bytes") > 0);
+
+    // UDP at a rate, the Windows end sending one datagram per call.
+    let v = json(&[&linux.control, "-u", "-b", "10M", "-t", "2"]);
+    assert_eq!(v["perfpeer"]["status"], "complete", "{v}");
+    let rate = f64_at(&v, "/end/sum_sent/bits_per_second");
+    assert!((8e6..=10.5e6).contains(&rate), "rate {rate}");
+    assert!(u64_at(&v, "/end/sum_received/bytes") > 0, "{v}");
+
+    // A name, resolved by the Windows resolver.
+    let port = linux.control.rsplit_once(':').unwrap().1;
+    let v = json(&[&format!("localhost:{port}"), "-4", "-t", "1"]);
+    assert_eq!(v["perfpeer"]["status"], "complete", "{v}");
+
+    // The version line says what it is.
+    let out = run_windows(&exe, &prefix, &["--version"]);
+    let version = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        version.contains("windows") && version.contains("web UI embedded"),
+        "{version}"
+    );
+}
