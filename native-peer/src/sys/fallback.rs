@@ -4,7 +4,10 @@
 
 // On Linux this module is built only for its tests: the live calls are `linux`'s; on
 // Windows only the calls `windows` has no counterpart for are used.
-#![cfg_attr(any(target_os = "linux", windows), allow(dead_code))]
+#![cfg_attr(
+    any(target_os = "linux", target_os = "macos", windows),
+    allow(dead_code)
+)]
 
 use std::io;
 use std::time::Duration;

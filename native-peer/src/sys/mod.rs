@@ -5,7 +5,8 @@
 //! where TCP_INFO is missing. (`fallback` is also built in this crate's tests on Linux, so it
 //! cannot rot unseen.)
 //!
-//! [`windows`] implements what Windows has a counterpart for (CPU times of the process and the
+//! [`unix`] holds the calls Linux and macOS share; [`macos`] takes those and `fallback`'s answer
+//! for the rest. [`windows`] implements what Windows has a counterpart for (CPU times of the process and the
 //! host, memory and disk sizes, a process's start time) and takes `fallback`'s answer for the
 //! rest.
 //!
@@ -20,13 +21,19 @@
 mod fallback;
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "macos")]
+mod macos;
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+mod unix;
 #[cfg(windows)]
 mod windows;
 
-#[cfg(not(any(target_os = "linux", windows)))]
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 pub use fallback::*;
 #[cfg(target_os = "linux")]
 pub use linux::*;
+#[cfg(target_os = "macos")]
+pub use macos::*;
 #[cfg(windows)]
 pub use windows::*;
 

@@ -1,0 +1,14 @@
+//! The macOS side of [`crate::sys`]: the calls it shares with Linux (`unix`: getrusage for the
+//! process's CPU, uname, statvfs, the open-file limit, SO_DEBUG, ENOBUFS); everything else is
+//! `fallback`'s (no TCP_INFO of Linux's shape, no recvmmsg, no host CPU figures without Mach
+//! calls, no ppoll).
+
+pub use super::fallback::{
+    BATCHED_UDP, bind_device, boot_id, daemonize, getsockopt_into, host_cpu_times,
+    process_start_time, recv_batch, recv_discard, send_batch, set_max_pacing_rate, set_tclass_v6,
+    set_tcp_congestion, set_tcp_mss, set_udp_segment, setsockopt_bytes, tcp_congestion, tcp_info,
+    tcp_mss, tighten_timer_slack, total_memory, unsent_bytes, wait_readable,
+};
+pub use super::unix::{
+    filesystem_bytes, is_no_buffer_space, process_cpu_times, raise_fd_limit, set_so_debug, uname,
+};
