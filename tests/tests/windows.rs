@@ -1,16 +1,20 @@
 //! The Windows build of scripts/build-windows.sh, run under Debian's wine on loopback with the
 //! native Linux peer: the Windows peer as the far end (TCP, reverse, UDP at a rate, CPU figures
 //! from the Windows API, `/` serves the UI, a result stored and served at `/r/<id>`, DCCP refused
-//! in words), and as the client of the Linux peer. (Its web UI in
-//! Chromium is in the browser test, `browser::windows`.)
+//! in words), as the client of the Linux peer, and its iperf3 and iperf 2 personas against the
+//! stock tools both ways. (Its web UI in Chromium is in the browser test, `browser::windows`.)
 //!
 //! scripts/test.sh builds the .exe and sets `PERFPEER_WINDOWS=1`, and then a missing .exe or
 //! wine fails; run alone without them, each test says it skips.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
-use perfpeer_tests::{Peer, f64_at, http_request, json_of, perfpeer_test, u64_at, windows_build};
+use perfpeer_tests::{
+    Peer, Running, f64_at, free_port, have, http_request, json_of, perfpeer_test, u64_at,
+    wait_listening, windows_build,
+};
 
 /// `perfpeer ARGS` on the Windows build under wine, to completion.
 fn run_windows(exe: &Path, prefix: &[String], args: &[&str]) -> Output {
@@ -163,4 +167,63 @@ fn the_windows_peer_tests_the_linux_peer() {
         version.contains("windows") && version.contains("web UI embedded"),
         "{version}"
     );
+}
+
+#[test]
+fn the_windows_personas_speak_to_stock_iperf3_and_iperf2() {
+    let Some((exe, prefix)) = windows() else {
+        return;
+    };
+    let exe_str = exe.to_string_lossy().to_string();
+    // `perfpeer ARGS` on the Windows build, in the background.
+    let spawn_windows = |args: &[&str]| {
+        let mut full: Vec<&str> = prefix[1..].iter().map(String::as_str).collect();
+        full.push(&exe_str);
+        full.extend_from_slice(args);
+        Running::spawn(Path::new(&prefix[0]), &full)
+    };
+    if have("iperf3") {
+        // The Windows iperf3 client against stock `iperf3 -s`.
+        let port = free_port();
+        let p = port.to_string();
+        let _stock = Running::spawn(Path::new("iperf3"), &["-s", "-1", "-p", &p]);
+        assert!(wait_listening(port, Duration::from_secs(10)));
+        let args = ["iperf3", "-c", "127.0.0.1", "-p", &p, "-t", "2", "-J"];
+        let out = spawn_windows(&args).wait(Duration::from_secs(60));
+        let v = json_of(&out, &args);
+        assert!(u64_at(&v, "/end/sum_received/bytes") > 0, "{v}");
+
+        // Stock `iperf3 -c` against the Windows `iperf3 -s`.
+        let port = free_port();
+        let p = port.to_string();
+        let _server = spawn_windows(&["iperf3", "-s", "-1", "-p", &p]);
+        assert!(
+            wait_listening(port, Duration::from_secs(30)),
+            "the Windows iperf3 -s never listened"
+        );
+        let out = Running::spawn(
+            Path::new("iperf3"),
+            &["-c", "127.0.0.1", "-p", &p, "-t", "2", "-J"],
+        )
+        .wait(Duration::from_secs(60));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stock iperf3: {e}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+        assert!(u64_at(&v, "/end/sum_received/bytes") > 0, "{v}");
+    }
+    if have("iperf") {
+        // The Windows iperf 2 client against stock `iperf -s`.
+        let port = free_port();
+        let p = port.to_string();
+        let _stock = Running::spawn(Path::new("iperf"), &["-s", "-p", &p]);
+        assert!(wait_listening(port, Duration::from_secs(10)));
+        let out = spawn_windows(&["iperf", "-c", "127.0.0.1", "-p", &p, "-t", "2"])
+            .wait(Duration::from_secs(60));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert!(text.contains("bits/sec"), "an iperf 2 report: {text}");
+    }
 }
