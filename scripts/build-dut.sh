@@ -65,7 +65,11 @@ for row in "${rows[@]}"; do
     # Its segments aligned to 4 KiB pages (OpenWrt's MIPS kernels use 4 KiB pages), not ld's
     # default 64 KiB, which pads the file by up to that much.
     case "$triple" in
-    mips*) flags="$flags -C relocation-model=static -C link-arg=-Wl,-z,max-page-size=4096" ;;
+    # SQLite (C, built by the cc crate) the same way: position-dependent, not PIC (-115 KB).
+    mips*)
+        flags="$flags -C relocation-model=static -C link-arg=-Wl,-z,max-page-size=4096"
+        export "CFLAGS_${triple//-/_}=-fno-PIC"
+        ;;
     esac
     start=$(date +%s)
     # Debian's compiler first: building std lets it be built for size like the rest; rustup's
