@@ -71,9 +71,12 @@ fn the_windows_peer_is_the_far_end_of_the_linux_peer() {
     assert_eq!(received, u64_at(&v, "/end/sum_sent/bytes"));
 
     // UDP at a rate, both ways: paced, every datagram accounted for (one at a time there: no
-    // recvmmsg on Windows).
-    for reverse in [false, true] {
-        let mut args = vec![peer.control.as_str(), "-u", "-b", "10M", "-t", "2"];
+    // recvmmsg on Windows). The Windows end sends at 2 Mbit/s: under wine every send is a trip
+    // through wineserver, and with the other tests loading this machine's two cores 10 Mbit/s
+    // was seen to come out at 7.5.
+    for (reverse, rate_asked) in [(false, 10e6), (true, 2e6)] {
+        let bitrate = if reverse { "2M" } else { "10M" };
+        let mut args = vec![peer.control.as_str(), "-u", "-b", bitrate, "-t", "2"];
         if reverse {
             args.push("-R");
         }
@@ -84,7 +87,7 @@ fn the_windows_peer_is_the_far_end_of_the_linux_peer() {
         );
         let rate = f64_at(&v, "/end/sum_sent/bits_per_second");
         assert!(
-            (8e6..=10.5e6).contains(&rate),
+            (0.8 * rate_asked..=1.05 * rate_asked).contains(&rate),
             "reverse={reverse}: rate {rate}"
         );
         let received = u64_at(&v, "/end/sum_received/bytes");
@@ -148,11 +151,11 @@ fn the_windows_peer_tests_the_linux_peer() {
     assert_eq!(v["perfpeer"]["status"], "complete", "{v}");
     assert!(u64_at(&v, "/end/sum_received/bytes") > 0);
 
-    // UDP at a rate, the Windows end sending one datagram per call.
-    let v = json(&[&linux.control, "-u", "-b", "10M", "-t", "2"]);
+    // UDP at a rate, the Windows end sending one datagram per call (2 Mbit/s: see above).
+    let v = json(&[&linux.control, "-u", "-b", "2M", "-t", "2"]);
     assert_eq!(v["perfpeer"]["status"], "complete", "{v}");
     let rate = f64_at(&v, "/end/sum_sent/bits_per_second");
-    assert!((8e6..=10.5e6).contains(&rate), "rate {rate}");
+    assert!((1.6e6..=2.1e6).contains(&rate), "rate {rate}");
     assert!(u64_at(&v, "/end/sum_received/bytes") > 0, "{v}");
 
     // A name, resolved by the Windows resolver.
