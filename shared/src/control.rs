@@ -29,208 +29,213 @@ use crate::spec::TestSpec;
 /// Largest control message a peer accepts, in bytes.
 pub const MAX_CONTROL_MESSAGE: usize = 1 << 20;
 
-/// Messages from a client (a peer starting a test, or a browser) to a peer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ClientMsg {
-    /// First message: protocol version and, for privileged requests, the token.
-    Hello {
-        /// [`crate::PROTOCOL_VERSION`] of the client.
-        protocol_version: u32,
-        /// Access token, if the client has one.
-        #[serde(default)]
-        token: Option<String>,
-    },
-    /// Be the far end of a test with this spec.
-    Open {
-        /// The test.
-        spec: TestSpec,
-    },
-    /// All streams are up: start measuring now.
-    Begin,
-    /// The end condition is met: stop sending, drain, report.
-    Stop,
-    /// The client's own final report.
-    Final {
-        /// Its report (intervals omitted: they are not needed by the far end).
-        report: SideReport,
-    },
-    /// (Token) Run a test from this peer against `target` and stream its reports here.
-    Run {
-        /// `host`, `host:port` or `[v6]:port` of the far peer's control endpoint.
-        target: String,
-        /// The test.
-        spec: TestSpec,
-    },
-    /// (Token) A packet-size sweep from this peer against `target`: one short test of `spec`
-    /// per size in `sizes`, in order (the spec's `len` is replaced by each size). The peer sends
-    /// `sweep_started`, the running size's `interval`s, a `sweep_point` per size and finally
-    /// `sweep_result`; `cancel` ends it after the running size, `attach{sweep_id}` follows it
-    /// again after a reconnect.
-    Sweep {
-        /// `host`, `host:port` or `[v6]:port` of the far peer's control endpoint.
-        target: String,
-        /// The test each size runs (UDP or DCCP, one direction).
-        spec: TestSpec,
-        /// Datagram sizes, bytes, in the order to run them.
-        sizes: Vec<u32>,
-    },
-    /// (Token) Latency under load from this peer against `target` (a perfpeer peer): the
-    /// peer sends `latency_started`, `latency_event`s (phases, probes, throughput) and finally
-    /// `latency_result`; `cancel` ends it early with the phases that ran, `attach{latency_id}`
-    /// follows it again after a reconnect.
-    Latency {
-        /// `host`, `host:port` or `[v6]:port` of the far peer's control endpoint.
-        target: String,
-        /// The phases, the load and the probe.
-        request: crate::latency::LatencyRequest,
-    },
-    /// (Token) Cancel the test this connection started with `run`.
-    Cancel,
-    /// (Token) List the tests running on this peer.
-    ListTests,
-    /// (Token) Follow a test started with `run`, e.g. again after a network blip: the peer
-    /// replays that test's `started` and `interval` messages so far, then sends the live ones
-    /// and its `result` (or `error`). A `run` test whose browser went away keeps running for a
-    /// grace period, and its result is kept for a while after it ends.
-    Attach {
-        /// The id from the test's `started` message.
-        test_id: String,
-    },
+crate::tagged_enum! {
+    tag = "type", rename_all = "snake_case";
+    /// Messages from a client (a peer starting a test, or a browser) to a peer.
+    #[derive(Debug, Clone, PartialEq, Serialize)]
+    pub enum ClientMsg {
+        /// First message: protocol version and, for privileged requests, the token.
+        Hello {
+            /// [`crate::PROTOCOL_VERSION`] of the client.
+            protocol_version: u32,
+            /// Access token, if the client has one.
+            #[serde(default)]
+            token: Option<String>,
+        },
+        /// Be the far end of a test with this spec.
+        Open {
+            /// The test.
+            spec: TestSpec,
+        },
+        /// All streams are up: start measuring now.
+        Begin,
+        /// The end condition is met: stop sending, drain, report.
+        Stop,
+        /// The client's own final report.
+        Final {
+            /// Its report (intervals omitted: they are not needed by the far end).
+            report: SideReport,
+        },
+        /// (Token) Run a test from this peer against `target` and stream its reports here.
+        Run {
+            /// `host`, `host:port` or `[v6]:port` of the far peer's control endpoint.
+            target: String,
+            /// The test.
+            spec: TestSpec,
+        },
+        /// (Token) A packet-size sweep from this peer against `target`: one short test of `spec`
+        /// per size in `sizes`, in order (the spec's `len` is replaced by each size). The peer
+        /// sends `sweep_started`, the running size's `interval`s, a `sweep_point` per size and
+        /// finally `sweep_result`; `cancel` ends it after the running size, `attach{sweep_id}`
+        /// follows it again after a reconnect.
+        Sweep {
+            /// `host`, `host:port` or `[v6]:port` of the far peer's control endpoint.
+            target: String,
+            /// The test each size runs (UDP or DCCP, one direction).
+            spec: TestSpec,
+            /// Datagram sizes, bytes, in the order to run them.
+            sizes: Vec<u32>,
+        },
+        /// (Token) Latency under load from this peer against `target` (a perfpeer peer): the
+        /// peer sends `latency_started`, `latency_event`s (phases, probes, throughput) and finally
+        /// `latency_result`; `cancel` ends it early with the phases that ran, `attach{latency_id}`
+        /// follows it again after a reconnect.
+        Latency {
+            /// `host`, `host:port` or `[v6]:port` of the far peer's control endpoint.
+            target: String,
+            /// The phases, the load and the probe.
+            request: crate::latency::LatencyRequest,
+        },
+        /// (Token) Cancel the test this connection started with `run`.
+        Cancel,
+        /// (Token) List the tests running on this peer.
+        ListTests,
+        /// (Token) Follow a test started with `run`, e.g. again after a network blip: the peer
+        /// replays that test's `started` and `interval` messages so far, then sends the live ones
+        /// and its `result` (or `error`). A `run` test whose browser went away keeps running for a
+        /// grace period, and its result is kept for a while after it ends.
+        Attach {
+            /// The id from the test's `started` message.
+            test_id: String,
+        },
+    }
 }
 
-/// Messages from a peer to its client.
-// Messages live for one send or receive; boxing the large variants would only add noise.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ServerMsg {
-    /// Answer to `hello`.
-    Welcome {
-        /// The peer's [`crate::PROTOCOL_VERSION`].
-        protocol_version: u32,
-        /// What the peer is and can do.
-        peer: PeerInfo,
-        /// Whether the token was accepted (or the peer is open).
-        authorized: bool,
-    },
-    /// The test was accepted; open the data streams now.
-    Accepted {
-        /// Public id of the test.
-        test_id: String,
-        /// Secret that each data stream presents first (32 hex digits).
-        cookie: String,
-        /// Port of the data listener (TCP and UDP).
-        data_port: u16,
-    },
-    /// Every data stream has arrived; the client may `begin`.
-    Ready,
-    /// Live interval report of one end.
-    Interval {
-        /// Test id.
-        test_id: String,
-        /// Which end measured it.
-        role: PeerRole,
-        /// The interval.
-        report: IntervalReport,
-    },
-    /// This end's senders finished their byte budget.
-    SendersDone,
-    /// This end's final report (intervals omitted: they travelled live).
-    Final {
-        /// The report.
-        report: SideReport,
-        /// Where this peer keeps the test (`/r/<id>` on its control port), if it stores results.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        result_id: Option<String>,
-        /// What broke this end's data streams (`stream 1: …`), so the other end's result says
-        /// the test is partial instead of showing an empty receiver as a measurement. Absent
-        /// from older peers.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        stream_errors: Vec<String>,
-    },
-    /// (`run`) The test has started.
-    Started {
-        /// Test id.
-        test_id: String,
-        /// Target peer.
-        target: String,
-        /// The spec.
-        spec: TestSpec,
-    },
-    /// (`run`) The test is kept in this peer's history; its page is `/r/<result_id>`. Sent just
-    /// before `result`.
-    Stored {
-        /// Test id.
-        test_id: String,
-        /// Result id: the share link's secret.
-        result_id: String,
-    },
-    /// (`run`) The finished test, as this peer renders it.
-    Result {
-        /// The result.
-        result: TestResult,
-    },
-    /// (`sweep`) The sweep has started; `attach{test_id: sweep_id}` follows it again.
-    SweepStarted {
-        /// Id of the sweep (not of its tests).
-        sweep_id: String,
-        /// Target peer.
-        target: String,
-        /// The test each size runs.
-        spec: TestSpec,
-        /// The sizes, in order.
-        sizes: Vec<u32>,
-    },
-    /// (`sweep`) One size finished (or failed: the point says why).
-    SweepPoint {
-        /// Id of the sweep.
-        sweep_id: String,
-        /// Its row.
-        point: crate::sweep::SweepPoint,
-    },
-    /// (`sweep`) The whole sweep, the last message of it.
-    SweepResult {
-        /// Id of the sweep.
-        sweep_id: String,
-        /// Every row.
-        result: crate::sweep::SweepResult,
-    },
-    /// (`latency`) The run has started; `attach{test_id: latency_id}` follows it again.
-    LatencyStarted {
-        /// Id of the run (not of its tests).
-        latency_id: String,
-        /// Target peer.
-        target: String,
-        /// What runs.
-        request: crate::latency::LatencyRequest,
-    },
-    /// (`latency`) Something happened in the run (fold them with `latency::Live`).
-    LatencyEvent {
-        /// Id of the run.
-        latency_id: String,
-        /// What.
-        event: crate::latency::LatencyEvent,
-    },
-    /// (`latency`) The whole run, the last message of it.
-    LatencyResult {
-        /// Id of the run.
-        latency_id: String,
-        /// Every figure.
-        result: crate::latency::LatencyResult,
-    },
-    /// (`list_tests`) Tests running now.
-    Tests {
-        /// Running tests.
-        tests: Vec<RunningTest>,
-    },
-    /// A request was refused or a test failed.
-    Error {
-        /// Machine-readable kind.
-        code: ErrorCode,
-        /// What was wrong and what to do.
-        message: String,
-    },
+crate::tagged_enum! {
+    tag = "type", rename_all = "snake_case";
+    /// Messages from a peer to its client.
+    // Messages live for one send or receive; boxing the large variants would only add noise.
+    #[allow(clippy::large_enum_variant)]
+    #[derive(Debug, Clone, PartialEq, Serialize)]
+    pub enum ServerMsg {
+        /// Answer to `hello`.
+        Welcome {
+            /// The peer's [`crate::PROTOCOL_VERSION`].
+            protocol_version: u32,
+            /// What the peer is and can do.
+            peer: PeerInfo,
+            /// Whether the token was accepted (or the peer is open).
+            authorized: bool,
+        },
+        /// The test was accepted; open the data streams now.
+        Accepted {
+            /// Public id of the test.
+            test_id: String,
+            /// Secret that each data stream presents first (32 hex digits).
+            cookie: String,
+            /// Port of the data listener (TCP and UDP).
+            data_port: u16,
+        },
+        /// Every data stream has arrived; the client may `begin`.
+        Ready,
+        /// Live interval report of one end.
+        Interval {
+            /// Test id.
+            test_id: String,
+            /// Which end measured it.
+            role: PeerRole,
+            /// The interval.
+            report: IntervalReport,
+        },
+        /// This end's senders finished their byte budget.
+        SendersDone,
+        /// This end's final report (intervals omitted: they travelled live).
+        Final {
+            /// The report.
+            report: SideReport,
+            /// Where this peer keeps the test (`/r/<id>` on its control port), if it stores
+            /// results.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            result_id: Option<String>,
+            /// What broke this end's data streams (`stream 1: …`), so the other end's result says
+            /// the test is partial instead of showing an empty receiver as a measurement. Absent
+            /// from older peers.
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            stream_errors: Vec<String>,
+        },
+        /// (`run`) The test has started.
+        Started {
+            /// Test id.
+            test_id: String,
+            /// Target peer.
+            target: String,
+            /// The spec.
+            spec: TestSpec,
+        },
+        /// (`run`) The test is kept in this peer's history; its page is `/r/<result_id>`. Sent just
+        /// before `result`.
+        Stored {
+            /// Test id.
+            test_id: String,
+            /// Result id: the share link's secret.
+            result_id: String,
+        },
+        /// (`run`) The finished test, as this peer renders it.
+        Result {
+            /// The result.
+            result: TestResult,
+        },
+        /// (`sweep`) The sweep has started; `attach{test_id: sweep_id}` follows it again.
+        SweepStarted {
+            /// Id of the sweep (not of its tests).
+            sweep_id: String,
+            /// Target peer.
+            target: String,
+            /// The test each size runs.
+            spec: TestSpec,
+            /// The sizes, in order.
+            sizes: Vec<u32>,
+        },
+        /// (`sweep`) One size finished (or failed: the point says why).
+        SweepPoint {
+            /// Id of the sweep.
+            sweep_id: String,
+            /// Its row.
+            point: crate::sweep::SweepPoint,
+        },
+        /// (`sweep`) The whole sweep, the last message of it.
+        SweepResult {
+            /// Id of the sweep.
+            sweep_id: String,
+            /// Every row.
+            result: crate::sweep::SweepResult,
+        },
+        /// (`latency`) The run has started; `attach{test_id: latency_id}` follows it again.
+        LatencyStarted {
+            /// Id of the run (not of its tests).
+            latency_id: String,
+            /// Target peer.
+            target: String,
+            /// What runs.
+            request: crate::latency::LatencyRequest,
+        },
+        /// (`latency`) Something happened in the run (fold them with `latency::Live`).
+        LatencyEvent {
+            /// Id of the run.
+            latency_id: String,
+            /// What.
+            event: crate::latency::LatencyEvent,
+        },
+        /// (`latency`) The whole run, the last message of it.
+        LatencyResult {
+            /// Id of the run.
+            latency_id: String,
+            /// Every figure.
+            result: crate::latency::LatencyResult,
+        },
+        /// (`list_tests`) Tests running now.
+        Tests {
+            /// Running tests.
+            tests: Vec<RunningTest>,
+        },
+        /// A request was refused or a test failed.
+        Error {
+            /// Machine-readable kind.
+            code: ErrorCode,
+            /// What was wrong and what to do.
+            message: String,
+        },
+    }
 }
 
 /// What a peer tells about itself.
@@ -344,7 +349,7 @@ fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ControlError> 
     if text.len() > MAX_CONTROL_MESSAGE {
         return Err(ControlError::TooLarge(text.len()));
     }
-    serde_json::from_str(text).map_err(|e| ControlError::Malformed(e.to_string()))
+    crate::tagged::from_json(text).map_err(|e| ControlError::Malformed(e.to_string()))
 }
 
 /// A control message that could not be read.

@@ -614,44 +614,46 @@ impl LatencyResult {
     }
 }
 
-/// What a running latency test tells its caller, live: the CLI prints from it, a browser's run
-/// logs it for the page (which folds it into a [`Live`] as the runner does).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum LatencyEvent {
-    /// The probe runs: what the run is.
-    Started {
-        /// The target, as given.
-        target: String,
-        /// When it started, Unix ms.
-        started_unix_ms: u64,
-        /// The settings (congestion control as asked until a phase reports it).
-        settings: LoadSettings,
-    },
-    /// A phase started (seconds on the timeline).
-    PhaseStarted {
-        /// Which.
-        phase: Phase,
-        /// When.
-        at: f64,
-    },
-    /// Probes settled (answered or given up), in no particular order.
-    Probes {
-        /// The probes.
-        samples: Vec<ProbeSample>,
-    },
-    /// Load throughput over an interval.
-    Throughput {
-        /// The point.
-        point: ThroughputPoint,
-    },
-    /// A phase ended.
-    PhaseDone {
-        /// Its window and load.
-        window: PhaseWindow,
-        /// The congestion control its load used, as the kernel reported it.
-        congestion_used: Option<String>,
-    },
+crate::tagged_enum! {
+    tag = "event", rename_all = "snake_case";
+    /// What a running latency test tells its caller, live: the CLI prints from it, a browser's run
+    /// logs it for the page (which folds it into a [`Live`] as the runner does).
+    #[derive(Debug, Clone, PartialEq, Serialize)]
+    pub enum LatencyEvent {
+        /// The probe runs: what the run is.
+        Started {
+            /// The target, as given.
+            target: String,
+            /// When it started, Unix ms.
+            started_unix_ms: u64,
+            /// The settings (congestion control as asked until a phase reports it).
+            settings: LoadSettings,
+        },
+        /// A phase started (seconds on the timeline).
+        PhaseStarted {
+            /// Which.
+            phase: Phase,
+            /// When.
+            at: f64,
+        },
+        /// Probes settled (answered or given up), in no particular order.
+        Probes {
+            /// The probes.
+            samples: Vec<ProbeSample>,
+        },
+        /// Load throughput over an interval.
+        Throughput {
+            /// The point.
+            point: ThroughputPoint,
+        },
+        /// A phase ended.
+        PhaseDone {
+            /// Its window and load.
+            window: PhaseWindow,
+            /// The congestion control its load used, as the kernel reported it.
+            congestion_used: Option<String>,
+        },
+    }
 }
 
 /// A run as its events tell it so far: what the runner keeps, and what a page following the run

@@ -15,6 +15,7 @@
 //! - [`latency`]: latency under load: the probe's samples, the phases and every figure
 //!   derived from them (percentiles, one-way delays above the idle minimum, loss, RPM).
 //! - [`rr`]: request/response results (round-trip histogram and its summary).
+//! - [`tagged`]: internally tagged enums read with their tag first, without serde's buffering.
 //! - [`format`]: renderings of a [`report::TestResult`] (iperf3 text and JSON, iperf2, ttcp,
 //!   netperf, the result page, charts).
 #![warn(missing_docs, unreachable_pub)]
@@ -29,6 +30,7 @@ pub mod request;
 pub mod rr;
 pub mod spec;
 pub mod sweep;
+pub mod tagged;
 pub mod units;
 
 /// Version of perfpeer's own control protocol; peers refuse a different major version.

@@ -466,20 +466,22 @@ impl SideReport {
     }
 }
 
-/// How a test ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "lowercase")]
-pub enum TestStatus {
-    /// Ran to its end condition and both ends reported.
-    Complete,
-    /// Stopped early (the other end vanished, a stream broke, …); the figures cover what ran.
-    Partial {
-        /// Why.
-        reason: String,
-    },
-    /// Someone stopped it on purpose (Ctrl-C, a browser's cancel, the peer shutting down); the
-    /// figures cover what ran.
-    Cancelled,
+crate::tagged_enum! {
+    tag = "status", rename_all = "lowercase";
+    /// How a test ended.
+    #[derive(Debug, Clone, PartialEq, Serialize)]
+    pub enum TestStatus {
+        /// Ran to its end condition and both ends reported.
+        Complete,
+        /// Stopped early (the other end vanished, a stream broke, …); the figures cover what ran.
+        Partial {
+            /// Why.
+            reason: String,
+        },
+        /// Someone stopped it on purpose (Ctrl-C, a browser's cancel, the peer shutting down); the
+        /// figures cover what ran.
+        Cancelled,
+    }
 }
 
 impl TestStatus {

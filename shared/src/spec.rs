@@ -60,21 +60,24 @@ impl Direction {
     }
 }
 
-/// When a test ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum EndCondition {
-    /// After this long (not counting the omitted start).
-    Time {
-        /// Measured duration.
-        #[serde(with = "serde_secs")]
-        duration: Duration,
-    },
-    /// After this many bytes have been sent by each sending direction (all its streams together).
-    Bytes {
-        /// Byte budget per direction.
-        bytes: u64,
-    },
+crate::tagged_enum! {
+    tag = "kind", rename_all = "lowercase";
+    /// When a test ends.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub enum EndCondition {
+        /// After this long (not counting the omitted start).
+        Time {
+            /// Measured duration.
+            #[serde(with = "serde_secs")]
+            duration: Duration,
+        },
+        /// After this many bytes have been sent by each sending direction (all its streams
+        /// together).
+        Bytes {
+            /// Byte budget per direction.
+            bytes: u64,
+        },
+    }
 }
 
 /// Request/response mode (`--rr`, like netperf's TCP_RR): the client writes a request of the

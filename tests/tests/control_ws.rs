@@ -99,6 +99,42 @@ async fn malformed_messages_get_errors_and_the_connection_stays_usable() {
     assert!(matches!(recv(&mut ws).await, ServerMsg::Tests { .. }));
 }
 
+/// A script's hand-written JSON may put `type` (and a spec's `kind`) anywhere in its object;
+/// perfpeer writes them first and reads either.
+#[tokio::test]
+async fn messages_with_their_tags_last_are_read_too() {
+    let (pc, peer) = (Peer::start(&[]), Peer::start(&[]));
+    let mut ws = connect(&peer).await;
+    let version = perfpeer_shared::PROTOCOL_VERSION;
+    send_raw(
+        &mut ws,
+        &format!(r#"{{"token":"{TOKEN}","protocol_version":{version},"type":"hello"}}"#),
+    )
+    .await;
+    assert!(matches!(
+        recv(&mut ws).await,
+        ServerMsg::Welcome {
+            authorized: true,
+            ..
+        }
+    ));
+    let mut spec = serde_json::to_value(short_spec(Protocol::Tcp)).unwrap();
+    spec["end"] = serde_json::json!({"duration": 1.0, "kind": "time"});
+    let run = serde_json::json!({"target": pc.control, "spec": spec, "type": "run"});
+    send_raw(&mut ws, &run.to_string()).await;
+    let msgs = messages_until(&mut ws, |m| matches!(m, ServerMsg::Result { .. })).await;
+    let Some(ServerMsg::Result { result }) = msgs.last() else {
+        panic!("no result: {msgs:?}");
+    };
+    assert_eq!(result.status, TestStatus::Complete, "{result:?}");
+    assert_eq!(
+        result.spec.end,
+        EndCondition::Time {
+            duration: Duration::from_secs(1)
+        }
+    );
+}
+
 #[tokio::test]
 async fn privileged_requests_need_the_token() {
     let peer = Peer::start(&[]);

@@ -167,7 +167,9 @@ impl ControlChannel {
                 text.len()
             )));
         }
-        serde_json::from_str(&text).map_err(|e| SessionError::BadMessage(e.to_string()))
+        // Any key order: a script's hand-written message may have its `type` last.
+        perfpeer_shared::tagged::from_json(&text)
+            .map_err(|e| SessionError::BadMessage(e.to_string()))
     }
 
     /// Waits (up to `max`) for the other end to close, reading and dropping what it sends, then
