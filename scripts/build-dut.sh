@@ -3,29 +3,34 @@
 # the web UI embedded, into dist/ as perfpeer-<version>-<target> plus dist/SHA256SUMS:
 #   scripts/build-dut.sh [TARGET...]     (default: all five)
 # TARGET is a short name or its Rust target:
-#   x86_64   x86_64-unknown-linux-gnu        PCs, x86 routers (APU, N100 boxes)
-#   aarch64  aarch64-unknown-linux-gnu       MediaTek Filogic, Qualcomm IPQ807x, Raspberry Pi 3-5
-#   armv7    armv7-unknown-linux-gnueabihf   IPQ40xx, Cortex-A7/A9 boards (hard float)
-#   mipsel   mipsel-unknown-linux-gnu        MediaTek MT7621 (32-bit MIPS, little-endian)
-#   mips     mips-unknown-linux-gnu          Atheros/QCA ath79 (32-bit MIPS, big-endian)
-# Route: Debian's rustc-web building std from rust-web-src (-Zbuild-std, as the wasm build does),
-# linked by Debian's gcc-<arch>-linux-gnu cross compilers against their static glibc
-# (+crt-static), so the binary needs no libc on the device; name lookups do not go through
-# glibc's NSS (perfpeer reads /etc/hosts and asks the DNS servers of /etc/resolv.conf itself).
-# Without Debian's compiler, rustup's std for a target is used if installed (larger). Cargo
-# profile `dut` (Cargo.toml): small rather than fast where it does not cost throughput; see
-# docs/benchmarks.md for the sizes. Build cache: $PERFPEER_DUT_CACHE (default
+#   x86_64   x86_64-unknown-linux-musl       PCs, x86 routers (APU, N100 boxes)
+#   aarch64  aarch64-unknown-linux-musl      MediaTek Filogic, Qualcomm IPQ807x, Raspberry Pi 3-5
+#   armv7    armv7-unknown-linux-musleabihf  IPQ40xx, Cortex-A7/A9 boards (hard float)
+#   mipsel   mipsel-unknown-linux-musl       MediaTek MT7621 (32-bit MIPS, little-endian)
+#   mips     mips-unknown-linux-musl         Atheros/QCA ath79 (32-bit MIPS, big-endian)
+# The MIPS builds use the soft-float ABI, as OpenWrt does: those SoCs have no FPU and OpenWrt's
+# kernels do not emulate one, so a hard-float binary would die at its first float instruction.
+# Route: Debian's rustc-web building std from rust-web-src (-Zbuild-std, as the wasm build does)
+# and linking against musl, the C library OpenWrt uses: static musl is 600 KB smaller than
+# static glibc, which kept the MIPS builds over the 4 MB budget. Debian packages musl for only
+# some of these architectures (none for big-endian MIPS), so musl is built here from Debian's
+# source of it (musl_1.2.3.orig.tar.gz from deb.debian.org, checked against the sha256 of
+# Debian's .dsc) by Debian's gcc-<arch>-linux-gnu cross compilers, about 45 s per target, once:
+# it is kept in the build cache. Name lookups do not need the C library's resolver (perfpeer
+# reads /etc/hosts and asks the DNS servers of /etc/resolv.conf itself).
+# Cargo profile `dut` (Cargo.toml): small rather than fast where it does not cost throughput;
+# see docs/benchmarks.md for the sizes. Build cache: $PERFPEER_DUT_CACHE (default
 # ~/.cache/perfpeer/dut-target), shared between clones so a rebuild recompiles only perfpeer.
 # scripts/setup.sh --dut installs the Debian packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# One row per target: short name, Rust target, cross compiler.
-table="x86_64 x86_64-unknown-linux-gnu x86_64-linux-gnu-gcc
-aarch64 aarch64-unknown-linux-gnu aarch64-linux-gnu-gcc
-armv7 armv7-unknown-linux-gnueabihf arm-linux-gnueabihf-gcc
-mipsel mipsel-unknown-linux-gnu mipsel-linux-gnu-gcc
-mips mips-unknown-linux-gnu mips-linux-gnu-gcc"
+# One row per target: short name, Rust target, GNU triple of Debian's cross compiler, C flags.
+table="x86_64 x86_64-unknown-linux-musl x86_64-linux-gnu -
+aarch64 aarch64-unknown-linux-musl aarch64-linux-gnu -
+armv7 armv7-unknown-linux-musleabihf arm-linux-gnueabihf -
+mipsel mipsel-unknown-linux-musl mipsel-linux-gnu -msoft-float,-fno-PIC
+mips mips-unknown-linux-musl mips-linux-gnu -msoft-float,-fno-PIC"
 [ $# -gt 0 ] || set -- $(echo "$table" | cut -d' ' -f1)
 
 rows=()
@@ -48,44 +53,101 @@ version=$(awk -F'"' '/^\[workspace.package\]/ { p = 1 } p && /^version/ { print 
 cache=${PERFPEER_DUT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/perfpeer/dut-target}
 mkdir -p dist "$cache"
 
+# musl, from Debian's source package, built and installed once per target under the cache.
+musl_version=1.2.3
+musl_sha256=7d5b0b6062521e4627e099e4c9dc8248d32a30285e959b7eecaa780cf8cfd4a4
+musl_url=http://deb.debian.org/debian/pool/main/m/musl/musl_$musl_version.orig.tar.gz
+musl_root=$cache/musl-$musl_version
+# build_musl SHORT GNU-TRIPLE CFLAGS: prints the path of a C compiler that compiles and links
+# against that target's musl.
+build_musl() {
+    local short=$1 gnu=$2 cflags=$3 prefix=$musl_root/$1 tarball src
+    if [ ! -f "$prefix/complete" ]; then
+        echo "build-dut: building musl $musl_version for $short (once; kept in $musl_root)" >&2
+        mkdir -p "$musl_root"
+        tarball=$musl_root/musl_$musl_version.orig.tar.gz
+        if ! echo "$musl_sha256  $tarball" | sha256sum -c --status 2>/dev/null; then
+            curl -sSfL -o "$tarball.tmp" "$musl_url"
+            echo "$musl_sha256  $tarball.tmp" | sha256sum -c --status || {
+                echo "build-dut: $musl_url does not have the sha256 of Debian's musl_$musl_version-1.dsc" >&2
+                exit 1
+            }
+            mv "$tarball.tmp" "$tarball"
+        fi
+        rm -rf "$prefix" "$prefix.src"
+        mkdir -p "$prefix.src"
+        tar -C "$prefix.src" -xzf "$tarball"
+        src=$prefix.src/musl-$musl_version
+        # The musl-gcc specs name the prefix, so musl is installed where it will stay;
+        # `complete` is written last.
+        (cd "$src" && ./configure --prefix="$prefix" --target="$gnu" CC="$gnu-gcc" \
+            CFLAGS="${cflags//,/ }" --disable-shared --enable-wrapper=gcc &&
+            make -j"$(nproc)" && make install) >"$prefix.log" 2>&1 || {
+            echo "build-dut: musl did not build for $short; see $prefix.log" >&2
+            exit 1
+        }
+        cat >"$prefix/bin/cc" <<WRAPPER
+#!/bin/sh
+exec $gnu-gcc ${cflags//,/ } "\$@" -specs "$prefix/lib/musl-gcc.specs"
+WRAPPER
+        chmod +x "$prefix/bin/cc"
+        rm -rf "$prefix.src"
+        touch "$prefix/complete"
+    fi
+    # Rust's musl targets link libunwind for the few unwinder calls std's backtrace capture
+    # makes even when a panic aborts. These builds have no unwind tables
+    # (force-unwind-tables=no, panic=abort), so there is no stack to walk: the walk ends at once
+    # and a backtrace is empty, as it would be with a real unwinder and no tables. (ARM's EHABI
+    # reads registers through _Unwind_VRS_Get.) Rebuilt whenever this text changes.
+    cat >"$prefix/unwind.c.new" <<'UNWIND'
+typedef int (*trace_fn)(void *context, void *arg);
+int _Unwind_Backtrace(trace_fn trace, void *arg) { (void)trace; (void)arg; return 5; /* END_OF_STACK */ }
+unsigned long _Unwind_GetIP(void *context) { (void)context; return 0; }
+unsigned long _Unwind_GetCFA(void *context) { (void)context; return 0; }
+void *_Unwind_FindEnclosingFunction(void *pc) { (void)pc; return 0; }
+int _Unwind_VRS_Get(void *context, int class, unsigned reg, int repr, void *value)
+{ (void)context; (void)class; (void)reg; (void)repr; (void)value; return 2; /* _UVRSR_FAILED */ }
+UNWIND
+    if ! cmp -s "$prefix/unwind.c.new" "$prefix/unwind.c" || [ ! -f "$prefix/lib/libunwind.a" ]; then
+        "$gnu-gcc" ${cflags//,/ } -Os -c -o "$prefix/unwind.o" -x c "$prefix/unwind.c.new"
+        rm -f "$prefix/lib/libunwind.a"
+        "$gnu-ar" rc "$prefix/lib/libunwind.a" "$prefix/unwind.o"
+        mv "$prefix/unwind.c.new" "$prefix/unwind.c"
+    fi
+    echo "$prefix/bin/cc"
+}
+
 for row in "${rows[@]}"; do
-    read -r short triple cc <<<"$row"
+    read -r short triple gnu cflags <<<"$row"
+    [ "$cflags" != - ] || cflags=""
+    start=$(date +%s)
+    cc=$(build_musl "$short" "$gnu" "$cflags")
     var=$(echo "$triple" | tr 'a-z-' 'A-Z_')
     export "CARGO_TARGET_${var}_LINKER=$cc"
     export "CC_${triple//-/_}=$cc"
-    export "AR_${triple//-/_}=${cc%-gcc}-ar"
-    # Static; no unwind tables (the profile aborts on panic, nothing unwinds). getrandom calls
-    # the kernel (getrandom(2), Linux 3.17+) instead of looking up glibc's wrapper with dlsym,
-    # which finds nothing in a static binary and falls back to /dev/urandom: a chroot or an
-    # early-boot system may not have it.
-    flags="-C target-feature=+crt-static -C force-unwind-tables=no"
+    export "AR_${triple//-/_}=$gnu-ar"
+    # Static; linked by gcc against the musl built above, not the copy rustup bundles; no
+    # unwind tables (the profile aborts on panic, nothing unwinds). getrandom calls the kernel
+    # (getrandom(2), Linux 3.17+) instead of opening /dev/urandom: a chroot or an early-boot
+    # system may not have it.
+    flags="-C target-feature=+crt-static -C link-self-contained=no -C force-unwind-tables=no"
     flags="$flags --cfg getrandom_backend=\"linux_getrandom\""
     # MIPS: position-dependent code (calls by jal, not through the GOT) is much smaller there,
-    # and a static binary needs no PIC.
+    # and a static binary needs no PIC; SQLite and musl (C) are built the same way (-fno-PIC).
     # Its segments aligned to 4 KiB pages (OpenWrt's MIPS kernels use 4 KiB pages), not ld's
     # default 64 KiB, which pads the file by up to that much.
     case "$triple" in
-    # SQLite (C, built by the cc crate) the same way: position-dependent, not PIC (-115 KB).
-    mips*)
-        flags="$flags -C relocation-model=static -C link-arg=-Wl,-z,max-page-size=4096"
-        export "CFLAGS_${triple//-/_}=-fno-PIC"
-        ;;
+    mips*) flags="$flags -C relocation-model=static -C link-arg=-Wl,-z,max-page-size=4096" ;;
+    # x86_64: rustc would link a static PIE, which musl's gcc specs do not know (they ask for
+    # the dynamic loader); a plain static executable like the other targets'.
+    x86_64*) flags="$flags -C relocation-model=static" ;;
     esac
-    start=$(date +%s)
-    # Debian's compiler first: building std lets it be built for size like the rest; rustup's
-    # prebuilt std (built for speed, with unwinding) only where Debian's is missing.
-    if [ ! -x /usr/bin/rustc ] && rustup target list --installed 2>/dev/null | grep -qx "$triple"; then
-        echo "build-dut: $short ($triple) with rustup's std" >&2
-        export "CARGO_TARGET_${var}_RUSTFLAGS=$flags"
-        CARGO_TARGET_DIR=$cache cargo build --locked --profile dut --target "$triple" -p perfpeer
-    else
-        echo "build-dut: $short ($triple) with Debian's rustc-web and -Zbuild-std" >&2
-        # Panic messages keep their text but not the file:line they came from.
-        export "CARGO_TARGET_${var}_RUSTFLAGS=$flags -Z location-detail=none"
-        RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$cache \
-            /usr/bin/cargo build --locked --profile dut --target "$triple" \
-            -Zbuild-std=std,panic_abort -Zbuild-std-features="$std_features" -p perfpeer
-    fi
+    echo "build-dut: $short ($triple) with Debian's rustc-web and -Zbuild-std" >&2
+    # Panic messages keep their text but not the file:line they came from.
+    export "CARGO_TARGET_${var}_RUSTFLAGS=$flags -Z location-detail=none"
+    RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$cache \
+        /usr/bin/cargo build --locked --profile dut --target "$triple" \
+        -Zbuild-std=std,panic_abort -Zbuild-std-features="$std_features" -p perfpeer
     out=dist/perfpeer-$version-$short
     cp "$cache/$triple/dut/perfpeer" "$out.tmp"
     mv "$out.tmp" "$out"

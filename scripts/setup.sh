@@ -33,12 +33,13 @@ command -v cpio >/dev/null 2>&1 || need+=(cpio)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
 
-# `--dut` (scripts/build-dut.sh and the DUT tests): the cross compilers with their static glibc,
-# Debian's rustc-web to build std for those targets, and qemu-user to run the results.
+# `--dut` (scripts/build-dut.sh and the DUT tests): the cross compilers (which build musl from
+# Debian's source, fetched with curl, built with make), Debian's rustc-web to build std for those
+# targets, and qemu-user to run the results.
 # `--windows` (scripts/build-windows.sh and the Windows tests): the mingw-w64 cross compiler and
 # wine to run the .exe. `--macos` (scripts/check-macos.sh): nothing beyond Debian's rustc.
 case "${1:-}" in
---dut) cross=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-mipsel-linux-gnu
+--dut) cross=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-mipsel-linux-gnu make curl
     gcc-mips-linux-gnu qemu-user-static) ;;
 --windows) cross=(gcc-mingw-w64-x86-64 wine64) ;;
 --macos) cross=() ;;

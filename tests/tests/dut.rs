@@ -195,6 +195,18 @@ fn suite(short: &'static str, qemu_arch: &str) {
         version.contains("static, builtin resolver") && version.contains("web UI embedded"),
         "{version}"
     );
+    // Linked against musl, OpenWrt's C library (static glibc is 600 KB larger).
+    assert!(version.contains("-linux-musl"), "{version}");
+    // MIPS routers have no FPU and OpenWrt's kernels do not emulate one: soft float only.
+    if short.starts_with("mips") {
+        let abi = Command::new("readelf")
+            .arg("-A")
+            .arg(&dut.bin)
+            .output()
+            .unwrap();
+        let abi = String::from_utf8_lossy(&abi.stdout);
+        assert!(abi.contains("FP ABI: Soft float"), "{short}: {abi}");
+    }
     the_dut_serves(&dut);
     counters_cross_four_gib(&dut);
 }

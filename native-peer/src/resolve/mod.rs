@@ -1,8 +1,9 @@
 //! Turning a host name into addresses, for `perfpeer test <host>`, the personas' `-c host` and a
 //! browser's run towards a named peer. A build linked dynamically asks the system
 //! (getaddrinfo: NSS, mDNS, systemd-resolved all keep working on a PC). A static build (the
-//! DUT builds of scripts/build-dut.sh, `+crt-static`) cannot load glibc's NSS modules, and a
-//! router has none, so it resolves by itself, as musl does: `/etc/hosts` first, then the DNS
+//! DUT builds of scripts/build-dut.sh, `+crt-static`, musl) does not use the C library's
+//! resolver (a static glibc's cannot load NSS modules; a router has none), so it resolves by
+//! itself, as musl does: `/etc/hosts` first, then the DNS
 //! servers of `/etc/resolv.conf` over UDP (A, then AAAA), with resolv.conf's search domains,
 //! timeout and attempts. Every lookup ends within [`LOOKUP_DEADLINE`].
 //!

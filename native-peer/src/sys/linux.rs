@@ -87,13 +87,15 @@ pub fn wait_readable(sock: &impl AsRawFd, timeout: Duration) -> io::Result<bool>
         events: libc::POLLIN,
         revents: 0,
     };
-    // c_long and time_t are 32 bits on the 32-bit DUT targets: the conversions can fail there.
+    // time_t and c_long are 32 bits on the 32-bit DUT targets: the conversions can fail there.
+    // (time_t is not named: the libc crate marks it deprecated on 32-bit musl, whose libc.a
+    // still has the 32-bit calls it describes, until 2038.)
     #[allow(
         clippy::unnecessary_fallible_conversions,
         reason = "fallible where c_long is 32 bits"
     )]
     let ts = libc::timespec {
-        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_sec: timeout.as_secs().try_into().unwrap_or(i32::MAX.into()),
         tv_nsec: libc::c_long::try_from(timeout.subsec_nanos()).unwrap_or(0),
     };
     // SAFETY: one valid pollfd and a valid timespec, both living through the call; no signal
@@ -237,7 +239,8 @@ pub fn recv_batch(
             sock.as_raw_fd(),
             msgs.as_mut_ptr(),
             count,
-            flags,
+            // c_int in glibc's declaration, c_uint in musl's.
+            flags as _,
             std::ptr::null_mut(),
         );
         let got = usize::try_from(check(rc)?).unwrap_or(0);
