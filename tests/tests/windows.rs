@@ -199,11 +199,8 @@ fn the_windows_personas_speak_to_stock_iperf3_and_iperf2() {
         // Stock `iperf3 -c` against the Windows `iperf3 -s`.
         let port = free_port();
         let p = port.to_string();
-        let _server = spawn_windows(&["iperf3", "-s", "-1", "-p", &p]);
-        assert!(
-            wait_listening(port, Duration::from_secs(30)),
-            "the Windows iperf3 -s never listened"
-        );
+        let _server =
+            windows_server_listening(spawn_windows(&["iperf3", "-s", "-1", "-p", &p]), port);
         let out = Running::spawn(
             Path::new("iperf3"),
             &["-c", "127.0.0.1", "-p", &p, "-t", "2", "-J"],
@@ -229,4 +226,19 @@ fn the_windows_personas_speak_to_stock_iperf3_and_iperf2() {
         assert!(out.status.success(), "{text}");
         assert!(text.contains("bits/sec"), "an iperf 2 report: {text}");
     }
+}
+
+/// `server` once it listens on `port`. wine starts slowly on a loaded machine (a clean-clone CI
+/// run saw more than 30 s while other tests ran), so it gets 90 s; if it never listens, the
+/// test fails with what the server printed.
+fn windows_server_listening(server: Running, port: u16) -> Running {
+    if !wait_listening(port, Duration::from_secs(90)) {
+        let out = server.wait(Duration::ZERO);
+        panic!(
+            "the Windows server never listened on {port}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    server
 }
