@@ -59,10 +59,10 @@ musl_sha256=7d5b0b6062521e4627e099e4c9dc8248d32a30285e959b7eecaa780cf8cfd4a4
 musl_url=http://deb.debian.org/debian/pool/main/m/musl/musl_$musl_version.orig.tar.gz
 musl_root=$cache/musl-$musl_version
 # build_musl SHORT GNU-TRIPLE CFLAGS: prints the path of a C compiler that compiles and links
-# against that target's musl.
+# against that target's musl. A cached musl built for another triple or other flags is rebuilt.
 build_musl() {
     local short=$1 gnu=$2 cflags=$3 prefix=$musl_root/$1 tarball src
-    if [ ! -f "$prefix/complete" ]; then
+    if [ "$(cat "$prefix/complete" 2>/dev/null)" != "$gnu $cflags" ]; then
         echo "build-dut: building musl $musl_version for $short (once; kept in $musl_root)" >&2
         mkdir -p "$musl_root"
         tarball=$musl_root/musl_$musl_version.orig.tar.gz
@@ -81,18 +81,18 @@ build_musl() {
         # The musl-gcc specs name the prefix, so musl is installed where it will stay;
         # `complete` is written last.
         (cd "$src" && ./configure --prefix="$prefix" --target="$gnu" CC="$gnu-gcc" \
-            CFLAGS="${cflags//,/ }" --disable-shared --enable-wrapper=gcc &&
+            CFLAGS="$cflags" --disable-shared --enable-wrapper=gcc &&
             make -j"$(nproc)" && make install) >"$prefix.log" 2>&1 || {
             echo "build-dut: musl did not build for $short; see $prefix.log" >&2
             exit 1
         }
         cat >"$prefix/bin/cc" <<WRAPPER
 #!/bin/sh
-exec $gnu-gcc ${cflags//,/ } "\$@" -specs "$prefix/lib/musl-gcc.specs"
+exec $gnu-gcc $cflags "\$@" -specs "$prefix/lib/musl-gcc.specs"
 WRAPPER
         chmod +x "$prefix/bin/cc"
         rm -rf "$prefix.src"
-        touch "$prefix/complete"
+        echo "$gnu $cflags" >"$prefix/complete"
     fi
     # Rust's musl targets link libunwind for the few unwinder calls std's backtrace capture
     # makes even when a panic aborts. These builds have no unwind tables
@@ -109,7 +109,8 @@ int _Unwind_VRS_Get(void *context, int class, unsigned reg, int repr, void *valu
 { (void)context; (void)class; (void)reg; (void)repr; (void)value; return 2; /* _UVRSR_FAILED */ }
 UNWIND
     if ! cmp -s "$prefix/unwind.c.new" "$prefix/unwind.c" || [ ! -f "$prefix/lib/libunwind.a" ]; then
-        "$gnu-gcc" ${cflags//,/ } -Os -c -o "$prefix/unwind.o" -x c "$prefix/unwind.c.new"
+        # shellcheck disable=SC2086 # the flags are words
+        "$gnu-gcc" $cflags -Os -c -o "$prefix/unwind.o" -x c "$prefix/unwind.c.new"
         rm -f "$prefix/lib/libunwind.a"
         "$gnu-ar" rc "$prefix/lib/libunwind.a" "$prefix/unwind.o"
         mv "$prefix/unwind.c.new" "$prefix/unwind.c"
@@ -119,6 +120,8 @@ UNWIND
 
 for row in "${rows[@]}"; do
     read -r short triple gnu cflags <<<"$row"
+    # The table's C flags column: comma-separated, `-` for none.
+    cflags=${cflags//,/ }
     [ "$cflags" != - ] || cflags=""
     start=$(date +%s)
     cc=$(build_musl "$short" "$gnu" "$cflags")
