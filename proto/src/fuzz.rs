@@ -1,6 +1,7 @@
 //! Codec-level fuzzing of every decoder that reads an anonymous peer's bytes (perfpeer's data
 //! hellos and datagrams, iperf3's cookie, states, frame lengths, parameter and result JSON,
-//! iperf 2's headers and server reports, the `/ws` control messages): a fixed number of cases
+//! iperf 2's headers and server reports, netperf's control messages, the `/ws` control
+//! messages): a fixed number of cases
 //! from a fixed seed, random bytes and mutations of valid messages. The properties: no panic,
 //! length fields bounded before use, and valid messages read back as written.
 
@@ -14,7 +15,7 @@ use perfpeer_shared::report::{PeerRole, SideReport};
 use perfpeer_shared::spec::{Protocol, TestSpec};
 
 use crate::wire::{DataHeader, DatagramFormat, StreamHello, UdpControl};
-use crate::{iperf2, iperf3, probe};
+use crate::{iperf2, iperf3, netperf, probe};
 
 /// Cases per decoder.
 const CASES: usize = 20_000;
@@ -195,6 +196,45 @@ fn iperf2_decoders() {
         }
         let _ = iperf2::Header::decode(b);
         let _ = iperf2::ServerReport::decode(b);
+    });
+}
+
+#[test]
+fn netperf_decoders() {
+    let seed = netperf::OmniRequest {
+        send_buf_size: -1,
+        send_size: -1,
+        request_size: 1,
+        recv_buf_size: -1,
+        receive_size: -1,
+        response_size: 1,
+        flags: netperf::flags::MEASURE_CPU,
+        cpu_rate: 0.0,
+        test_length: 10,
+        data_port: 0,
+        family: netperf::Family::V4,
+        socket_type: netperf::socket_type::STREAM,
+        protocol: netperf::socket_type::TCP,
+        direction: netperf::direction::XMIT | netperf::direction::RECV,
+        netperf_port: 0,
+        socket_prio: -1,
+        socket_tos: -1,
+        cong_control: "cubic".into(),
+    };
+    each_case(&[seed.encode().encode().to_vec()], |b| {
+        let Ok(m) = netperf::Message::decode(b) else {
+            assert_ne!(b.len(), netperf::MESSAGE_LEN);
+            return;
+        };
+        assert_eq!(&m.encode()[..], b);
+        if let Ok(r) = netperf::OmniRequest::decode(&m) {
+            assert!(r.cong_control.chars().count() <= 16);
+            let again = netperf::OmniRequest::decode(&r.encode()).unwrap();
+            assert!(again == r || r.cpu_rate.is_nan());
+        }
+        let _ = netperf::OmniResponse::decode(&m);
+        let _ = netperf::OmniResults::decode(&m);
+        let _ = m.passphrase();
     });
 }
 

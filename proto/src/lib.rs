@@ -7,6 +7,7 @@
 //!   fin, datagram headers, and the datagram layouts of iperf3, iperf 2 and ttcp.
 //! - [`iperf3`]: iperf3's cookie, state bytes, length-prefixed JSON, parameters and results.
 //! - [`iperf2`]: iperf 2.1's test header, header ack and UDP server report.
+//! - [`netperf`]: netperf 2.7's control messages (OMNI request, response and results).
 //! - [`probe`]: the latency probe's request and timestamped answer.
 //! - [`udp_stats`]: a UDP receiver's loss, reordering, duplicates, jitter and gaps.
 
@@ -14,6 +15,7 @@
 mod fuzz;
 pub mod iperf2;
 pub mod iperf3;
+pub mod netperf;
 pub mod probe;
 pub mod udp_stats;
 pub mod wire;
