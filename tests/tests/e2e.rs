@@ -36,6 +36,8 @@ mod layers;
 mod loopback;
 /// `perfpeer netperf` against a perfpeer peer: netperf's tables, figures that agree with `-J`.
 mod netperf_cli;
+/// `perfpeer netserver` for stock netperf clients: captured requests, hostile clients, the name.
+mod netserver;
 /// Two hosts in network namespaces on a shaped 20 Mbit/s link.
 mod shaped_link;
 /// The history's disk and the CLI's stdout broken as users break them.

@@ -1,8 +1,8 @@
 //! A fuzz target per listener, run for a fixed number of cases with a fixed seed: the control
-//! port (HTTP, and WebSocket frames after a real upgrade), the data port (TCP and UDP), and
-//! `perfpeer iperf3 -s` and `perfpeer iperf -s` (TCP and UDP each). Every target first replays its
-//! corpus (`tests/fuzz-corpus/<listener>/`: inputs that once hurt the peer), then mutations of
-//! valid messages. After each target the process must be alive, within memory and thread bounds,
+//! port (HTTP, and WebSocket frames after a real upgrade), the data port (TCP and UDP),
+//! `perfpeer iperf3 -s` and `perfpeer iperf -s` (TCP and UDP each), and `perfpeer netserver`.
+//! Every target first replays its corpus (`tests/fuzz-corpus/<listener>/`: inputs that once hurt
+//! the peer, or would have), then mutations of valid messages. After each target the process must be alive, within memory and thread bounds,
 //! and still serve a real test. (DCCP's listener needs a kernel with DCCP: the dccp_vm test
 //! drives it.)
 
@@ -262,6 +262,83 @@ fn the_iperf2_server_survives_fuzzed_headers_and_flows() {
     });
 }
 
+/// netserver's control port: mutations of the requests a stock netperf 2.7.1 sent. A mutated
+/// request that is still a test starts one; the connection's close ends it.
+#[test]
+fn the_netserver_survives_fuzzed_control_messages() {
+    let port = perfpeer_tests::free_port();
+    let mut server = Running::spawn(
+        &perfpeer_bin(),
+        &[
+            "netserver",
+            "-D",
+            "-L",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+        ],
+    );
+    assert!(wait_for(Duration::from_secs(5), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    }));
+    let to = SocketAddr::from(([127, 0, 0, 1], port));
+    let fixture = |test: &str| {
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        std::fs::read(
+            dir.join("fixtures/netperf-2.7.1")
+                .join(test)
+                .join("request.bin"),
+        )
+        .expect("fixture")
+    };
+    let seeds: Vec<Vec<u8>> = [
+        "tcp_stream",
+        "tcp_maerts",
+        "tcp_rr",
+        "tcp_crr",
+        "tcp_cc",
+        "udp_rr",
+    ]
+    .into_iter()
+    .map(fixture)
+    .collect();
+    run_target("netserver", &seeds, |input| poke_tcp(to, input));
+    let alive = matches!(server.0.try_wait(), Ok(None));
+    check_process("netserver", server.0.id(), alive, || {
+        netperf_rr_works(to, &fixture("tcp_rr"))
+    });
+}
+
+/// One TCP_RR transaction with the captured request, counted by the server.
+fn netperf_rr_works(to: SocketAddr, request: &[u8]) -> bool {
+    let word =
+        |b: &[u8], i: usize| i32::from_be_bytes(b[8 + 4 * i..12 + 4 * i].try_into().unwrap());
+    let mut request = request.to_vec();
+    request[8 + 14 * 4..8 + 15 * 4].copy_from_slice(&(-1i32).to_be_bytes());
+    let Ok(mut control) = TcpStream::connect(to) else {
+        return false;
+    };
+    let _ = control.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut answer = [0u8; 656];
+    if control.write_all(&request).is_err() || control.read_exact(&mut answer).is_err() {
+        return false;
+    }
+    let Ok(data_port) = u16::try_from(word(&answer, 11)) else {
+        return false;
+    };
+    if answer[4..8] != [0; 4] {
+        return false;
+    }
+    let Ok(mut data) = TcpStream::connect(("127.0.0.1", data_port)) else {
+        return false;
+    };
+    let _ = data.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut one = [0u8; 1];
+    let exchanged = data.write_all(&[1]).is_ok() && data.read_exact(&mut one).is_ok();
+    let mut results = [0u8; 656];
+    exchanged && control.read_exact(&mut results).is_ok() && word(&results, 9) == 1
+}
+
 #[test]
 fn the_corpus_is_there_for_every_target() {
     for listener in [
@@ -273,6 +350,7 @@ fn the_corpus_is_there_for_every_target() {
         "iperf3_udp",
         "iperf2_tcp",
         "iperf2_udp",
+        "netserver",
     ] {
         assert!(
             !corpus(listener).is_empty(),

@@ -28,6 +28,7 @@ mod latency;
 mod live;
 mod modes;
 mod netperf;
+mod netserver;
 mod output;
 mod persona;
 mod results;
@@ -61,6 +62,8 @@ enum Command {
     Iperf3(iperf3::Iperf3Args),
     /// netperf's flags and tables (TCP_STREAM, TCP_MAERTS, TCP_RR, UDP_STREAM) against a perfpeer peer.
     Netperf(netperf::NetperfArgs),
+    /// Serve stock netperf clients and flent: netserver 2.7's control protocol (port 12865).
+    Netserver(netserver::NetserverArgs),
     /// Speak iperf 2.1's protocol: serve stock iperf clients (-s) or test against a stock server (-c).
     Iperf(iperf::IperfArgs),
     /// The result history on this machine: list, show, export as HTML, delete.
@@ -98,6 +101,7 @@ pub(crate) fn persona_version(tool: &str) -> &'static str {
     match tool {
         "iperf3" => line!("iperf 3.12-compatible"),
         "iperf" => line!("iperf version 2.1.8-compatible"),
+        "netserver" => line!("Netperf version 2.7.1-compatible"),
         _ => line!("ttcp-compatible"),
     }
 }
@@ -205,6 +209,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let daemon = match &cli.command {
         Command::Iperf3(args) => args.daemon(),
         Command::Iperf(args) => args.daemon(),
+        Command::Netserver(args) => args.daemon(),
         _ => false,
     };
     if daemon {
@@ -225,6 +230,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Test(args) => runtime.block_on(test::run(args)),
         Command::Iperf3(args) => runtime.block_on(iperf3::run(args)),
         Command::Netperf(args) => runtime.block_on(netperf::run(args)),
+        Command::Netserver(args) => runtime.block_on(netserver::run(args)),
         Command::Ttcp(args) => runtime.block_on(ttcp::run(args)),
         Command::Results(args) => results::run(args),
         Command::Iperf(args) => runtime.block_on(iperf::run(args)),

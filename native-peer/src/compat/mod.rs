@@ -4,4 +4,5 @@
 
 pub mod iperf2;
 pub mod iperf3;
+pub mod netperf;
 pub mod ttcp;
