@@ -509,6 +509,27 @@ fn tests_are_capped_and_a_vanished_client_frees_its_place() {
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
+/// flent's RRUL runs 8 streams and 3 UDP_RR pings from one host at once: the default places fit.
+#[test]
+fn flent_s_rrul_fits_the_default_places() {
+    let server = Netserver::start(&[]);
+    let mut running = Vec::new();
+    for i in 0..12 {
+        let test = if i % 3 == 0 { "udp_rr" } else { "tcp_stream" };
+        let mut control = server.control();
+        let answer = control.ask(&request(test, 30));
+        assert_eq!(answer.word2, 0, "test {i} of 12 refused");
+        running.push(control);
+    }
+    // The 17th from the same address is over its half of 32.
+    for _ in 12..16 {
+        let mut control = server.control();
+        assert_eq!(control.ask(&request("tcp_stream", 30)).word2, 0);
+        running.push(control);
+    }
+    assert_eq!(server.control().ask(&request("tcp_stream", 30)).word2, 16);
+}
+
 #[test]
 fn a_client_that_sends_no_data_is_let_go() {
     let server = Netserver::start(&["--max-tests", "1"]);

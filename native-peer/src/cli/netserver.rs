@@ -54,7 +54,8 @@ pub struct NetserverArgs {
     #[arg(short = 'Z', value_name = "PASSPHRASE")]
     passphrase: Option<String>,
     /// Tests served at once; one more is refused as busy (one client address may hold half).
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=256))]
+    /// The default leaves room for flent's RRUL from one host (8 streams and the UDP pings).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=256))]
     max_tests: u32,
     /// Longest test accepted, seconds; also how long a test by count (`-l -N`) or `-l 0` may run.
     #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
