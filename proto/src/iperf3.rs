@@ -263,6 +263,8 @@ pub struct Asks {
     pub counter64: bool,
     /// The server's own output of the test, in the results.
     pub server_output: bool,
+    /// The CPU the server should pin itself to (`-A n,m`: m).
+    pub server_affinity: Option<u32>,
 }
 
 /// Whether a parameter is set: iperf3 writes its flags as `1` or `true`.
@@ -377,6 +379,9 @@ pub fn params_json(spec: &TestSpec, asks: Asks) -> Value {
         json!(true),
     );
     m.insert("omit".into(), json!(spec.omit.as_secs()));
+    if let Some(cpu) = asks.server_affinity {
+        m.insert("server_affinity".into(), json!(cpu));
+    }
     let (time, num) = match spec.end {
         EndCondition::Time { duration } => (duration.as_secs().max(1), 0),
         EndCondition::Bytes { bytes } => (0, bytes),
@@ -730,8 +735,10 @@ mod tests {
             Asks {
                 counter64: true,
                 server_output: true,
+                server_affinity: Some(1),
             },
         );
+        assert_eq!(back["server_affinity"], 1);
         assert_eq!(back["bandwidth"], 5_000_000);
         assert_eq!(back["reverse"], true);
         assert_eq!(back["udp_counters_64bit"], 1);

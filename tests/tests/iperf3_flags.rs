@@ -331,3 +331,53 @@ fn concurrent_tests_on_our_server_are_told_apart() {
         );
     }
 }
+
+/// CPUs a process's threads may run on, one `Cpus_allowed_list` per thread.
+fn allowed_cpus(pid: u32) -> Vec<String> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten();
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .filter_map(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|v| v.trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn affinity_pins_the_client_and_asks_the_server() {
+    if !have("iperf3") {
+        return;
+    }
+    if std::thread::available_parallelism().map_or(1, std::num::NonZero::get) < 2 {
+        perfpeer_tests::skip("-A n,m needs two CPUs to tell them apart");
+        return;
+    }
+    let iperf3 = AsIperf3::new("affinity");
+    let port = free_port();
+    let p = port.to_string();
+    let server = Running::spawn(Path::new("iperf3"), &["-s", "-p", &p]);
+    assert!(wait_listening(port, Duration::from_secs(10)));
+    let client = Running::spawn(
+        &iperf3.bin(),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "3", "-A", "0,1"],
+    );
+    // While the test runs: every thread of our client on CPU 0; stock iperf3 3.12 pins itself
+    // to the CPU the parameters asked for (1).
+    let mut seen = (Vec::new(), Vec::new());
+    let pinned = wait_for(Duration::from_secs(3), || {
+        seen = (allowed_cpus(client.0.id()), allowed_cpus(server.0.id()));
+        seen.0.len() > 1 && seen.0.iter().all(|c| c == "0") && seen.1 == ["1"]
+    });
+    let out = client.wait(Duration::from_secs(20));
+    assert!(out.status.success(), "{}", both(&out));
+    assert!(pinned, "client, server CPUs: {seen:?}");
+    // A CPU the machine does not have is a usage error, iperf3's exit code.
+    let bad = iperf3.client(&p, &["-t", "1", "-A", "4096"]);
+    assert_eq!(bad.status.code(), Some(1), "{}", both(&bad));
+    assert!(both(&bad).contains("4096"), "{}", both(&bad));
+}

@@ -40,6 +40,10 @@ pub struct Iperf3Args {
     /// Server: handle one test, then exit.
     #[arg(short = '1', long = "one-off")]
     one_off: bool,
+    /// CPU affinity: this process on CPU n; a client also asks the server for CPU m (a perfpeer
+    /// server serves several tests at once and pins none of them for one).
+    #[arg(short = 'A', long = "affinity", value_name = "n[,m]", value_parser = parse_affinity)]
+    affinity: Option<(usize, Option<u32>)>,
     /// Server: run in the background (output goes to --logfile, or nowhere).
     #[arg(short = 'D', long)]
     daemon: bool,
@@ -96,6 +100,27 @@ fn parse_rate_format(s: &str) -> Result<RateFormat, String> {
     unit_letter(s, "kmgtKMGT", "a format").map(RateFormat::Fixed)
 }
 
+fn parse_affinity(s: &str) -> Result<(usize, Option<u32>), String> {
+    let cpu = |t: &str| {
+        t.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("'{t}' is not a CPU number"))
+    };
+    let (local, server) = match s.split_once(',') {
+        Some((l, r)) => (cpu(l)?, Some(cpu(r)?)),
+        None => (cpu(s)?, None),
+    };
+    let local = usize::try_from(local).map_err(|e| e.to_string())?;
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if local >= cpus {
+        return Err(format!(
+            "CPU {local}: this machine has CPUs 0 to {}",
+            cpus - 1
+        ));
+    }
+    Ok((local, server))
+}
+
 fn parse_count(s: &str) -> Result<u64, String> {
     match perfpeer_shared::units::parse_size(s) {
         Ok(0) => Err("must be more than 0".into()),
@@ -108,6 +133,11 @@ impl Iperf3Args {
     /// Whether to run in the background (before anything else starts: see `cli::run`).
     pub fn daemon(&self) -> bool {
         self.server && self.daemon
+    }
+
+    /// The CPU to pin this process to (`-A n`), before any thread starts: see `cli::run`.
+    pub fn pinned_cpu(&self) -> Option<usize> {
+        self.affinity.map(|(cpu, _)| cpu)
     }
 
     fn voice(&self) -> Voice {
@@ -166,6 +196,7 @@ async fn run_client(host: String, args: &Iperf3Args) -> anyhow::Result<ExitCode>
     let asks = Asks {
         counter64: args.udp_counters_64bit,
         server_output: args.get_server_output,
+        server_affinity: args.affinity.and_then(|(_, server)| server),
     };
     let mut printer = Printer::new(style, &spec).with_voice(args.voice());
     let outcome = run_printing(

@@ -215,6 +215,13 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if daemon {
         crate::sys::daemonize().map_err(|e| anyhow::anyhow!("cannot run as a daemon: {e}"))?;
     }
+    // `iperf3 -A n`: every thread started from here on inherits the CPU.
+    if let Command::Iperf3(args) = &cli.command
+        && let Some(cpu) = args.pinned_cpu()
+    {
+        crate::sys::pin_to_cpu(cpu)
+            .map_err(|e| anyhow::anyhow!("unable to set CPU affinity to {cpu}: {e}"))?;
+    }
     // Sized to the machine: two workers at most (the data path runs on its own threads), one on
     // a single-core router; blocking work (opening streams, joining them, the store) is short
     // and capped well below tokio's default of 512 threads.

@@ -54,6 +54,11 @@ pub fn set_so_debug<S: AsSocket>(_sock: &S) -> io::Result<()> {
     Err(unsupported("SO_DEBUG"))
 }
 
+/// No CPU pinning here: the caller says so.
+pub fn pin_to_cpu(_cpu: usize) -> io::Result<()> {
+    Err(unsupported("setting the CPU affinity (-A)"))
+}
+
 /// No daemon here: the caller says so.
 pub fn daemonize() -> io::Result<()> {
     Err(unsupported("running as a daemon"))

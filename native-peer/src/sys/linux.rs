@@ -47,6 +47,26 @@ pub fn tcp_congestion(sock: &socket2::Socket) -> io::Result<Vec<u8>> {
     sock.tcp_congestion()
 }
 
+/// Pins the calling thread — and every thread it starts afterwards — to CPU `cpu` (`iperf3
+/// -A`). Call it before the runtime's threads exist, so the whole process runs there.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes one bit inside it for an index we checked
+    // is below its size; sched_setaffinity reads the set we pass with its true size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        libc::CPU_SET(cpu, &mut set);
+        check(libc::sched_setaffinity(
+            0,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &set,
+        ))
+        .map(|_| ())
+    }
+}
+
 /// Goes on in the background (`iperf3 -s -D`): forks, the parent exits, the child leaves the
 /// terminal's session, works from `/` and has stdin, stdout and stderr on /dev/null. Call it
 /// before any thread is started.
