@@ -332,3 +332,60 @@ fn counts_terse_output_and_selectors() {
     assert_eq!(values[1], "10^9bits/s", "{text}");
     assert!(values[0].parse::<f64>().unwrap() > 0.0, "{text}");
 }
+
+/// Whether a TCP connection from local port `port` to `peer_port` is in /proc/net/tcp now.
+fn connection_from_port(port: u16, peer_port: u16) -> bool {
+    let text = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    text.lines().skip(1).any(|line| {
+        let mut fields = line.split_whitespace().skip(1);
+        let port_of = |f: Option<&str>| {
+            f.and_then(|a| a.rsplit(':').next())
+                .and_then(|p| u16::from_str_radix(p, 16).ok())
+        };
+        port_of(fields.next()) == Some(port) && port_of(fields.next()) == Some(peer_port)
+    })
+}
+
+#[test]
+fn test_option_p_binds_the_local_data_port() {
+    let peer = Peer::start(&[]);
+    let port = perfpeer_tests::free_port();
+    let p = port.to_string();
+    let run = Running::spawn(
+        &perfpeer_bin(),
+        &[
+            "netperf",
+            "-H",
+            &peer.control,
+            "-t",
+            "TCP_STREAM",
+            "-l",
+            "3",
+            "--",
+            "-P",
+            &p,
+        ],
+    );
+    let seen = perfpeer_tests::wait_for(Duration::from_secs(3), || {
+        connection_from_port(port, peer.data_port)
+    });
+    let out = run.wait(Duration::from_secs(20));
+    stdout_of(&out, &["-P", &p]);
+    assert!(seen, "no data connection from local port {port}");
+    // A remote data port cannot be chosen at a perfpeer peer: said, exit 2.
+    let remote = netperf(&[
+        "-H",
+        &peer.control,
+        "-t",
+        "TCP_STREAM",
+        "--",
+        "-P",
+        ",40000",
+    ]);
+    assert_eq!(remote.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&remote.stderr).contains("names its own data port"),
+        "{}",
+        String::from_utf8_lossy(&remote.stderr)
+    );
+}

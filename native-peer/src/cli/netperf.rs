@@ -93,6 +93,10 @@ struct TestOptions {
     /// TCP_NODELAY on the data connection.
     #[arg(short = 'D')]
     no_delay: bool,
+    /// Data connection ports LOCAL[,REMOTE]: the local one is bound; a perfpeer peer names its
+    /// own data port (`serve --data-port`), so a remote one is refused.
+    #[arg(short = 'P', value_name = "LPORT[,RPORT]", value_parser = parse_ports)]
+    ports: Option<LocalPort>,
     /// Output selectors as CSV: a list (NAME,NAME…) or a file of them; alone, netperf's defaults.
     #[arg(short = 'o', value_name = "LIST|FILE", num_args = 0..=1, default_missing_value = "",
           conflicts_with_all = ["columns", "keyval"])]
@@ -143,6 +147,32 @@ enum Length {
 
 /// Two sizes as netperf's `break_args` reads `A,B`: `A` alone sets both, an empty side neither.
 type Pair = (Option<u32>, Option<u32>);
+
+/// The local data port of `-- -P` (0 or none: any).
+#[derive(Debug, Clone, Copy)]
+struct LocalPort(Option<u16>);
+
+fn parse_ports(s: &str) -> Result<LocalPort, String> {
+    let port = |t: &str| -> Result<Option<u16>, String> {
+        match t.trim() {
+            "" | "0" => Ok(None),
+            p => p
+                .parse::<u16>()
+                .map(Some)
+                .map_err(|_| format!("-P {s}: '{p}' is not a port")),
+        }
+    };
+    let (local, remote) = match s.split_once(',') {
+        Some((l, r)) => (port(l)?, port(r)?),
+        None => (port(s)?, None),
+    };
+    if let Some(r) = remote {
+        return Err(format!(
+            "-P {s}: a perfpeer peer names its own data port (serve --data-port), so remote port {r} cannot be chosen; give -P LPORT for the local one"
+        ));
+    }
+    Ok(LocalPort(local))
+}
 
 fn parse_test(s: &str) -> Result<NetperfTest, String> {
     match s.to_ascii_uppercase().as_str() {
@@ -374,7 +404,8 @@ pub async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
         Some(port) => format!("{host}:{port}"),
         None => args.host.clone(),
     };
-    let client_opts = args.options();
+    let mut client_opts = args.options();
+    client_opts.data_port = test_opts.ports.and_then(|p| p.0);
     let mut banner_due = headers;
     let on_event = |ev: &TestEvent| -> std::io::Result<()> {
         if let TestEvent::Started { server_addr, .. } = ev

@@ -36,7 +36,7 @@ pub struct ClientOptions {
     /// Network interface every connection of the test is bound to (`--bind-dev`).
     pub device: Option<String>,
     /// Local port of the first data stream, the next ones for further streams (iperf3's
-    /// `--cport`); used by the iperf3 client.
+    /// `--cport`, netperf's `-- -P`).
     pub data_port: Option<u16>,
 }
 
@@ -264,6 +264,7 @@ pub async fn open(
     let bind = data_connect::LocalEnd {
         ip: opts.bind,
         device: opts.device.clone(),
+        first_port: opts.data_port,
     };
     let setups = tokio::task::spawn_blocking(move || {
         data_connect::open_streams(&spec_c, data_addr, &bind, cookie, timeout)

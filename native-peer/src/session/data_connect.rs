@@ -21,14 +21,41 @@ const HELLO_RETRY: Duration = Duration::from_millis(200);
 /// Hellos and confirms sent per stream before relying on the server's `ready` instead of an ack.
 const HELLO_TRIES: usize = 20;
 
-/// Where the client's data streams leave from: a local address (`-B`) and a network
-/// interface (`--bind-dev`), each if given.
+/// Where the client's data streams leave from: a local address (`-B`), a network interface
+/// (`--bind-dev`) and a local port for the first stream, the next ones for the others (netperf's
+/// `-- -P`), each if given.
 #[derive(Debug, Clone, Default)]
 pub struct LocalEnd {
     /// Local address.
     pub ip: Option<IpAddr>,
     /// Network interface.
     pub device: Option<String>,
+    /// Local port of the first stream.
+    pub first_port: Option<u16>,
+}
+
+impl LocalEnd {
+    /// The local end of the stream at `index` in the plan: the first port plus the index.
+    fn for_stream(&self, index: usize) -> io::Result<LocalEnd> {
+        let first_port = match self.first_port {
+            Some(first) => Some(
+                u16::try_from(index)
+                    .ok()
+                    .and_then(|i| first.checked_add(i))
+                    .ok_or_else(|| {
+                        io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            format!("local port {first} leaves no port for stream {}", index + 1),
+                        )
+                    })?,
+            ),
+            None => None,
+        };
+        Ok(LocalEnd {
+            first_port,
+            ..self.clone()
+        })
+    }
 }
 
 /// Opens every stream of `spec` to `server`, presenting `cookie`.
@@ -41,7 +68,9 @@ pub fn open_streams(
 ) -> io::Result<Vec<StreamSetup>> {
     spec.stream_plan()
         .into_iter()
-        .map(|(id, client_sends)| {
+        .enumerate()
+        .map(|(index, (id, client_sends))| {
+            let bind = &bind.for_stream(index)?;
             let role = if client_sends {
                 StreamRole::Sender
             } else {
@@ -78,10 +107,16 @@ fn new_socket(server: SocketAddr, ty: Type, bind: &LocalEnd) -> io::Result<Socke
     if let Some(dev) = &bind.device {
         crate::sys::bind_device(SockRef::from(&socket), dev)?;
     }
-    if let Some(ip) = bind.ip {
+    if bind.ip.is_some() || bind.first_port.is_some() {
+        let ip = bind.ip.unwrap_or(if server.is_ipv6() {
+            IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)
+        } else {
+            IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
+        });
+        let local = SocketAddr::new(ip, bind.first_port.unwrap_or(0));
         socket
-            .bind(&SockAddr::from(SocketAddr::new(ip, 0)))
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot bind to {ip}: {e}")))?;
+            .bind(&SockAddr::from(local))
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot bind to {local}: {e}")))?;
     }
     Ok(socket)
 }
