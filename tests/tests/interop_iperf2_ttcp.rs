@@ -319,6 +319,66 @@ fn our_iperf2_client_against_stock_server() {
     }
 }
 
+/// UDP `-R` against a stock `iperf -s -u`: the stock server sends its flow to our client's
+/// socket, and every datagram it says it sent is one we received or counted as lost (its fin,
+/// as iperf2 counts it, is the last of its "Sent N datagrams").
+#[test]
+fn our_udp_reverse_client_against_stock_server() {
+    if !have("iperf") {
+        return;
+    }
+    let port = free_port();
+    let p = port.to_string();
+    let server = Running::spawn(Path::new("iperf"), &["-s", "-u", "-p", &p]);
+    assert!(wait_listening(port, Duration::from_secs(10)));
+    let args = [
+        "iperf",
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-u",
+        "-R",
+        "-b",
+        "10M",
+        "-t",
+        "2",
+    ];
+    let out = perfpeer(&args);
+    assert!(out.status.success(), "{}", text(&out));
+    let ours = String::from_utf8_lossy(&out.stdout).into_owned();
+    // "… Jitter   Lost/Total Datagrams" then "… 0.003 ms 0/1729 (0%)".
+    let (lost, total) = ours
+        .lines()
+        .rev()
+        .find_map(|l| {
+            let field = l
+                .split_whitespace()
+                .find(|f| f.contains('/') && !f.contains("sec"))?;
+            let (a, b) = field.split_once('/')?;
+            Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?))
+        })
+        .unwrap_or_else(|| panic!("no Lost/Total in {ours}"));
+    std::thread::sleep(Duration::from_millis(300));
+    let stock = text(&server.wait(Duration::from_millis(100)));
+    let sent: u64 = stock
+        .lines()
+        .find_map(|l| {
+            l.split("Sent ")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no 'Sent N datagrams' from the stock server: {stock}"));
+    assert!(stock.contains("(reverse)"), "{stock}");
+    assert_eq!(total + 1, sent, "ours {lost}/{total}, stock sent {sent}");
+    // 10 Mbit/s of 1470-byte datagrams for 2 s: 1700.
+    assert!((1500..=1900).contains(&total), "{ours}");
+    assert!(lost <= total / 20, "{ours}");
+}
+
 #[test]
 fn iperf3_and_ttcp_targets_in_perfpeer_test() {
     if !have("iperf3") {

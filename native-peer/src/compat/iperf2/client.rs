@@ -1,7 +1,8 @@
 //! `perfpeer iperf -c HOST`: a client for stock iperf 2.1 servers. TCP streams open with the
 //! test header and end with a half-close and a drain until the server closes; `-R` asks the
 //! server to send on the same connection. UDP ends with negative-id fins until the server's
-//! report arrives, which becomes the far end's figures.
+//! report arrives, which becomes the far end's figures; UDP `-R` sends the header datagram
+//! (again, until the server's data arrives) and receives the server's flow to its fin.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
@@ -72,14 +73,6 @@ pub async fn run(
         return Err(SessionError::Refused {
             code: perfpeer_shared::control::ErrorCode::InvalidSpec,
             message: "iperf2's full-duplex and dual tests are not supported: run -R and a normal test one after the other".into(),
-        });
-    }
-    if spec.protocol == Protocol::Udp && spec.direction == Direction::Reverse {
-        return Err(SessionError::Refused {
-            code: perfpeer_shared::control::ErrorCode::InvalidSpec,
-            message:
-                "UDP -R against iperf2 is not supported yet: run the UDP test from the other side"
-                    .into(),
         });
     }
     let (spec_c, opts_c) = (spec.clone(), opts.clone());
@@ -161,6 +154,8 @@ impl FarEnd for Iperf2FarEnd {
                     .map_err(|e| e.to_string())?;
                 Ok(None)
             }
+            // The server sent: our receiver's figures are the test's; it sends no report.
+            Protocol::Udp if self.spec.direction == Direction::Reverse => Ok(None),
             Protocol::Udp => {
                 let template = self.template.clone();
                 let finals = local.streams.clone();
@@ -222,12 +217,61 @@ fn open_streams(
                 }
                 Protocol::Udp | Protocol::Dccp => {
                     socket.connect(&SockAddr::from(server)).map_err(data_err)?;
-                    DataSocket::Udp(Arc::new(socket.into()))
+                    let udp: UdpSocket = socket.into();
+                    if spec.direction == Direction::Reverse {
+                        ask_reverse_flow(&udp, spec, server)?;
+                    }
+                    DataSocket::Udp(Arc::new(udp))
                 }
             };
             Ok(StreamSetup { id, role, socket })
         })
         .collect()
+}
+
+/// Header datagrams sent for a UDP `-R` test before giving up (one every 250 ms).
+const REVERSE_TRIES: usize = 8;
+
+/// UDP `-R`: sends the test header as the first datagram (id 0), as iperf2's client does, again
+/// until the server's first datagram is there to read (left queued for the receiver).
+fn ask_reverse_flow(
+    udp: &UdpSocket,
+    spec: &TestSpec,
+    server: SocketAddr,
+) -> Result<(), SessionError> {
+    let mut hello = vec![0u8; UDP_HEADER_AT];
+    hello.extend_from_slice(&header(spec, server.port()).encode());
+    let format = DatagramFormat::Iperf2 { seq64: true };
+    udp.set_read_timeout(Some(Duration::from_millis(250)))
+        .map_err(data_err)?;
+    let mut peek = [0u8; 64];
+    for _ in 0..REVERSE_TRIES {
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        format.write_data(&mut hello, 0, Duration::ZERO, wall);
+        udp.send(&hello).map_err(data_err)?;
+        match udp.peek(&mut peek) {
+            Ok(_) => return udp.set_read_timeout(None).map_err(data_err),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => {
+                return Err(SessionError::Unreachable {
+                    target: server.to_string(),
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+    Err(SessionError::Unreachable {
+        target: server.to_string(),
+        reason: format!(
+            "no UDP data from the iperf 2 server after {REVERSE_TRIES} reverse-test headers"
+        ),
+    })
 }
 
 /// After our half-close, reads (and drops) what the server still sends until it closes.
