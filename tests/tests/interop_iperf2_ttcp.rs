@@ -379,6 +379,53 @@ fn our_udp_reverse_client_against_stock_server() {
     assert!(lost <= total / 20, "{ours}");
 }
 
+/// A stock client's `-P 2` ends with the server's `[SUM]`, as a stock server prints it; with
+/// `-1` a second address waits until the first one's streams are done.
+#[test]
+fn our_server_sums_a_clients_streams_and_serves_one_client_at_a_time() {
+    if !have("iperf") {
+        return;
+    }
+    let (server, p) = serve_on_free_port(&perfpeer_bin(), &["iperf", "-s", "-1"]);
+    let out = Running::spawn(
+        Path::new("iperf"),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-P", "2"],
+    )
+    .wait(Duration::from_secs(20));
+    assert!(out.status.success(), "{}", text(&out));
+    // A 3-s client, then from another address a 1-s one: under -1 the second is served only
+    // after the first, so it lasts 2.5 s, not 1.
+    let first = Running::spawn(
+        Path::new("iperf"),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "3"],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let started = std::time::Instant::now();
+    let second = Running::spawn(
+        Path::new("iperf"),
+        &["-c", "127.0.0.1", "-p", &p, "-t", "1", "-B", "127.0.0.2"],
+    )
+    .wait(Duration::from_secs(20));
+    let waited = started.elapsed();
+    let first = first.wait(Duration::from_secs(20));
+    assert!(first.status.success() && second.status.success());
+    assert!(
+        waited >= Duration::from_secs(2),
+        "-1: the second address was served while the first one ran ({waited:?})"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let log = text(&server.wait(Duration::from_millis(100)));
+    let rows: Vec<&str> = log.lines().filter(|l| l.contains(" sec ")).collect();
+    // Two stream rows, then their [SUM]; the two single streams after have none.
+    assert!(rows.len() >= 5, "{log}");
+    assert!(rows[2].starts_with("[SUM] 0.0000-"), "{log}");
+    assert_eq!(
+        rows.iter().filter(|r| r.starts_with("[SUM]")).count(),
+        1,
+        "{log}"
+    );
+}
+
 #[test]
 fn iperf3_and_ttcp_targets_in_perfpeer_test() {
     if !have("iperf3") {

@@ -66,6 +66,9 @@ pub struct IperfArgs {
     /// Server: run in the background (the report goes to -o's file, or nowhere).
     #[arg(short = 'D', long)]
     daemon: bool,
+    /// Server: serve one client address's TCP streams at a time; the others wait their turn.
+    #[arg(short = '1', long = "singleclient")]
+    single_client: bool,
     #[command(flatten)]
     flags: TestFlags,
 }
@@ -187,6 +190,7 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
         max_memory: args
             .max_memory
             .unwrap_or_else(crate::budget::MemoryBudget::default_limit),
+        one_client_at_a_time: args.single_client,
     };
     let (tx, events) = mpsc::unbounded_channel();
     let csv = args.csv();
@@ -206,6 +210,13 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
             server::ServerEvent::Finished(result) => {
                 out!("{}", fmt::text_in(&result, args.units));
             }
+            server::ServerEvent::Sum { sum, .. } if !csv => {
+                out!(
+                    "{}",
+                    fmt::client_sum_row(sum.seconds, sum.bytes, args.units)
+                );
+            }
+            server::ServerEvent::Sum { .. } => {}
             server::ServerEvent::Refused { from, reason } => outln!("[ ID] {from}: {reason}"),
         },
     )

@@ -164,6 +164,12 @@ fn row_in(
     line
 }
 
+/// A server's `[SUM]` of one client's streams that ran together: `seconds` from the first
+/// one's start to the last one's end.
+pub fn client_sum_row(seconds: f64, bytes: u64, units: Units) -> String {
+    row_in(None, (0.0, seconds), bytes, None, units)
+}
+
 fn stream_row(s: &StreamFinal, units: Units) -> String {
     let udp = s.udp_rx.map(|r| UdpColumns {
         jitter_ms: r.jitter_ms,

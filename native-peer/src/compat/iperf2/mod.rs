@@ -8,5 +8,6 @@
 //! - [`server`]: `perfpeer iperf -s`, TCP and UDP on one port, for stock clients.
 
 pub mod client;
+pub mod clients;
 pub use perfpeer_proto::iperf2 as codec;
 pub mod server;

@@ -16,6 +16,7 @@ use tokio::net::{TcpStream, UdpSocket};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::clients::{ClientSum, Clients};
 use super::codec::{ACK_LEN, Amount, Header, ServerReport, UDP_HEADER_AT, ack, flags};
 use crate::admission::{Admission, Admitted, Caps, LogLimit, accept_admitted};
 use crate::budget::MemoryBudget;
@@ -57,6 +58,8 @@ pub struct ServerConfig {
     pub max_duration: Duration,
     /// Bytes of buffers the streams may hold at once (`--max-memory`).
     pub max_memory: u64,
+    /// Serve one client address's TCP streams at a time; others wait (`-1`).
+    pub one_client_at_a_time: bool,
 }
 
 /// What the server reports to its printer.
@@ -64,6 +67,13 @@ pub struct ServerConfig {
 pub enum ServerEvent {
     /// A stream finished.
     Finished(Box<TestResult>),
+    /// The TCP streams one client ran together ended: their sum (`[SUM]`).
+    Sum {
+        /// The client's address.
+        from: std::net::IpAddr,
+        /// The streams' sum.
+        sum: ClientSum,
+    },
     /// A connection was refused.
     Refused {
         /// Who.
@@ -82,6 +92,7 @@ struct Shared {
     refused_flows: Mutex<std::collections::HashMap<SocketAddr, std::time::Instant>>,
     udp_places: Arc<Admission>,
     memory: Arc<MemoryBudget>,
+    clients: Arc<Clients>,
     events: tokio::sync::mpsc::UnboundedSender<ServerEvent>,
     shutdown: CancellationToken,
 }
@@ -97,6 +108,7 @@ pub async fn run(
     let local = udp.local_addr()?;
     let shared = Arc::new(Shared {
         memory: MemoryBudget::new(config.max_memory),
+        clients: Clients::new(config.one_client_at_a_time),
         config,
         next_id: AtomicU32::new(1),
         udp_flows: Mutex::new(HashSet::new()),
@@ -214,6 +226,8 @@ async fn tcp_stream(
         })
         .collect();
     let id = setups[0].id;
+    // Its client's group: `[SUM]` at the end, and its turn under `-1`.
+    let member = shared.clients.join(from.ip(), &shared.shutdown).await?;
     let _memory = shared
         .memory
         .charge(crate::engine::memory_needed(&spec, roles.iter().copied()))
@@ -234,6 +248,7 @@ async fn tcp_stream(
     {
         s.bytes += header_len as u64;
     }
+    let bytes = local.streams.iter().map(|s| s.bytes).sum();
     let result = TestResult {
         id: id.to_string(),
         spec,
@@ -244,6 +259,12 @@ async fn tcp_stream(
         status,
     };
     let _ = shared.events.send(ServerEvent::Finished(Box::new(result)));
+    if let Some(sum) = member.leave(bytes) {
+        let _ = shared.events.send(ServerEvent::Sum {
+            from: from.ip().to_canonical(),
+            sum,
+        });
+    }
     Ok(())
 }
 
