@@ -8,9 +8,10 @@
 //! never sends to an address that has not asked: UDP is answered only to datagrams from the
 //! client, and a UDP test in which the server alone would send is refused.
 
+use portable_atomic::AtomicU64;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc as std_mpsc};
 use std::time::Duration;
 
