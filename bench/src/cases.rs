@@ -44,8 +44,12 @@ pub enum Case {
     Udp1400,
     /// UDP at 200 Mbit/s with 1400-byte datagrams.
     Paced,
+    /// UDP at 1 Gbit/s with 1400-byte datagrams.
+    Paced1G,
     /// TCP request/response, small messages.
     Rr,
+    /// UDP request/response, 1-byte messages (perfpeer and netperf's UDP_RR).
+    UdpRr,
     /// [`Case::Tcp1`] with each end held to [`BUDGET_PERCENT`] of one core (a DUT's CPU).
     Tcp1Budget,
     /// [`Case::Udp1400`] with each end held to [`BUDGET_PERCENT`] of one core.
@@ -55,9 +59,7 @@ pub enum Case {
 /// The CPU each end may use in the budget cases, in percent of one core: a router's share.
 pub const BUDGET_PERCENT: u32 = 25;
 
-/// Target rate of [`Case::Paced`].
-pub const PACED_RATE: f64 = 200e6;
-/// Datagram payload of [`Case::Paced`].
+/// Datagram payload of the paced cases.
 pub const PACED_LEN: usize = 1400;
 
 /// A figure a case reports.
@@ -93,14 +95,16 @@ const RR_METRICS: &[Metric] = &[
 ];
 
 /// All cases, in the order they run.
-pub const ALL: [Case; 9] = [
+pub const ALL: [Case; 11] = [
     Case::Tcp1,
     Case::Tcp1SkipRx,
     Case::Tcp2,
     Case::Udp64,
     Case::Udp1400,
     Case::Paced,
+    Case::Paced1G,
     Case::Rr,
+    Case::UdpRr,
     Case::Tcp1Budget,
     Case::Udp1400Budget,
 ];
@@ -115,7 +119,9 @@ impl Case {
             Case::Udp64 => "udp64",
             Case::Udp1400 => "udp1400",
             Case::Paced => "paced",
+            Case::Paced1G => "paced-1g",
             Case::Rr => "rr",
+            Case::UdpRr => "udp-rr",
             Case::Tcp1Budget => "tcp1-cpu25",
             Case::Udp1400Budget => "udp1400-cpu25",
         }
@@ -124,6 +130,15 @@ impl Case {
     /// The CPU each end may use (percent of one core), for the budget cases.
     pub fn cpu_budget(self) -> Option<u32> {
         matches!(self, Case::Tcp1Budget | Case::Udp1400Budget).then_some(BUDGET_PERCENT)
+    }
+
+    /// The target rate of a paced case, bit/s.
+    pub fn paced_rate(self) -> Option<f64> {
+        match self {
+            Case::Paced => Some(200e6),
+            Case::Paced1G => Some(1e9),
+            _ => None,
+        }
     }
 
     /// The case whose command lines this one runs.
@@ -146,7 +161,9 @@ impl Case {
             Case::Udp64 => "UDP -b 0 -l 64 (iperf2: -b 100G)",
             Case::Udp1400 => "UDP -b 0 -l 1400 (iperf2: -b 100G)",
             Case::Paced => "UDP -b 200M -l 1400, arrivals on lo",
+            Case::Paced1G => "UDP -b 1G -l 1400, arrivals on lo",
             Case::Rr => "TCP request/response, 1 byte (iperf2: 64, its minimum)",
+            Case::UdpRr => "UDP request/response, 1 byte (perfpeer --rr -u, netperf UDP_RR)",
             Case::Tcp1Budget => "TCP, 1 stream, each end held to 25% of one core",
             Case::Udp1400Budget => "UDP -b 0 -l 1400, each end held to 25% of one core",
         }
@@ -156,6 +173,7 @@ impl Case {
     pub fn tools(self) -> &'static [Tool] {
         match self {
             Case::Rr => &[Tool::Perfpeer, Tool::Netperf, Tool::Iperf2],
+            Case::UdpRr => &[Tool::Perfpeer, Tool::Netperf],
             _ => &[Tool::Perfpeer, Tool::Iperf3, Tool::Iperf3New, Tool::Iperf2],
         }
     }
@@ -165,14 +183,17 @@ impl Case {
         match self.base() {
             Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2 => TCP_METRICS,
             Case::Udp64 | Case::Udp1400 => UDP_METRICS,
-            Case::Paced => PACED_METRICS,
+            Case::Paced | Case::Paced1G => PACED_METRICS,
             _ => RR_METRICS,
         }
     }
 
     /// Whether this case is UDP (the iperf2 server then needs `-u`).
     pub fn is_udp(self) -> bool {
-        matches!(self.base(), Case::Udp64 | Case::Udp1400 | Case::Paced)
+        matches!(
+            self.base(),
+            Case::Udp64 | Case::Udp1400 | Case::Paced | Case::Paced1G
+        )
     }
 }
 
@@ -280,13 +301,19 @@ pub fn client_argv(tool: Tool, case: Case, p: Ports, secs: u32, progs: &Programs
         (Case::Udp64, _) => vec!["-u", "-b", unlimited, "-l", "64"],
         (Case::Udp1400 | Case::Udp1400Budget, _) => vec!["-u", "-b", unlimited, "-l", "1400"],
         (Case::Paced, _) => vec!["-u", "-b", "200M", "-l", "1400"],
+        (Case::Paced1G, _) => vec!["-u", "-b", "1G", "-l", "1400"],
         (Case::Rr, Tool::Perfpeer) => vec!["--rr"],
+        (Case::UdpRr, Tool::Perfpeer) => vec!["--rr", "-u", "-b", "0"],
         (Case::Rr, Tool::Iperf2) => {
             vec!["--bounceback", "--bounceback-period", "0", "-l", "64", "-e"]
         }
-        (Case::Rr, _) => vec![
+        (Case::Rr | Case::UdpRr, _) => vec![
             "-t",
-            "TCP_RR",
+            if case == Case::UdpRr {
+                "UDP_RR"
+            } else {
+                "TCP_RR"
+            },
             "-j",
             "-P",
             "0",

@@ -26,7 +26,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Parser;
 
-use cases::{ALL, Case, PACED_LEN, PACED_RATE, Ports, Tool};
+use cases::{ALL, Case, PACED_LEN, Ports, Tool};
 use parse::Figures;
 use report::Samples;
 
@@ -131,7 +131,7 @@ impl Runner {
             g.add(server.pid())?;
         }
         std::thread::sleep(Duration::from_millis(300));
-        let capture = (case == Case::Paced && self.capture_ok)
+        let capture = (case.paced_rate().is_some() && self.capture_ok)
             .then(|| capture::Capture::start(p.udp_data(tool)))
             .transpose()?;
         let client_argv = cases::client_argv(tool, case, p, self.secs, &self.progs);
@@ -164,10 +164,10 @@ impl Runner {
             let cpu = client.cpu_s + server.cpu_s;
             f.insert("sd_us_per_kb", cpu * 1e6 / (bytes / 1024.0));
         }
-        if let Some(a) = arrivals {
-            let gap = stats::nominal_gap_ns(PACED_LEN, PACED_RATE);
+        if let (Some(a), Some(rate)) = (arrivals, case.paced_rate()) {
+            let gap = stats::nominal_gap_ns(PACED_LEN, rate);
             if let Some(s) = stats::smoothness(&a, gap) {
-                f.insert("rate_err_pct", stats::error_percent(s.rate_bps, PACED_RATE));
+                f.insert("rate_err_pct", stats::error_percent(s.rate_bps, rate));
                 f.insert("largest_burst", s.largest_burst as f64);
             }
         }
@@ -234,7 +234,7 @@ fn main_inner(args: Args) -> anyhow::Result<ExitCode> {
     }
     // SAFETY: geteuid has no preconditions.
     let capture_ok = unsafe { libc::geteuid() } == 0;
-    if !capture_ok && cases.contains(&Case::Paced) {
+    if !capture_ok && cases.iter().any(|c| c.paced_rate().is_some()) {
         notes.push("not root: no AF_PACKET capture, so no pacing figures".into());
     }
     let mut runner = Runner {

@@ -46,7 +46,7 @@ pub fn parse(tool: Tool, case: Case, client: &str, server: &str) -> Result<Figur
         }
         (
             Tool::Perfpeer | Tool::Iperf3 | Tool::Iperf3New,
-            Case::Udp64 | Case::Udp1400 | Case::Paced | Case::Udp1400Budget,
+            Case::Udp64 | Case::Udp1400 | Case::Paced | Case::Paced1G | Case::Udp1400Budget,
         ) => {
             let j: Value = serde_json::from_str(client).map_err(|_| miss(tool, "JSON"))?;
             let sent = num(&j, &["end", "sum", "packets"]).ok_or(miss(tool, "packets"))?;
@@ -59,14 +59,17 @@ pub fn parse(tool: Tool, case: Case, client: &str, server: &str) -> Result<Figur
             f.insert("bytes", row[7]);
             f.insert("gbps", row[8] / 1e9);
         }
-        (Tool::Iperf2, Case::Udp64 | Case::Udp1400 | Case::Paced | Case::Udp1400Budget) => {
+        (
+            Tool::Iperf2,
+            Case::Udp64 | Case::Udp1400 | Case::Paced | Case::Paced1G | Case::Udp1400Budget,
+        ) => {
             // The server's report: …, bytes, bit/s, jitter, lost, total, %, out of order.
             let row = iperf2_sum_row(server)
                 .filter(|r| r.len() >= 12)
                 .ok_or(miss(tool, "server CSV report"))?;
             udp_figures(&mut f, row[11] - row[10], row[10], row[6]);
         }
-        (Tool::Perfpeer, Case::Rr) => {
+        (Tool::Perfpeer, Case::Rr | Case::UdpRr) => {
             let j: Value = serde_json::from_str(client).map_err(|_| miss(tool, "JSON"))?;
             let rr = j
                 .get("perfpeer")
@@ -90,13 +93,13 @@ pub fn parse(tool: Tool, case: Case, client: &str, server: &str) -> Result<Figur
                 f.insert(k, x);
             }
         }
-        (Tool::Iperf2, Case::Rr) => {
+        (Tool::Iperf2, Case::Rr | Case::UdpRr) => {
             let (count, secs, mean_ms) =
                 iperf2_bounceback(client).ok_or(miss(tool, "bounceback summary"))?;
             f.insert("tps", count / secs);
             f.insert("mean_us", mean_ms * 1000.0);
         }
-        (Tool::Iperf3 | Tool::Iperf3New, Case::Rr) => {
+        (Tool::Iperf3 | Tool::Iperf3New, Case::Rr | Case::UdpRr) => {
             return Err(miss(tool, "request/response mode"));
         }
     }
