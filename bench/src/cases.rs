@@ -14,6 +14,9 @@ pub enum Tool {
     Iperf2,
     /// netperf/netserver (request/response only).
     Netperf,
+    /// The bare loops of `probe.rs` (TCP and unpaced UDP): what is left of perfpeer's figure
+    /// against them is perfpeer's own cost.
+    Probe,
 }
 
 impl Tool {
@@ -25,6 +28,7 @@ impl Tool {
             Tool::Iperf3New => "iperf3-new",
             Tool::Iperf2 => "iperf2",
             Tool::Netperf => "netperf",
+            Tool::Probe => "probe",
         }
     }
 }
@@ -174,6 +178,13 @@ impl Case {
         match self {
             Case::Rr => &[Tool::Perfpeer, Tool::Netperf, Tool::Iperf2],
             Case::UdpRr => &[Tool::Perfpeer, Tool::Netperf],
+            Case::Tcp1 | Case::Tcp1Budget | Case::Udp64 | Case::Udp1400 | Case::Udp1400Budget => &[
+                Tool::Perfpeer,
+                Tool::Iperf3,
+                Tool::Iperf3New,
+                Tool::Iperf2,
+                Tool::Probe,
+            ],
             _ => &[Tool::Perfpeer, Tool::Iperf3, Tool::Iperf3New, Tool::Iperf2],
         }
     }
@@ -228,6 +239,8 @@ pub struct Programs {
     pub perfpeer: String,
     /// The newest iperf3's binary, when given.
     pub iperf3_new: Option<String>,
+    /// This runner's own binary (its `probe` subcommand).
+    pub bench: String,
 }
 
 impl Programs {
@@ -262,6 +275,8 @@ pub fn server_argv(tool: Tool, case: Case, p: Ports, progs: &Programs, dir: &str
         Tool::Iperf2 if case.is_udp() => argv(&["iperf", "-s", "-u", "-p", &ctl, "-y", "C"]),
         Tool::Iperf2 => argv(&["iperf", "-s", "-p", &ctl, "-y", "C"]),
         Tool::Netperf => argv(&["netserver", "-D", "-p", &ctl, "-L", "127.0.0.1"]),
+        Tool::Probe if case.is_udp() => argv(&[&progs.bench, "probe", "udp-server", &ctl]),
+        Tool::Probe => argv(&[&progs.bench, "probe", "tcp-server", &ctl]),
     }
 }
 
@@ -289,6 +304,15 @@ pub fn client_argv(tool: Tool, case: Case, p: Ports, secs: u32, progs: &Programs
         ]),
         Tool::Iperf2 => argv(&["iperf", "-c", "127.0.0.1", "-p", &ctl, "-t", &t]),
         Tool::Netperf => argv(&["netperf", "-H", "127.0.0.1", "-p", &ctl, "-l", &t]),
+        // The probe's sizes are the other tools' defaults for the case.
+        Tool::Probe => {
+            let (role, len) = match case.base() {
+                Case::Udp64 => ("udp-client", "64"),
+                Case::Udp1400 => ("udp-client", "1400"),
+                _ => ("tcp-client", "131072"),
+            };
+            return argv(&[&progs.bench, "probe", role, &ctl, &t, len]);
+        }
     };
     let unlimited = if tool == Tool::Iperf2 { "100G" } else { "0" };
     let extra: Vec<&str> = match (case, tool) {
@@ -343,12 +367,26 @@ mod tests {
             let progs = Programs {
                 perfpeer: "pp".into(),
                 iperf3_new: Some("/opt/iperf3".into()),
+                bench: "pb".into(),
             };
             for &tool in case.tools() {
                 assert!(!client_argv(tool, case, p, 1, &progs).is_empty());
                 assert!(!server_argv(tool, case, p, &progs, "/tmp").is_empty());
             }
         }
+        let progs = Programs {
+            perfpeer: "pp".into(),
+            iperf3_new: None,
+            bench: "pb".into(),
+        };
+        assert_eq!(
+            client_argv(Tool::Probe, Case::Udp64, p, 2, &progs),
+            ["pb", "probe", "udp-client", "40000", "2", "64"]
+        );
+        assert_eq!(
+            server_argv(Tool::Probe, Case::Tcp1Budget, p, &progs, "/tmp"),
+            ["pb", "probe", "tcp-server", "40000"]
+        );
         assert_eq!(p.udp_data(Tool::Perfpeer), 40001);
         assert_eq!(p.udp_data(Tool::Iperf3), 40000);
     }

@@ -8,6 +8,7 @@
 //! - [`procs`]: child processes with deadlines and exact CPU time (wait4).
 //! - [`capture`]: arrival timestamps of datagrams on `lo` (AF_PACKET) for pacing.
 //! - [`cgroup`]: CPU budgets per process for the DUT-sized cases (cgroup v1 `cpu`, root).
+//! - [`probe`]: the bare TCP and UDP loops perfpeer is measured against (`probe` subcommand).
 //! - [`stats`]: median, ratio, burst detection (pure, unit-tested).
 //! - [`report`]: the table and the JSON.
 
@@ -15,6 +16,7 @@ mod capture;
 mod cases;
 mod cgroup;
 mod parse;
+mod probe;
 mod procs;
 mod report;
 mod stats;
@@ -43,8 +45,8 @@ struct Args {
     /// One 1-second run of every case (CI: proves the runner and its parsers still work).
     #[arg(long)]
     smoke: bool,
-    /// Cases to run (comma-separated: tcp1,tcp1-skip-rx,tcp2,udp64,udp1400,paced,rr,
-    /// tcp1-cpu25,udp1400-cpu25).
+    /// Cases to run (comma-separated: tcp1,tcp1-skip-rx,tcp2,udp64,udp1400,paced,paced-1g,rr,
+    /// udp-rr,tcp1-cpu25,udp1400-cpu25).
     #[arg(long, value_delimiter = ',')]
     cases: Vec<String>,
     /// The perfpeer binary (default: build and use target/release/perfpeer).
@@ -206,6 +208,7 @@ fn main_inner(args: Args) -> anyhow::Result<ExitCode> {
         Tool::Iperf3New => args.iperf3_new.as_ref().is_some_and(|p| p.is_file()),
         Tool::Iperf2 => on_path("iperf"),
         Tool::Netperf => on_path("netperf") && on_path("netserver"),
+        Tool::Probe => true,
     };
     for (t, why) in [
         (Tool::Iperf3, "iperf3 is not on PATH: its column is empty"),
@@ -244,6 +247,10 @@ fn main_inner(args: Args) -> anyhow::Result<ExitCode> {
                 .iperf3_new
                 .as_ref()
                 .map(|p| p.to_string_lossy().into_owned()),
+            bench: std::env::current_exe()
+                .context("this runner's own path")?
+                .to_string_lossy()
+                .into_owned(),
         },
         scratch: scratch.clone(),
         secs,
@@ -305,6 +312,17 @@ fn main_inner(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn main() -> ExitCode {
+    // The runner starts its own bare loops as `perfpeer-bench probe …`.
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("probe") {
+        return match probe::main(&argv[2..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("perfpeer-bench probe: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match main_inner(Args::parse()) {
         Ok(code) => code,
         Err(e) => {

@@ -99,6 +99,28 @@ pub fn parse(tool: Tool, case: Case, client: &str, server: &str) -> Result<Figur
             f.insert("tps", count / secs);
             f.insert("mean_us", mean_ms * 1000.0);
         }
+        (Tool::Probe, Case::Tcp1 | Case::Tcp1Budget) => {
+            let j: Value = serde_json::from_str(client.trim()).map_err(|_| miss(tool, "JSON"))?;
+            let bytes = num(&j, &["bytes"]).ok_or(miss(tool, "bytes"))?;
+            let secs = num(&j, &["secs"])
+                .filter(|s| *s > 0.0)
+                .ok_or(miss(tool, "secs"))?;
+            f.insert("gbps", bytes * 8.0 / secs / 1e9);
+            f.insert("bytes", bytes);
+        }
+        (Tool::Probe, Case::Udp64 | Case::Udp1400 | Case::Udp1400Budget) => {
+            let sent: Value =
+                serde_json::from_str(client.trim()).map_err(|_| miss(tool, "JSON"))?;
+            let got: Value =
+                serde_json::from_str(server.trim()).map_err(|_| miss(tool, "server JSON"))?;
+            let sent = num(&sent, &["sent"]).ok_or(miss(tool, "sent"))?;
+            let received = num(&got, &["received"]).ok_or(miss(tool, "received"))?;
+            let secs = num(&got, &["secs"])
+                .filter(|s| *s > 0.0)
+                .ok_or(miss(tool, "secs"))?;
+            udp_figures(&mut f, received, (sent - received).max(0.0), secs);
+        }
+        (Tool::Probe, _) => return Err(miss(tool, "a bare loop for this case")),
         (Tool::Iperf3 | Tool::Iperf3New, Case::Rr | Case::UdpRr) => {
             return Err(miss(tool, "request/response mode"));
         }
@@ -174,6 +196,23 @@ mod tests {
         let f = parse(Tool::Iperf2, Case::Udp64, "", srv).unwrap();
         assert_eq!((f["rx_kpps"], f["loss_pct"]), (0.45, 10.0));
         assert!(parse(Tool::Iperf2, Case::Udp64, "", "").is_err());
+    }
+
+    #[test]
+    fn the_probes_lines() {
+        let tcp = r#"{"bytes":2000000000,"secs":2.0}"#;
+        let f = parse(Tool::Probe, Case::Tcp1, tcp, "").unwrap();
+        assert_eq!((f["gbps"], f["bytes"]), (8.0, 2e9));
+        let f = parse(
+            Tool::Probe,
+            Case::Udp64,
+            r#"{"sent":1000}"#,
+            r#"{"received":990,"secs":2.0}"#,
+        )
+        .unwrap();
+        assert_eq!((f["rx_kpps"], f["loss_pct"]), (0.495, 1.0));
+        assert!(parse(Tool::Probe, Case::Udp64, r#"{"sent":1}"#, "").is_err());
+        assert!(parse(Tool::Probe, Case::Rr, tcp, "").is_err());
     }
 
     #[test]
