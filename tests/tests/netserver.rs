@@ -642,6 +642,12 @@ fn the_netserver_name_plays_netserver() {
         exchange(&mut data, 1);
         control.results().transactions == 1
     };
+    // A second one on the same port says so before going into the background, as netserver.
+    let again = Command::new(&netserver)
+        .args(["-L", "127.0.0.1", "-p", &port])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&again.stderr).into_owned();
     let pids = pids_with(&needle);
     for pid in &pids {
         // SAFETY: kill(2) on a pid this test's daemon has.
@@ -651,6 +657,11 @@ fn the_netserver_name_plays_netserver() {
     }
     let _ = std::fs::remove_dir_all(&dir);
     assert!(served, "the daemon did not serve");
+    assert!(
+        !again.status.success(),
+        "a second netserver on a port in use exited 0"
+    );
+    assert!(said.contains("unable to start netserver"), "{said}");
     assert_eq!(pids.len(), 1, "one daemon: {pids:?}");
 }
 

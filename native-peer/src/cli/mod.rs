@@ -204,7 +204,11 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) -> bool {
 pub struct UsageError(pub String);
 
 /// Runs the chosen subcommand on a fresh tokio runtime.
-pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
+    // netserver binds its port first, so that a port in use is said before it daemonizes.
+    if let Command::Netserver(args) = &mut cli.command {
+        args.bind_early()?;
+    }
     // Into the background before any thread exists (`iperf3 -s -D`, `iperf -s -D`).
     let daemon = match &cli.command {
         Command::Iperf3(args) => args.daemon(),

@@ -64,6 +64,9 @@ pub struct NetserverArgs {
     /// would go over is refused. Default: an eighth of this machine's memory, between 16M and 1G.
     #[arg(long, value_name = "SIZE", value_parser = super::serve::parse_memory_arg)]
     max_memory: Option<u64>,
+    /// The control port, bound before the process goes into the background.
+    #[arg(skip)]
+    bound: Option<(std::net::TcpListener, String)>,
 }
 
 impl NetserverArgs {
@@ -71,6 +74,61 @@ impl NetserverArgs {
     pub fn daemon(&self) -> bool {
         !self.foreground && !self.show_version
     }
+
+    fn family(&self) -> Option<Family> {
+        match (self.ipv4, self.ipv6) {
+            (true, _) => Some(Family::V4),
+            (_, true) => Some(Family::V6),
+            _ => None,
+        }
+    }
+
+    /// Binds the control port now if no name needs resolving (no `-L`, or `-L` with an address),
+    /// so that a port in use is said to the shell before the process goes into the background,
+    /// as netserver does; a `-L` name is resolved and bound later, on the runtime.
+    pub fn bind_early(&mut self) -> anyhow::Result<()> {
+        if self.show_version {
+            return Ok(());
+        }
+        let literal = match &self.listen {
+            None => None,
+            Some(spec) => {
+                let (name, _) = parse_listen(spec)?;
+                match name
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<IpAddr>()
+                {
+                    Ok(ip) => Some((ip, name)),
+                    Err(_) => return Ok(()),
+                }
+            }
+        };
+        let (ip, label) = literal.unwrap_or_else(|| self.wildcard());
+        self.bound = Some((listen_on(SocketAddr::new(ip, self.port), &label)?, label));
+        Ok(())
+    }
+
+    /// The address and netserver's name for it when there is no `-L`.
+    fn wildcard(&self) -> (IpAddr, String) {
+        if self.family() == Some(Family::V4) {
+            (IpAddr::V4(Ipv4Addr::UNSPECIFIED), "INADDR_ANY".to_string())
+        } else {
+            (
+                IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+                "IN(6)ADDR_ANY".to_string(),
+            )
+        }
+    }
+}
+
+fn listen_on(addr: SocketAddr, label: &str) -> anyhow::Result<std::net::TcpListener> {
+    server::listen(addr).with_context(|| {
+        format!(
+            "unable to start netserver with '{label}' port '{}'",
+            addr.port()
+        )
+    })
 }
 
 /// `-L NAME[,FAMILY]` as a name and an optional family.
@@ -94,7 +152,7 @@ fn parse_listen(s: &str) -> anyhow::Result<(String, Option<Family>)> {
 }
 
 /// Runs the server.
-pub async fn run(args: NetserverArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(mut args: NetserverArgs) -> anyhow::Result<ExitCode> {
     super::init_logging(match args.debug {
         0 => "warn",
         1 => "info",
@@ -104,29 +162,22 @@ pub async fn run(args: NetserverArgs) -> anyhow::Result<ExitCode> {
         outln!("{}", super::persona_version("netserver"));
         return Ok(ExitCode::SUCCESS);
     }
-    let family = match (args.ipv4, args.ipv6) {
-        (true, _) => Some(Family::V4),
-        (_, true) => Some(Family::V6),
-        _ => None,
-    };
-    let (ip, label) = match &args.listen {
-        Some(spec) => {
+    let family = args.family();
+    let (listener, label) = match (args.bound.take(), &args.listen) {
+        (Some(bound), _) => bound,
+        (None, Some(spec)) => {
             let (name, named_family) = parse_listen(spec)?;
             let addr =
                 crate::session::target::resolve_host(&name, args.port, named_family.or(family))
                     .await
                     .map_err(|e| super::UsageError(format!("-L {spec}: {e}")))?;
-            (addr.ip(), name)
+            (listen_on(addr, &name)?, name)
         }
-        None if family == Some(Family::V4) => {
-            (IpAddr::V4(Ipv4Addr::UNSPECIFIED), "INADDR_ANY".to_string())
+        (None, None) => {
+            let (ip, label) = args.wildcard();
+            (listen_on(SocketAddr::new(ip, args.port), &label)?, label)
         }
-        None => (
-            IpAddr::V6(Ipv6Addr::UNSPECIFIED),
-            "IN(6)ADDR_ANY".to_string(),
-        ),
     };
-    let addr = SocketAddr::new(ip, args.port);
     let config = server::ServerConfig {
         max_tests: args.max_tests,
         max_duration: Duration::from_secs(args.max_duration),
@@ -148,7 +199,7 @@ pub async fn run(args: NetserverArgs) -> anyhow::Result<ExitCode> {
     let (tx, events) = mpsc::unbounded_channel();
     serve_printing(
         args.port,
-        |shutdown| server::run(addr, config, tx, shutdown),
+        |shutdown| server::run(listener, config, tx, shutdown),
         events,
         |ev| match ev {
             ServerEvent::Finished {

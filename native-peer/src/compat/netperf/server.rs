@@ -118,14 +118,14 @@ struct Shared {
     shutdown: CancellationToken,
 }
 
-/// Serves netperf clients on `addr` until `shutdown`.
+/// Serves netperf clients on `listener` (from [`listen`]) until `shutdown`.
 pub async fn run(
-    addr: SocketAddr,
+    listener: std::net::TcpListener,
     config: ServerConfig,
     events: mpsc::UnboundedSender<ServerEvent>,
     shutdown: CancellationToken,
 ) -> io::Result<()> {
-    let listener = listen(addr)?;
+    let listener = TcpListener::from_std(listener)?;
     let max_tests = usize::try_from(config.max_tests).unwrap_or(usize::MAX);
     let shared = Arc::new(Shared {
         tests: Admission::new(Caps {
@@ -157,8 +157,9 @@ pub async fn run(
     Ok(())
 }
 
-/// The control listener; `[::]` takes IPv4 clients too.
-fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+/// The control listener, bound and non-blocking (it needs no runtime, so it can be bound
+/// before the process goes into the background); `[::]` takes IPv4 clients too.
+pub fn listen(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     if addr.is_ipv6() {
         socket.set_only_v6(false)?;
@@ -167,7 +168,7 @@ fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
     socket.bind(&addr.into())?;
     socket.listen(128)?;
     socket.set_nonblocking(true)?;
-    TcpListener::from_std(socket.into())
+    Ok(socket.into())
 }
 
 /// Reads one whole message; `None` at the client's close before its first byte.
