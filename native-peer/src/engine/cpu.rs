@@ -36,6 +36,18 @@ impl CpuSnapshot {
     }
 }
 
+/// Logical CPUs of this machine: the host's count where its CPU times are read, else what the
+/// process may use.
+pub fn logical_cpus() -> u32 {
+    crate::sys::host_cpu_times().map_or_else(parallelism, |h| h.cpus)
+}
+
+fn parallelism() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+        .unwrap_or(1)
+}
+
 fn usage_between(a: &CpuSnapshot, b: &CpuSnapshot) -> CpuUsage {
     let (host_user_percent, host_system_percent, cpus) = match (a.host, b.host) {
         (Some(h0), Some(h1)) if h1.total > h0.total => {
@@ -46,13 +58,7 @@ fn usage_between(a: &CpuSnapshot, b: &CpuSnapshot) -> CpuUsage {
                 h1.cpus,
             )
         }
-        _ => (
-            0.0,
-            0.0,
-            std::thread::available_parallelism()
-                .map(|n| u32::try_from(n.get()).unwrap_or(u32::MAX))
-                .unwrap_or(1),
-        ),
+        _ => (0.0, 0.0, parallelism()),
     };
     CpuUsage {
         elapsed: b.at.saturating_duration_since(a.at),

@@ -480,7 +480,7 @@ fn run_worker(socket: DataSocket, role: StreamRole, w: Worker) {
     clippy::cast_possible_truncation,
     reason = "filler bytes: keeping the low bits of the generator is the intent"
 )]
-fn payload(len: usize) -> Vec<u8> {
+pub(crate) fn payload(len: usize) -> Vec<u8> {
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
     (0..len)
         .map(|_| {
@@ -494,7 +494,7 @@ fn payload(len: usize) -> Vec<u8> {
 
 /// What one stream costs besides its buffers: the part of its thread's stack it touches, its
 /// counters and socket.
-const STREAM_OVERHEAD: u64 = 64 * 1024;
+pub(crate) const STREAM_OVERHEAD: u64 = 64 * 1024;
 
 /// Bytes of memory this end's workers take for `spec`'s streams in `roles`: payload and receive
 /// buffers as the workers allocate them, and socket buffers asked for with `-w` (which the
@@ -522,7 +522,7 @@ pub fn memory_needed(spec: &TestSpec, roles: impl IntoIterator<Item = StreamRole
 }
 
 /// Whether an I/O error only means "try again" on a socket with a timeout.
-fn is_retry(e: &io::Error) -> bool {
+pub(crate) fn is_retry(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
@@ -537,4 +537,4 @@ fn datagram_dropped(e: &io::Error) -> bool {
 }
 
 /// Socket timeout that bounds how long a worker takes to notice stop/abort.
-const POLL: Duration = Duration::from_millis(100);
+pub(crate) const POLL: Duration = Duration::from_millis(100);

@@ -14,11 +14,7 @@ pub fn apply(sock: SockRef<'_>, spec: &TestSpec, is_ipv6: bool) -> io::Result<()
         sock.set_recv_buffer_size(w as usize)?;
     }
     if let Some(tos) = spec.tos {
-        if is_ipv6 {
-            crate::sys::set_tclass_v6(&sock, u32::from(tos))?;
-        } else {
-            sock.set_tos_v4(u32::from(tos))?;
-        }
+        set_tos(&sock, u32::from(tos), is_ipv6)?;
     }
     if spec.protocol == Protocol::Tcp {
         if let Some(mss) = spec.mss {
@@ -28,15 +24,29 @@ pub fn apply(sock: SockRef<'_>, spec: &TestSpec, is_ipv6: bool) -> io::Result<()
             sock.set_tcp_nodelay(true)?;
         }
         if let Some(cc) = &spec.congestion {
-            crate::sys::set_tcp_congestion(&sock, cc).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("congestion control '{cc}' is not available here: {e}"),
-                )
-            })?;
+            set_congestion(&sock, cc)?;
         }
     }
     Ok(())
+}
+
+/// IP TOS (IPv4) or traffic class (IPv6).
+pub fn set_tos(sock: &socket2::Socket, tos: u32, is_ipv6: bool) -> io::Result<()> {
+    if is_ipv6 {
+        crate::sys::set_tclass_v6(sock, tos)
+    } else {
+        sock.set_tos_v4(tos)
+    }
+}
+
+/// TCP congestion control by name; the error names it.
+pub fn set_congestion(sock: &socket2::Socket, cc: &str) -> io::Result<()> {
+    crate::sys::set_tcp_congestion(sock, cc).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("congestion control '{cc}' is not available here: {e}"),
+        )
+    })
 }
 
 /// Caps the kernel's pacing of this socket at `rate` (SO_MAX_PACING_RATE, in bytes per second):

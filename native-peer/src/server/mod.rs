@@ -60,15 +60,22 @@ pub fn bind(listen: SocketAddr, data_port: u16) -> io::Result<Bound> {
 }
 
 fn bind_control(addr: SocketAddr) -> io::Result<TcpListener> {
+    TcpListener::from_std(tcp_listener(addr, 256)?)
+}
+
+/// A listening TCP socket for a control port, non-blocking and ready for the runtime (binding
+/// needs none, so a server can bind before it goes into the background); `[::]` takes IPv4
+/// clients too.
+pub fn tcp_listener(addr: SocketAddr, backlog: i32) -> io::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     if addr.is_ipv6() {
         socket.set_only_v6(false)?;
     }
     socket.set_reuse_address(true)?;
     socket.bind(&addr.into())?;
-    socket.listen(256)?;
+    socket.listen(backlog)?;
     socket.set_nonblocking(true)?;
-    TcpListener::from_std(socket.into())
+    Ok(socket.into())
 }
 
 /// Longest wait at shutdown for running tests and connections to end (tests abort at once;

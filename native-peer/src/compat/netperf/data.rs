@@ -10,8 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-/// How often a blocked socket call comes back to look at the clock and the stop flag.
-const POLL: Duration = Duration::from_millis(100);
+// A blocked socket call comes back every POLL to look at the clock and the stop flag; sends
+// carry the engine's filler bytes (not zeros, which a compressing link would flatter).
+use crate::engine::{POLL, is_retry, payload};
+
 /// How long a sending server waits for the client to close after its own FIN.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 /// How long the client has for its first data connection or datagram (netperf sends at once):
@@ -43,6 +45,9 @@ pub enum Endpoint {
     Udp(UdpSocket),
 }
 
+/// The one read buffer of a UDP data phase: any datagram fits.
+const UDP_READ_LEN: usize = 65_536;
+
 /// One test's data phase.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -64,6 +69,20 @@ pub struct Plan {
     pub client: IpAddr,
     /// TCP_NODELAY on data connections.
     pub no_delay: bool,
+}
+
+impl Plan {
+    /// Bytes the data phase takes (what the server's memory budget is charged): its receive
+    /// buffer (UDP: one that takes any datagram), its send buffer, and what its thread costs
+    /// besides, as the engine counts a stream's.
+    pub fn memory_needed(&self, udp: bool) -> u64 {
+        let read = if udp {
+            UDP_READ_LEN
+        } else {
+            self.recv_len.max(1)
+        };
+        (read + self.send_len) as u64 + crate::engine::STREAM_OVERHEAD
+    }
 }
 
 /// What the data phase did.
@@ -89,11 +108,12 @@ pub struct Counts {
     pub foreign_dropped: u64,
     /// What ended the test, if it was an error: its errno (what netperf prints) and words.
     pub error: Option<(i32, String)>,
-    /// SO_RCVBUF and SO_SNDBUF of the last data socket at the end.
+    /// SO_RCVBUF and SO_SNDBUF of the data socket at the end (a connection test's: of its first
+    /// connection, after its transaction).
     pub buffers: (Option<u32>, Option<u32>),
-    /// TCP retransmissions and congestion control of the last data connection.
+    /// TCP retransmissions of the data connection (as `buffers`).
     pub retransmits: u32,
-    /// Congestion control of the last TCP data connection.
+    /// Congestion control of the TCP data connection (as `buffers`).
     pub congestion: Option<String>,
 }
 
@@ -243,6 +263,7 @@ impl Run<'_> {
                     Ok(None) => return End::Timer,
                     Err(end) => return end,
                 };
+                let first = !got_any;
                 got_any = true;
                 if exchange {
                     match self.read(&mut stream, &mut recv_buf, true) {
@@ -255,7 +276,11 @@ impl Run<'_> {
                     }
                 }
                 self.counts.transactions += 1;
-                self.note_socket(&stream);
+                // The socket's figures are read once, after the first transaction, as
+                // netserver does: not four more system calls in every transaction.
+                if first {
+                    self.note_socket(&stream);
+                }
                 if self.units_reached(self.counts.transactions) {
                     return End::Done;
                 }
@@ -343,7 +368,7 @@ impl Run<'_> {
             return End::Failed(e);
         }
         // Any datagram fits; `recv_len` is what the client asked for and is reported as such.
-        let mut buf = vec![0u8; 65_536];
+        let mut buf = vec![0u8; UDP_READ_LEN];
         let response = payload(self.plan.send_len);
         let mut heard = false;
         let end = loop {
@@ -408,18 +433,6 @@ fn no_data(what: &str) -> End {
             FIRST_DATA_WAIT.as_secs()
         ),
     ))
-}
-
-fn is_retry(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
-}
-
-/// A send buffer with a byte pattern (not zeros, which a compressing link would flatter).
-fn payload(len: usize) -> Vec<u8> {
-    (0u8..251).cycle().take(len).collect()
 }
 
 /// Runs the data phase until the client ends it, its count is reached, the deadline passes,

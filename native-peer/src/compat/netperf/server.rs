@@ -29,7 +29,8 @@ use super::codec::{
 use super::data::{self, Counts, Endpoint, Mode, Plan};
 use crate::admission::{Admission, Admitted, Caps, LogLimit, accept_admitted};
 use crate::budget::{Charge, MemoryBudget};
-use crate::engine::cpu::CpuSnapshot;
+use crate::engine::cpu::{CpuSnapshot, logical_cpus};
+use crate::engine::sockopt;
 
 /// How long a control connection may take to send each request (netserver waits 20 s for a
 /// passphrase).
@@ -157,18 +158,9 @@ pub async fn run(
     Ok(())
 }
 
-/// The control listener, bound and non-blocking (it needs no runtime, so it can be bound
-/// before the process goes into the background); `[::]` takes IPv4 clients too.
+/// The control listener (bound before the process goes into the background, when it does).
 pub fn listen(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
-    if addr.is_ipv6() {
-        socket.set_only_v6(false)?;
-    }
-    socket.set_reuse_address(true)?;
-    socket.bind(&addr.into())?;
-    socket.listen(128)?;
-    socket.set_nonblocking(true)?;
-    Ok(socket.into())
+    crate::server::tcp_listener(addr, 128)
 }
 
 /// Reads one whole message; `None` at the client's close before its first byte.
@@ -247,7 +239,7 @@ async fn control(
                 omni_test(&mut conn, from, &message, layout, shared).await?;
                 continue;
             }
-            kind::CPU_CALIBRATE => Message::cpu_calibration(PROC_STAT_RATE, cpus()),
+            kind::CPU_CALIBRATE => Message::cpu_calibration(PROC_STAT_RATE, logical_cpus()),
             kind::DO_SYSINFO => Message::sysinfo(),
             kind::DEBUG_ON | kind::DEBUG_OFF => Message::new(kind::DEBUG_OK, 0),
             // netserver ignores a passphrase it did not ask for.
@@ -450,22 +442,11 @@ fn prepare(
     }
     let tos = u32::try_from(request.socket_tos).ok();
     if let Some(tos) = tos {
-        if wants_v6 {
-            crate::sys::set_tclass_v6(&socket, tos).map_err(bind_err)?;
-        } else {
-            socket.set_tos_v4(tos).map_err(bind_err)?;
-        }
+        sockopt::set_tos(&socket, tos, wants_v6).map_err(bind_err)?;
     }
     if !udp && !request.cong_control.is_empty() {
-        crate::sys::set_tcp_congestion(&socket, &request.cong_control).map_err(|e| {
-            refusal(
-                errno::ENOENT,
-                format!(
-                    "congestion control '{}' is not available here: {e}",
-                    request.cong_control
-                ),
-            )
-        })?;
+        sockopt::set_congestion(&socket, &request.cong_control)
+            .map_err(|e| refusal(errno::ENOENT, e.to_string()))?;
     }
     let ip = if wants_v6 {
         IpAddr::V6(Ipv6Addr::UNSPECIFIED)
@@ -486,8 +467,7 @@ fn prepare(
         .ok()
         .and_then(|a| a.as_socket())
         .map_or(0, |a| a.port());
-    let (send_buf_size, recv_buf_size) =
-        crate::engine::sockopt::buffer_sizes(socket2::SockRef::from(&socket));
+    let (send_buf_size, recv_buf_size) = sockopt::buffer_sizes(socket2::SockRef::from(&socket));
     let default_len = |sized: Option<u32>, fallback: usize| {
         sized.map_or(fallback, |v| v as usize).clamp(1, MAX_BUFFER)
     };
@@ -510,10 +490,6 @@ fn prepare(
         ),
         _ => 0,
     };
-    let memory = shared
-        .memory
-        .charge((recv_len + send_len + if udp { 65_536 } else { 0 }) as u64)
-        .map_err(|e| refusal(errno::ENOMEM, e.to_string()))?;
     let measure_cpu = request.measures_cpu() && crate::sys::host_cpu_times().is_some();
     let receives = request.server_receives();
     let sends = request.server_sends();
@@ -544,18 +520,23 @@ fn prepare(
     } else {
         PAD
     };
+    let plan = Plan {
+        mode,
+        recv_len,
+        send_len,
+        units,
+        deadline_after: run_for + pad,
+        pad,
+        client: client_ip,
+        no_delay: request.flags & flags::NO_DELAY != 0,
+    };
+    let memory = shared
+        .memory
+        .charge(plan.memory_needed(udp))
+        .map_err(|e| refusal(errno::ENOMEM, e.to_string()))?;
     Ok(Prepared {
         name: classic_name(udp, mode),
-        plan: Plan {
-            mode,
-            recv_len,
-            send_len,
-            units,
-            deadline_after: run_for + pad,
-            pad,
-            client: client_ip,
-            no_delay: request.flags & flags::NO_DELAY != 0,
-        },
+        plan,
         bound: if udp {
             Bound::Udp(socket.into())
         } else {
@@ -736,7 +717,7 @@ async fn omni_test(
             system: single(u.host_system_percent),
             method: cpu_method::PROC_STAT,
         }),
-        num_cpus: cpu.as_ref().map_or_else(cpus, |u| u.cpus),
+        num_cpus: cpu.as_ref().map_or_else(logical_cpus, |u| u.cpus),
         retransmits: counts.retransmits,
         cong_control: counts.congestion.clone().unwrap_or_default(),
     };
@@ -757,17 +738,6 @@ async fn omni_test(
         write_message(conn, &results_message).await?;
     }
     Ok(())
-}
-
-/// Logical CPUs of this machine.
-fn cpus() -> u32 {
-    crate::sys::host_cpu_times().map_or_else(
-        || {
-            std::thread::available_parallelism()
-                .map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX))
-        },
-        |h| h.cpus,
-    )
 }
 
 /// A buffer size for a signed word (-1: unknown).
