@@ -38,17 +38,12 @@ impl LocalEnd {
     /// The local end of the stream at `index` in the plan: the first port plus the index.
     fn for_stream(&self, index: usize) -> io::Result<LocalEnd> {
         let first_port = match self.first_port {
-            Some(first) => Some(
-                u16::try_from(index)
-                    .ok()
-                    .and_then(|i| first.checked_add(i))
-                    .ok_or_else(|| {
-                        io::Error::new(
-                            io::ErrorKind::InvalidInput,
-                            format!("local port {first} leaves no port for stream {}", index + 1),
-                        )
-                    })?,
-            ),
+            Some(first) => Some(nth_port(first, index).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("local port {first} leaves no port for stream {}", index + 1),
+                )
+            })?),
             None => None,
         };
         Ok(LocalEnd {
@@ -56,6 +51,12 @@ impl LocalEnd {
             ..self.clone()
         })
     }
+}
+
+/// The local port of the stream at `index` when the first one has `first` (iperf3's `--cport`,
+/// netperf's `-- -P`); `None` past 65535.
+pub fn nth_port(first: u16, index: usize) -> Option<u16> {
+    u16::try_from(index).ok().and_then(|i| first.checked_add(i))
 }
 
 /// Opens every stream of `spec` to `server`, presenting `cookie`.

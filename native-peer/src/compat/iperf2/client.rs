@@ -61,6 +61,13 @@ fn header(spec: &TestSpec, port: u16) -> Header {
     }
 }
 
+/// A UDP datagram's first bytes: room for the per-datagram header, then the test header.
+fn udp_template(spec: &TestSpec, port: u16) -> Vec<u8> {
+    let mut t = vec![0u8; UDP_HEADER_AT];
+    t.extend_from_slice(&header(spec, port).encode());
+    t
+}
+
 /// Runs `spec` against the stock iperf2 server at `server`.
 pub async fn run(
     server: SocketAddr,
@@ -79,11 +86,7 @@ pub async fn run(
     let setups = tokio::task::spawn_blocking(move || open_streams(&spec_c, server, &opts_c))
         .await
         .map_err(data_err)??;
-    let template = (spec.protocol == Protocol::Udp).then(|| {
-        let mut t = vec![0u8; UDP_HEADER_AT];
-        t.extend_from_slice(&header(spec, server.port()).encode());
-        t
-    });
+    let template = (spec.protocol == Protocol::Udp).then(|| udp_template(spec, server.port()));
     let ready = Ready {
         test_id: String::new(),
         server_addr: server.to_string(),
@@ -239,8 +242,7 @@ fn ask_reverse_flow(
     spec: &TestSpec,
     server: SocketAddr,
 ) -> Result<(), SessionError> {
-    let mut hello = vec![0u8; UDP_HEADER_AT];
-    hello.extend_from_slice(&header(spec, server.port()).encode());
+    let mut hello = udp_template(spec, server.port());
     let format = DatagramFormat::Iperf2 { seq64: true };
     udp.set_read_timeout(Some(Duration::from_millis(250)))
         .map_err(data_err)?;

@@ -284,15 +284,12 @@ fn new_socket(
         crate::sys::bind_device(SockRef::from(&socket), dev)?;
     }
     let port = match opts.data_port {
-        Some(first) => u16::try_from(index)
-            .ok()
-            .and_then(|i| first.checked_add(i))
-            .ok_or_else(|| {
-                Iperf3Error::Aborted(format!(
-                    "--cport {first} leaves no port for stream {}",
-                    index + 1
-                ))
-            })?,
+        Some(first) => crate::session::data_connect::nth_port(first, index).ok_or_else(|| {
+            Iperf3Error::Aborted(format!(
+                "--cport {first} leaves no port for stream {}",
+                index + 1
+            ))
+        })?,
         None => 0,
     };
     if opts.bind.is_some() || port != 0 {
