@@ -234,6 +234,8 @@ fn netperf_decoders() {
         }
         let _ = netperf::OmniResponse::decode(&m);
         let _ = netperf::OmniResults::decode(&m);
+        let _ = netperf::OmniResponse::decode_tcp_cc(&m);
+        let _ = netperf::OmniResults::decode_tcp_cc(&m);
         let _ = m.passphrase();
     });
 }

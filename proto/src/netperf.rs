@@ -438,6 +438,26 @@ impl OmniRequest {
         })
     }
 
+    /// The classic DO_TCP_CC message for a connect-only request (what netperf 2.7 sends for
+    /// `-t TCP_CC`): sizes, no-delay and CPU wishes, length, data port and family, with
+    /// netperf's default alignments.
+    pub fn encode_tcp_cc(&self) -> Message {
+        let mut m = Message::new(kind::DO_TCP_CC, -1);
+        m.put_i32(0, self.recv_buf_size);
+        m.put_i32(1, self.send_buf_size);
+        m.put_u32(2, 8); // receive alignment
+        m.put_u32(4, 8); // send alignment
+        m.put_i32(6, self.request_size);
+        m.put_i32(7, self.response_size);
+        m.put_u32(8, u32::from(self.flags & flags::NO_DELAY != 0));
+        m.put_u32(9, u32::from(self.measures_cpu()));
+        m.put_f32(10, self.cpu_rate);
+        m.put_i32(11, self.test_length);
+        m.put_u32(14, u32::from(self.data_port));
+        m.put_u32(15, self.family.encode());
+        m
+    }
+
     /// How the test ends.
     pub fn length(&self) -> TestLength {
         match self.test_length {
@@ -546,6 +566,30 @@ impl OmniResponse {
             socket_tos: m.i32_at(17),
         })
     }
+
+    /// Reads a classic TCP_CC_RESPONSE as the OMNI answer with the same meaning (`None` for a
+    /// port beyond 65535); its sizes are the socket buffers, it has no send or receive size.
+    pub fn decode_tcp_cc(m: &Message) -> Option<OmniResponse> {
+        let no_delay = if m.u32_at(1) != 0 { flags::NO_DELAY } else { 0 };
+        let measure = if m.u32_at(2) != 0 {
+            flags::MEASURE_CPU
+        } else {
+            0
+        };
+        Some(OmniResponse {
+            recv_buf_size: m.i32_at(0),
+            receive_size: -1,
+            recv_width: 0,
+            send_buf_size: m.i32_at(4),
+            send_size: -1,
+            send_width: 0,
+            flags: flags::CONNECT_TEST | no_delay | measure,
+            cpu_rate: m.f32_at(6),
+            data_port: u16::try_from(m.u32_at(5)).ok()?,
+            socket_prio: -1,
+            socket_tos: -1,
+        })
+    }
 }
 
 /// The server's CPU over the data phase, in percent of all its CPUs.
@@ -645,6 +689,33 @@ impl OmniResults {
         m.put_u32(6, self.cpu.map_or(cpu_method::UNKNOWN, |c| c.method));
         m.put_u32(7, self.num_cpus);
         m
+    }
+
+    /// Reads a classic TCP_CC_RESULTS message (a client's side). netserver 2.7 leaves stale
+    /// memory in its service-demand and CPU-method words, so the utilisation alone says
+    /// whether CPU was measured (netserver's -1 or a nonsense value: not measured).
+    pub fn decode_tcp_cc(m: &Message) -> OmniResults {
+        let util = m.f32_at(4);
+        OmniResults {
+            bytes_received: u64::from(m.u32_at(0)),
+            recv_calls: m.u32_at(1),
+            recv_buf_size: -1,
+            bytes_sent: 0,
+            send_calls: 0,
+            send_buf_size: -1,
+            failed_sends: 0,
+            transactions: m.u32_at(2),
+            elapsed_s: m.f32_at(3),
+            cpu: (util.is_finite() && (0.0..=100.0).contains(&util)).then_some(ServerCpu {
+                util,
+                user: 0.0,
+                system: util,
+                method: cpu_method::UNKNOWN,
+            }),
+            num_cpus: m.u32_at(7),
+            retransmits: 0,
+            cong_control: String::new(),
+        }
     }
 
     /// Reads an OMNI_RESULTS message (a client's side).

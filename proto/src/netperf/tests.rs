@@ -279,3 +279,45 @@ fn the_classic_tcp_cc_test() {
     assert_eq!(&ours[8..8 + 4 * 5], &theirs[8..8 + 4 * 5]);
     assert_eq!(word(&ours, 7), 2);
 }
+
+/// The client's side of TCP_CC: netperf's request rebuilt from its values is its bytes, and
+/// netserver's classic answer and results read as it meant them.
+#[test]
+fn a_client_speaks_the_classic_tcp_cc_test() {
+    let theirs = fixture!("tcp_cc", "request");
+    let r = OmniRequest::decode_tcp_cc(&Message::decode(theirs).unwrap()).unwrap();
+    assert_eq!(&r.encode_tcp_cc().encode()[..], theirs);
+
+    let response =
+        OmniResponse::decode_tcp_cc(&Message::decode(fixture!("tcp_cc", "response")).unwrap())
+            .unwrap();
+    assert_eq!(
+        (
+            response.recv_buf_size,
+            response.send_buf_size,
+            response.data_port
+        ),
+        (131_072, 16_384, 33_111)
+    );
+    assert_eq!(response.cpu_rate, 100.0);
+    assert_eq!(response.flags & flags::MEASURE_CPU, flags::MEASURE_CPU);
+    assert_eq!(response.flags & flags::NO_DELAY, 0);
+
+    let results =
+        OmniResults::decode_tcp_cc(&Message::decode(fixture!("tcp_cc", "results")).unwrap());
+    assert_eq!(results.transactions, 11_829);
+    assert_eq!(results.bytes_received, 23_658);
+    assert_eq!(results.num_cpus, 2);
+    assert!(
+        (results.elapsed_s - 1.0).abs() < 0.01,
+        "{}",
+        results.elapsed_s
+    );
+    let cpu = results.cpu.expect("netserver measured its CPU");
+    assert!((cpu.util - 44.08).abs() < 0.01, "{}", cpu.util);
+
+    // Not measured: netserver's -1.
+    let mut m = Message::new(kind::TCP_CC_RESULTS, 0);
+    m.put_f32(4, -1.0);
+    assert_eq!(OmniResults::decode_tcp_cc(&m).cpu, None);
+}
