@@ -439,6 +439,7 @@ impl LatencyRequest {
         spec.rr = Some(RequestResponse {
             response_len: self.probe_bytes,
             probe_interval_us: Some(self.probe_interval_us()),
+            connection_per_transaction: None,
         });
         spec
     }

@@ -91,6 +91,21 @@ pub struct RequestResponse {
     /// with its receive and send times (`perfpeer_proto::probe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_interval_us: Option<u32>,
+    /// netperf's connection tests: a new TCP connection for each transaction. Only a netserver
+    /// runs them (`perfpeer netperf --netserver -t TCP_CRR`); perfpeer's own protocol has no
+    /// such mode, so [`TestSpec::validate`] refuses it and a perfpeer peer never sees it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_per_transaction: Option<ConnectionTest>,
+}
+
+/// What each connection of a connection test carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnectionTest {
+    /// A request and its response, then the close (netperf's TCP_CRR).
+    RequestResponse,
+    /// Nothing: connect, then close (netperf's TCP_CC).
+    ConnectOnly,
 }
 
 /// Shortest probe interval: 1 ms (1000 requests a second).
@@ -296,6 +311,11 @@ impl TestSpec {
         }
         if !self.omit.is_zero() {
             return Err(SpecError::RrNeeds("no omitted start"));
+        }
+        if rr.connection_per_transaction.is_some() {
+            return Err(SpecError::RrNeeds(
+                "a netserver for a connection per transaction (perfpeer netperf --netserver)",
+            ));
         }
         for len in [self.len, rr.response_len] {
             if len == 0 || len > MAX_RR_LEN {
@@ -535,6 +555,7 @@ mod tests {
         s.rr = Some(RequestResponse {
             response_len: 1,
             probe_interval_us: None,
+            connection_per_transaction: None,
         });
         assert_eq!(s.validate(), Ok(()));
         s.direction = Direction::Bidir;
@@ -543,11 +564,13 @@ mod tests {
         s.rr = Some(RequestResponse {
             response_len: 0,
             probe_interval_us: None,
+            connection_per_transaction: None,
         });
         assert_eq!(s.validate(), Err(SpecError::RrLen(0)));
         s.rr = Some(RequestResponse {
             response_len: 1,
             probe_interval_us: None,
+            connection_per_transaction: None,
         });
         let mut probe = TestSpec::new(Protocol::Udp);
         probe.bitrate = None;
@@ -555,6 +578,7 @@ mod tests {
         probe.rr = Some(RequestResponse {
             response_len: 40,
             probe_interval_us: Some(10_000),
+            connection_per_transaction: None,
         });
         assert_eq!(probe.validate(), Ok(()));
         probe.len = 15;
@@ -563,11 +587,13 @@ mod tests {
         probe.rr = Some(RequestResponse {
             response_len: 40,
             probe_interval_us: Some(999),
+            connection_per_transaction: None,
         });
         assert_eq!(probe.validate(), Err(SpecError::ProbeInterval(999)));
         probe.rr = Some(RequestResponse {
             response_len: 40,
             probe_interval_us: Some(10_000),
+            connection_per_transaction: None,
         });
         probe.direction = Direction::Reverse;
         assert!(matches!(probe.validate(), Err(SpecError::RrNeeds(_))));
@@ -578,6 +604,7 @@ mod tests {
         u.rr = Some(RequestResponse {
             response_len: 1,
             probe_interval_us: None,
+            connection_per_transaction: None,
         });
         assert_eq!(
             u.validate(),
@@ -592,8 +619,25 @@ mod tests {
         d.rr = Some(RequestResponse {
             response_len: 1,
             probe_interval_us: None,
+            connection_per_transaction: None,
         });
         assert_eq!(d.validate(), Err(SpecError::RrNeeds("TCP or UDP")));
+        // netperf's connection tests run only against a netserver: a perfpeer peer refuses them.
+        let mut crr = TestSpec::new(Protocol::Tcp);
+        crr.len = 1;
+        crr.rr = Some(RequestResponse {
+            response_len: 1,
+            probe_interval_us: None,
+            connection_per_transaction: Some(ConnectionTest::RequestResponse),
+        });
+        assert!(
+            matches!(crr.validate(), Err(SpecError::RrNeeds(why)) if why.contains("netserver"))
+        );
+        let json = serde_json::to_string(&crr).unwrap();
+        assert!(
+            json.contains(r#""connection_per_transaction":"request_response""#),
+            "{json}"
+        );
         let mut f = TestSpec::new(Protocol::Tcp);
         f.fq_pacing = true;
         assert_eq!(f.validate(), Err(SpecError::FqPacing), "needs a rate");

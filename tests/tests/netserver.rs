@@ -665,6 +665,17 @@ fn the_netserver_name_plays_netserver() {
     assert_eq!(pids.len(), 1, "one daemon: {pids:?}");
 }
 
+/// The numbers of the first of `lines` that has at least `min` of them (a table's data line).
+fn result_line<'a>(mut lines: impl Iterator<Item = &'a str>, min: usize) -> Option<Vec<f64>> {
+    lines.find_map(|l| {
+        let n: Vec<f64> = l
+            .split_whitespace()
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        (n.len() >= min).then_some(n)
+    })
+}
+
 /// Runs the stock netperf against the server on `port` with `args`.
 fn run_netperf(netperf: &std::path::Path, port: u16, args: &[&str]) -> std::process::Output {
     Command::new(netperf)
@@ -704,16 +715,7 @@ fn stock_netperf_against_perfpeer() {
             "{test}: {stdout}{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let figures: Vec<f64> = stdout
-            .lines()
-            .rev()
-            .find_map(|l| {
-                let n: Vec<f64> = l
-                    .split_whitespace()
-                    .filter_map(|f| f.parse().ok())
-                    .collect();
-                (n.len() >= 6).then_some(n)
-            })
+        let figures = result_line(stdout.lines().rev(), 6)
             .unwrap_or_else(|| panic!("{test}: no result line in {stdout}"));
         assert!(figures.iter().any(|&f| f > 1000.0), "{test}: {stdout}");
     }
@@ -726,4 +728,242 @@ fn stock_netperf_against_perfpeer() {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("REMOTE_BYTES_RECVD=300"), "{stdout}");
+}
+
+/// `perfpeer netperf --netserver ARGS` against the netserver on `port`.
+fn our_netperf(port: u16, args: &[&str]) -> std::process::Output {
+    Command::new(perfpeer_bin())
+        .args([
+            "netperf",
+            "--netserver",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+        ])
+        .args(args)
+        .output()
+        .expect("run perfpeer netperf")
+}
+
+/// `NAME=value` lines of `-- -k` as pairs.
+fn keyed(out: &std::process::Output, what: &str) -> Vec<(String, f64)> {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            Some((k.to_string(), v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+fn value(pairs: &[(String, f64)], name: &str) -> f64 {
+    pairs
+        .iter()
+        .find(|(k, _)| k == name)
+        .unwrap_or_else(|| panic!("no {name} in {pairs:?}"))
+        .1
+}
+
+/// The last line of `log` with `needle`, waiting up to 5 s for one.
+fn last_line_with(log: &dyn Fn() -> String, needle: &str) -> Option<String> {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let found = log()
+            .lines()
+            .rfind(|l| l.contains(needle))
+            .map(str::to_string);
+        if found.is_some() || Instant::now() >= until {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// netperf's side of the protocol (`perfpeer netperf --netserver`) against a netserver: every
+/// test netperf has, by count where the server's own line can confirm the count (the client's
+/// rate × elapsed time must give it too), and the stream tests by time; CPU from both ends.
+fn our_client_runs_every_test(port: u16, server_log: Option<&dyn Fn() -> String>) {
+    for (test, count) in [
+        ("TCP_RR", 2000),
+        ("TCP_CRR", 1000),
+        ("TCP_CC", 1000),
+        ("UDP_RR", 2000),
+    ] {
+        let n = format!("-{count}");
+        let out = our_netperf(
+            port,
+            &[
+                "-t",
+                test,
+                "-l",
+                &n,
+                "-c",
+                "-C",
+                "--",
+                "-k",
+                "TRANSACTION_RATE,ELAPSED_TIME,LOCAL_CPU_UTIL,REMOTE_CPU_UTIL,P50_LATENCY,TEST",
+            ],
+        );
+        let pairs = keyed(&out, test);
+        let rate = value(&pairs, "TRANSACTION_RATE");
+        let done = rate * value(&pairs, "ELAPSED_TIME");
+        // Elapsed time is printed to 10 ms: the product is the count within that rounding.
+        assert!(
+            (done - f64::from(count)).abs() <= rate * 0.005 + 1.0,
+            "{test}: {done} transactions of {count}: {pairs:?}"
+        );
+        assert!(value(&pairs, "LOCAL_CPU_UTIL") > 0.0, "{test}: {pairs:?}");
+        assert!(value(&pairs, "REMOTE_CPU_UTIL") >= 0.0, "{test}: {pairs:?}");
+        assert!(value(&pairs, "P50_LATENCY") > 0.0, "{test}: {pairs:?}");
+        if let Some(log) = server_log {
+            let line = format!(" {test} ");
+            let said = last_line_with(log, &line)
+                .unwrap_or_else(|| panic!("{test}: no line at the server"));
+            assert!(
+                said.contains(&format!(": {count} transactions"))
+                    || said.contains(&format!(") {count} transactions")),
+                "{test}: the server counted otherwise: {said}"
+            );
+        }
+    }
+    for (test, extra) in [
+        ("TCP_STREAM", &[][..]),
+        ("TCP_MAERTS", &[]),
+        ("UDP_STREAM", &["--", "-m", "1400"]),
+    ] {
+        let args = [&["-t", test, "-l", "1", "-c", "-C"][..], extra].concat();
+        let out = our_netperf(port, &args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{test}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains(&format!("{} TEST from", &test[4..])),
+            "{stdout}"
+        );
+        // The data line: sizes, elapsed time, throughput, both ends' CPU and service demand.
+        let figures = result_line(stdout.lines(), 8)
+            .unwrap_or_else(|| panic!("{test}: no result line in {stdout}"));
+        assert!(figures.iter().all(|&f| f >= 0.0), "{test}: -1 in {stdout}");
+        assert!(figures.iter().any(|&f| f > 100.0), "{test}: {stdout}");
+    }
+}
+
+#[test]
+fn perfpeer_netperf_runs_every_test_against_it() {
+    let server = Netserver::start(&[]);
+    our_client_runs_every_test(server.port, Some(&|| server.output()));
+    // A count of bytes: the server received exactly that many.
+    let out = our_netperf(
+        server.port,
+        &["-t", "TCP_STREAM", "-l", "-3000000", "-P", "0"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let said = last_line_with(&|| server.output(), " TCP_STREAM ").expect("a TCP_STREAM line");
+    assert!(said.contains("2.86 MBytes"), "3 000 000 bytes: {said}");
+}
+
+/// What a netserver can say no to reaches the user as its errno's words; a netserver that
+/// answers nonsense or hangs up is said to, and nothing is printed as a result.
+#[test]
+fn perfpeer_netperf_reports_a_netserver_s_refusal_and_nonsense() {
+    let server = Netserver::start(&["--max-duration", "2"]);
+    let out = our_netperf(server.port, &["-t", "TCP_STREAM", "-l", "5"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("refused the test") && stderr.contains("errno 34"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("Throughput"));
+
+    // A fake netserver: a wrong answer, then a hang-up.
+    let fake = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = fake.local_addr().unwrap().port();
+    let fake_thread = std::thread::spawn(move || {
+        for answer in [Some(Message::new(kind::OMNI_RESULTS, 0)), None] {
+            let (mut c, _) = fake.accept().unwrap();
+            let mut request = [0u8; 656];
+            c.read_exact(&mut request).unwrap();
+            if let Some(m) = answer {
+                c.write_all(&m.encode()).unwrap();
+            }
+        }
+    });
+    for want in ["cannot be used", "closed the connection"] {
+        let out = our_netperf(port, &["-t", "TCP_RR", "-l", "1"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(want), "{want}: {stderr}");
+    }
+    fake_thread.join().unwrap();
+}
+
+/// What only a netserver runs is refused against a perfpeer peer (and the reverse) before
+/// anything is sent: a usage error, exit 2.
+#[test]
+fn netserver_only_options_are_usage_errors_elsewhere() {
+    for (args, why) in [
+        ("-H 127.0.0.1:9 -t TCP_CRR", "--netserver"),
+        ("-H 127.0.0.1:9 -t TCP_CC", "--netserver"),
+        ("-H 127.0.0.1:9 -- -P 5000,6000", "names its own data port"),
+        ("--netserver -H 127.0.0.1 -p 9 -l 1.5", "whole seconds"),
+        (
+            "--netserver -H 127.0.0.1 -p 9 -t TCP_CRR -- -P 5000",
+            "connection per transaction",
+        ),
+        (
+            "--netserver -H 127.0.0.1 -p 9 -t UDP_RR -- -r 70000",
+            "size",
+        ),
+    ] {
+        let out = Command::new(perfpeer_bin())
+            .arg("netperf")
+            .args(args.split_whitespace())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args}: {stderr}");
+        assert!(stderr.contains(why), "{args}: {stderr}");
+    }
+}
+
+/// Our client against the stock netserver, where one is installed (`PERFPEER_NETSERVER`, or
+/// `netserver` on PATH that is netperf's own).
+#[test]
+fn perfpeer_netperf_against_stock_netserver() {
+    let netserver = std::env::var_os("PERFPEER_NETSERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("netserver"));
+    let stock = Command::new(&netserver).arg("-V").output().is_ok_and(|o| {
+        let v = String::from_utf8_lossy(&o.stdout);
+        v.contains("Netperf version 2.") && !v.contains("perfpeer")
+    });
+    if !stock {
+        skip(
+            "no stock netserver (not packaged for Debian; docs/wire-protocols.md says how to build it)",
+        );
+        return;
+    }
+    let port = free_port();
+    let mut child = Command::new(&netserver)
+        .args(["-D", "-L", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the stock netserver");
+    assert!(wait_listening(port, Duration::from_secs(10)));
+    our_client_runs_every_test(port, None);
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -386,6 +386,7 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
         spec.rr = Some(perfpeer_shared::spec::RequestResponse {
             response_len: spec.len,
             probe_interval_us: None,
+            connection_per_transaction: None,
         });
     }
     // A rate is a datagram test's: UDP, DCCP, or any sweep or stream (never request/response).

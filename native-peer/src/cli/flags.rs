@@ -298,6 +298,7 @@ impl TestFlags {
             spec.rr = Some(RequestResponse {
                 response_len,
                 probe_interval_us: None,
+                connection_per_transaction: None,
             });
         }
         Ok(spec)

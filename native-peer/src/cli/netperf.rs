@@ -1,21 +1,26 @@
 //! `perfpeer netperf -H PEER`: netperf's flags (global ones, then test-specific ones after `--`),
-//! run against a perfpeer peer (not a stock netserver) and printed as netperf's tables by
+//! run against a perfpeer peer, or with `--netserver` against a netserver (netperf's own
+//! protocol, `compat::netperf::client`), and printed as netperf's tables by
 //! `perfpeer_shared::format::netperf`. Bad flags exit 2, a partial test or a failure 1.
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::bail;
 use clap::{Args, Parser};
 use perfpeer_shared::format::netperf::select::{self, Style};
 use perfpeer_shared::format::netperf::{self as fmt, NetperfTest};
+use perfpeer_shared::report::TestResult;
 use perfpeer_shared::spec::{
     Direction, EndCondition, MAX_UDP_LEN, Protocol, RequestResponse, TestSpec, ValidSpec,
 };
 
 use super::live::run_printing;
+use crate::compat::netperf::{client, codec};
 use crate::session::client::{ClientOptions, run_test};
 use crate::session::events::TestEvent;
 use crate::session::target::{Family, split_host_port};
@@ -23,10 +28,16 @@ use crate::session::target::{Family, split_host_port};
 /// Flags of `perfpeer netperf` (netperf's letters).
 #[derive(Debug, Args)]
 pub struct NetperfArgs {
-    /// The perfpeer peer: host, host:port or [v6addr]:port (its control port, default 5210).
+    /// The perfpeer peer: host, host:port or [v6addr]:port (its control port, default 5210;
+    /// a netserver's 12865).
     #[arg(short = 'H', value_name = "PEER", default_value = "localhost")]
     host: String,
-    /// TCP_STREAM, TCP_MAERTS (the peer sends), TCP_RR or UDP_STREAM.
+    /// The far end is a netserver (stock netperf's, or `perfpeer netserver`): speak netperf
+    /// 2.7's control protocol (default port 12865). TCP_CRR and TCP_CC run only this way.
+    #[arg(long)]
+    netserver: bool,
+    /// TCP_STREAM, TCP_MAERTS (the peer sends), TCP_RR, UDP_STREAM, UDP_RR; with --netserver
+    /// also TCP_CRR and TCP_CC (a connection per transaction).
     #[arg(short = 't', value_name = "TEST", default_value = "TCP_STREAM", value_parser = parse_test)]
     test: NetperfTest,
     /// Test length: seconds, or -N for N bytes (stream tests) or N transactions (_RR tests).
@@ -93,10 +104,10 @@ struct TestOptions {
     /// TCP_NODELAY on the data connection.
     #[arg(short = 'D')]
     no_delay: bool,
-    /// Data connection ports LOCAL[,REMOTE]: the local one is bound; a perfpeer peer names its
-    /// own data port (`serve --data-port`), so a remote one is refused.
+    /// Data connection ports LOCAL[,REMOTE]: the local one is bound; the remote one is asked
+    /// of a netserver (a perfpeer peer names its own data port, `serve --data-port`).
     #[arg(short = 'P', value_name = "LPORT[,RPORT]", value_parser = parse_ports)]
-    ports: Option<LocalPort>,
+    ports: Option<DataPorts>,
     /// Output selectors as CSV: a list (NAME,NAME…) or a file of them; alone, netperf's defaults.
     #[arg(short = 'o', value_name = "LIST|FILE", num_args = 0..=1, default_missing_value = "",
           conflicts_with_all = ["columns", "keyval"])]
@@ -148,11 +159,14 @@ enum Length {
 /// Two sizes as netperf's `break_args` reads `A,B`: `A` alone sets both, an empty side neither.
 type Pair = (Option<u32>, Option<u32>);
 
-/// The local data port of `-- -P` (0 or none: any).
+/// The data ports of `-- -P` (0 or none: any).
 #[derive(Debug, Clone, Copy)]
-struct LocalPort(Option<u16>);
+struct DataPorts {
+    local: Option<u16>,
+    remote: Option<u16>,
+}
 
-fn parse_ports(s: &str) -> Result<LocalPort, String> {
+fn parse_ports(s: &str) -> Result<DataPorts, String> {
     let port = |t: &str| -> Result<Option<u16>, String> {
         match t.trim() {
             "" | "0" => Ok(None),
@@ -166,12 +180,7 @@ fn parse_ports(s: &str) -> Result<LocalPort, String> {
         Some((l, r)) => (port(l)?, port(r)?),
         None => (port(s)?, None),
     };
-    if let Some(r) = remote {
-        return Err(format!(
-            "-P {s}: a perfpeer peer names its own data port (serve --data-port), so remote port {r} cannot be chosen; give -P LPORT for the local one"
-        ));
-    }
-    Ok(LocalPort(local))
+    Ok(DataPorts { local, remote })
 }
 
 fn parse_test(s: &str) -> Result<NetperfTest, String> {
@@ -181,8 +190,10 @@ fn parse_test(s: &str) -> Result<NetperfTest, String> {
         "TCP_RR" => Ok(NetperfTest::TcpRr),
         "UDP_STREAM" => Ok(NetperfTest::UdpStream),
         "UDP_RR" => Ok(NetperfTest::UdpRr),
+        "TCP_CRR" => Ok(NetperfTest::TcpCrr),
+        "TCP_CC" => Ok(NetperfTest::TcpCc),
         _ => Err(format!(
-            "unknown test '{s}': perfpeer netperf runs TCP_STREAM, TCP_MAERTS, TCP_RR, UDP_STREAM and UDP_RR"
+            "unknown test '{s}': perfpeer netperf runs TCP_STREAM, TCP_MAERTS, TCP_RR, TCP_CRR, TCP_CC, UDP_STREAM and UDP_RR"
         )),
     }
 }
@@ -274,32 +285,22 @@ impl TestOptions {
     }
 }
 
-/// netperf's default send size: the send buffer of a fresh socket with the requested size
-/// (Linux reports twice what was asked), capped for UDP; 4096 if it cannot be read.
-fn default_send_size(protocol: Protocol, window: Option<u32>) -> u32 {
-    use socket2::{Domain, Socket, Type};
-    let ty = match protocol {
-        Protocol::Tcp => Type::STREAM,
-        Protocol::Udp | Protocol::Dccp => Type::DGRAM,
-    };
-    let probed = Socket::new(Domain::IPV4, ty, None).and_then(|s| {
-        if let Some(w) = window {
-            s.set_send_buffer_size(w as usize)?;
-        }
-        s.send_buffer_size()
-    });
-    match (probed, protocol) {
-        (Ok(n), Protocol::Udp) if n > 0 => {
-            u32::try_from(n).map_or(MAX_UDP_LEN, |n| n.min(MAX_UDP_LEN))
-        }
-        (Ok(n), Protocol::Tcp) if n > 0 => u32::try_from(n).unwrap_or(u32::MAX),
-        _ => 4096,
-    }
-}
-
 impl NetperfArgs {
     /// The spec of the chosen test with the test-specific options applied, validated.
     fn spec(&self, t: &TestOptions) -> anyhow::Result<ValidSpec> {
+        if matches!(self.test, NetperfTest::TcpCrr | NetperfTest::TcpCc) {
+            bail!(
+                "{} opens a connection per transaction, which only a netserver runs: add \
+                 --netserver (stock netserver or perfpeer netserver at the far end)",
+                self.test.name()
+            );
+        }
+        if let Some(r) = t.ports.and_then(|p| p.remote) {
+            bail!(
+                "-P ,{r}: a perfpeer peer names its own data port (serve --data-port), so the \
+                 remote port cannot be chosen; give -P LPORT for the local one"
+            );
+        }
         let protocol = match self.test {
             NetperfTest::UdpStream | NetperfTest::UdpRr => Protocol::Udp,
             _ => Protocol::Tcp,
@@ -314,7 +315,7 @@ impl NetperfArgs {
         spec.bitrate = None;
         spec.window = t.window()?;
         spec.no_delay = t.no_delay;
-        if matches!(self.test, NetperfTest::TcpRr | NetperfTest::UdpRr) {
+        if self.test.is_transactional() {
             if t.send_size.is_some() {
                 bail!(
                     "-m applies to stream tests; give the request/response sizes with -r REQ,RESP"
@@ -325,6 +326,7 @@ impl NetperfArgs {
             spec.rr = Some(RequestResponse {
                 response_len: resp.unwrap_or(1),
                 probe_interval_us: None,
+                connection_per_transaction: None,
             });
         } else {
             if t.rr_sizes.is_some() {
@@ -332,9 +334,9 @@ impl NetperfArgs {
                     "-r applies to TCP_RR and UDP_RR; give the send size of a stream test with -m"
                 );
             }
-            spec.len = t
-                .send_size
-                .unwrap_or_else(|| default_send_size(protocol, spec.window));
+            spec.len = t.send_size.unwrap_or_else(|| {
+                client::default_send_size(protocol, spec.window, ([0, 0, 0, 0], 0).into())
+            });
         }
         spec.end = match self.length {
             Length::Time(duration) => EndCondition::Time { duration },
@@ -376,13 +378,6 @@ pub async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)));
         }
     };
-    let spec = match args.spec(&test_opts) {
-        Ok(spec) => spec,
-        Err(e) => {
-            eprintln!("perfpeer netperf: {e:#}");
-            return Ok(ExitCode::from(2));
-        }
-    };
     let selection = match test_opts.selection(args.test) {
         Ok(s) => s,
         Err(e) => {
@@ -399,32 +394,15 @@ pub async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
         headers,
         units: args.units,
     };
-    let target = match args.port {
-        Some(port) if host.contains(':') => format!("[{host}]:{port}"),
-        Some(port) => format!("{host}:{port}"),
-        None => args.host.clone(),
-    };
-    let mut client_opts = args.options();
-    client_opts.data_port = test_opts.ports.and_then(|p| p.0);
-    let mut banner_due = headers;
-    let on_event = |ev: &TestEvent| -> std::io::Result<()> {
-        if let TestEvent::Started { server_addr, .. } = ev
-            && std::mem::take(&mut banner_due)
-        {
-            let ip = server_addr.parse::<SocketAddr>().ok().map(|a| a.ip());
-            print(&fmt::banner(args.test, &host, ip, spec.no_delay))?;
+    let result = if args.netserver {
+        match against_netserver(&args, &test_opts, &host).await? {
+            Ok(result) => result,
+            Err(code) => return Ok(code),
         }
-        Ok(())
-    };
-    let outcome = run_printing(
-        |events, cancel| run_test(&target, &spec, &client_opts, events, cancel),
-        on_event,
-    )
-    .await?;
-    let result = match outcome {
-        Ok(result) => result,
-        Err(e) => {
-            return Err(anyhow::Error::new(e).context(format!("test against {target} failed")));
+    } else {
+        match against_peer(&args, &test_opts, &host).await? {
+            Ok(result) => result,
+            Err(code) => return Ok(code),
         }
     };
     match (selection, args.verbosity) {
@@ -449,6 +427,164 @@ pub async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
             ExitCode::from(1)
         }
     })
+}
+
+/// A usage error's exit, or the finished test.
+type Ran = Result<TestResult, ExitCode>;
+
+fn usage_error(e: &anyhow::Error) -> Ran {
+    eprintln!("perfpeer netperf: {e:#}");
+    Err(ExitCode::from(2))
+}
+
+/// Runs the test against a perfpeer peer, printing the banner when the streams are up.
+async fn against_peer(args: &NetperfArgs, t: &TestOptions, host: &str) -> anyhow::Result<Ran> {
+    let spec = match args.spec(t) {
+        Ok(spec) => spec,
+        Err(e) => return Ok(usage_error(&e)),
+    };
+    let target = match args.port {
+        Some(port) if host.contains(':') => format!("[{host}]:{port}"),
+        Some(port) => format!("{host}:{port}"),
+        None => args.host.clone(),
+    };
+    let mut client_opts = args.options();
+    client_opts.data_port = t.ports.and_then(|p| p.local);
+    let mut banner_due = args.headers == 1;
+    let on_event = |ev: &TestEvent| -> std::io::Result<()> {
+        if let TestEvent::Started { server_addr, .. } = ev
+            && std::mem::take(&mut banner_due)
+        {
+            let ip = server_addr.parse::<SocketAddr>().ok().map(|a| a.ip());
+            print(&fmt::banner(args.test, host, ip, spec.no_delay))?;
+        }
+        Ok(())
+    };
+    let outcome = run_printing(
+        |events, cancel| run_test(&target, &spec, &client_opts, events, cancel),
+        on_event,
+    )
+    .await?;
+    match outcome {
+        Ok(result) => Ok(Ok(result)),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("test against {target} failed"))),
+    }
+}
+
+/// Runs the test against a netserver with netperf's own protocol, on a blocking thread;
+/// Ctrl-C ends its data phase and the figures cover what ran.
+async fn against_netserver(args: &NetperfArgs, t: &TestOptions, host: &str) -> anyhow::Result<Ran> {
+    let port = match (args.port, split_host_port(&args.host)) {
+        (Some(port), _) | (None, Ok((_, port))) => port,
+        (None, Err(_)) => codec::DEFAULT_PORT,
+    };
+    // Flags are checked before the name is looked up: a usage error sends nothing.
+    let mut plan = match args.netserver_plan(t, SocketAddr::from(([0, 0, 0, 0], port))) {
+        Ok(plan) => plan,
+        Err(e) => return Ok(usage_error(&e)),
+    };
+    let family = args.options().family;
+    let server = match crate::session::target::resolve_host(host, port, family).await {
+        Ok(addr) => addr,
+        Err(e) => bail!("{e}"),
+    };
+    plan.server = server;
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopper = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                stop.store(true, Ordering::Relaxed);
+            }
+        })
+    };
+    let (test, no_delay, headers, host) = (
+        plan.test,
+        plan.no_delay,
+        args.headers == 1,
+        host.to_string(),
+    );
+    let outcome = tokio::task::spawn_blocking(move || {
+        client::run(&plan, &stop, |ip| {
+            if headers {
+                let _ = print(&fmt::banner(test, &host, Some(ip), no_delay));
+            }
+        })
+    })
+    .await;
+    stopper.abort();
+    match outcome? {
+        Ok(result) => Ok(Ok(result)),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("test against {server} failed"))),
+    }
+}
+
+impl NetperfArgs {
+    /// The test as netperf's protocol asks a netserver for it.
+    fn netserver_plan(&self, t: &TestOptions, server: SocketAddr) -> anyhow::Result<client::Plan> {
+        let length = match self.length {
+            Length::Time(d) if d.subsec_nanos() == 0 => client::Length::Seconds(
+                u32::try_from(d.as_secs())
+                    .unwrap_or(u32::MAX)
+                    .min(u32::try_from(i32::MAX).unwrap_or(u32::MAX)),
+            ),
+            Length::Time(d) => bail!("-l {}: a netserver takes whole seconds", d.as_secs_f64()),
+            Length::Count(n) => client::Length::Count(
+                u32::try_from(n)
+                    .ok()
+                    .filter(|&n| i32::try_from(n).is_ok())
+                    .ok_or_else(|| {
+                        anyhow::anyhow!("-l -{n}: a netserver counts up to {}", i32::MAX)
+                    })?,
+            ),
+        };
+        let transactional = self.test.is_transactional();
+        let (request, response) = t.rr_sizes.unwrap_or((None, None));
+        if transactional && t.send_size.is_some() {
+            bail!("-m applies to stream tests; give the request/response sizes with -r REQ,RESP");
+        }
+        if !transactional && t.rr_sizes.is_some() {
+            bail!(
+                "-r applies to request/response tests; give the send size of a stream test with -m"
+            );
+        }
+        let udp = matches!(self.test, NetperfTest::UdpStream | NetperfTest::UdpRr);
+        let send_size = if transactional {
+            Some(request.unwrap_or(1))
+        } else {
+            t.send_size
+        };
+        let response_size = response.unwrap_or(1);
+        let limit = if udp { MAX_UDP_LEN } else { 1 << 20 };
+        for (what, size) in [("send", send_size), ("response", Some(response_size))] {
+            if size.is_some_and(|n| n == 0 || n > limit) {
+                bail!("the {what} size must be 1 to {limit} bytes here");
+            }
+        }
+        if matches!(self.test, NetperfTest::TcpCrr | NetperfTest::TcpCc)
+            && t.ports.and_then(|p| p.local).is_some()
+        {
+            bail!(
+                "-P LPORT: {} opens a connection per transaction; one local port cannot serve them",
+                self.test.name()
+            );
+        }
+        Ok(client::Plan {
+            test: self.test,
+            server,
+            length,
+            send_size,
+            recv_size: t.recv_size.and_then(|(a, b)| a.or(b)),
+            response_size,
+            local_buffers: t.local_buffer.unwrap_or((None, None)),
+            remote_buffers: t.remote_buffer.unwrap_or((None, None)),
+            no_delay: t.no_delay,
+            local_port: t.ports.and_then(|p| p.local),
+            remote_port: t.ports.and_then(|p| p.remote),
+            local_cpu: self.local_cpu,
+            remote_cpu: self.remote_cpu,
+        })
+    }
 }
 
 #[cfg(test)]

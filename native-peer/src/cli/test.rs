@@ -205,7 +205,8 @@ mod tests {
             s.rr,
             Some(RequestResponse {
                 response_len: 1,
-                probe_interval_us: None
+                probe_interval_us: None,
+                connection_per_transaction: None,
             })
         );
         let s = spec_of(&["pc", "--rr", "-l", "100", "--response-len", "2K"]).unwrap();

@@ -1,6 +1,7 @@
 //! netperf's output for a [`TestResult`]: the "MIGRATED … TEST" banner and the classic tables of
-//! netperf 2.7 (verbosity 1) for TCP_STREAM, TCP_MAERTS, TCP_RR and UDP_STREAM, with and without
-//! the CPU columns of `-c`/`-C`. Pure layout: every figure comes from the report model.
+//! netperf 2.7 (verbosity 1) for TCP_STREAM, TCP_MAERTS, TCP_RR, TCP_CRR, TCP_CC, UDP_STREAM and
+//! UDP_RR, with and without the CPU columns of `-c`/`-C`. Pure layout: every figure comes from the
+//! report model.
 //!
 //! Layouts follow netperf 2.7's `nettest_omni.c` format strings, trailing spaces included. Where
 //! netperf has no figure, `-1` is printed as netperf does. Two deliberate differences: socket
@@ -12,7 +13,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use crate::report::{CpuUsage, DirectionTotals, PeerRole, SideReport, TestResult, bits_per_second};
 use crate::rr::RrFinal;
-use crate::spec::{Direction, Protocol, TestSpec};
+use crate::spec::{ConnectionTest, Direction, Protocol, TestSpec};
 
 /// The netperf tests perfpeer can run and print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +28,12 @@ pub enum NetperfTest {
     UdpStream,
     /// UDP request/response, one transaction at a time.
     UdpRr,
+    /// A TCP connection per transaction, each with a request and a response (against a
+    /// netserver only).
+    TcpCrr,
+    /// A TCP connection per transaction, opened and closed with no data (against a netserver
+    /// only).
+    TcpCc,
 }
 
 /// Why a result cannot be printed as netperf output.
@@ -44,8 +51,13 @@ impl NetperfTest {
         if spec.streams != 1 {
             return Err(NetperfError::NoEquivalent("netperf tests run one stream"));
         }
+        let connections = spec.rr.and_then(|rr| rr.connection_per_transaction);
         match (spec.protocol, spec.direction, spec.rr.is_some()) {
-            (Protocol::Tcp, Direction::Normal, true) => Ok(NetperfTest::TcpRr),
+            (Protocol::Tcp, Direction::Normal, true) => Ok(match connections {
+                None => NetperfTest::TcpRr,
+                Some(ConnectionTest::RequestResponse) => NetperfTest::TcpCrr,
+                Some(ConnectionTest::ConnectOnly) => NetperfTest::TcpCc,
+            }),
             (Protocol::Tcp, Direction::Normal, false) => Ok(NetperfTest::TcpStream),
             (Protocol::Tcp, Direction::Reverse, false) => Ok(NetperfTest::TcpMaerts),
             (Protocol::Udp, Direction::Normal, false) => Ok(NetperfTest::UdpStream),
@@ -67,7 +79,18 @@ impl NetperfTest {
             NetperfTest::TcpRr => "TCP_RR",
             NetperfTest::UdpStream => "UDP_STREAM",
             NetperfTest::UdpRr => "UDP_RR",
+            NetperfTest::TcpCrr => "TCP_CRR",
+            NetperfTest::TcpCc => "TCP_CC",
         }
+    }
+
+    /// Whether the test counts transactions (request/response and connection tests) rather
+    /// than bytes.
+    pub fn is_transactional(self) -> bool {
+        matches!(
+            self,
+            NetperfTest::TcpRr | NetperfTest::UdpRr | NetperfTest::TcpCrr | NetperfTest::TcpCc
+        )
     }
 
     fn title(self) -> &'static str {
@@ -77,6 +100,9 @@ impl NetperfTest {
             NetperfTest::TcpRr => "MIGRATED TCP REQUEST/RESPONSE TEST",
             NetperfTest::UdpStream => "MIGRATED UDP STREAM TEST",
             NetperfTest::UdpRr => "MIGRATED UDP REQUEST/RESPONSE TEST",
+            NetperfTest::TcpCrr => "MIGRATED TCP Connect/Request/Response TEST",
+            // netperf 2.7 still runs TCP_CC as a classic test: not "MIGRATED".
+            NetperfTest::TcpCc => "TCP Connect/Close TEST",
         }
     }
 }
@@ -203,7 +229,9 @@ pub fn table(result: &TestResult, opts: &Options<'_>) -> Result<String, NetperfE
     };
     Ok(match test {
         NetperfTest::TcpStream | NetperfTest::TcpMaerts => ends.stream(result, test),
-        NetperfTest::TcpRr | NetperfTest::UdpRr => ends.rr(result),
+        NetperfTest::TcpRr | NetperfTest::UdpRr | NetperfTest::TcpCrr | NetperfTest::TcpCc => {
+            ends.rr(result, test)
+        }
         NetperfTest::UdpStream => ends.udp(result),
     })
 }
@@ -342,9 +370,9 @@ impl Ends<'_> {
         out
     }
 
-    /// TCP_RR: transactions per second, CPU per transaction; the second line holds the remote
-    /// socket sizes.
-    fn rr(&self, result: &TestResult) -> String {
+    /// TCP_RR, UDP_RR, TCP_CRR and TCP_CC: transactions per second, CPU per transaction; the
+    /// second line holds the remote socket sizes.
+    fn rr(&self, result: &TestResult, test: NetperfTest) -> String {
         let (rr, elapsed) = rr_of(result).unwrap_or((
             RrFinal {
                 transactions: 0,
@@ -372,7 +400,11 @@ impl Ends<'_> {
             );
             return out;
         }
-        let (l, r) = self.rr_cpu(rr.transactions);
+        let (mut l, mut r) = self.rr_cpu(rr.transactions);
+        if test == NetperfTest::TcpCc {
+            // The classic test's titles name no CPU method.
+            (l.method, r.method) = (' ', ' ');
+        }
         if self.opts.headers {
             out += &format!(
                 "Local /Remote\n\
@@ -459,7 +491,7 @@ pub struct Headline {
 pub fn headline(result: &TestResult, units: Units) -> Result<Headline, NetperfError> {
     let test = NetperfTest::of_spec(&result.spec)?;
     Ok(match test {
-        NetperfTest::TcpRr | NetperfTest::UdpRr => {
+        NetperfTest::TcpRr | NetperfTest::UdpRr | NetperfTest::TcpCrr | NetperfTest::TcpCc => {
             let (rr, elapsed) = rr_of(result).map_or((0.0, 0.0), |(rr, secs)| {
                 (rr.transactions_per_second(secs), secs)
             });

@@ -39,7 +39,10 @@ fn defaults_are_netperfs() {
         (Protocol::Tcp, Direction::Normal)
     );
     // The default send size is the send buffer of a fresh socket, as netperf's.
-    assert_eq!(s.len, default_send_size(Protocol::Tcp, None));
+    assert_eq!(
+        s.len,
+        client::default_send_size(Protocol::Tcp, None, ([0, 0, 0, 0], 0).into())
+    );
     assert!(s.len >= 4096, "{}", s.len);
 }
 
@@ -80,7 +83,8 @@ fn tests_map_onto_specs() {
             1,
             Some(RequestResponse {
                 response_len: 1,
-                probe_interval_us: None
+                probe_interval_us: None,
+                connection_per_transaction: None,
             })
         )
     );

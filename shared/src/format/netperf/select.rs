@@ -88,7 +88,7 @@ pub fn parse_list(text: &str) -> Result<Vec<&'static str>, String> {
 /// netperf's default selection when `-o`/`-O`/`-k` come without a list.
 pub fn default_list(test: NetperfTest) -> Vec<&'static str> {
     match test {
-        NetperfTest::TcpRr | NetperfTest::UdpRr => vec![
+        t if t.is_transactional() => vec![
             "LOCAL_SEND_SOCKET_SIZE_END",
             "LOCAL_RECV_SOCKET_SIZE_END",
             "REQUEST_SIZE",
@@ -186,7 +186,7 @@ struct Figures<'a> {
 impl<'a> Figures<'a> {
     fn of(result: &'a TestResult, opts: &'a Options<'a>) -> Result<Self, NetperfError> {
         let test = NetperfTest::of_spec(&result.spec)?;
-        let rr = matches!(test, NetperfTest::TcpRr | NetperfTest::UdpRr);
+        let rr = test.is_transactional();
         let (local, remote) = result.sides();
         let rr_final = rr_of(result);
         let ends = Ends {
@@ -230,7 +230,9 @@ impl<'a> Figures<'a> {
             .into(),
             "DIRECTION" => match self.test {
                 NetperfTest::TcpMaerts => "Receive",
-                NetperfTest::TcpRr | NetperfTest::UdpRr => "Send|Recv",
+                NetperfTest::TcpRr | NetperfTest::UdpRr | NetperfTest::TcpCrr => "Send|Recv",
+                // Connect and close only: no data either way.
+                NetperfTest::TcpCc => "",
                 _ => "Send",
             }
             .into(),

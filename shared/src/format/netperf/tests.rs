@@ -7,7 +7,7 @@ use super::*;
 use crate::report::{
     CpuUsage, HostInfo, PeerRole, StreamFinal, StreamRole, TestStatus, UdpRxFinal,
 };
-use crate::spec::{EndCondition, RequestResponse};
+use crate::spec::{ConnectionTest, EndCondition, RequestResponse};
 
 const OPTS: Options<'static> = Options {
     host: "localhost",
@@ -177,6 +177,7 @@ fn rr_result() -> TestResult {
     spec.rr = Some(RequestResponse {
         response_len: 1,
         probe_interval_us: None,
+        connection_per_transaction: None,
     });
     let mut tx = stream(StreamRole::Sender, 200_000, 10.0);
     tx.rr = Some(RrFinal {
@@ -218,6 +219,50 @@ bytes  bytes  bytes   bytes  secs.   per sec  % S    % S    us/Tr   us/Tr\n\
 16384  131072 1       1      10.00   20000.00  25.00  30.00  50.000  30.000 \n\
 87040  131072\n";
     assert_eq!(table(&rr_result(), &opts).unwrap(), expected);
+}
+
+/// TCP_CRR and TCP_CC print TCP_RR's table under their own banners (netperf 2.7.1's, captured:
+/// no "first burst" on either, TCP_CC not "MIGRATED" and without CPU method letters).
+#[test]
+fn connection_tests_print_the_request_response_table() {
+    let mut crr = rr_result();
+    let mut rr = crr.spec.rr.unwrap();
+    rr.connection_per_transaction = Some(ConnectionTest::RequestResponse);
+    crr.spec.rr = Some(rr);
+    let out = render(&crr, &OPTS).unwrap();
+    assert!(
+        out.starts_with(
+            "MIGRATED TCP Connect/Request/Response TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to \
+             localhost (127.0.0.1) port 0 AF_INET\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("10.00    20000.00   \n"), "{out}");
+    assert_eq!(headline(&crr, Units::MegaBits).unwrap().units, "Trans/s");
+
+    let mut cc = crr.clone();
+    rr.connection_per_transaction = Some(ConnectionTest::ConnectOnly);
+    cc.spec.rr = Some(rr);
+    let opts = Options {
+        local_cpu: true,
+        remote_cpu: true,
+        ..OPTS
+    };
+    let out = render(&cc, &opts).unwrap();
+    assert!(
+        out.starts_with("TCP Connect/Close TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to"),
+        "{out}"
+    );
+    assert!(
+        out.contains("bytes  bytes  bytes   bytes  secs.   per sec  %      %      us/Tr   us/Tr\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("20000.00  25.00  30.00  50.000  30.000 \n"),
+        "{out}"
+    );
+    assert_eq!(NetperfTest::of_spec(&cc.spec), Ok(NetperfTest::TcpCc));
+    assert_eq!(NetperfTest::TcpCc.name(), "TCP_CC");
 }
 
 fn udp_result() -> TestResult {
@@ -316,6 +361,7 @@ fn banner_flags_and_ipv6() {
     spec.rr = Some(crate::spec::RequestResponse {
         response_len: 1,
         probe_interval_us: None,
+        connection_per_transaction: None,
     });
     assert_eq!(NetperfTest::of_spec(&spec), Ok(NetperfTest::UdpRr));
 }
