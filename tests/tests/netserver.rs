@@ -967,3 +967,36 @@ fn perfpeer_netperf_against_stock_netserver() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// netperf's `-y ,PRIO` and `-Y ,TOS`: the server's data socket takes them and the answer says
+/// what the kernel holds (netserver's -1 when not asked), TCP and UDP; the test then runs.
+#[test]
+fn the_data_socket_takes_the_asked_priority_and_tos() {
+    let server = Netserver::start(&[]);
+    let mut control = server.control();
+    for test in ["tcp_rr", "udp_rr"] {
+        let mut r = request(test, -1);
+        r.socket_prio = 5;
+        r.socket_tos = 0x20;
+        let response = control.start(&r);
+        assert_eq!(
+            (response.socket_prio, response.socket_tos),
+            (5, 0x20),
+            "{test}"
+        );
+        if test == "tcp_rr" {
+            let mut data = tcp_data(&response);
+            exchange(&mut data, 1);
+        } else {
+            let data = udp_data(&response);
+            data.send(&[1]).unwrap();
+            let mut back = [0u8; 16];
+            assert_eq!(data.recv(&mut back).unwrap(), 1);
+        }
+        assert_eq!(control.results().transactions, 1, "{test}");
+    }
+    let response = control.start(&request("tcp_rr", -1));
+    assert_eq!(response.socket_prio, -1, "not asked");
+    exchange(&mut tcp_data(&response), 1);
+    control.results();
+}

@@ -29,6 +29,11 @@ pub fn set_tclass_v6(_sock: &socket2::Socket, _tclass: u32) -> io::Result<()> {
     Err(unsupported("the IPv6 traffic class (-S with IPv6)"))
 }
 
+/// No socket priority here.
+pub fn set_priority(_sock: &socket2::Socket, _priority: u32) -> io::Result<u32> {
+    Err(unsupported("the socket priority (SO_PRIORITY)"))
+}
+
 /// No MSS setting here.
 pub fn set_tcp_mss(_sock: &socket2::Socket, _mss: u32) -> io::Result<()> {
     Err(unsupported("setting the TCP MSS (-M)"))

@@ -27,6 +27,14 @@ pub fn set_tclass_v6(sock: &socket2::Socket, tclass: u32) -> io::Result<()> {
     sock.set_tclass_v6(tclass)
 }
 
+/// Sets the socket's priority (SO_PRIORITY: the queueing class traffic control and Wi-Fi
+/// access categories read) and returns what the kernel then holds. Above 6 it needs
+/// CAP_NET_ADMIN.
+pub fn set_priority(sock: &socket2::Socket, priority: u32) -> io::Result<u32> {
+    sock.set_priority(priority)?;
+    sock.priority()
+}
+
 /// Sets the TCP maximum segment size (TCP_MAXSEG).
 pub fn set_tcp_mss(sock: &socket2::Socket, mss: u32) -> io::Result<()> {
     sock.set_tcp_mss(mss)

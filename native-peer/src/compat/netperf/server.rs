@@ -444,6 +444,14 @@ fn prepare(
     if let Some(tos) = tos {
         sockopt::set_tos(&socket, tos, wants_v6).map_err(bind_err)?;
     }
+    // netperf's -y: as netserver, a priority the system refuses is reported as -2 and the
+    // test runs without it; what is reported is what the kernel holds. Accepted connections
+    // inherit it from the listener.
+    let priority = match u32::try_from(request.socket_prio) {
+        Ok(p) => crate::sys::set_priority(&socket, p)
+            .map_or(-2, |held| i32::try_from(held).unwrap_or(-2)),
+        Err(_) => -1,
+    };
     if !udp && !request.cong_control.is_empty() {
         sockopt::set_congestion(&socket, &request.cong_control)
             .map_err(|e| refusal(errno::ENOENT, e.to_string()))?;
@@ -512,7 +520,7 @@ fn prepare(
             | (request.flags & flags::NO_DELAY),
         cpu_rate: if measure_cpu { PROC_STAT_RATE } else { 0.0 },
         data_port,
-        socket_prio: -1,
+        socket_prio: priority,
         socket_tos: tos.map_or(-1, u32::cast_signed),
     };
     let pad = if mode == Mode::Send {
