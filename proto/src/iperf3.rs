@@ -627,6 +627,7 @@ fn stream_final(
         bytes: s.bytes,
         duration,
         packets: (udp && role == StreamRole::Sender).then_some(s.packets.max(0) as u64),
+        writes: None,
         tcp: (role == StreamRole::Sender && has_retransmits == 1 && s.retransmits >= 0).then(
             || TcpFinal {
                 retransmits: s.retransmits as u64,

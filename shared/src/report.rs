@@ -101,6 +101,10 @@ pub struct StreamInterval {
     pub bytes: u64,
     /// Datagrams sent during the interval (UDP sender only).
     pub packets: Option<u64>,
+    /// Write calls that moved data during the interval (TCP sender only; iperf 2's `-e`
+    /// Write column). A write that fails ends the stream, so none is counted as failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<u64>,
     /// TCP sender state (TCP sender only, where the kernel reports it).
     pub tcp: Option<TcpSample>,
     /// UDP receiver figures (UDP receiver only).
@@ -215,6 +219,21 @@ fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// `count` events over `seconds`, per second (0 over no time): iperf 2's packets a second.
+pub fn per_second(count: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        count as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
+/// iperf 2's NetPwr ("network power"): bytes a second over the RTT in µs (throughput divided
+/// by delay); `None` without an RTT.
+pub fn net_power(bits_per_second: f64, rtt_us: u32) -> Option<f64> {
+    (rtt_us > 0).then(|| bits_per_second / 8.0 / f64::from(rtt_us))
+}
+
 /// bit/s for `bytes` moved in `seconds` (0 for an empty period).
 pub fn bits_per_second(bytes: u64, seconds: f64) -> f64 {
     if seconds > 0.0 {
@@ -288,6 +307,9 @@ pub struct StreamFinal {
     pub duration: Duration,
     /// Datagrams sent (UDP sender).
     pub packets: Option<u64>,
+    /// Write calls that moved data (TCP sender; see [`StreamInterval::writes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<u64>,
     /// TCP sender figures.
     pub tcp: Option<TcpFinal>,
     /// UDP receiver figures.
@@ -448,6 +470,16 @@ pub struct SideReport {
 }
 
 impl SideReport {
+    /// The TCP sample of stream `id`'s last interval that has one.
+    pub fn last_tcp_sample(&self, id: u32) -> Option<TcpSample> {
+        self.intervals
+            .iter()
+            .rev()
+            .flat_map(|i| i.streams.iter())
+            .find(|s| s.id == id && s.tcp.is_some())
+            .and_then(|s| s.tcp)
+    }
+
     /// A report of `role` with nothing measured yet (or nothing the other end could tell): no
     /// sockets, streams, intervals or CPU figures.
     pub fn empty(role: PeerRole, host: HostInfo) -> SideReport {
@@ -725,6 +757,7 @@ mod service_demand_tests {
             tcp: None,
             udp_rx: None,
             rr: None,
+            writes: None,
         }
     }
 
@@ -844,6 +877,7 @@ mod statistics_tests {
             role,
             bytes,
             packets: None,
+            writes: None,
             tcp: retransmits.map(|r| TcpSample {
                 retransmits: r,
                 ..TcpSample::default()

@@ -747,3 +747,129 @@ fn bad_input_to_our_iperf2_server_is_dropped_and_it_keeps_serving() {
             > 0
     );
 }
+
+/// Bytes of an iperf 2 transfer column (`2.68 GBytes`).
+fn transfer_bytes(number: &str, unit: &str) -> f64 {
+    let n: f64 = number.parse().unwrap();
+    n * match unit {
+        "Bytes" => 1.0,
+        "KBytes" => 1024.0,
+        "MBytes" => 1024.0 * 1024.0,
+        "GBytes" => 1024.0 * 1024.0 * 1024.0,
+        other => panic!("unit {other}"),
+    }
+}
+
+/// A stream's rows (`[  1] …`), split into their fields after `sec`.
+fn stream_rows(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .filter(|l| l.starts_with("[  1] ") && l.contains(" sec "))
+        .map(|l| {
+            l.split_once(" sec ")
+                .unwrap()
+                .1
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        })
+        .collect()
+}
+
+/// `-e` on our client, side by side with the stock client against the stock server: the same
+/// header and the same columns, and figures that hold together — writes cover the bytes (at most
+/// 128 KiB a write), NetPwr is the row's bytes a second over its RTT, a UDP row's writes are
+/// the datagrams it says it sent and its PPS their rate.
+#[test]
+fn our_enhanced_client_rows_are_iperf_2_s() {
+    if !have("iperf") {
+        return;
+    }
+    // Each client gets a fresh stock server: iperf 2.1.8's UDP server crashes (SIGSEGV) on
+    // its second test, whoever the client is.
+    let against_stock_server = |udp: bool, program: &Path, first: &[&str]| {
+        let port = free_port();
+        let p = port.to_string();
+        let mut sargs = vec!["-s", "-p", &p];
+        if udp {
+            sargs.push("-u");
+        }
+        let _server = Running::spawn(Path::new("iperf"), &sargs);
+        assert!(wait_listening(port, Duration::from_secs(10)));
+        let mut args = first.to_vec();
+        args.extend_from_slice(&["-c", "127.0.0.1", "-p", &p, "-t", "2", "-i", "1", "-e"]);
+        if udp {
+            args.extend_from_slice(&["-u", "-b", "5M"]);
+        }
+        Running::spawn(program, &args).wait(Duration::from_secs(30))
+    };
+    for udp in [false, true] {
+        let stock = text(&against_stock_server(udp, Path::new("iperf"), &[]));
+        let out = against_stock_server(udp, &perfpeer_bin(), &["iperf"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let ours = String::from_utf8_lossy(&out.stdout).into_owned();
+        let header = |t: &str| {
+            t.lines()
+                .find(|l| l.starts_with("[ ID]"))
+                .map(str::to_string)
+                .unwrap_or_else(|| panic!("no header in {t}"))
+        };
+        assert_eq!(header(&ours), header(&stock), "udp={udp}");
+        let (our_rows, stock_rows) = (stream_rows(&ours), stream_rows(&stock));
+        // Two intervals and the total (a UDP server's report follows, in its own columns).
+        assert!(our_rows.len() >= 3, "{ours}");
+        let our_rows = &our_rows[..3];
+        let width = |rows: &[Vec<String>]| rows[0].len();
+        assert_eq!(
+            width(our_rows),
+            width(&stock_rows),
+            "udp={udp}\n{ours}\n{stock}"
+        );
+        for row in our_rows {
+            let bytes = transfer_bytes(&row[0], &row[1]);
+            let (writes, errors) = row[4].split_once('/').unwrap();
+            let writes: f64 = writes.parse().unwrap();
+            assert_eq!(errors, "0", "{row:?}");
+            if udp {
+                // 1470-byte datagrams: the transfer, in its units' rounding.
+                assert!((writes * 1470.0 - bytes).abs() <= bytes * 0.01, "{row:?}");
+                assert_eq!(row[6], "pps", "{row:?}");
+            } else {
+                assert!(
+                    writes > 0.0 && writes * 131_072.0 >= bytes * 0.99,
+                    "{row:?}"
+                );
+                let rtt: f64 = row[6]
+                    .split_once('/')
+                    .and_then(|(_, r)| r.split_once('('))
+                    .map(|(r, _)| r.parse().unwrap())
+                    .unwrap();
+                let bits: f64 = row[2].parse().unwrap();
+                let scale = match &row[3][..1] {
+                    "G" => 1e9,
+                    "M" => 1e6,
+                    "K" => 1e3,
+                    _ => 1.0,
+                };
+                let bytes_per_s = bits * scale / 8.0;
+                let power: f64 = row[8].parse().unwrap();
+                assert!(
+                    (power - bytes_per_s / rtt).abs() <= power * 0.02,
+                    "NetPwr {power} vs {bytes_per_s} B/s over {rtt} us: {row:?}"
+                );
+            }
+        }
+        if udp {
+            let sent: u64 = ours
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("[  1] Sent ")?
+                        .strip_suffix(" datagrams")?
+                        .parse()
+                        .ok()
+                })
+                .expect("Sent N datagrams");
+            let last = &our_rows[2];
+            assert_eq!(last[4], format!("{sent}/0"), "{ours}");
+        }
+    }
+}

@@ -209,6 +209,7 @@ mod tests {
                 udp_rx,
                 tfrc: None,
                 probes: Vec::new(),
+                writes: None,
             }],
         };
         let client = [at(StreamRole::Sender, 400, None)];

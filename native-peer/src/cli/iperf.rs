@@ -36,7 +36,8 @@ pub struct IperfArgs {
     /// IPv6.
     #[arg(short = 'V', long = "ipv6_domain")]
     ipv6_domain: bool,
-    /// Enhanced output (accepted; perfpeer's rows always carry what it measured).
+    /// Enhanced output: a sending client's rows add Write/Err, Rtry, Cwnd/RTT(var) and NetPwr
+    /// (TCP) or Write/Err and PPS (UDP), as iperf 2.1's `-e`.
     #[arg(short = 'e', long)]
     enhanced: bool,
     /// Legacy dual test: refused (it needs a connection back to the client).
@@ -111,8 +112,15 @@ pub async fn run(args: IperfArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// iperf 2's UDP datagram size when `-l` is not given (perfpeer's own is 1448).
+const IPERF2_UDP_LEN: u32 = 1470;
+
 async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> {
-    let spec = args.flags.spec(true)?;
+    let mut spec = args.flags.build_spec(true)?;
+    if spec.protocol == Protocol::Udp && !args.flags.given().len {
+        spec.len = IPERF2_UDP_LEN;
+    }
+    let spec = perfpeer_shared::spec::ValidSpec::new(spec)?;
     let mut opts = args.flags.options()?;
     if args.ipv6_domain {
         opts.family = Some(Family::V6);
@@ -129,6 +137,8 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     }
     let udp_rx = spec.protocol == Protocol::Udp
         && spec.direction != perfpeer_shared::spec::Direction::Normal;
+    // -e's columns are a sender's: a client that receives (-R) prints the plain rows.
+    let enhanced = args.enhanced && spec.direction == perfpeer_shared::spec::Direction::Normal;
     let (mut started_ms, mut our_sockets) = (0u64, Vec::new());
     let print = |ev: &TestEvent| {
         match ev {
@@ -139,7 +149,11 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
                     for s in sockets {
                         out!("{}", fmt::connected_line(s.id, &s.local, &s.remote));
                     }
-                    out!("{}", fmt::header(udp_rx));
+                    if enhanced {
+                        out!("{}", fmt::enhanced_header(spec.protocol));
+                    } else {
+                        out!("{}", fmt::header(udp_rx));
+                    }
                 }
             }
             TestEvent::Interval {
@@ -148,6 +162,8 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
             } if args.flags.interval_given() => {
                 if csv {
                     out!("{}", fmt::csv_interval(started_ms, &our_sockets, report));
+                } else if enhanced {
+                    out!("{}", fmt::enhanced_interval_rows(report, args.units));
                 } else {
                     out!("{}", fmt::interval_rows_in(report, args.units));
                 }
@@ -166,6 +182,8 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     let result = outcome.with_context(|| format!("test against {host} failed"))?;
     if csv {
         out!("{}", fmt::csv_final(&result));
+    } else if enhanced {
+        out!("{}", fmt::enhanced_final_rows(&result, args.units));
     } else {
         out!("{}", fmt::final_rows_in(&result, args.units));
     }

@@ -84,7 +84,7 @@ pub struct StreamSetup {
 pub struct StreamCounters {
     /// Payload bytes written or read.
     pub bytes: AtomicU64,
-    /// Datagrams sent (UDP sender).
+    /// Sends: datagrams (UDP sender), or write calls that moved data (TCP sender).
     pub packets: AtomicU64,
     /// Receiver statistics (UDP receiver).
     pub udp_rx: Mutex<UdpRxStats>,

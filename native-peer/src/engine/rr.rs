@@ -25,14 +25,21 @@ enum Io {
     Stopped,
 }
 
-/// Writes all of `buf`, riding out socket timeouts until the test is aborted.
+/// Writes all of `buf`, riding out socket timeouts until the test is aborted; each write call
+/// that moved data is counted (the stream's sends, iperf 2's Write column).
 fn write_all(mut sock: &TcpStream, buf: &[u8], w: &Worker) -> io::Result<Io> {
     let mut off = 0;
     while off < buf.len() {
         match sock.write(&buf[off..]) {
-            // A partial write: the peer reads slowly, maybe a byte at a time; do not outlive it.
-            Ok(n) if off + n < buf.len() && w.control.aborted() => return Ok(Io::Stopped),
-            Ok(n) => off += n,
+            Ok(n) => {
+                w.counters.packets.fetch_add(1, Ordering::Relaxed);
+                off += n;
+                // A partial write: the peer reads slowly, maybe a byte at a time; do not
+                // outlive it.
+                if off < buf.len() && w.control.aborted() {
+                    return Ok(Io::Stopped);
+                }
+            }
             Err(e) if is_retry(&e) => {
                 if w.control.aborted() {
                     return Ok(Io::Stopped);

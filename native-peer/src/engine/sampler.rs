@@ -71,6 +71,14 @@ impl Sampled {
         self.role == StreamRole::Receiver && self.socket.is_datagram()
     }
 
+    fn is_udp_sender(&self) -> bool {
+        self.role == StreamRole::Sender && self.socket.is_datagram()
+    }
+
+    fn is_tcp_sender(&self) -> bool {
+        self.role == StreamRole::Sender && matches!(self.socket, DataSocket::Tcp(_))
+    }
+
     fn tcp_sender_info(&self) -> Option<TcpInfo> {
         match (&self.socket, self.role) {
             (DataSocket::Tcp(s), StreamRole::Sender) => tcp_info(&**s),
@@ -159,8 +167,8 @@ impl Sampler {
                 id: s.id,
                 role: s.role,
                 bytes: snap.bytes - s.last.bytes,
-                packets: (s.role == StreamRole::Sender && s.socket.is_datagram())
-                    .then(|| snap.packets - s.last.packets),
+                packets: s.is_udp_sender().then(|| snap.packets - s.last.packets),
+                writes: s.is_tcp_sender().then(|| snap.packets - s.last.packets),
                 tcp: info.map(|i| TcpSample {
                     retransmits: snap.retrans.saturating_sub(s.last.retrans),
                     snd_cwnd: u64::from(i.snd_cwnd) * u64::from(i.snd_mss),
@@ -252,7 +260,7 @@ impl Sampler {
             let stats = s.counters.udp_rx.lock().unwrap_or_else(|p| p.into_inner());
             stats.final_since(&s.base.udp.unwrap_or_default())
         });
-        let is_udp_sender = s.role == StreamRole::Sender && s.socket.is_datagram();
+        let is_udp_sender = s.is_udp_sender();
         let tcp = (s.role == StreamRole::Sender
             && matches!(s.socket, DataSocket::Tcp(_))
             && s.tcp.rtt_samples > 0)
@@ -274,6 +282,7 @@ impl Sampler {
             tcp,
             udp_rx,
             rr: *s.counters.rr.lock().unwrap_or_else(|p| p.into_inner()),
+            writes: s.is_tcp_sender().then(|| s.last.packets - s.base.packets),
         }
     }
 }

@@ -32,7 +32,7 @@ pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     if pacer.is_some() {
         tighten_timer_slack();
     }
-    let mut total = 0u64;
+    let (mut total, mut writes) = (0u64, 0u64);
     let mut writer = sock;
     'outer: while !w.control.stopping() {
         let Some(chunk) = w.control.take_budget(w.len) else {
@@ -49,7 +49,9 @@ pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
                 Ok(n) => {
                     off += n;
                     total += n as u64;
+                    writes += 1;
                     w.counters.bytes.store(total, Ordering::Relaxed);
+                    w.counters.packets.store(writes, Ordering::Relaxed);
                     // A receiver that reads a byte now and then never lets a write time out.
                     if off < chunk && w.control.aborted() {
                         break 'outer;

@@ -33,6 +33,7 @@ fn interval(i: u64, bytes: u64) -> IntervalReport {
             udp_rx: None,
             tfrc: None,
             probes: Vec::new(),
+            writes: None,
         }],
     }
 }
@@ -48,6 +49,7 @@ fn side(role: PeerRole, stream_role: StreamRole, bytes: u64) -> SideReport {
             tcp: None,
             udp_rx: None,
             rr: None,
+            writes: None,
         }],
         ..SideReport::empty(role, Default::default())
     }

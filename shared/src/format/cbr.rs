@@ -211,6 +211,7 @@ mod tests {
                 }),
                 tfrc: None,
                 probes: Vec::new(),
+                writes: None,
             }],
         };
         let line = interval_line(&report).unwrap();

@@ -307,6 +307,7 @@ mod tests {
             udp_rx: None,
             tfrc: None,
             probes: Vec::new(),
+            writes: None,
         }
     }
 

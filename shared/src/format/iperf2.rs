@@ -1,9 +1,11 @@
 //! iperf 2.1's text layout: the banner, `[  1] local … connected with …` lines, and
-//! `[ ID] Interval  Transfer  Bandwidth` rows (UDP receivers add jitter and loss), as the
+//! `[ ID] Interval  Transfer  Bandwidth` rows (UDP receivers add jitter and loss; a sending
+//! client's `-e` rows add writes, retries, cwnd/RTT and NetPwr, or packets a second), as the
 //! Debian 2.1.8 build prints them (intervals with four decimals, adaptive units).
 
 use crate::report::{
-    DirectionTotals, IntervalReport, PeerRole, StreamFinal, StreamRole, TestResult,
+    DirectionTotals, IntervalReport, PeerRole, StreamFinal, StreamInterval, StreamRole, TcpSample,
+    TestResult, net_power, per_second,
 };
 use crate::spec::Protocol;
 use crate::units::{format_bits, format_bytes, format_rate_in};
@@ -132,20 +134,12 @@ fn columns(bytes: u64, rate: f64, units: Units) -> (String, String) {
 
 fn row_in(
     id: Option<u32>,
-    (start, end): (f64, f64),
+    span: (f64, f64),
     bytes: u64,
     udp: Option<UdpColumns>,
     units: Units,
 ) -> String {
-    let tag = id.map_or_else(|| "[SUM]".to_string(), |i| format!("[{i:3}]"));
-    let secs = end - start;
-    let rate = if secs > 0.0 {
-        bytes as f64 * 8.0 / secs
-    } else {
-        0.0
-    };
-    let (transfer, bandwidth) = columns(bytes, rate, units);
-    let mut line = format!("{tag} {start:.4}-{end:.4} sec  {transfer}  {bandwidth}");
+    let mut line = row_text(id, span, bytes, units);
     if let Some(u) = udp {
         let pct = if u.total > 0 {
             u.lost as f64 * 100.0 / u.total as f64
@@ -162,6 +156,108 @@ fn row_in(
     }
     line.push('\n');
     line
+}
+
+/// A row's id, interval, transfer and bandwidth, without its end of line.
+fn row_text(id: Option<u32>, (start, end): (f64, f64), bytes: u64, units: Units) -> String {
+    let tag = id.map_or_else(|| "[SUM]".to_string(), |i| format!("[{i:3}]"));
+    let rate = crate::report::bits_per_second(bytes, end - start);
+    let (transfer, bandwidth) = columns(bytes, rate, units);
+    format!("{tag} {start:.4}-{end:.4} sec  {transfer}  {bandwidth}")
+}
+
+/// `-e`'s column header of a sending client's rows, as iperf 2.1.8's.
+pub fn enhanced_header(protocol: Protocol) -> String {
+    if protocol == Protocol::Udp {
+        "[ ID] Interval            Transfer     Bandwidth      Write/Err  PPS\n".into()
+    } else {
+        "[ ID] Interval            Transfer    Bandwidth       Write/Err  Rtry     Cwnd/RTT(var)        NetPwr\n".into()
+    }
+}
+
+/// What `-e` adds to a sending row.
+#[derive(Debug, Clone, Copy, Default)]
+struct Enhanced {
+    /// Write calls (TCP) or datagrams (UDP).
+    writes: Option<u64>,
+    /// UDP: datagrams sent.
+    packets: Option<u64>,
+    /// TCP: retransmissions.
+    retransmits: Option<u64>,
+    /// TCP: the sample the cwnd, RTT and NetPwr columns show.
+    tcp: Option<TcpSample>,
+}
+
+/// A sending row with `-e`'s columns: TCP `Write/Err Rtry Cwnd/RTT(var) NetPwr`, UDP
+/// `Write/Err PPS`. A write that fails ends perfpeer's stream, so Err is 0; what the kernel did
+/// not report prints as `-`.
+fn enhanced_row(
+    id: Option<u32>,
+    span: (f64, f64),
+    bytes: u64,
+    e: Enhanced,
+    units: Units,
+) -> String {
+    let mut line = row_text(id, span, bytes, units);
+    let secs = span.1 - span.0;
+    if let Some(packets) = e.packets {
+        let pps = per_second(packets, secs);
+        line.push_str(&format!("  {packets}/0 {pps:8.0} pps"));
+    } else {
+        let writes = e.writes.map_or_else(|| "-".into(), |w| w.to_string());
+        let rtry = e.retransmits.map_or_else(|| "-".into(), |r| r.to_string());
+        line.push_str(&format!("  {writes}/0 {rtry:>10}"));
+        if id.is_some() {
+            match e.tcp {
+                Some(t) => {
+                    let power = net_power(crate::report::bits_per_second(bytes, secs), t.rtt_us)
+                        .map_or_else(|| "-".into(), |p| format!("{p:.0}"));
+                    line.push_str(&format!(
+                        " {:>8}K/{}({}) us  {power}",
+                        t.snd_cwnd / 1024,
+                        t.rtt_us,
+                        t.rttvar_us
+                    ));
+                }
+                None => line.push_str("        -K/-(-) us  -"),
+            }
+        }
+    }
+    line.push('\n');
+    line
+}
+
+/// `-e`'s interval rows of a sending client: one per stream, and `[SUM]` for several (writes
+/// and retries summed); streams it receives print as [`interval_rows_in`].
+pub fn enhanced_interval_rows(report: &IntervalReport, units: Units) -> String {
+    if report.streams.iter().any(|s| s.role != StreamRole::Sender) {
+        return interval_rows_in(report, units);
+    }
+    let span = (report.start.as_secs_f64(), report.end.as_secs_f64());
+    let of = |s: &StreamInterval| Enhanced {
+        writes: s.writes.or(s.packets),
+        packets: s.packets,
+        retransmits: s.tcp.map(|t| t.retransmits),
+        tcp: s.tcp,
+    };
+    let mut out = String::new();
+    for s in &report.streams {
+        out.push_str(&enhanced_row(Some(s.id), span, s.bytes, of(s), units));
+    }
+    if report.streams.len() > 1 {
+        let sum = |f: fn(&Enhanced) -> Option<u64>| -> Option<u64> {
+            report.streams.iter().map(|s| f(&of(s))).sum()
+        };
+        let total = Enhanced {
+            writes: sum(|e| e.writes),
+            packets: sum(|e| e.packets),
+            retransmits: sum(|e| e.retransmits),
+            tcp: None,
+        };
+        let bytes = report.streams.iter().map(|s| s.bytes).sum();
+        out.push_str(&enhanced_row(None, span, bytes, total, units));
+    }
+    out
 }
 
 /// A server's `[SUM]` of one client's streams that ran together: `seconds` from the first
@@ -226,6 +322,16 @@ pub fn final_rows(result: &TestResult) -> String {
 
 /// [`final_rows`] in `units`.
 pub fn final_rows_in(result: &TestResult, units: Units) -> String {
+    final_rows_with(result, units, false)
+}
+
+/// [`final_rows_in`] with `-e`'s columns on the rows of the streams this end sent (the
+/// cwnd/RTT columns from each stream's last interval sample, NetPwr over the whole test).
+pub fn enhanced_final_rows(result: &TestResult, units: Units) -> String {
+    final_rows_with(result, units, true)
+}
+
+fn final_rows_with(result: &TestResult, units: Units, enhanced: bool) -> String {
     let mut out = String::new();
     for flow in result.flows() {
         let we_send = (result.local.role == PeerRole::Client) == flow.client_to_server;
@@ -235,11 +341,36 @@ pub fn final_rows_in(result: &TestResult, units: Units) -> String {
             .filter_map(|(_, tx, rx)| if we_send { *tx } else { *rx })
             .collect();
         let totals = if we_send { flow.sent } else { flow.received };
-        for s in &mine {
-            out.push_str(&stream_row(s, units));
-        }
-        if let (true, Some(t)) = (mine.len() > 1, totals) {
-            out.push_str(&sum_row(&t, units));
+        if enhanced && we_send {
+            let of = |s: &StreamFinal| Enhanced {
+                writes: s.writes.or(s.packets),
+                packets: s.packets,
+                retransmits: s.tcp.map(|t| t.retransmits),
+                tcp: result.local.last_tcp_sample(s.id),
+            };
+            for s in &mine {
+                let span = (0.0, s.duration.as_secs_f64());
+                out.push_str(&enhanced_row(Some(s.id), span, s.bytes, of(s), units));
+            }
+            if let (true, Some(t)) = (mine.len() > 1, totals) {
+                let sum = |f: fn(&Enhanced) -> Option<u64>| -> Option<u64> {
+                    mine.iter().map(|s| f(&of(s))).sum()
+                };
+                let total = Enhanced {
+                    writes: sum(|e| e.writes),
+                    packets: sum(|e| e.packets),
+                    retransmits: sum(|e| e.retransmits),
+                    tcp: None,
+                };
+                out.push_str(&enhanced_row(None, (0.0, t.seconds), t.bytes, total, units));
+            }
+        } else {
+            for s in &mine {
+                out.push_str(&stream_row(s, units));
+            }
+            if let (true, Some(t)) = (mine.len() > 1, totals) {
+                out.push_str(&sum_row(&t, units));
+            }
         }
         if we_send && result.spec.protocol == Protocol::Udp {
             for s in &mine {
@@ -445,6 +576,59 @@ mod tests {
             total: 200,
         };
         assert!(row(Some(2), 0.0, 1.0, 1000, Some(lossy)).ends_with("  1.500 ms 3/200 (1.5%)\n"));
+    }
+
+    /// `-e`'s rows, figures by hand: 1 GiB in 1 s is 8.59 Gbit/s, NetPwr 2^30 B/s over 40 µs;
+    /// a UDP row's writes are its datagrams and PPS their rate; `[SUM]` adds writes and
+    /// retries and shows no cwnd.
+    #[test]
+    fn enhanced_rows_match_iperf_2_1_8() {
+        let tcp = |id, retransmits| StreamInterval {
+            id,
+            role: StreamRole::Sender,
+            bytes: 1 << 30,
+            packets: None,
+            writes: Some(8192),
+            tcp: Some(TcpSample {
+                retransmits,
+                snd_cwnd: 895 * 1024,
+                rtt_us: 40,
+                rttvar_us: 5,
+                ..TcpSample::default()
+            }),
+            udp_rx: None,
+            tfrc: None,
+            probes: Vec::new(),
+        };
+        let report = |streams| IntervalReport {
+            start: std::time::Duration::ZERO,
+            end: std::time::Duration::from_secs(1),
+            omitted: false,
+            streams,
+        };
+        assert_eq!(
+            enhanced_interval_rows(&report(vec![tcp(1, 3)]), None),
+            "[  1] 0.0000-1.0000 sec  1.00 GBytes  8.59 Gbits/sec  8192/0          3      895K/40(5) us  26843546\n"
+        );
+        let two = enhanced_interval_rows(&report(vec![tcp(1, 3), tcp(2, 4)]), None);
+        assert!(
+            two.ends_with(
+                "[SUM] 0.0000-1.0000 sec  2.00 GBytes  17.2 Gbits/sec  16384/0          7\n"
+            ),
+            "{two}"
+        );
+        let udp = StreamInterval {
+            bytes: 1470 * 893,
+            packets: Some(893),
+            writes: None,
+            tcp: None,
+            ..tcp(1, 0)
+        };
+        assert_eq!(
+            enhanced_interval_rows(&report(vec![udp]), None),
+            "[  1] 0.0000-1.0000 sec  1.25 MBytes  10.5 Mbits/sec  893/0      893 pps\n"
+        );
+        assert!(enhanced_header(Protocol::Tcp).contains("Write/Err  Rtry     Cwnd/RTT(var)"));
     }
 
     #[test]

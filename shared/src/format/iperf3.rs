@@ -1378,6 +1378,7 @@ pub(crate) mod tests {
             tcp: None,
             udp_rx: None,
             rr: None,
+            writes: None,
         }
     }
 
@@ -1414,6 +1415,7 @@ pub(crate) mod tests {
             udp_rx: None,
             tfrc: None,
             probes: Vec::new(),
+            writes: None,
         }
     }
 
@@ -1512,6 +1514,7 @@ pub(crate) mod tests {
             udp_rx: Some(sample),
             tfrc: None,
             probes: Vec::new(),
+            writes: None,
         };
         local.intervals = vec![interval(0.0, vec![s])];
         let tx = StreamFinal {
@@ -1543,6 +1546,7 @@ pub(crate) mod tests {
             udp_rx: None,
             tfrc: None,
             probes: Vec::new(),
+            writes: None,
         };
         local.intervals = vec![interval(
             0.0,

@@ -368,6 +368,7 @@ fn remote_report(reports: &[(u32, ServerReport)]) -> SideReport {
                 max_gap_ms: None,
             }),
             rr: None,
+            writes: None,
         })
         .collect();
     // iperf2 reports no CPU figures: the empty report's zero elapsed time marks them as not measured.

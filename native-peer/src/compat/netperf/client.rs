@@ -840,6 +840,7 @@ impl Plan {
                 response_len: self.response_size,
                 rtt: counts.rtt.summary(),
             }),
+            writes: None,
         });
 
         let remote = results.map(|results| {
@@ -883,6 +884,7 @@ impl Plan {
                     max_gap_ms: None,
                 }),
                 rr: None,
+                writes: None,
             });
             remote
         });

@@ -53,6 +53,7 @@ fn stream(role: StreamRole, bytes: u64, secs: f64) -> StreamFinal {
         tcp: None,
         udp_rx: None,
         rr: None,
+        writes: None,
     }
 }
 
