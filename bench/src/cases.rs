@@ -42,6 +42,8 @@ pub enum Case {
     Tcp1SkipRx,
     /// TCP, two streams.
     Tcp2,
+    /// TCP, four streams (iperf3 3.16 and later: a thread each, as perfpeer).
+    Tcp4,
     /// UDP unlimited, 64-byte datagrams.
     Udp64,
     /// UDP unlimited, 1400-byte datagrams.
@@ -99,10 +101,11 @@ const RR_METRICS: &[Metric] = &[
 ];
 
 /// All cases, in the order they run.
-pub const ALL: [Case; 11] = [
+pub const ALL: [Case; 12] = [
     Case::Tcp1,
     Case::Tcp1SkipRx,
     Case::Tcp2,
+    Case::Tcp4,
     Case::Udp64,
     Case::Udp1400,
     Case::Paced,
@@ -120,6 +123,7 @@ impl Case {
             Case::Tcp1 => "tcp1",
             Case::Tcp1SkipRx => "tcp1-skip-rx",
             Case::Tcp2 => "tcp2",
+            Case::Tcp4 => "tcp4",
             Case::Udp64 => "udp64",
             Case::Udp1400 => "udp1400",
             Case::Paced => "paced",
@@ -162,6 +166,7 @@ impl Case {
                 "TCP, 1 stream, --skip-rx-copy (perfpeer, newest iperf3; the others: default)"
             }
             Case::Tcp2 => "TCP, -P 2",
+            Case::Tcp4 => "TCP, -P 4",
             Case::Udp64 => "UDP -b 0 -l 64 (iperf2: -b 100G)",
             Case::Udp1400 => "UDP -b 0 -l 1400 (iperf2: -b 100G)",
             Case::Paced => "UDP -b 200M -l 1400, arrivals on lo",
@@ -192,7 +197,7 @@ impl Case {
     /// What it reports.
     pub fn metrics(self) -> &'static [Metric] {
         match self.base() {
-            Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2 => TCP_METRICS,
+            Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2 | Case::Tcp4 => TCP_METRICS,
             Case::Udp64 | Case::Udp1400 => UDP_METRICS,
             Case::Paced | Case::Paced1G => PACED_METRICS,
             _ => RR_METRICS,
@@ -322,6 +327,8 @@ pub fn client_argv(tool: Tool, case: Case, p: Ports, secs: u32, progs: &Programs
         (Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp1Budget, _) => vec![],
         (Case::Tcp2, Tool::Iperf2) => vec!["-P", "2", "-y", "C"],
         (Case::Tcp2, _) => vec!["-P", "2"],
+        (Case::Tcp4, Tool::Iperf2) => vec!["-P", "4", "-y", "C"],
+        (Case::Tcp4, _) => vec!["-P", "4"],
         (Case::Udp64, _) => vec!["-u", "-b", unlimited, "-l", "64"],
         (Case::Udp1400 | Case::Udp1400Budget, _) => vec!["-u", "-b", unlimited, "-l", "1400"],
         (Case::Paced, _) => vec!["-u", "-b", "200M", "-l", "1400"],

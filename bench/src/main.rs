@@ -45,7 +45,7 @@ struct Args {
     /// One 1-second run of every case (CI: proves the runner and its parsers still work).
     #[arg(long)]
     smoke: bool,
-    /// Cases to run (comma-separated: tcp1,tcp1-skip-rx,tcp2,udp64,udp1400,paced,paced-1g,rr,
+    /// Cases to run (comma-separated: tcp1,tcp1-skip-rx,tcp2,tcp4,udp64,udp1400,paced,paced-1g,rr,
     /// udp-rr,tcp1-cpu25,udp1400-cpu25).
     #[arg(long, value_delimiter = ',')]
     cases: Vec<String>,

@@ -36,7 +36,7 @@ pub fn parse(tool: Tool, case: Case, client: &str, server: &str) -> Result<Figur
     match (tool, case) {
         (
             Tool::Perfpeer | Tool::Iperf3 | Tool::Iperf3New,
-            Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2 | Case::Tcp1Budget,
+            Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2 | Case::Tcp4 | Case::Tcp1Budget,
         ) => {
             let j: Value = serde_json::from_str(client).map_err(|_| miss(tool, "JSON"))?;
             let bps = num(&j, &["end", "sum_received", "bits_per_second"]);
@@ -54,7 +54,10 @@ pub fn parse(tool: Tool, case: Case, client: &str, server: &str) -> Result<Figur
             let secs = num(&j, &["end", "sum", "seconds"]).ok_or(miss(tool, "seconds"))?;
             udp_figures(&mut f, sent - lost, lost, secs);
         }
-        (Tool::Iperf2, Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2 | Case::Tcp1Budget) => {
+        (
+            Tool::Iperf2,
+            Case::Tcp1 | Case::Tcp1SkipRx | Case::Tcp2 | Case::Tcp4 | Case::Tcp1Budget,
+        ) => {
             let row = iperf2_sum_row(client).ok_or(miss(tool, "CSV report"))?;
             f.insert("bytes", row[7]);
             f.insert("gbps", row[8] / 1e9);
