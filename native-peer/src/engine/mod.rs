@@ -214,6 +214,10 @@ struct Worker {
     rr: Option<RequestResponse>,
     skip_rx_copy: bool,
     fq_pacing: bool,
+    /// Send TCP with sendfile from a memory file: only when this is the end's one stream and
+    /// it sends. One stream goes 1.5× faster for it on loopback; several streams at once went
+    /// 0.65× as fast (docs/benchmarks.md, "A sendfile sender").
+    sendfile: bool,
 }
 
 impl Worker {
@@ -274,6 +278,7 @@ impl Engine {
             control: control.clone(),
             streams: Vec::with_capacity(setups.len()),
         };
+        let lone_sender = matches!(&setups[..], [only] if only.role == StreamRole::Sender);
         for setup in setups {
             let counters = Arc::new(StreamCounters::default());
             let worker = Worker {
@@ -291,6 +296,7 @@ impl Engine {
                 rr: spec.rr,
                 skip_rx_copy: spec.skip_rx_copy,
                 fq_pacing: spec.fq_pacing,
+                sendfile: lone_sender,
             };
             let name = format!(
                 "pp-{}-{}",

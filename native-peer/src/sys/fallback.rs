@@ -239,3 +239,19 @@ mod tests {
         assert!(unsafe { getsockopt_into(&udp, 0, 0, &mut out) }.is_err());
     }
 }
+
+/// No sendfile from a memory file here: senders write from their buffer.
+#[derive(Debug)]
+pub struct SendSource;
+
+impl SendSource {
+    /// Always unsupported here.
+    pub fn new(_data: &[u8]) -> io::Result<SendSource> {
+        Err(unsupported("sending with sendfile(2)"))
+    }
+
+    /// Never called: there is no source.
+    pub fn send(&self, _sock: &impl AsSocket, _range: std::ops::Range<usize>) -> io::Result<usize> {
+        Err(unsupported("sending with sendfile(2)"))
+    }
+}
