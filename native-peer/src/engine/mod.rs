@@ -214,10 +214,11 @@ struct Worker {
     rr: Option<RequestResponse>,
     skip_rx_copy: bool,
     fq_pacing: bool,
-    /// Send TCP with sendfile from a memory file: only when this is the end's one stream and
-    /// it sends. One stream goes 1.5× faster for it on loopback; several streams at once went
-    /// 0.65× as fast (docs/benchmarks.md, "A sendfile sender").
-    sendfile: bool,
+    /// The end's only stream: a TCP sender then sends with sendfile from a memory file, a TCP
+    /// receiver wakes for a buffer's worth (SO_RCVLOWAT). Each made one stream half again as
+    /// fast on loopback and several streams at once slower (docs/benchmarks.md, "A sendfile
+    /// sender" and "Waking the receiver for a buffer's worth").
+    alone: bool,
 }
 
 impl Worker {
@@ -278,7 +279,7 @@ impl Engine {
             control: control.clone(),
             streams: Vec::with_capacity(setups.len()),
         };
-        let lone_sender = matches!(&setups[..], [only] if only.role == StreamRole::Sender);
+        let alone = setups.len() == 1;
         for setup in setups {
             let counters = Arc::new(StreamCounters::default());
             let worker = Worker {
@@ -296,7 +297,7 @@ impl Engine {
                 rr: spec.rr,
                 skip_rx_copy: spec.skip_rx_copy,
                 fq_pacing: spec.fq_pacing,
-                sendfile: lone_sender,
+                alone,
             };
             let name = format!(
                 "pp-{}-{}",

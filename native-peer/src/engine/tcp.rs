@@ -12,6 +12,10 @@ use super::{POLL, Worker, is_retry};
 
 /// How long a receiver waits for the sender's EOF after stop before giving up.
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+/// Bytes a TCP receiver waits for before it is woken (SO_RCVLOWAT).
+const RX_LOW_WATER: usize = 128 * 1024;
+/// Longest a TCP receiver leaves fewer bytes than that unread.
+const RX_WAIT: Duration = Duration::from_millis(10);
 /// Smallest send made with sendfile: below it a plain write costs less than the call.
 const SENDFILE_MIN: usize = 16 * 1024;
 /// Largest read; one read per call keeps syscalls few.
@@ -37,7 +41,7 @@ pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     // A lone sending stream's large sends go out with sendfile from a memory file holding the
     // payload (no copy from user memory per send, as iperf3's -Z); with several streams, for
     // small sends, off Linux, or where that file cannot be made, the buffer is written.
-    let source = (w.sendfile && buf.len() >= SENDFILE_MIN)
+    let source = (w.alone && buf.len() >= SENDFILE_MIN)
         .then(|| crate::sys::SendSource::new(&buf).ok())
         .flatten();
     let (mut total, mut writes) = (0u64, 0u64);
@@ -88,8 +92,13 @@ pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
 }
 
 pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
-    sock.set_read_timeout(Some(POLL))?;
     let mut buf = vec![0u8; w.len.clamp(64 * 1024, MAX_READ)];
+    // A lone stream's receiver wakes for a buffer's worth, not for every segment (SO_RCVLOWAT):
+    // it then reads in large gulps and costs its sender far fewer wake-ups; a slow stream's
+    // partial data is read when RX_WAIT passes, so counts and arrival times lag by at most that.
+    // Several streams at once went slower with it, and keep waking for any data.
+    let gulp = w.alone && crate::sys::set_recv_low_water(sock, RX_LOW_WATER.min(buf.len())).is_ok();
+    sock.set_read_timeout(Some(if gulp { RX_WAIT } else { POLL }))?;
     let mut total = 0u64;
     let mut reader = sock;
     loop {

@@ -29,6 +29,11 @@ pub fn set_tclass_v6(_sock: &socket2::Socket, _tclass: u32) -> io::Result<()> {
     Err(unsupported("the IPv6 traffic class (-S with IPv6)"))
 }
 
+/// Not used here: readers wake for any data.
+pub fn set_recv_low_water<S: AsSocket>(_sock: &S, _bytes: usize) -> io::Result<()> {
+    Err(unsupported("SO_RCVLOWAT"))
+}
+
 /// No socket priority here.
 pub fn set_priority(_sock: &socket2::Socket, _priority: u32) -> io::Result<u32> {
     Err(unsupported("the socket priority (SO_PRIORITY)"))

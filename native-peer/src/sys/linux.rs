@@ -27,6 +27,27 @@ pub fn set_tclass_v6(sock: &socket2::Socket, tclass: u32) -> io::Result<()> {
     sock.set_tclass_v6(tclass)
 }
 
+/// Wakes a reader only once `bytes` are queued (SO_RCVLOWAT), or its receive timeout passes,
+/// or the stream ends.
+pub fn set_recv_low_water(sock: &impl AsRawFd, bytes: usize) -> io::Result<()> {
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: a plain setsockopt with a c_int value and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&raw const value).cast(),
+            socklen_of::<libc::c_int>(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Sets the socket's priority (SO_PRIORITY: the queueing class traffic control and Wi-Fi
 /// access categories read) and returns what the kernel then holds. Above 6 it needs
 /// CAP_NET_ADMIN.
