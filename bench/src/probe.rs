@@ -1,5 +1,7 @@
 //! The bare loops the runner measures perfpeer against ("close to the machine"): a TCP sender
-//! that writes one 128 KiB buffer until its time is up and a receiver that reads to EOF; a UDP
+//! that sends one 128 KiB buffer with sendfile from a memfd until its time is up and a receiver
+//! that reads to EOF, woken for 128 KiB at a time (SO_RCVLOWAT) — the calls perfpeer's lone TCP
+//! stream makes; a UDP
 //! sender that offers 64 datagrams per call (UDP GSO, as perfpeer's unpaced sender) and a
 //! receiver that takes 64 per `recvmmsg`. No pacing, no statistics, no control protocol: what is
 //! left of perfpeer's figure against these is its own cost. The runner starts them as
@@ -37,10 +39,27 @@ pub fn main(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What a TCP probe sends and reads at a time.
+const TCP_CHUNK: usize = 128 * 1024;
+
 fn tcp_server(port: u16) -> anyhow::Result<String> {
     let listener = TcpListener::bind(("127.0.0.1", port))?;
     let (mut s, _) = listener.accept()?;
-    let mut buf = vec![0u8; 128 * 1024];
+    let lowat = libc::c_int::try_from(TCP_CHUNK)?;
+    // SAFETY: a plain setsockopt with a c_int and its size on an open socket.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&raw const lowat).cast(),
+            libc::socklen_t::try_from(std::mem::size_of::<libc::c_int>())?,
+        )
+    };
+    if rc != 0 {
+        bail!("SO_RCVLOWAT: {}", std::io::Error::last_os_error());
+    }
+    let mut buf = vec![0u8; TCP_CHUNK];
     let mut bytes = 0u64;
     let mut first = None;
     loop {
@@ -56,14 +75,32 @@ fn tcp_server(port: u16) -> anyhow::Result<String> {
 }
 
 fn tcp_client(port: u16, secs: u64, len: u64) -> anyhow::Result<String> {
+    use std::os::fd::FromRawFd;
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    let buf = vec![0x5au8; usize::try_from(len)?];
+    let len = usize::try_from(len)?;
+    // SAFETY: a NUL-terminated name and flags; the result is checked before use.
+    let fd = unsafe { libc::memfd_create(c"probe-payload".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        bail!("memfd_create: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nothing else owns.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    file.write_all(&vec![0x5au8; len])?;
     let start = Instant::now();
     let until = start + Duration::from_secs(secs);
     let mut bytes = 0u64;
     while Instant::now() < until {
-        s.write_all(&buf)?;
-        bytes += len;
+        let mut offset: libc::off_t = 0;
+        while usize::try_from(offset)? < len {
+            let left = len - usize::try_from(offset)?;
+            // SAFETY: both descriptors are open; `offset` is a valid off_t the call advances.
+            let n =
+                unsafe { libc::sendfile(s.as_raw_fd(), file.as_raw_fd(), &raw mut offset, left) };
+            if n <= 0 {
+                bail!("sendfile: {}", std::io::Error::last_os_error());
+            }
+        }
+        bytes += len as u64;
     }
     let secs = start.elapsed().as_secs_f64();
     s.shutdown(Shutdown::Write)?;
