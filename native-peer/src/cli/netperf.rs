@@ -265,6 +265,20 @@ fn parse_one_size(s: &str) -> Result<u32, String> {
 }
 
 impl TestOptions {
+    /// `-m` belongs to stream tests, `-r` to request/response ones.
+    fn check_sizes(&self, test: NetperfTest) -> anyhow::Result<()> {
+        if test.is_transactional() && self.send_size.is_some() {
+            bail!("-m applies to stream tests; give the request/response sizes with -r REQ,RESP");
+        }
+        if !test.is_transactional() && self.rr_sizes.is_some() {
+            bail!(
+                "-r applies to TCP_RR, UDP_RR, TCP_CRR and TCP_CC; give the send size of a stream \
+                 test with -m"
+            );
+        }
+        Ok(())
+    }
+
     /// The one socket buffer size perfpeer can apply, from every -s/-S value given.
     fn window(&self) -> anyhow::Result<Option<u32>> {
         let mut sizes = [self.local_buffer, self.remote_buffer]
@@ -301,12 +315,9 @@ impl NetperfArgs {
                  remote port cannot be chosen; give -P LPORT for the local one"
             );
         }
-        let protocol = match self.test {
-            NetperfTest::UdpStream | NetperfTest::UdpRr => Protocol::Udp,
-            _ => Protocol::Tcp,
-        };
+        let protocol = self.test.protocol();
         let mut spec = TestSpec::new(protocol);
-        let rr = matches!(self.test, NetperfTest::TcpRr | NetperfTest::UdpRr);
+        let rr = self.test.is_transactional();
         spec.direction = match self.test {
             NetperfTest::TcpMaerts => Direction::Reverse,
             _ => Direction::Normal,
@@ -315,12 +326,8 @@ impl NetperfArgs {
         spec.bitrate = None;
         spec.window = t.window()?;
         spec.no_delay = t.no_delay;
-        if self.test.is_transactional() {
-            if t.send_size.is_some() {
-                bail!(
-                    "-m applies to stream tests; give the request/response sizes with -r REQ,RESP"
-                );
-            }
+        t.check_sizes(self.test)?;
+        if rr {
             let (req, resp) = t.rr_sizes.unwrap_or((None, None));
             spec.len = req.unwrap_or(1);
             spec.rr = Some(RequestResponse {
@@ -329,11 +336,6 @@ impl NetperfArgs {
                 connection_per_transaction: None,
             });
         } else {
-            if t.rr_sizes.is_some() {
-                bail!(
-                    "-r applies to TCP_RR and UDP_RR; give the send size of a stream test with -m"
-                );
-            }
             spec.len = t.send_size.unwrap_or_else(|| {
                 client::default_send_size(protocol, spec.window, ([0, 0, 0, 0], 0).into())
             });
@@ -538,17 +540,10 @@ impl NetperfArgs {
                     })?,
             ),
         };
+        t.check_sizes(self.test)?;
         let transactional = self.test.is_transactional();
         let (request, response) = t.rr_sizes.unwrap_or((None, None));
-        if transactional && t.send_size.is_some() {
-            bail!("-m applies to stream tests; give the request/response sizes with -r REQ,RESP");
-        }
-        if !transactional && t.rr_sizes.is_some() {
-            bail!(
-                "-r applies to request/response tests; give the send size of a stream test with -m"
-            );
-        }
-        let udp = matches!(self.test, NetperfTest::UdpStream | NetperfTest::UdpRr);
+        let udp = self.test.protocol() == Protocol::Udp;
         let send_size = if transactional {
             Some(request.unwrap_or(1))
         } else {

@@ -261,18 +261,15 @@ impl Sampler {
             stats.final_since(&s.base.udp.unwrap_or_default())
         });
         let is_udp_sender = s.is_udp_sender();
-        let tcp = (s.role == StreamRole::Sender
-            && matches!(s.socket, DataSocket::Tcp(_))
-            && s.tcp.rtt_samples > 0)
-            .then(|| TcpFinal {
-                retransmits: s.last.retrans.saturating_sub(s.base.retrans),
-                max_snd_cwnd: s.tcp.max_cwnd,
-                max_rtt_us: s.tcp.max_rtt,
-                min_rtt_us: s.tcp.min_rtt,
-                mean_rtt_us: u32::try_from(s.tcp.rtt_sum / s.tcp.rtt_samples.max(1))
-                    .unwrap_or(u32::MAX),
-                max_snd_wnd: s.tcp.max_wnd,
-            });
+        let tcp = (s.is_tcp_sender() && s.tcp.rtt_samples > 0).then(|| TcpFinal {
+            retransmits: s.last.retrans.saturating_sub(s.base.retrans),
+            max_snd_cwnd: s.tcp.max_cwnd,
+            max_rtt_us: s.tcp.max_rtt,
+            min_rtt_us: s.tcp.min_rtt,
+            mean_rtt_us: u32::try_from(s.tcp.rtt_sum / s.tcp.rtt_samples.max(1))
+                .unwrap_or(u32::MAX),
+            max_snd_wnd: s.tcp.max_wnd,
+        });
         StreamFinal {
             id: s.id,
             role: s.role,

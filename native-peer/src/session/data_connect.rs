@@ -103,7 +103,8 @@ pub fn open_streams(
         .collect()
 }
 
-fn new_socket(server: SocketAddr, ty: Type, bind: &LocalEnd) -> io::Result<Socket> {
+/// A socket of `ty` for `server`'s family, bound to `bind`'s device, address and first port.
+pub(crate) fn new_socket(server: SocketAddr, ty: Type, bind: &LocalEnd) -> io::Result<Socket> {
     let socket = Socket::new(Domain::for_address(server), ty, None)?;
     if let Some(dev) = &bind.device {
         crate::sys::bind_device(SockRef::from(&socket), dev)?;

@@ -31,21 +31,12 @@ pub fn set_tclass_v6(sock: &socket2::Socket, tclass: u32) -> io::Result<()> {
 /// or the stream ends.
 pub fn set_recv_low_water(sock: &impl AsRawFd, bytes: usize) -> io::Result<()> {
     let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    // SAFETY: a plain setsockopt with a c_int value and its size.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&raw const value).cast(),
-            socklen_of::<libc::c_int>(),
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    setsockopt_bytes(
+        sock,
+        libc::SOL_SOCKET,
+        libc::SO_RCVLOWAT,
+        &value.to_ne_bytes(),
+    )
 }
 
 /// Sets the socket's priority (SO_PRIORITY: the queueing class traffic control and Wi-Fi

@@ -188,6 +188,19 @@ struct Enhanced {
     tcp: Option<TcpSample>,
 }
 
+impl Enhanced {
+    /// `[SUM]`'s columns: writes, datagrams and retries added up (a sum has no cwnd or RTT).
+    fn total(parts: &[Enhanced]) -> Enhanced {
+        let sum = |f: fn(&Enhanced) -> Option<u64>| parts.iter().map(f).sum();
+        Enhanced {
+            writes: sum(|e| e.writes),
+            packets: sum(|e| e.packets),
+            retransmits: sum(|e| e.retransmits),
+            tcp: None,
+        }
+    }
+}
+
 /// A sending row with `-e`'s columns: TCP `Write/Err Rtry Cwnd/RTT(var) NetPwr`, UDP
 /// `Write/Err PPS`. A write that fails ends perfpeer's stream, so Err is 0; what the kernel did
 /// not report prints as `-`.
@@ -240,22 +253,20 @@ pub fn enhanced_interval_rows(report: &IntervalReport, units: Units) -> String {
         retransmits: s.tcp.map(|t| t.retransmits),
         tcp: s.tcp,
     };
+    let parts: Vec<Enhanced> = report.streams.iter().map(of).collect();
     let mut out = String::new();
-    for s in &report.streams {
-        out.push_str(&enhanced_row(Some(s.id), span, s.bytes, of(s), units));
+    for (s, e) in report.streams.iter().zip(&parts) {
+        out.push_str(&enhanced_row(Some(s.id), span, s.bytes, *e, units));
     }
     if report.streams.len() > 1 {
-        let sum = |f: fn(&Enhanced) -> Option<u64>| -> Option<u64> {
-            report.streams.iter().map(|s| f(&of(s))).sum()
-        };
-        let total = Enhanced {
-            writes: sum(|e| e.writes),
-            packets: sum(|e| e.packets),
-            retransmits: sum(|e| e.retransmits),
-            tcp: None,
-        };
         let bytes = report.streams.iter().map(|s| s.bytes).sum();
-        out.push_str(&enhanced_row(None, span, bytes, total, units));
+        out.push_str(&enhanced_row(
+            None,
+            span,
+            bytes,
+            Enhanced::total(&parts),
+            units,
+        ));
     }
     out
 }
@@ -348,20 +359,13 @@ fn final_rows_with(result: &TestResult, units: Units, enhanced: bool) -> String 
                 retransmits: s.tcp.map(|t| t.retransmits),
                 tcp: result.local.last_tcp_sample(s.id),
             };
-            for s in &mine {
+            let parts: Vec<Enhanced> = mine.iter().map(|s| of(s)).collect();
+            for (s, e) in mine.iter().zip(&parts) {
                 let span = (0.0, s.duration.as_secs_f64());
-                out.push_str(&enhanced_row(Some(s.id), span, s.bytes, of(s), units));
+                out.push_str(&enhanced_row(Some(s.id), span, s.bytes, *e, units));
             }
             if let (true, Some(t)) = (mine.len() > 1, totals) {
-                let sum = |f: fn(&Enhanced) -> Option<u64>| -> Option<u64> {
-                    mine.iter().map(|s| f(&of(s))).sum()
-                };
-                let total = Enhanced {
-                    writes: sum(|e| e.writes),
-                    packets: sum(|e| e.packets),
-                    retransmits: sum(|e| e.retransmits),
-                    tcp: None,
-                };
+                let total = Enhanced::total(&parts);
                 out.push_str(&enhanced_row(None, (0.0, t.seconds), t.bytes, total, units));
             }
         } else {

@@ -84,6 +84,14 @@ impl NetperfTest {
         }
     }
 
+    /// The protocol the test runs over.
+    pub fn protocol(self) -> Protocol {
+        match self {
+            NetperfTest::UdpStream | NetperfTest::UdpRr => Protocol::Udp,
+            _ => Protocol::Tcp,
+        }
+    }
+
     /// Whether the test counts transactions (request/response and connection tests) rather
     /// than bytes.
     pub fn is_transactional(self) -> bool {

@@ -30,6 +30,7 @@ use super::codec::{
 };
 use crate::engine::cpu::CpuSnapshot;
 use crate::engine::{POLL, is_retry, payload};
+use crate::session::data_connect::{LocalEnd, new_socket};
 
 /// How long the control and data connections have to open.
 pub const CONNECT_WAIT: Duration = Duration::from_secs(10);
@@ -139,10 +140,7 @@ struct Counts {
 
 impl Plan {
     fn protocol(&self) -> Protocol {
-        match self.test {
-            NetperfTest::UdpStream | NetperfTest::UdpRr => Protocol::Udp,
-            _ => Protocol::Tcp,
-        }
+        self.test.protocol()
     }
 
     fn connection_test(&self) -> Option<ConnectionTest> {
@@ -403,20 +401,16 @@ impl Plan {
 
     /// The socket for the data, with `-s` and `-- -P LPORT` applied.
     fn data_socket(&self, ty: Type) -> io::Result<Socket> {
-        let domain = Domain::for_address(self.server);
-        let socket = Socket::new(domain, ty, None)?;
+        let bind = LocalEnd {
+            first_port: self.local_port,
+            ..LocalEnd::default()
+        };
+        let socket = new_socket(self.server, ty, &bind)?;
         if let Some(n) = self.local_buffers.0 {
             socket.set_send_buffer_size(n as usize)?;
         }
         if let Some(n) = self.local_buffers.1 {
             socket.set_recv_buffer_size(n as usize)?;
-        }
-        if let Some(port) = self.local_port {
-            let any: SocketAddr = match self.server {
-                SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, port).into(),
-                SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, port).into(),
-            };
-            socket.bind(&any.into())?;
         }
         Ok(socket)
     }
