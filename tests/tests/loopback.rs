@@ -268,3 +268,73 @@ fn a_sendfile_sender_sends_its_buffer_in_order() {
     assert!(blocks > 100, "{blocks} blocks");
     assert_eq!(differing, 0, "of {blocks} blocks");
 }
+
+/// Each thread of process `pid` as its name and scheduling policy (field 41 of its stat line:
+/// 0 the default class, 3 SCHED_BATCH).
+fn thread_policies(pid: u32) -> Vec<(String, u32)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| {
+            let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+            // The name is in parentheses and may hold spaces; the fields after it start at 3.
+            let (name_part, rest) = stat.rsplit_once(')')?;
+            let name = name_part.split_once('(')?.1.to_string();
+            let policy = rest.split_whitespace().nth(41 - 3)?.parse().ok()?;
+            Some((name, policy))
+        })
+        .collect()
+}
+
+/// An unpaced TCP stream's threads, at both ends, run in the batch scheduling class (they take
+/// turns by time slice instead of preempting each other at every wake-up); the rest of each
+/// process keeps the default class, and so do a paced stream's threads and request/response
+/// threads, whose wake-ups are their timing.
+#[test]
+fn unpaced_tcp_stream_threads_take_turns_and_the_rest_do_not() {
+    let peer = Peer::start(&[]);
+    let cases: [(&[&str], u32); 3] = [
+        (&["-P", "2"], 3),
+        (&["-P", "2", "-b", "50M"], 0),
+        (&["--rr"], 0),
+    ];
+    for (extra, expected) in cases {
+        let mut args = vec!["test", peer.control.as_str(), "-t", "2"];
+        args.extend_from_slice(extra);
+        let client = perfpeer_tests::Running::spawn(&perfpeer_tests::perfpeer_bin(), &args);
+        let client_pid = client.0.id();
+        // Every (process, thread name, policy) seen while the test ran.
+        let mut seen = std::collections::BTreeSet::new();
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(1500);
+        while std::time::Instant::now() < until {
+            for (end, pid) in [("client", client_pid), ("server", peer.pid())] {
+                for (name, policy) in thread_policies(pid) {
+                    seen.insert((end, name, policy));
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = client.wait(std::time::Duration::from_secs(20));
+        assert!(out.status.success(), "{extra:?}: {out:?}");
+        let data = |(_, name, _): &&(&str, String, u32)| name.starts_with("pp-");
+        let data_threads: Vec<_> = seen.iter().filter(data).collect();
+        for end in ["client", "server"] {
+            assert!(
+                data_threads.iter().any(|(e, _, _)| *e == end),
+                "{extra:?}: no data thread seen at the {end}: {seen:?}"
+            );
+        }
+        assert!(
+            data_threads.iter().all(|(_, _, p)| *p == expected),
+            "{extra:?}: data threads should have policy {expected}: {seen:?}"
+        );
+        assert!(
+            seen.iter()
+                .filter(|t| !data(t))
+                .all(|(_, _, policy)| *policy == 0),
+            "{extra:?}: only data threads change class: {seen:?}"
+        );
+    }
+}

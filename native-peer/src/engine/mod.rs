@@ -214,10 +214,9 @@ struct Worker {
     rr: Option<RequestResponse>,
     skip_rx_copy: bool,
     fq_pacing: bool,
-    /// The end's only stream: a TCP sender then sends with sendfile from a memory file, a TCP
-    /// receiver wakes for a buffer's worth (SO_RCVLOWAT). Each made one stream half again as
-    /// fast on loopback and several streams at once slower (docs/benchmarks.md, "A sendfile
-    /// sender" and "Waking the receiver for a buffer's worth").
+    /// The end's only stream: a TCP sender then sends with sendfile from a memory file. That
+    /// made one stream half again as fast on loopback and several streams at once slower
+    /// (docs/benchmarks.md, "A sendfile sender").
     alone: bool,
 }
 

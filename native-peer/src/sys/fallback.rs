@@ -64,6 +64,11 @@ pub fn set_so_debug<S: AsSocket>(_sock: &S) -> io::Result<()> {
     Err(unsupported("SO_DEBUG"))
 }
 
+/// No batch scheduling class here: the thread keeps the default one.
+pub fn run_as_batch() -> io::Result<()> {
+    Err(unsupported("the batch scheduling class (SCHED_BATCH)"))
+}
+
 /// No CPU pinning here: the caller says so.
 pub fn pin_to_cpu(_cpu: usize) -> io::Result<()> {
     Err(unsupported("setting the CPU affinity (-A)"))

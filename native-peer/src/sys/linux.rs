@@ -87,6 +87,23 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     }
 }
 
+/// Makes the calling thread a batch thread (SCHED_BATCH): woken, it does not preempt the thread
+/// that is running but waits for that one's time slice to end. Its share of the CPU is
+/// unchanged (same policy class, same nice level); busy threads sharing a core then take turns
+/// by slice instead of switching at every wake-up.
+pub fn run_as_batch() -> io::Result<()> {
+    // SAFETY: sched_param is plain data (musl's has reserved fields, so it is zeroed, not built);
+    // pthread_self names this thread, alive for the call; the parameter is only read.
+    let err = unsafe {
+        let param: libc::sched_param = std::mem::zeroed();
+        libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_BATCH, &param)
+    };
+    match err {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
 /// Goes on in the background (`iperf3 -s -D`): forks, the parent exits, the child leaves the
 /// terminal's session, works from `/` and has stdin, stdout and stderr on /dev/null. Call it
 /// before any thread is started.

@@ -20,9 +20,10 @@ use super::{AsSocket, HostTimes, TcpInfo, Uname};
 
 pub use super::fallback::{
     BATCHED_UDP, SendSource, bind_device, daemonize, getsockopt_into, pin_to_cpu, raise_fd_limit,
-    recv_batch, recv_discard, send_batch, set_max_pacing_rate, set_priority, set_recv_low_water,
-    set_so_debug, set_tclass_v6, set_tcp_congestion, set_tcp_mss, set_udp_segment,
-    setsockopt_bytes, tcp_congestion, tcp_mss, tighten_timer_slack, unsent_bytes, wait_readable,
+    recv_batch, recv_discard, run_as_batch, send_batch, set_max_pacing_rate, set_priority,
+    set_recv_low_water, set_so_debug, set_tclass_v6, set_tcp_congestion, set_tcp_mss,
+    set_udp_segment, setsockopt_bytes, tcp_congestion, tcp_mss, tighten_timer_slack, unsent_bytes,
+    wait_readable,
 };
 
 /// A FILETIME as one count of 100 ns units.
