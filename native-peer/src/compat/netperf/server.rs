@@ -598,7 +598,7 @@ async fn omni_test(
             return refuse(conn, from, answer_kind, why, shared).await;
         }
     };
-    let Ok(_slot) = shared.tests.admit_without_shedding(from.ip()) else {
+    let Ok(slot) = shared.tests.admit_without_shedding(from.ip()) else {
         let why = refusal(
             errno::EBUSY,
             format!(
@@ -618,7 +618,7 @@ async fn omni_test(
         bound,
         response,
         measure_cpu,
-        _memory,
+        _memory: memory,
     } = prepared;
     let test = shared.next_test.fetch_add(1, Ordering::Relaxed);
     let (connections_tx, connections_rx) = std_mpsc::sync_channel(4);
@@ -742,6 +742,10 @@ async fn omni_test(
         name,
         counts: Box::new(counts),
     });
+    // The test is over: its slot and memory are free before the client reads its results, so
+    // a client that starts its next test at once (a script's loop, `--max-tests 1`) is admitted.
+    drop(slot);
+    drop(memory);
     if control_open {
         write_message(conn, &results_message).await?;
     }
