@@ -26,8 +26,9 @@ pub(super) const MAX_READ: usize = 1 << 20;
 /// preempting it. Where streams outnumber cores — four streams each way on two cores — each
 /// wake-up was a switch; taking turns by slice, with receivers woken for a buffer's worth, made
 /// `-P 4` half again as fast on loopback (docs/benchmarks.md, "Taking turns"). The thread's
-/// share of the CPU is the same, and anything else on the host that wakes still preempts it. A paced stream keeps the default class: its
-/// sender wakes on a timer that must not wait a slice.
+/// share of the CPU is the same, and anything else on the host that wakes still preempts it.
+/// A paced stream keeps the default class: its sender wakes on a timer that must not wait a
+/// slice.
 fn take_turns(w: &Worker) {
     if w.rate.is_none() {
         // Where the class is missing the stream runs as before.

@@ -14,8 +14,9 @@
 //! DCCP's options), batched UDP (`sendmmsg`, `recvmmsg` with MSG_TRUNC), a TCP read that
 //! discards (MSG_TRUNC), a TCP socket's unsent bytes (TIOCOUTQ), the process's CPU times
 //! (getrusage) and the host's (/proc/stat), the memory size, this boot's id and a process's start
-//! time (who owns a running test), uname, a filesystem's size (statvfs), the open-file limit, timer slack, the batch scheduling class (SCHED_BATCH), going into
-//! the background (daemon), SO_DEBUG, and which I/O errors mean "no buffer space".
+//! time (who owns a running test), uname, a filesystem's size (statvfs), the open-file limit,
+//! timer slack, the batch scheduling class (SCHED_BATCH), going into the background (daemon),
+//! SO_DEBUG, and which I/O errors mean "no buffer space".
 
 #[cfg(any(not(target_os = "linux"), test))]
 mod fallback;
