@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use perfpeer_shared::units::BitRate;
 
 /// A sender that falls further behind than this forgets the debt: the host stopped it, and paying
-/// it back (at most at four times the rate) would take longer than the stall. Shorter debts are
+/// it back would load the path at four times the rate for a third of the stall. Shorter debts are
 /// paid back: a fast sender that shares its core with other busy work loses a few milliseconds
 /// at a time and many times a second, and forgiving those (at 50 ms, before 2026-12-05) left a
 /// 1 Gbit/s stream up to 1.5 % short with a CPU hog beside it, where paying back kept eight
