@@ -24,6 +24,8 @@ use std::time::Duration;
 
 use anyhow::bail;
 
+use crate::sockopt;
+
 /// Bytes kept of each datagram: its IPv4 (up to 60) and UDP (8) headers.
 const SNAP_LEN: u32 = 68;
 /// Ring geometry: 32 blocks of 1 MiB, each holding thousands of cut packets; a block is handed
@@ -85,20 +87,6 @@ fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-fn set_option<T>(fd: &Fd, level: libc::c_int, name: libc::c_int, value: &T) -> io::Result<()> {
-    // SAFETY: `value` is a live T of the size given.
-    check(unsafe {
-        libc::setsockopt(
-            fd.0,
-            level,
-            name,
-            (value as *const T).cast(),
-            std::mem::size_of::<T>() as u32,
-        )
-    })
-    .map(drop)
-}
-
 /// The kernel-side filter: unfragmented IPv4 UDP to `port`, kept to [`SNAP_LEN`] bytes;
 /// everything else dropped. (Bound to ETH_P_IP, not ETH_P_ALL, the socket sees each loopback
 /// packet once, arriving, not also leaving.)
@@ -143,8 +131,8 @@ fn open_lo(port: u16) -> io::Result<(Fd, Ring)> {
             len: program.len() as u16,
             filter: program.as_mut_ptr(),
         };
-        set_option(&fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &fprog)?;
-        set_option(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &TPACKET_V3)?;
+        sockopt::set(fd.0, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, &fprog)?;
+        sockopt::set(fd.0, libc::SOL_PACKET, libc::PACKET_VERSION, &TPACKET_V3)?;
         let req = libc::tpacket_req3 {
             tp_block_size: BLOCK_SIZE,
             tp_block_nr: BLOCK_COUNT,
@@ -154,7 +142,7 @@ fn open_lo(port: u16) -> io::Result<(Fd, Ring)> {
             tp_sizeof_priv: 0,
             tp_feature_req_word: 0,
         };
-        set_option(&fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)?;
+        sockopt::set(fd.0, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)?;
         let len = (BLOCK_SIZE * BLOCK_COUNT) as usize;
         let base = libc::mmap(
             std::ptr::null_mut(),

@@ -9,6 +9,7 @@
 //! - [`capture`]: arrival timestamps of datagrams on `lo` (AF_PACKET) for pacing.
 //! - [`cgroup`]: CPU budgets per process for the DUT-sized cases (cgroup v1 `cpu`, root).
 //! - [`probe`]: the bare TCP and UDP loops perfpeer is measured against (`probe` subcommand).
+//! - [`sockopt`]: the one `setsockopt` the capture and the probe use.
 //! - [`stats`]: median, ratio, burst detection (pure, unit-tested).
 //! - [`report`]: the table and the JSON.
 
@@ -19,6 +20,7 @@ mod parse;
 mod probe;
 mod procs;
 mod report;
+mod sockopt;
 mod stats;
 
 use std::path::{Path, PathBuf};

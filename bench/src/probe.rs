@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
+use crate::sockopt;
+
 /// Datagrams per `recvmmsg`, and at most per GSO send.
 const BATCH: usize = 64;
 /// Bytes one GSO send may carry (a UDP payload's limit, with room for headers).
@@ -46,19 +48,8 @@ fn tcp_server(port: u16) -> anyhow::Result<String> {
     let listener = TcpListener::bind(("127.0.0.1", port))?;
     let (mut s, _) = listener.accept()?;
     let lowat = libc::c_int::try_from(TCP_CHUNK)?;
-    // SAFETY: a plain setsockopt with a c_int and its size on an open socket.
-    let rc = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&raw const lowat).cast(),
-            libc::socklen_t::try_from(std::mem::size_of::<libc::c_int>())?,
-        )
-    };
-    if rc != 0 {
-        bail!("SO_RCVLOWAT: {}", std::io::Error::last_os_error());
-    }
+    sockopt::set(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, &lowat)
+        .context("SO_RCVLOWAT")?;
     let mut buf = vec![0u8; TCP_CHUNK];
     let mut bytes = 0u64;
     let mut first = None;
@@ -211,21 +202,5 @@ fn udp_client(port: u16, secs: u64, len: u64) -> anyhow::Result<String> {
 
 /// UDP_SEGMENT: the size of each datagram a larger send is cut into (0: none).
 fn set_udp_segment(s: &UdpSocket, size: libc::c_int) -> std::io::Result<()> {
-    let len = libc::socklen_t::try_from(std::mem::size_of::<libc::c_int>())
-        .map_err(std::io::Error::other)?;
-    // SAFETY: UDP_SEGMENT takes an int; we pass a pointer to one and its size.
-    let rc = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_UDP,
-            libc::UDP_SEGMENT,
-            (&size as *const libc::c_int).cast(),
-            len,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    sockopt::set(s.as_raw_fd(), libc::SOL_UDP, libc::UDP_SEGMENT, &size)
 }
