@@ -114,11 +114,12 @@ pub enum NotesError {
     /// Too many tags.
     #[error("{0} tags: at most {MAX_TAGS}")]
     TooManyTags(usize),
-    /// A tag that is empty, too long or has a character tags do not.
+    /// A tag that is empty, too long or has a character tags do not: its place among the tags
+    /// (from 1). The error names the place, never the tag: the words go back to whoever sent it.
     #[error(
-        "tag {0:?}: 1 to {MAX_TAG} letters, digits or . _ - : / + (no spaces: a space separates tags)"
+        "tag {0}: 1 to {MAX_TAG} letters, digits or . _ - : / + (no spaces: a space separates tags)"
     )]
-    BadTag(String),
+    BadTag(usize),
 }
 
 impl Notes {
@@ -149,14 +150,14 @@ impl Notes {
             return Err(NotesError::ControlCharacter);
         }
         let mut tags: Vec<String> = Vec::new();
-        for tag in self.tags {
+        for (place, tag) in self.tags.into_iter().enumerate() {
             let tag = tag.trim().to_string();
             let ok = (1..=MAX_TAG).contains(&tag.chars().count())
                 && tag
                     .chars()
                     .all(|c| c.is_alphanumeric() || "._-:/+".contains(c));
             if !ok {
-                return Err(NotesError::BadTag(tag));
+                return Err(NotesError::BadTag(place + 1));
             }
             if !tags.contains(&tag) {
                 tags.push(tag);
@@ -441,6 +442,10 @@ mod tests {
                 "{bad}"
             );
         }
+        // The error names the tag's place, never the tag (the words go back to the sender).
+        let refused = Notes::from_input("", "ok <script>").unwrap_err();
+        assert_eq!(refused, NotesError::BadTag(2));
+        assert!(!refused.to_string().contains("script"), "{refused}");
         // Through JSON, tags with spaces are refused too (a space separates typed tags).
         let sent = Notes {
             text: String::new(),

@@ -444,11 +444,13 @@ pub fn http_request(
 }
 
 /// A TCP connection to `to` from the address `from` (the whole of 127/8 is this machine's).
+/// Close-on-exec, as std's own sockets are: a test holding a flood of them must not leak them
+/// into the stock tools other tests start meanwhile.
 pub fn connect_from(from: [u8; 4], to: SocketAddr) -> Option<TcpStream> {
     // SAFETY: socket/bind/connect on a fresh descriptor that the returned stream owns.
     unsafe {
         use std::os::fd::FromRawFd;
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
         if fd < 0 {
             return None;
         }

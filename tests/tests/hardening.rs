@@ -537,3 +537,163 @@ async fn data_from_another_address_needs_the_switch() {
         assert_eq!(ready, joins, "flags {flags:?}");
     }
 }
+
+/// The 600 attacking addresses of the many-address tests: 127.3.0.1 and on (more than a /24:
+/// the totals must hold for more neighbours than a LAN has).
+fn attacker(i: usize) -> [u8; 4] {
+    let i = u16::try_from(i + 1).expect("a few hundred");
+    let [hi, lo] = i.to_be_bytes();
+    [127, 3, hi, lo]
+}
+
+/// Holds one connection from each of `sources` to `to`, saying nothing, and opens it again
+/// whenever the peer closes it, until `stop`: the places of a listener kept full by many
+/// addresses at once.
+fn hold_idle_connections(
+    to: SocketAddr,
+    sources: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    use std::io::Read;
+    use std::sync::atomic::Ordering;
+    std::thread::spawn(move || {
+        let mut held: Vec<Option<TcpStream>> = (0..sources).map(|_| None).collect();
+        let mut opened = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            for (i, slot) in held.iter_mut().enumerate() {
+                let closed = slot.as_mut().is_none_or(|s| {
+                    let mut byte = [0u8; 1];
+                    !matches!(s.read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+                });
+                if closed {
+                    *slot = connect_from(attacker(i), to).inspect(|s| {
+                        s.set_nonblocking(true).unwrap();
+                    });
+                    opened += 1;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        opened
+    })
+}
+
+/// Holds one `/ws` from each of `sources` after its hello (answering pings, so the peer sees
+/// a live client that asks for nothing), opening it again when the peer closes it.
+fn hold_idle_websockets(
+    control: SocketAddr,
+    sources: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    use std::sync::atomic::Ordering;
+    (0..sources)
+        .map(|i| {
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let Some(tcp) = connect_from(attacker(i), control) else {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    };
+                    tcp.set_nonblocking(true).unwrap();
+                    let tcp = tokio::net::TcpStream::from_std(tcp).unwrap();
+                    let url = format!("ws://{control}/ws");
+                    let Ok((mut ws, _)) = tokio_tungstenite::client_async(url, tcp).await else {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    };
+                    let hello = ClientMsg::Hello {
+                        protocol_version: perfpeer_shared::PROTOCOL_VERSION,
+                        token: None,
+                    };
+                    let _ = ws.send(Message::text(hello.to_json())).await;
+                    // Reading answers the peer's pings; the loop ends when the peer closes.
+                    while !stop.load(Ordering::Relaxed) {
+                        match tokio::time::timeout(Duration::from_millis(200), ws.next()).await {
+                            Ok(Some(Ok(_))) | Err(_) => continue,
+                            Ok(_) => break,
+                        }
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+/// 600 addresses each holding an idle connection to the control port, an idle `/ws` after
+/// its hello, and a data connection that never sends its hello — more places than every
+/// listener has, from more addresses than a LAN's /24: a newcomer still loads the page and
+/// runs a test (it takes an idle place; a busy one is kept), and the peer's log stays short.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_addresses_holding_idle_places_do_not_deny_a_newcomer() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    raise_fd_limit();
+    let peer = Peer::start(&[]);
+    let control: SocketAddr = peer.control.parse().unwrap();
+    let data = SocketAddr::from(([127, 0, 0, 1], peer.data_port));
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let http = hold_idle_connections(control, 600, stop.clone());
+    let streams = hold_idle_connections(data, 600, stop.clone());
+    let sockets = hold_idle_websockets(control, 600, stop.clone());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let control_addr = peer.control.clone();
+    let (page, test) = tokio::task::spawn_blocking(move || {
+        let page = perfpeer_tests::http_request(&control_addr, "GET", "/", "", "");
+        let test = perfpeer_test(&[&control_addr, "-t", "1", "-P", "2"]);
+        (page, test)
+    })
+    .await
+    .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let opened = http.join().unwrap() + streams.join().unwrap();
+    for s in sockets {
+        let _ = s.await;
+    }
+    assert_eq!(page.0, 200, "the page was denied");
+    assert!(
+        test.status.success(),
+        "the newcomer's test was denied: {}\nlog: {}",
+        String::from_utf8_lossy(&test.stderr),
+        peer.log()
+    );
+    assert!(opened >= 1200, "only {opened} attacking connections");
+    let lines = peer.log().lines().count();
+    assert!(lines < 60, "{lines} log lines:\n{}", peer.log());
+}
+
+/// An anonymous client opening tests as fast as it can for 3 s — some the peer must refuse
+/// (a spec it does not take), some beyond `--max-tests` — writes a few lines and counts, not a
+/// line per open.
+#[tokio::test]
+async fn a_flood_of_refused_opens_writes_a_bounded_log() {
+    let peer = Peer::start(&["--max-tests", "1"]);
+    // One test holds the only place (it waits for its streams).
+    let mut holder = FarClient::connect(&peer.control).await;
+    let _ = holder.open(&one_second_tcp()).await;
+    let before = peer.log().lines().count();
+    let mut bad = one_second_tcp();
+    bad.streams = 0;
+    let started = Instant::now();
+    let mut opens = 0u32;
+    while started.elapsed() < Duration::from_secs(3) {
+        let mut c = FarClient::connect(&peer.control).await;
+        let spec = if opens.is_multiple_of(2) {
+            &bad
+        } else {
+            &one_second_tcp()
+        };
+        c.send(&ClientMsg::Open { spec: spec.clone() }).await;
+        assert!(
+            matches!(c.recv().await, ServerMsg::Error { .. }),
+            "the open was not refused"
+        );
+        opens += 1;
+    }
+    assert!(opens >= 50, "only {opens} opens in 3 s");
+    let written = peer.log().lines().count() - before;
+    assert!(
+        written <= 12,
+        "{written} log lines for {opens} refused opens:\n{}",
+        peer.log()
+    );
+}

@@ -206,6 +206,19 @@ fn error_bodies_are_fixed_words_not_debug_text_or_the_input() {
              Sec-WebSocket-Version: {junk}\r\n\r\n",
             peer.control
         ),
+        {
+            // A tag that is refused: the error names its place, not the tag.
+            let body = format!(
+                "{{\"text\": \"\", \"tags\": [\"ok\", \"{}<b>\"]}}",
+                &junk[..20]
+            );
+            format!(
+                "PUT /api/results/x/notes HTTP/1.0\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                peer.control,
+                body.len()
+            )
+        },
     ] {
         let res = raw(&peer, [127, 0, 0, 1], &req);
         assert!(res.status >= 400, "{}", res.body);
@@ -223,20 +236,93 @@ fn error_bodies_are_fixed_words_not_debug_text_or_the_input() {
     }
 }
 
+/// A `/ws` message that is not a control message is answered in fixed words of bounded length,
+/// never with its own text (serde's words quote the offending value).
+#[tokio::test]
+async fn websocket_errors_do_not_echo_the_message() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let peer = Peer::start(&[]);
+    let junk = "B".repeat(200_000);
+    for text in [
+        format!(r#"{{"type":"{junk}"}}"#),
+        format!(r#"{{"type":"hello","protocol_version":"{junk}"}}"#),
+        format!(r#"{{"type":"hello","token":"{junk}<script>","protocol_version":1"#),
+    ] {
+        let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws", peer.control))
+            .await
+            .expect("WebSocket");
+        ws.send(Message::text(text)).await.expect("send");
+        let reply = loop {
+            match tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
+                Ok(Some(Ok(Message::Text(t)))) => break t.to_string(),
+                Ok(Some(Ok(_))) => continue,
+                other => panic!("no reply: {other:?}"),
+            }
+        };
+        assert!(
+            reply.len() < 300,
+            "{} bytes: {}",
+            reply.len(),
+            &reply[..300.min(reply.len())]
+        );
+        assert!(
+            !reply.contains("BBBB") && !reply.contains("script"),
+            "{reply}"
+        );
+        assert!(reply.contains("bad_message"), "{reply}");
+    }
+}
+
+/// The status of `GET /api/results` from `from` with `token`.
+fn results_status(peer: &Peer, from: [u8; 4], token: &str) -> u16 {
+    raw(
+        peer,
+        from,
+        &format!(
+            "GET /api/results HTTP/1.0\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\r\n",
+            peer.control
+        ),
+    )
+    .status
+}
+
+/// The wrong-token limiter counts every source one by one up to 4,096 sources; beyond that it
+/// fails closed: every further source shares one count, so filling the table from many
+/// addresses buys no more guesses — and a source that gave the right token before is not held
+/// back by it.
+#[test]
+fn a_token_table_full_of_sources_fails_closed() {
+    raise_fd_limit();
+    let peer = Peer::start(&[]);
+    let ask = |from: [u8; 4], token: &str| results_status(&peer, from, token);
+    assert_eq!(
+        ask([127, 0, 0, 1], TOKEN),
+        200,
+        "the owner, before the attack"
+    );
+    // 4,096 sources with one wrong token each: 127.1.0.0 to 127.1.15.255.
+    for i in 0..4096u32 {
+        let [_, _, hi, lo] = i.to_be_bytes();
+        assert_eq!(ask([127, 1, hi, lo], "wrong-token-0000"), 401);
+    }
+    // A newcomer's guesses: 10 checked, then held back, 300 tries in all.
+    let statuses: Vec<u16> = (0..300)
+        .map(|i| ask([127, 2, 0, 1], &format!("guess-{i:012}")))
+        .collect();
+    let checked = statuses.iter().filter(|&&s| s == 401).count();
+    assert_eq!(checked, 10, "guesses checked: {statuses:?}");
+    assert!(statuses[10..].iter().all(|&s| s == 429), "{statuses:?}");
+    // Other newcomers share that count, even with the right token (fail closed) ...
+    assert_eq!(ask([127, 2, 0, 2], TOKEN), 429);
+    // ... but the owner, who gave the right token before, is not held back.
+    assert_eq!(ask([127, 0, 0, 1], TOKEN), 200);
+}
+
 #[test]
 fn token_guessing_is_rate_limited_per_source() {
     let peer = Peer::start(&[]);
-    let ask = |from: [u8; 4], token: &str| {
-        raw(
-            &peer,
-            from,
-            &format!(
-                "GET /api/results HTTP/1.0\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\r\n",
-                peer.control
-            ),
-        )
-        .status
-    };
+    let ask = |from: [u8; 4], token: &str| results_status(&peer, from, token);
     let started = Instant::now();
     let mut statuses = Vec::new();
     for i in 0..30 {

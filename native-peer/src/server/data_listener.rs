@@ -13,7 +13,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, UdpSocket};
 
 use super::state::{IncomingStream, ServerState, StreamRefusal};
-use crate::admission::{Admission, Caps, LogLimit, accept_admitted};
+use crate::admission::{Admission, Caps, LogLimit, accept_admitted_by};
 use crate::engine::DataSocket;
 use crate::engine::wire::{Cookie, STREAM_HELLO_LEN, StreamHello, UdpControl};
 
@@ -77,8 +77,18 @@ fn dual_stack(socket: &Socket, addr: SocketAddr) -> io::Result<()> {
 /// Accepts TCP data streams until shutdown.
 pub async fn run_tcp(listener: TcpListener, state: Arc<ServerState>) {
     let unidentified = Admission::new(UNIDENTIFIED_CAPS);
+    // A connection from the address of a test waiting for its streams is expected: it takes
+    // another source's idle place when all are taken, so idle connections from many
+    // addresses cannot starve an admitted test of its streams.
+    let admit = |from: SocketAddr| {
+        if state.expects_streams_from(from.ip()) {
+            unidentified.admit_expected(from.ip())
+        } else {
+            unidentified.admit(from.ip())
+        }
+    };
     while let Some((stream, from, place)) =
-        accept_admitted(&listener, &unidentified, &DROPPED_TCP, &state.shutdown).await
+        accept_admitted_by(&listener, admit, &DROPPED_TCP, &state.shutdown).await
     {
         let state = state.clone();
         let tasks = state.tasks.clone();

@@ -44,7 +44,7 @@ const WS_CAPS: Caps = Caps {
 
 /// A WebSocket refused because its source holds its share.
 #[derive(Debug)]
-pub struct TooManySockets;
+pub struct TooManySockets(crate::admission::Refusal);
 impl warp::reject::Reject for TooManySockets {}
 
 /// `GET /ws`: the control WebSocket.
@@ -65,7 +65,7 @@ pub fn ws(
                         remote.map_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)), |c| c.0);
                     let place = sockets
                         .admit(remote.ip())
-                        .map_err(|_| warp::reject::custom(TooManySockets))?;
+                        .map_err(|refusal| warp::reject::custom(TooManySockets(refusal)))?;
                     Ok::<_, warp::Rejection>(
                         ws.max_message_size(MAX_CONTROL_MESSAGE)
                             .max_frame_size(MAX_CONTROL_MESSAGE)
@@ -139,11 +139,12 @@ async fn handle_rejection(err: warp::Rejection) -> Result<impl warp::Reply, Infa
             StatusCode::FORBIDDEN,
             "requests from another site's page are refused (start the peer with --allow-origin URL)",
         )
-    } else if err.find::<TooManySockets>().is_some() {
-        (
-            StatusCode::TOO_MANY_REQUESTS,
-            "too many WebSockets from this address",
-        )
+    } else if let Some(TooManySockets(refusal)) = err.find::<TooManySockets>() {
+        let words = match refusal {
+            crate::admission::Refusal::SourceFull => "too many WebSockets from this address",
+            crate::admission::Refusal::Full => "too many WebSockets",
+        };
+        (StatusCode::TOO_MANY_REQUESTS, words)
     } else if err.find::<warp::reject::MethodNotAllowed>().is_some() {
         (StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
     } else if err.find::<warp::reject::PayloadTooLarge>().is_some() {

@@ -16,7 +16,7 @@ use super::far_end;
 use super::run_log::{KEEP_FINISHED, RunLog};
 use super::runs;
 use super::state::ServerState;
-use crate::admission::Admitted;
+use crate::admission::{Admitted, LogLimit};
 use crate::session::SessionError;
 use crate::session::channel::{ControlChannel, Frame, WsMessage};
 
@@ -29,6 +29,13 @@ const LINGER: Duration = Duration::from_secs(2);
 const IDLE_LIMIT: Duration = Duration::from_secs(600);
 /// Malformed frames tolerated on one connection before it is closed.
 const MAX_BAD_FRAMES: u32 = 16;
+/// Far-end tests refused or ended with an error (a refused `open`, a client gone mid-test):
+/// a few lines every 10 s, then a count, however fast anonymous clients open them.
+static FAR_END_ERRORS: LogLimit = LogLimit::with_burst(
+    "far-end tests refused or ended with an error",
+    Duration::from_secs(10),
+    5,
+);
 /// Messages of a run's log sent at once when replaying it (the outgoing queue holds 256).
 const REPLAY_CHUNK: usize = 64;
 /// Pause between replay chunks, for the writer to drain the queue.
@@ -69,7 +76,7 @@ pub async fn on_socket(
 ) {
     let shutdown = state.shutdown.clone();
     tokio::select! {
-        _ = serve_socket(ws, &state, remote) => {}
+        _ = serve_socket(ws, &state, remote, &place) => {}
         _ = place.evicted().cancelled() => {
             tracing::debug!(%remote, "WebSocket shed for another source's");
         }
@@ -83,7 +90,14 @@ pub async fn on_socket(
 /// How long a WebSocket stays open once the peer shuts down.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
-async fn serve_socket(ws: WebSocket, state: &Arc<ServerState>, remote: SocketAddr) {
+/// A socket's place is idle (the first kind shed when every place is taken) until it is the
+/// token holder's (then never shed) or the control connection of a far-end test (busy).
+async fn serve_socket(
+    ws: WebSocket,
+    state: &Arc<ServerState>,
+    remote: SocketAddr,
+    place: &Admitted,
+) {
     let state = state.clone();
     let mut chan = ControlChannel::spawn(ws);
     let authorized =
@@ -98,6 +112,11 @@ async fn serve_socket(ws: WebSocket, state: &Arc<ServerState>, remote: SocketAdd
                 return chan.linger(LINGER).await;
             }
         };
+    // The token holder's socket is never shed (on an `--open` peer everyone is authorized,
+    // so nobody's is protected).
+    if authorized && state.config.token.is_some() {
+        place.protect();
+    }
     let mut bad_frames = 0;
     loop {
         let Ok(received) = tokio::time::timeout(IDLE_LIMIT, chan.recv::<ClientMsg>()).await else {
@@ -129,9 +148,10 @@ async fn serve_socket(ws: WebSocket, state: &Arc<ServerState>, remote: SocketAdd
         let result = match msg {
             ClientMsg::Open { spec } => {
                 // One test per connection: the connection ends with it.
+                let _busy = place.busy();
                 let r = far_end::serve(&mut chan, spec, &state, remote).await;
                 if let Err(e) = &r {
-                    tracing::info!(%remote, error = %e, "far-end test ended with an error");
+                    FAR_END_ERRORS.info(remote, e);
                     reply_error(&chan, e);
                 }
                 chan.linger(LINGER).await;

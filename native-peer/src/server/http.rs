@@ -45,11 +45,17 @@ pub async fn serve(listener: TcpListener, state: Arc<ServerState>) {
     {
         let _ = stream.set_nodelay(true);
         let filtered = warp::service(routes.clone());
+        // Busy while a request is served; idle (the first kind shed when every place is
+        // taken) while the connection waits for a request's head.
+        let place = Arc::new(place);
+        let serving = place.clone();
         let service = hyper::service::service_fn(move |mut req| {
             let mut filtered = filtered.clone();
+            let serving = serving.clone();
             req.extensions_mut().insert(ClientAddr(from));
             let path = req.uri().path().to_string();
             async move {
+                let _busy = serving.busy();
                 let mut response = filtered.call(req).await?;
                 guard::security_headers(&path, response.headers_mut());
                 Ok::<_, Infallible>(response)

@@ -214,6 +214,17 @@ impl ServerState {
         self.config.data_from_any_address || from.ip().to_canonical() == client_ip
     }
 
+    /// Whether a test opened from `ip`'s source is waiting for its streams: a data connection
+    /// from there is expected, and takes an idle place of another source's rather than be
+    /// refused. (Only the control connection's own source: `--data-from-any-address` lets
+    /// streams come from elsewhere, but gives them no such claim.)
+    pub fn expects_streams_from(&self, ip: IpAddr) -> bool {
+        let source = crate::admission::Source::of(ip);
+        lock(&self.pending)
+            .values()
+            .any(|test| crate::admission::Source::of(test.client_ip) == source)
+    }
+
     /// Hands a stream from `from` to the test with `cookie`; gives it back if there is none, or
     /// if the stream came from another address than the test's control connection.
     pub fn deliver(

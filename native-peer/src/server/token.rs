@@ -78,42 +78,119 @@ impl warp::reject::Reject for TooManyFailures {}
 const MAX_FAILURES: u32 = 10;
 /// The period failures are counted over.
 const FAILURE_WINDOW: Duration = Duration::from_secs(60);
-/// Sources remembered at once (the oldest window is forgotten beyond it).
+/// Sources whose failures are counted one by one (expired windows are forgotten to make room).
 const MAX_SOURCES: usize = 4096;
+/// Sources remembered as having given the right token (the most recent ones).
+const MAX_TRUSTED: usize = 64;
+
+/// Failures counted over one window.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    since: Instant,
+    failures: u32,
+}
+
+impl Window {
+    fn new(now: Instant) -> Window {
+        Window {
+            since: now,
+            failures: 0,
+        }
+    }
+
+    fn expired(&self, now: Instant) -> bool {
+        now.duration_since(self.since) >= FAILURE_WINDOW
+    }
+
+    fn exhausted(&self, now: Instant) -> bool {
+        !self.expired(now) && self.failures >= MAX_FAILURES
+    }
+
+    fn count(&mut self, now: Instant) {
+        if self.expired(now) {
+            *self = Window::new(now);
+        }
+        self.failures += 1;
+    }
+}
+
+#[derive(Debug)]
+struct Attempts {
+    by_source: HashMap<Source, Window>,
+    /// The one window every source shares while `by_source` is full of live windows: the
+    /// limiter fails closed (a newcomer's guesses count with every other newcomer's).
+    overflow: Window,
+    /// Sources that gave the right token lately, newest last: a table filled by guessers
+    /// never holds them back.
+    trusted: Vec<Source>,
+}
 
 /// Wrong tokens by source: after [`MAX_FAILURES`] in a minute, a source's token is not even
 /// checked until the minute is over, so guessing runs at 10 a minute, not thousands a second.
-/// Other sources are not slowed.
-#[derive(Debug, Default)]
+/// Other sources are not slowed. When [`MAX_SOURCES`] sources are being counted at once,
+/// further sources share one count (fail closed): an attacker with more addresses than that
+/// gets 10 guesses a minute in all, and holds back other newcomers with it — but never a
+/// source that gave the right token lately.
+#[derive(Debug)]
 pub struct FailedAttempts {
-    by_source: Mutex<HashMap<Source, (Instant, u32)>>,
+    attempts: Mutex<Attempts>,
+}
+
+impl Default for FailedAttempts {
+    fn default() -> FailedAttempts {
+        FailedAttempts {
+            attempts: Mutex::new(Attempts {
+                by_source: HashMap::new(),
+                overflow: Window::new(Instant::now()),
+                trusted: Vec::new(),
+            }),
+        }
+    }
 }
 
 impl FailedAttempts {
     /// Checks `given` against `expected` for a request from `ip`: whether it matches, or
     /// [`TooManyFailures`] while the source is held back.
     pub fn check(&self, ip: IpAddr, given: &str, expected: &str) -> Result<bool, TooManyFailures> {
+        self.check_at(Instant::now(), ip, given, expected)
+    }
+
+    /// [`FailedAttempts::check`] at `now`.
+    fn check_at(
+        &self,
+        now: Instant,
+        ip: IpAddr,
+        given: &str,
+        expected: &str,
+    ) -> Result<bool, TooManyFailures> {
         let source = Source::of(ip);
-        let now = Instant::now();
-        let mut map = self.by_source.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((since, n)) = map.get(&source)
-            && now.duration_since(*since) < FAILURE_WINDOW
-            && *n >= MAX_FAILURES
-        {
+        let mut a = crate::util::lock(&self.attempts);
+        let trusted = a.trusted.contains(&source);
+        if !a.by_source.contains_key(&source) && a.by_source.len() >= MAX_SOURCES {
+            a.by_source.retain(|_, w| !w.expired(now));
+        }
+        let tracked = a.by_source.contains_key(&source) || a.by_source.len() < MAX_SOURCES;
+        let held_back = match a.by_source.get(&source) {
+            Some(w) => w.exhausted(now),
+            None => !tracked && !trusted && a.overflow.exhausted(now),
+        };
+        if held_back {
             return Err(TooManyFailures);
         }
         let right = constant_time_eq(given.as_bytes(), expected.as_bytes());
-        if !right {
-            if map.len() >= MAX_SOURCES {
-                map.retain(|_, (since, _)| now.duration_since(*since) < FAILURE_WINDOW);
+        if right {
+            a.trusted.retain(|s| *s != source);
+            if a.trusted.len() >= MAX_TRUSTED {
+                a.trusted.remove(0);
             }
-            if map.len() < MAX_SOURCES {
-                let entry = map.entry(source).or_insert((now, 0));
-                if now.duration_since(entry.0) >= FAILURE_WINDOW {
-                    *entry = (now, 0);
-                }
-                entry.1 += 1;
-            }
+            a.trusted.push(source);
+        } else if tracked {
+            a.by_source
+                .entry(source)
+                .or_insert_with(|| Window::new(now))
+                .count(now);
+        } else {
+            a.overflow.count(now);
         }
         Ok(right)
     }
@@ -188,5 +265,61 @@ mod tests {
         // ... while another source is not slowed at all.
         assert!(attempts.check(owner, "right-token", "right-token").unwrap());
         assert!(!attempts.check(owner, "wrong", "right-token").unwrap());
+    }
+
+    /// The i-th of many IPv4 sources (10.x.y.z).
+    fn nth_source(i: usize) -> IpAddr {
+        let i = u32::try_from(i).unwrap();
+        IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 | i))
+    }
+
+    #[test]
+    fn a_full_table_fails_closed_but_not_for_the_token_holder() {
+        let attempts = FailedAttempts::default();
+        let t0 = Instant::now();
+        let owner: IpAddr = "192.168.1.2".parse().unwrap();
+        assert!(
+            attempts
+                .check_at(t0, owner, "right-token", "right-token")
+                .unwrap()
+        );
+        // Fill every place with a live window, one wrong token each.
+        for i in 0..MAX_SOURCES {
+            assert!(
+                !attempts
+                    .check_at(t0, nth_source(i), "wrong", "right-token")
+                    .unwrap()
+            );
+        }
+        // A newcomer's guesses are counted all the same: 10, then held back ...
+        let newcomer = nth_source(MAX_SOURCES);
+        let checked = (0..300)
+            .filter(|_| {
+                attempts
+                    .check_at(t0, newcomer, "wrong", "right-token")
+                    .is_ok()
+            })
+            .count();
+        assert_eq!(checked, usize::try_from(MAX_FAILURES).unwrap());
+        // ... and so is every other newcomer (one shared count), even with the right token ...
+        let other = nth_source(MAX_SOURCES + 1);
+        assert!(
+            attempts
+                .check_at(t0, other, "right-token", "right-token")
+                .is_err()
+        );
+        // ... but not the source that gave the right token before the flood.
+        assert!(
+            attempts
+                .check_at(t0, owner, "right-token", "right-token")
+                .unwrap()
+        );
+        // A minute later the windows have expired: places are free again.
+        let later = t0 + FAILURE_WINDOW;
+        assert!(
+            attempts
+                .check_at(later, other, "right-token", "right-token")
+                .unwrap()
+        );
     }
 }

@@ -32,6 +32,35 @@ pub enum Frame {
     Broken(String),
 }
 
+/// Fixed words for a message that could not be read, with where it went wrong: never the
+/// message's own text (serde's words quote the offending value, and these words go back to the
+/// sender and into logs). A missing field is named, since its name is this peer's own word.
+fn unreadable_message(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let what = match e.classify() {
+        Category::Syntax => "not JSON",
+        Category::Eof => "JSON cut short",
+        Category::Io => "unreadable",
+        Category::Data => {
+            let words = e.to_string();
+            match words
+                .strip_prefix("missing field `")
+                .and_then(|rest| rest.split_once('`'))
+            {
+                Some((field, _)) if field.len() <= 32 => {
+                    return format!(
+                        "a message without its field {field} (line {}, column {})",
+                        e.line(),
+                        e.column()
+                    );
+                }
+                _ => "a type, field or value this peer does not take",
+            }
+        }
+    };
+    format!("{what} (line {}, column {})", e.line(), e.column())
+}
+
 /// One end of a control connection.
 pub struct ControlChannel {
     incoming: mpsc::Receiver<Frame>,
@@ -163,13 +192,14 @@ impl ControlChannel {
         let text = self.recv_text().await?;
         if text.len() > perfpeer_shared::control::MAX_CONTROL_MESSAGE {
             return Err(SessionError::BadMessage(format!(
-                "{} bytes is over the limit",
-                text.len()
+                "{} bytes is over the limit of {}",
+                text.len(),
+                perfpeer_shared::control::MAX_CONTROL_MESSAGE
             )));
         }
         // Any key order: a script's hand-written message may have its `type` last.
         perfpeer_shared::tagged::from_json(&text)
-            .map_err(|e| SessionError::BadMessage(e.to_string()))
+            .map_err(|e| SessionError::BadMessage(unreadable_message(&e)))
     }
 
     /// Waits (up to `max`) for the other end to close, reading and dropping what it sends, then
@@ -190,5 +220,36 @@ impl ControlChannel {
 impl Drop for ControlChannel {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words_for(text: &str) -> String {
+        let e = perfpeer_shared::tagged::from_json::<perfpeer_shared::control::ClientMsg>(text)
+            .unwrap_err();
+        unreadable_message(&e)
+    }
+
+    #[test]
+    fn an_unreadable_message_is_described_without_its_text() {
+        let secret = "x".repeat(5000) + "<script>";
+        for text in [
+            format!(r#"{{"type":"{secret}"}}"#),
+            format!(r#"{{"type":"open","spec":"{secret}"}}"#),
+            format!(r#"{{"type":"hello","protocol_version":"{secret}"}}"#),
+            secret.clone(),
+            format!(r#"{{"type":"open","{secret}":1"#),
+        ] {
+            let words = words_for(&text);
+            assert!(words.len() < 120, "{words}");
+            assert!(
+                !words.contains("xxx") && !words.contains("script"),
+                "{words}"
+            );
+        }
+        assert!(words_for(r#"{"type":"open"}"#).contains("field spec"));
     }
 }

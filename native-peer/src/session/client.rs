@@ -5,7 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use perfpeer_shared::PROTOCOL_VERSION;
-use perfpeer_shared::control::{ClientMsg, ErrorCode, MAX_CONTROL_MESSAGE, ServerMsg};
+use perfpeer_shared::control::{ApiError, ClientMsg, ErrorCode, MAX_CONTROL_MESSAGE, ServerMsg};
 use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, TestResult};
 use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use tokio::sync::mpsc;
@@ -130,6 +130,19 @@ pub async fn connect(
         ))
     })?
     .map_err(|e| match e {
+        tungstenite::Error::Http(resp) if resp.status().as_u16() == 429 => {
+            // The peer's own words (`{"error": …}`, fixed and short) say whose places are taken.
+            let said = resp
+                .body()
+                .as_deref()
+                .and_then(|b| serde_json::from_slice::<ApiError>(b).ok())
+                .map(|e| e.error)
+                .filter(|w| (1..=120).contains(&w.len()) && w.chars().all(|c| !c.is_control()));
+            let words = said.as_deref().unwrap_or("too many connections");
+            unreachable(format!(
+                "the peer is busy{at} ({words}): try again in a moment"
+            ))
+        }
         tungstenite::Error::Http(resp) => {
             unreachable(format!("not a perfpeer peer (HTTP {}){at}", resp.status()))
         }
