@@ -18,6 +18,8 @@ mod faults;
 mod fuzz_listeners;
 /// The far end as an attacker would try it: reflection, deadlines, floods, memory.
 mod hardening;
+/// The history's budgets against anonymous far ends: the owner's results are never evicted.
+mod hardening_history;
 /// The result history: pages, JSON, the token holder's API, restarts, the results CLI.
 mod history;
 /// Stock iperf 2 and ttcp peers, the stock-tool targets of `perfpeer test`, argv[0] roles.

@@ -270,6 +270,8 @@ fn a_full_disk_is_said_in_the_peer_info_and_the_peer_serves_on() {
     }
     let (_, info) = api(&listen, "/api/info");
     assert!(info.contains("store_problem"), "{info}");
+    // Said as what it is (it once read "FOREIGN KEY constraint failed").
+    assert!(info.contains("disk full"), "{info}");
     assert!(matches!(peer.0.try_wait(), Ok(None)));
     // Room again: the next kept result clears the problem.
     std::fs::remove_file(fs.path().join("filler")).unwrap();

@@ -67,10 +67,13 @@ pub struct ServeArgs {
     /// Off by default: otherwise anyone who learns a test's cookie can aim its streams elsewhere.
     #[arg(long)]
     data_from_any_address: bool,
-    /// Results (tests and sweeps) kept in the history; the oldest go first.
+    /// Results (tests and sweeps) kept in the history; the oldest go first. Tests served for
+    /// anonymous clients keep to half of it (one client address to a quarter) and never push out
+    /// this peer's own results.
     #[arg(long, default_value_t = 1000, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     keep_results: u32,
-    /// Largest size of the result database (K/M/G = x1024); the oldest results go first.
+    /// Largest size of the result database (K/M/G = x1024); the oldest results go first, and
+    /// tests served for anonymous clients keep to half of it (one client address to a quarter).
     /// Default: a tenth of the filesystem holding the data dir, between 1M and 64M (a router's
     /// few MB of flash keep a few results; a PC keeps 64M). On a router, keep the data dir in
     /// RAM (--data-dir /tmp/perfpeer): flash wears.

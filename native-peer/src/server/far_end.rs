@@ -1,6 +1,7 @@
 //! The far end of a test (what `iperf3 -s` is): accept a spec within the caps, collect the data
 //! streams, measure until the client says stop, report. A client that vanishes ends the test
-//! within [`crate::session::channel::PEER_TIMEOUT`] and frees its slot.
+//! within [`crate::session::channel::PEER_TIMEOUT`] and frees its slot. Every line a test logs
+//! goes through a [`LogLimit`]: a client cycling short tests cannot flood the log.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -15,12 +16,13 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::state::{IncomingStream, ServerState};
+use crate::admission::{LogLimit, Source};
 use crate::engine::wire::{Cookie, cookie_to_hex, random_cookie};
 use crate::engine::{DataSocket, StreamSetup, sockopt};
 use crate::session::SessionError;
 use crate::session::channel::ControlChannel;
 use crate::session::measure::Measurement;
-use crate::store::{Origin, Recording};
+use crate::store::Recording;
 
 /// Wait for all data streams after `accepted`.
 const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -28,6 +30,19 @@ const STREAMS_TIMEOUT: Duration = Duration::from_secs(10);
 const BEGIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Wait for the client's final report.
 const CLIENT_FINAL_TIMEOUT: Duration = Duration::from_secs(5);
+/// Tests begun (a line each, up to 10 per 10 s, then a count).
+static TEST_BEGINS: LogLimit = LogLimit::with_burst("test begins", Duration::from_secs(10), 10);
+/// Tests ended, as [`TEST_BEGINS`].
+static TEST_ENDED: LogLimit = LogLimit::with_burst("test ended", Duration::from_secs(10), 10);
+/// Tests whose data streams broke.
+static STREAM_ERRORS: LogLimit =
+    LogLimit::with_burst("data streams ended with errors", Duration::from_secs(10), 5);
+/// Socket options a data stream refused (a client's congestion control, window, TOS).
+static SOCKET_OPTIONS: LogLimit = LogLimit::new(
+    "could not apply a socket option on a data stream",
+    Duration::from_secs(10),
+);
+
 /// Grace past the test's own length before the far end stops it by itself.
 pub(crate) const OVERRUN_GRACE: Duration = Duration::from_secs(10);
 
@@ -173,28 +188,27 @@ async fn run_accepted(
         Err(_) => return Err(SessionError::PeerLost("no begin after ready".into())),
     }
     let _running = state.track(&test_id, PeerRole::Server, client.to_string(), &spec, None);
-    tracing::info!(protocol = ?spec.protocol, direction = ?spec.direction, streams = spec.streams, "test begins");
+    let source = Source::of(client.ip());
+    TEST_BEGINS.info(
+        source,
+        format_args!(
+            "{} {}, {} streams",
+            spec.protocol.word(),
+            spec.direction.word(),
+            spec.streams
+        ),
+    );
     let started_unix_ms = crate::util::unix_ms_now();
     let mut m = Measurement::start(PeerRole::Server, &spec, setups)?;
     let limit = far_end_limit(&spec, state.config.max_duration);
-    let mut rec = state.store().and_then(|s| {
-        Recording::begin(
-            s,
-            &test_id,
-            Origin::FarEnd,
-            PeerRole::Server,
-            &client.to_string(),
-            &spec,
-        )
-    });
+    let mut rec = state
+        .store()
+        .and_then(|s| Recording::begin_served(s, &test_id, client, &spec));
     let outcome = run_until_stop(chan, &mut m, &test_id, limit, state, &mut rec).await;
     let finished = m.finish(outcome.is_err()).await;
     outcome?;
     if !finished.stream_errors.is_empty() {
-        tracing::warn!(
-            errors = finished.stream_errors.join("; "),
-            "data streams ended with errors"
-        );
+        STREAM_ERRORS.warn(source, finished.stream_errors.join("; "));
     }
     let status_of_streams = finished.status(None);
     let (tail, report) = (finished.tail, finished.report);
@@ -217,7 +231,12 @@ async fn run_accepted(
                 },
             ),
         };
-    tracing::info!(complete = remote.is_some(), "test ended");
+    let how = if remote.is_some() {
+        "complete"
+    } else {
+        "without the client's report"
+    };
+    TEST_ENDED.info(source, how);
     let mut summary = report.clone();
     summary.intervals.clear();
     let result_id = match rec {
@@ -330,7 +349,15 @@ pub(crate) fn apply_server_options(socket: &DataSocket, spec: &TestSpec) {
         ),
     };
     if let Err(e) = result {
-        tracing::warn!(error = %e, "could not apply a socket option on a data stream");
+        let peer = match socket {
+            DataSocket::Tcp(s) => s.peer_addr().ok(),
+            DataSocket::Udp(s) => s.peer_addr().ok(),
+            DataSocket::Dccp(s) => s.peer_addr().ok(),
+        };
+        match peer {
+            Some(peer) => SOCKET_OPTIONS.warn(Source::of(peer.ip()), e),
+            None => SOCKET_OPTIONS.warn("a data stream", e),
+        }
     }
 }
 

@@ -5,7 +5,9 @@
 //!
 //! - [`schema`]: numbered migrations.
 //! - [`owner`]: which process writes a running test, so only a dead writer's rows are aborted.
-//! - [`plausible`]: a far side's report checked before it is kept.
+//! - [`plausible`]: a far side's report checked (and its free text cut) before it is kept.
+//! - [`retention`]: the budgets, and the far end's share of them that anonymous clients'
+//!   results are pruned within, so they never evict the owner's.
 //!
 //! The database is the owner's alone (0600, in a 0700 directory it creates), bounded by a
 //! [`Retention`] (oldest results pruned first, never a running one), opened read-only where
@@ -18,6 +20,7 @@
 mod owner;
 mod plausible;
 mod record;
+mod retention;
 pub mod schema;
 mod sweeps;
 mod writer;
@@ -34,6 +37,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 pub use record::Recording;
+pub use retention::Retention;
 
 /// Name of the database file in the data directory.
 pub const FILE_NAME: &str = "results.db";
@@ -44,13 +48,35 @@ pub const FILE_NAME: &str = "results.db";
 pub enum StoreError {
     /// SQLite said no.
     #[error("result database: {0}")]
-    Sql(#[from] rusqlite::Error),
+    Sql(rusqlite::Error),
+    /// The file system holding the database has no room left (SQLITE_FULL, ENOSPC).
+    #[error("disk full: the result database cannot grow ({0})")]
+    DiskFull(String),
     /// A stored value did not read back.
     #[error("result database holds a malformed record: {0}")]
     Json(#[from] serde_json::Error),
     /// The file system said no.
     #[error("result database: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    /// SQLITE_FULL is said as a full disk; the rest as SQLite says it.
+    fn from(e: rusqlite::Error) -> StoreError {
+        match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => StoreError::DiskFull(e.to_string()),
+            _ => StoreError::Sql(e),
+        }
+    }
+}
+
+impl From<std::io::Error> for StoreError {
+    fn from(e: std::io::Error) -> StoreError {
+        match e.kind() {
+            std::io::ErrorKind::StorageFull => StoreError::DiskFull(e.to_string()),
+            _ => StoreError::Io(e),
+        }
+    }
 }
 
 pub use perfpeer_shared::history::{
@@ -94,25 +120,22 @@ pub fn run_status(status: &TestStatus) -> (RunStatus, Option<String>) {
 
 use crate::util::unix_ms_now as now_ms;
 
-/// How much history the store keeps: the newest `max_results` results and sweeps, and no more
-/// than `max_bytes` of database. The oldest go first; a running test is never pruned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retention {
-    /// Results (tests and sweeps) kept.
-    pub max_results: u32,
-    /// Bytes the database may take (its pages in use).
-    pub max_bytes: u64,
-}
-
-impl Default for Retention {
-    /// 1000 results in at most 64 MiB: weeks of testing on a PC, and still bounded on a
-    /// router's flash (which should keep its data dir in RAM: see README).
-    fn default() -> Retention {
-        Retention {
-            max_results: 1000,
-            max_bytes: 64 << 20,
-        }
-    }
+/// A test's row as it begins (what [`Store::begin`] writes).
+#[derive(Debug, Clone)]
+pub struct NewTest {
+    /// The test's id (the session's).
+    pub test_id: String,
+    /// Who started it.
+    pub origin: Origin,
+    /// This peer's end of it.
+    pub role: PeerRole,
+    /// The other end.
+    pub peer: String,
+    /// What runs.
+    pub spec: TestSpec,
+    /// The anonymous client's source, for a test this peer serves as its far end: its results
+    /// are kept within that source's share.
+    pub source: Option<crate::admission::Source>,
 }
 
 /// Interval JSON kept per test and side; a longer test keeps its first part (and its result).
@@ -266,52 +289,6 @@ impl Store {
         r
     }
 
-    /// Deletes the oldest finished results and sweeps beyond the retention's count, then more
-    /// while the database is over its size. Results of the same millisecond go in the order
-    /// they were written (rowid).
-    fn prune(&self) -> Result<(), StoreError> {
-        let conn = self.conn();
-        let keep = i64::from(self.retention.max_results);
-        conn.execute(
-            "DELETE FROM results WHERE status != 'running' AND id IN (
-                 SELECT id FROM results WHERE status != 'running'
-                 ORDER BY created_ms DESC, rowid DESC LIMIT -1 OFFSET ?1)",
-            params![keep],
-        )?;
-        conn.execute(
-            "DELETE FROM sweeps WHERE id IN (
-                 SELECT id FROM sweeps ORDER BY created_ms DESC, rowid DESC LIMIT -1 OFFSET ?1)",
-            params![keep],
-        )?;
-        for _ in 0..64 {
-            let used: i64 = conn.query_row(
-                "SELECT (page_count - freelist_count) * page_size FROM pragma_page_count, pragma_freelist_count, pragma_page_size",
-                [],
-                |r| r.get(0),
-            )?;
-            if u64::try_from(used).unwrap_or(0) <= self.retention.max_bytes {
-                break;
-            }
-            // The oldest tenth of what is finished (at least one), tests and sweeps alike.
-            let removed = conn.execute(
-                "DELETE FROM results WHERE id IN (
-                     SELECT id FROM results WHERE status != 'running'
-                     ORDER BY created_ms ASC, rowid ASC
-                     LIMIT max(1, (SELECT count(*) FROM results) / 10))",
-                [],
-            )? + conn.execute(
-                "DELETE FROM sweeps WHERE id IN (
-                     SELECT id FROM sweeps ORDER BY created_ms ASC, rowid ASC
-                     LIMIT max(1, (SELECT count(*) FROM sweeps) / 10))",
-                [],
-            )?;
-            if removed == 0 {
-                break;
-            }
-        }
-        Ok(())
-    }
-
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
@@ -322,23 +299,15 @@ impl Store {
     }
 
     /// Writes a test that begins now under the result id `id` (a new [`crate::util::random_id`]).
-    #[allow(clippy::too_many_arguments)] // one row's columns
-    pub fn begin(
-        &self,
-        id: &str,
-        test_id: &str,
-        origin: Origin,
-        role: PeerRole,
-        peer: &str,
-        spec: &TestSpec,
-        host: &HostInfo,
-    ) -> Result<(), StoreError> {
-        let role = role.word();
+    pub fn begin(&self, id: &str, test: &NewTest, host: &HostInfo) -> Result<(), StoreError> {
+        let role = test.role.word();
+        let spec = &test.spec;
         let (protocol, direction) = (spec.protocol.word(), spec.direction.word());
+        let source = test.source.map(|s| s.to_string());
         let inserted = self.conn().execute(
-            "INSERT INTO results (id, test_id, created_ms, origin, role, peer, protocol, direction, spec_json, host_json, status, owner)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'running', ?11)",
-            params![id, test_id, sql_int(now_ms()), origin.word(), role, peer, protocol, direction, serde_json::to_string(spec)?, serde_json::to_string(host)?, owner::this_process()],
+            "INSERT INTO results (id, test_id, created_ms, origin, role, peer, protocol, direction, spec_json, host_json, status, owner, source)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'running', ?11, ?12)",
+            params![id, test.test_id, sql_int(now_ms()), test.origin.word(), role, test.peer, protocol, direction, serde_json::to_string(spec)?, serde_json::to_string(host)?, owner::this_process(), source],
         );
         self.noted(inserted.map_err(StoreError::from)).map(|_| ())
     }
@@ -399,6 +368,13 @@ impl Store {
                 )?;
             }
         }
+        tx.execute(
+            &format!(
+                "UPDATE results SET kept_bytes = {} WHERE id = ?1",
+                retention::ROW_BYTES
+            ),
+            [id],
+        )?;
         tx.commit()?;
         Ok(())
     }
@@ -519,17 +495,22 @@ impl Store {
     }
 }
 
-/// `result` with its far side's report dropped if it does not fit the test (the reason goes
-/// into the status), and the report's intervals bounded.
+/// `result` with its far side's free text cut to its bounds, and the report dropped if it does
+/// not fit the test (the reason goes into the status).
 fn checked_remote(result: &TestResult) -> TestResult {
+    static IMPLAUSIBLE: crate::admission::LogLimit = crate::admission::LogLimit::with_burst(
+        "a far side's report does not fit its test; kept without it",
+        std::time::Duration::from_secs(10),
+        5,
+    );
     let mut checked = result.clone();
-    if let Some(remote) = &result.remote
+    if let Some(remote) = checked.remote.as_mut() {
+        plausible::cut_free_text(remote);
+    }
+    if let Some(remote) = &checked.remote
         && let Some(problem) = plausible::remote_problem(result, remote)
     {
-        tracing::warn!(
-            problem,
-            "the far side's report does not fit its test; kept without it"
-        );
+        IMPLAUSIBLE.warn(&result.server_addr, &problem);
         checked.remote = None;
         checked.status = TestStatus::Partial {
             reason: format!("the other end's report was not kept: {problem}"),

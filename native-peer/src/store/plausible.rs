@@ -1,6 +1,7 @@
 //! Checks a far side's final report before it is kept: the far end stores what an anonymous
 //! client says about its own end, so counts, times and stream ids must fit the test that ran,
-//! and its intervals are bounded, before any of it reaches the disk or a result page.
+//! its intervals are bounded, and its free text is cut to its bounds, before any of it reaches
+//! the disk or a result page.
 
 use std::time::Duration;
 
@@ -13,6 +14,51 @@ pub const MAX_INTERVALS: usize = 86_400;
 const MAX_BYTES_PER_SECOND: f64 = 200e9;
 /// Slack on the test's length for start-up, drain and clock differences.
 const TIME_SLACK: Duration = Duration::from_secs(30);
+
+/// Longest host name kept, in bytes: a DNS name's 253, and then some.
+pub const MAX_HOSTNAME: usize = 255;
+/// Longest system line kept (`uname -srvm` is about 100 bytes).
+pub const MAX_SYSTEM: usize = 256;
+/// Longest version kept.
+pub const MAX_VERSION: usize = 64;
+/// Longest congestion control name kept (the kernel's TCP_CA_NAME_MAX, 16).
+pub const MAX_CONGESTION: usize = 16;
+/// Longest socket address kept (`[v6%scope]:port`).
+pub const MAX_ADDRESS: usize = 64;
+/// Most CCIDs kept of a DCCP stream's list (the kernel knows 2 and 3).
+pub const MAX_CCIDS: usize = 8;
+
+/// Cuts `text` to at most `max` bytes on a character boundary, ending with `…` when cut.
+fn cut(text: &mut String, max: usize) {
+    const MARK: char = '…';
+    if text.len() <= max {
+        return;
+    }
+    let mut end = max.saturating_sub(MARK.len_utf8());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push(MARK);
+}
+
+/// Cuts every free-text field of a far side's report to its bound (host name, system line,
+/// version, congestion control, socket addresses, DCCP's CCID lists).
+pub fn cut_free_text(remote: &mut SideReport) {
+    cut(&mut remote.host.hostname, MAX_HOSTNAME);
+    cut(&mut remote.host.system, MAX_SYSTEM);
+    cut(&mut remote.host.version, MAX_VERSION);
+    if let Some(cc) = remote.congestion_used.as_mut() {
+        cut(cc, MAX_CONGESTION);
+    }
+    for socket in &mut remote.sockets {
+        cut(&mut socket.local, MAX_ADDRESS);
+        cut(&mut socket.remote, MAX_ADDRESS);
+        if let Some(dccp) = socket.dccp.as_mut() {
+            dccp.available_ccids.truncate(MAX_CCIDS);
+        }
+    }
+}
 
 /// Why `remote` does not fit `result`'s test, if it does not.
 #[allow(
@@ -36,10 +82,11 @@ pub fn remote_problem(result: &TestResult, remote: &SideReport) -> Option<String
         ));
     }
     let ids: Vec<u32> = spec.stream_plan().into_iter().map(|(id, _)| id).collect();
-    if remote.streams.len() > ids.len() {
+    if remote.streams.len() > ids.len() || remote.sockets.len() > ids.len() {
         return Some(format!(
-            "{} streams for a test of {}",
+            "{} streams and {} sockets for a test of {}",
             remote.streams.len(),
+            remote.sockets.len(),
             ids.len()
         ));
     }
@@ -105,6 +152,47 @@ mod tests {
         let mut remote = SideReport::empty(PeerRole::Client, Default::default());
         remote.intervals = (0..10).map(interval).collect();
         assert_eq!(remote_problem(&result, &remote), None);
+    }
+
+    #[test]
+    fn free_text_is_cut_to_its_bounds() {
+        use perfpeer_shared::report::{HostInfo, SocketInfo};
+        let mut remote = SideReport::empty(
+            PeerRole::Client,
+            HostInfo {
+                hostname: "h".repeat(800_000),
+                system: "é".repeat(1000),
+                version: "0.1.0".into(),
+            },
+        );
+        remote.congestion_used = Some("c".repeat(100));
+        remote.sockets = vec![SocketInfo {
+            id: 1,
+            local: "a".repeat(10_000),
+            remote: "127.0.0.1:5211".into(),
+            dccp: Some(perfpeer_shared::dccp::DccpStreamInfo {
+                available_ccids: vec![2; 100_000],
+                ..Default::default()
+            }),
+        }];
+        cut_free_text(&mut remote);
+        assert_eq!(remote.host.hostname.len(), MAX_HOSTNAME);
+        assert!(remote.host.hostname.ends_with('…'));
+        assert!(remote.host.system.len() <= MAX_SYSTEM && remote.host.system.ends_with('…'));
+        assert_eq!(remote.host.version, "0.1.0", "short text stays as it is");
+        assert!(remote.congestion_used.as_ref().unwrap().len() <= MAX_CONGESTION);
+        assert!(remote.sockets[0].local.len() <= MAX_ADDRESS);
+        assert_eq!(remote.sockets[0].remote, "127.0.0.1:5211");
+        let ccids = &remote.sockets[0].dccp.as_ref().unwrap().available_ccids;
+        assert_eq!(ccids.len(), MAX_CCIDS);
+        // More sockets than the test has streams is not a report of this test.
+        let result = result_of(10);
+        remote.sockets = vec![remote.sockets[0].clone(); 1000];
+        assert!(
+            remote_problem(&result, &remote)
+                .unwrap()
+                .contains("sockets")
+        );
     }
 
     #[test]

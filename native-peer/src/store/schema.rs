@@ -55,6 +55,13 @@ pub const MIGRATIONS: &[&str] = &[
     // 7: the token holder's notes on a kept result (shared::history::Notes as JSON).
     "ALTER TABLE results ADD COLUMN notes_json TEXT;
      ALTER TABLE sweeps ADD COLUMN notes_json TEXT;",
+    // 8: the client source (admission::Source: an IPv4 address or an IPv6 /64) of a test this
+    // peer served as a far end, so anonymous results are pruned within a share per source
+    // (older rows have none: one unknown source); the bytes of a finished result's text (its
+    // row's and its intervals'), counted once when it is written.
+    "ALTER TABLE results ADD COLUMN source TEXT;
+     ALTER TABLE results ADD COLUMN kept_bytes INTEGER;
+     CREATE INDEX results_by_origin ON results(origin, created_ms);",
 ];
 
 /// The schema version this build writes.

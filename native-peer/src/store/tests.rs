@@ -252,16 +252,16 @@ fn a_sweep_is_kept_whole_and_its_link_switches_and_deletes_like_a_tests() {
         )
     );
     assert_eq!(line.reason.as_deref(), Some("2 of 2 sizes failed"));
+    let test = NewTest {
+        test_id: "t".into(),
+        origin: Origin::Cli,
+        role: PeerRole::Client,
+        peer: "pc".into(),
+        spec: spec.clone(),
+        source: None,
+    };
     store
-        .begin(
-            &crate::util::random_id(),
-            "t",
-            Origin::Cli,
-            PeerRole::Client,
-            "pc",
-            &spec,
-            &Default::default(),
-        )
+        .begin(&crate::util::random_id(), &test, &Default::default())
         .unwrap();
     let list = store.list(10).unwrap();
     assert_eq!(
@@ -282,28 +282,13 @@ fn a_sweep_is_kept_whole_and_its_link_switches_and_deletes_like_a_tests() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A finished test with `intervals` one-second intervals on each side.
-async fn finished(store: &Arc<Store>, spec: &TestSpec, intervals: u64) -> String {
-    let mut rec =
-        Recording::begin(store, "t", Origin::FarEnd, PeerRole::Server, "c", spec).unwrap();
-    let mut r = result(spec);
-    r.local.intervals = (0..intervals).map(|i| interval(i, 1000)).collect();
-    r.remote.as_mut().unwrap().intervals = r.local.intervals.clone();
-    let id = rec.id().to_string();
-    for i in &r.local.intervals {
-        rec.interval(PeerRole::Server, i);
-    }
-    rec.finish(&r).await;
-    id
-}
-
 #[tokio::test]
 async fn the_database_is_the_owners_alone() {
     use std::os::unix::fs::PermissionsExt;
     let dir = temp_dir("modes").join("nested");
     let (store, _) = Store::open(&dir).unwrap();
     let store = Arc::new(store);
-    finished(&store, &TestSpec::new(Protocol::Tcp), 2).await;
+    owned(&store, &TestSpec::new(Protocol::Tcp), 2).await;
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&dir), 0o700);
     assert_eq!(mode(&dir.join(FILE_NAME)), 0o600);
@@ -323,7 +308,7 @@ async fn retention_keeps_the_newest_results_within_count_and_size() {
     let spec = TestSpec::new(Protocol::Tcp);
     let mut ids = Vec::new();
     for _ in 0..12 {
-        ids.push(finished(&store, &spec, 2).await);
+        ids.push(owned(&store, &spec, 2).await);
     }
     let kept: Vec<String> = store.list(100).unwrap().into_iter().map(|s| s.id).collect();
     assert_eq!(kept.len(), 5);
@@ -346,7 +331,7 @@ async fn retention_keeps_the_newest_results_within_count_and_size() {
         duration: Duration::from_secs(600),
     };
     for _ in 0..40 {
-        finished(&store, &long, 600).await;
+        owned(&store, &long, 600).await;
     }
     let used: i64 = Connection::open(dir2.join(FILE_NAME))
         .unwrap()
@@ -392,5 +377,213 @@ async fn an_implausible_far_report_is_kept_without_it() {
         .query_row("SELECT count(*) FROM intervals", [], |r| r.get(0))
         .unwrap();
     assert!(rows < 100, "{rows} intervals stored");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A finished test of the owner's (a `perfpeer test` from this machine).
+async fn owned(store: &Arc<Store>, spec: &TestSpec, intervals: u64) -> String {
+    let rec = Recording::begin(store, "t", Origin::Cli, PeerRole::Client, "pc", spec).unwrap();
+    finish_with(rec, spec, intervals).await
+}
+
+/// A finished test this peer served as the far end of an anonymous `client`.
+async fn served(store: &Arc<Store>, spec: &TestSpec, intervals: u64, client: &str) -> String {
+    let client: std::net::SocketAddr = client.parse().unwrap();
+    let rec = Recording::begin_served(store, "t", client, spec).unwrap();
+    finish_with(rec, spec, intervals).await
+}
+
+async fn finish_with(mut rec: Recording, spec: &TestSpec, intervals: u64) -> String {
+    let mut r = result(spec);
+    r.local.intervals = (0..intervals).map(|i| interval(i, 1000)).collect();
+    r.remote.as_mut().unwrap().intervals = r.local.intervals.clone();
+    let id = rec.id().to_string();
+    for i in &r.local.intervals {
+        rec.interval(r.local.role, i);
+    }
+    rec.finish(&r).await;
+    id
+}
+
+fn kept_ids(store: &Store) -> Vec<String> {
+    store
+        .list(10_000)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect()
+}
+
+/// Finished anonymous results per source, as the store counts them.
+fn anonymous_by_source(store: &Store) -> std::collections::HashMap<String, (usize, u64)> {
+    let mut by = std::collections::HashMap::new();
+    for row in retention::anonymous_rows(&store.conn()).unwrap() {
+        let e: &mut (usize, u64) = by.entry(row.source).or_default();
+        e.0 += 1;
+        e.1 += row.bytes;
+    }
+    by
+}
+
+#[tokio::test]
+async fn strangers_results_keep_to_their_share_and_never_evict_the_owners() {
+    let dir = temp_dir("share-count");
+    let (mut store, _) = Store::open(&dir).unwrap();
+    store.set_retention(Retention {
+        max_results: 8,
+        max_bytes: 64 << 20,
+    });
+    let store = Arc::new(store);
+    let spec = TestSpec::new(Protocol::Tcp);
+    let mut owners = Vec::new();
+    for _ in 0..3 {
+        owners.push(owned(&store, &spec, 2).await);
+    }
+    let neighbour = served(&store, &spec, 2, "10.0.0.3:4000").await;
+    // A far-end result the token holder wrote notes on is the owner's now.
+    let noted = served(&store, &spec, 2, "10.0.0.4:4000").await;
+    let notes = Notes {
+        text: "keep this one".into(),
+        tags: Vec::new(),
+    };
+    assert!(store.set_notes(&noted, &notes).unwrap());
+    owners.push(noted);
+    let mut last = String::new();
+    for i in 0..20 {
+        last = served(&store, &spec, 2, &format!("10.0.0.2:{}", 4000 + i)).await;
+    }
+    let kept = kept_ids(&store);
+    assert!(
+        owners.iter().all(|id| kept.contains(id)),
+        "the owner's results stay: {kept:?}"
+    );
+    assert!(kept.contains(&neighbour), "one address evicts no other's");
+    assert!(kept.contains(&last), "the newest far-end result stays");
+    let by = anonymous_by_source(&store);
+    let anonymous: usize = by.values().map(|(n, _)| n).sum();
+    assert!(anonymous <= 4, "{by:?}: beyond half of 8");
+    assert!(
+        by.values().all(|(n, _)| *n <= 2),
+        "{by:?}: beyond a quarter"
+    );
+    // Two addresses of one IPv6 /64 are one source; past the share, the oldest of all go.
+    for i in 0..4 {
+        served(&store, &spec, 2, &format!("[2001:db8::{}]:4000", i % 2 + 1)).await;
+    }
+    let by = anonymous_by_source(&store);
+    assert_eq!(by.get("2001:db8::/64").map(|(n, _)| *n), Some(2), "{by:?}");
+    assert_eq!(by.values().map(|(n, _)| n).sum::<usize>(), 4, "{by:?}");
+    assert!(owners.iter().all(|id| kept_ids(&store).contains(id)));
+    // The owner may take the whole budget: strangers' results make room, then the owner's
+    // oldest go.
+    for _ in 0..10 {
+        owners.push(owned(&store, &spec, 2).await);
+    }
+    let kept = kept_ids(&store);
+    assert_eq!(kept.len(), 8);
+    assert!(owners[6..].iter().all(|id| kept.contains(id)), "{kept:?}");
+    assert!(anonymous_by_source(&store).is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn strangers_bytes_keep_to_their_share_and_never_evict_the_owners() {
+    let dir = temp_dir("share-bytes");
+    let (mut store, _) = Store::open(&dir).unwrap();
+    store.set_retention(Retention {
+        max_results: 1000,
+        max_bytes: 1 << 20,
+    });
+    let store = Arc::new(store);
+    let mut long = TestSpec::new(Protocol::Tcp);
+    long.end = perfpeer_shared::spec::EndCondition::Time {
+        duration: Duration::from_secs(600),
+    };
+    let mut owners = Vec::new();
+    for _ in 0..3 {
+        owners.push(owned(&store, &long, 100).await);
+    }
+    for i in 0..30 {
+        served(&store, &long, 400, &format!("10.0.0.2:{}", 4000 + i)).await;
+    }
+    let kept = kept_ids(&store);
+    assert!(
+        owners.iter().all(|id| kept.contains(id)),
+        "the owner's results stay: {} kept",
+        kept.len()
+    );
+    let by = anonymous_by_source(&store);
+    let (n, bytes) = by["10.0.0.2"];
+    assert!(
+        n == 1 || bytes <= 256 << 10,
+        "{n} results of {bytes} bytes: beyond a quarter of 1 MiB"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn a_full_disk_is_said_as_disk_full_and_the_next_kept_result_clears_it() {
+    let dir = temp_dir("full");
+    let (store, _) = Store::open(&dir).unwrap();
+    let store = Arc::new(store);
+    let spec = TestSpec::new(Protocol::Tcp);
+    owned(&store, &spec, 2).await;
+    // The database may not grow by more than a few pages: a disk that is full.
+    let pages: i64 = store
+        .conn()
+        .query_row("PRAGMA page_count", [], |r| r.get(0))
+        .unwrap();
+    store
+        .conn()
+        .pragma_update(None, "max_page_count", pages + 2)
+        .unwrap();
+    for _ in 0..20 {
+        served(&store, &spec, 50, "10.0.0.2:4000").await;
+        if store.problem().is_some() {
+            break;
+        }
+    }
+    let problem = store.problem().expect("the full disk is said");
+    assert!(problem.contains("disk full"), "{problem}");
+    // A test whose row could not be written writes no intervals, nor their errors.
+    served(&store, &spec, 50, "10.0.0.2:4000").await;
+    let problem = store.problem().expect("the full disk is said");
+    assert!(
+        problem.contains("disk full") && !problem.contains("FOREIGN KEY"),
+        "{problem}"
+    );
+    store
+        .conn()
+        .pragma_update(None, "max_page_count", 1 << 30)
+        .unwrap();
+    owned(&store, &spec, 2).await;
+    assert_eq!(store.problem(), None, "room again: the problem clears");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn far_end_rows_of_an_older_version_share_one_unknown_source() {
+    let dir = temp_dir("migrate-sources");
+    std::fs::create_dir_all(&dir).unwrap();
+    {
+        // A version-7 database with four far-end results (no sources were kept then).
+        let mut conn = Connection::open(dir.join(FILE_NAME)).unwrap();
+        assert_eq!(schema::migrate_to(&mut conn, 7).unwrap(), 7);
+        for n in 0..4 {
+            conn.execute(
+                "INSERT INTO results (id, test_id, created_ms, origin, role, peer, protocol, direction, spec_json, host_json, status)
+                 VALUES (?1, 't', ?2, 'far_end', 'server', 'pc', 'tcp', 'normal', ?3, '{}', 'complete')",
+                params![format!("old{n}"), n, serde_json::to_string(&TestSpec::new(Protocol::Tcp)).unwrap()],
+            )
+            .unwrap();
+        }
+    }
+    let (mut store, _) = Store::open(&dir).unwrap();
+    store.set_retention(Retention {
+        max_results: 8,
+        max_bytes: 64 << 20,
+    });
+    // One source's share of 8: a quarter, the newest.
+    assert_eq!(kept_ids(&store), vec!["old3", "old2"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }

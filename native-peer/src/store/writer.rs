@@ -65,7 +65,11 @@ impl Store {
         match self.writer.jobs.try_send(job) {
             Ok(()) => true,
             Err(e) => {
-                tracing::warn!(error = %e, "the store's writer is behind: a write was dropped");
+                static DROPPED: crate::admission::LogLimit = crate::admission::LogLimit::new(
+                    "the store's writer is behind: a write was dropped",
+                    std::time::Duration::from_secs(10),
+                );
+                DROPPED.warn("the store", e);
                 false
             }
         }
