@@ -20,6 +20,8 @@ mod fuzz_listeners;
 mod hardening;
 /// The history's budgets against anonymous far ends: the owner's results are never evicted.
 mod hardening_history;
+/// `perfpeer iperf -s` as an attacker would try it: forged flows, floods of streams and lines.
+mod hardening_iperf2;
 /// The result history: pages, JSON, the token holder's API, restarts, the results CLI.
 mod history;
 /// Stock iperf 2 and ttcp peers, the stock-tool targets of `perfpeer test`, argv[0] roles.

@@ -236,6 +236,13 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
             }
             server::ServerEvent::Sum { .. } => {}
             server::ServerEvent::Refused { from, reason } => outln!("[ ID] {from}: {reason}"),
+            // The server lets through a few events of each kind per period and counts the rest
+            // (every line a client can cause is rate-limited before it gets here).
+            server::ServerEvent::Suppressed {
+                what,
+                count,
+                period_secs,
+            } => outln!("[ ID] {count} more {what} in the last {period_secs} s"),
         },
     )
     .await

@@ -2,6 +2,9 @@
 //! number of streams at once. TCP streams are read to EOF (or, with `-R`, written for the time
 //! the header asks); UDP flows are counted until the fin, then answered with the server report.
 //! Legacy dual tests (`-d`, `-r`), which need a connection back to the client, are refused.
+//! Running streams and flows hold places ([`Places`]: caps per source and in all, idle ones shed
+//! first, a UDP flow on probation until it has sent for a while), and every event an anonymous
+//! client can cause reaches the printer through a [`LogLimit`] of its kind.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -16,9 +19,11 @@ use tokio::net::{TcpStream, UdpSocket};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::clients::{ClientSum, Clients};
+use super::clients::{
+    ClientSum, Clients, Place, PlaceError, PlaceRules, Places, Probation, Verdict,
+};
 use super::codec::{ACK_LEN, Amount, Header, ServerReport, UDP_HEADER_AT, ack, flags};
-use crate::admission::{Admission, Admitted, Caps, LogLimit, accept_admitted};
+use crate::admission::{Admission, Admitted, Caps, LogLimit, LogLine, accept_admitted};
 use crate::budget::MemoryBudget;
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions};
@@ -42,14 +47,98 @@ const UNIDENTIFIED_CAPS: Caps = Caps {
     total: 512,
     per_source: 512,
 };
-/// UDP flows served at once (each has a thread), from all sources and from one. A flow from a
-/// source with fewer sheds the oldest of the source with the most.
-const UDP_FLOW_CAPS: Caps = Caps {
-    total: 128,
-    per_source: 32,
+/// Running TCP streams (a thread each, two with `--full-duplex`): 64 from one address, so
+/// `iperf -c -P 64` runs, and 128 in all; an idle stream (nothing moved for a second) is shed
+/// first for a newcomer, then the oldest of a source holding more than the newcomer's.
+const TCP_STREAMS: PlaceRules = PlaceRules {
+    caps: Caps {
+        total: 128,
+        per_source: 64,
+    },
+    draining: 16,
+    idle_after: Duration::from_secs(1),
+    probation: None,
 };
+/// UDP flows (a thread each): 32 from one address, 128 in all. A flow is on probation (idle:
+/// the first shed, oldest first) until it has sent 32 KiB over half a second, so forged flows
+/// must come faster than 256 a second to shed a stock client's flow before it is through; then
+/// it is never shed, but gives its place up if it falls quiet for a second while newcomers are
+/// refused. Sources are not weighed against each other: they can be forged.
+const UDP_FLOWS: PlaceRules = PlaceRules {
+    caps: Caps {
+        total: 128,
+        per_source: 32,
+    },
+    draining: 16,
+    idle_after: Duration::from_secs(1),
+    probation: Some(Probation {
+        time: Duration::from_millis(500),
+        bytes: 32 << 10,
+    }),
+};
+/// Longest wait for a thread permit while shed holders' threads end.
+const THREAD_WAIT: Duration = Duration::from_secs(2);
 
 static DROPPED: LogLimit = LogLimit::new("iperf2 connections dropped", Duration::from_secs(10));
+/// Results: a `-P 64` test's 64 and its `[SUM]` are all written.
+static RESULTS: LogLimit = LogLimit::with_burst("iperf 2 results", Duration::from_secs(10), 96);
+static DUAL_REFUSED: LogLimit =
+    LogLimit::new("iperf 2 dual tests refused", Duration::from_secs(10));
+static UDP_BACK_REFUSED: LogLimit = LogLimit::new(
+    "iperf 2 UDP -R/--full-duplex/dual tests refused",
+    Duration::from_secs(10),
+);
+static BAD_HEADERS: LogLimit = LogLimit::new(
+    "iperf 2 connections without a valid header",
+    Duration::from_secs(10),
+);
+static NO_PLACE: LogLimit = LogLimit::new(
+    "iperf 2 streams and flows without a place",
+    Duration::from_secs(10),
+);
+static FAILED: LogLimit = LogLimit::with_burst(
+    "iperf 2 streams and flows failed",
+    Duration::from_secs(10),
+    4,
+);
+
+/// Why the server turned a stream or flow away.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Reason {
+    /// A legacy dual or tradeoff test, or a bounce-back test.
+    #[error(
+        "refused a dual (-d, -r) or bounce-back test: perfpeer never connects back to a client; use -R or --full-duplex, or two tests"
+    )]
+    DualTest,
+    /// A UDP test in which the server would send.
+    #[error(
+        "refused a UDP -R/--full-duplex/dual test: iperf 2's UDP cannot prove the client's address, and perfpeer sends to none it has not proved (TCP -R and --full-duplex work)"
+    )]
+    UdpBackChannel,
+    /// No header, or a broken one, in time.
+    #[error("{0}")]
+    Header(String),
+    /// No place for it, or it lost its place.
+    #[error("{0}")]
+    Place(PlaceError),
+    /// Anything else: the memory budget, `-1`'s queue, a socket error, the shutdown.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl Reason {
+    /// The limit its lines go through.
+    fn log_limit(&self) -> &'static LogLimit {
+        match self {
+            Reason::DualTest => &DUAL_REFUSED,
+            Reason::UdpBackChannel => &UDP_BACK_REFUSED,
+            Reason::Header(_) => &BAD_HEADERS,
+            Reason::Place(_) => &NO_PLACE,
+            Reason::Failed(_) => &FAILED,
+        }
+    }
+}
 
 /// Limits of the server.
 #[derive(Debug, Clone)]
@@ -74,13 +163,33 @@ pub enum ServerEvent {
         /// The streams' sum.
         sum: ClientSum,
     },
-    /// A connection was refused.
+    /// A connection or flow was refused.
     Refused {
         /// Who.
         from: SocketAddr,
         /// Why.
-        reason: String,
+        reason: Reason,
     },
+    /// Events of one kind that were not reported in the period before (flood control).
+    Suppressed {
+        /// What they were.
+        what: &'static str,
+        /// How many.
+        count: u64,
+        /// The period, seconds.
+        period_secs: u64,
+    },
+}
+
+impl ServerEvent {
+    /// The limit its lines go through (`None`: a count, one per line let through).
+    fn log_limit(&self) -> Option<&'static LogLimit> {
+        match self {
+            ServerEvent::Finished(_) | ServerEvent::Sum { .. } => Some(&RESULTS),
+            ServerEvent::Refused { reason, .. } => Some(reason.log_limit()),
+            ServerEvent::Suppressed { .. } => None,
+        }
+    }
 }
 
 struct Shared {
@@ -90,7 +199,8 @@ struct Shared {
     /// Flows refused lately, and until when their datagrams are dropped unanswered and unlogged
     /// (a stock client repeats its header for seconds: one refusal is said once).
     refused_flows: Mutex<std::collections::HashMap<SocketAddr, std::time::Instant>>,
-    udp_places: Arc<Admission>,
+    tcp_places: Arc<Places>,
+    udp_places: Arc<Places>,
     memory: Arc<MemoryBudget>,
     clients: Arc<Clients>,
     events: tokio::sync::mpsc::UnboundedSender<ServerEvent>,
@@ -113,7 +223,8 @@ pub async fn run(
         next_id: AtomicU32::new(1),
         udp_flows: Mutex::new(HashSet::new()),
         refused_flows: Mutex::new(std::collections::HashMap::new()),
-        udp_places: Admission::new(UDP_FLOW_CAPS),
+        tcp_places: Places::new(TCP_STREAMS),
+        udp_places: Places::new(UDP_FLOWS),
         events,
         shutdown,
     });
@@ -126,7 +237,7 @@ pub async fn run(
         let shared = shared.clone();
         tasks.spawn(async move {
             if let Err(reason) = tcp_stream(stream, from, place, &shared).await {
-                let _ = shared.events.send(ServerEvent::Refused { from, reason });
+                shared.report(ServerEvent::Refused { from, reason });
             }
         });
     }
@@ -136,6 +247,29 @@ pub async fn run(
 }
 
 use crate::util::unix_ms_now as now_ms;
+
+impl Shared {
+    /// Sends `event` to the printer if its kind's limit lets its line be written, after the
+    /// count of those of the kind that were not (one line per kind and period under a flood).
+    fn report(&self, event: ServerEvent) {
+        let Some(limit) = event.log_limit() else {
+            let _ = self.events.send(event);
+            return;
+        };
+        let suppressed = match limit.admit() {
+            LogLine::Write { suppressed } => suppressed,
+            LogLine::Suppress => return,
+        };
+        if suppressed > 0 {
+            let _ = self.events.send(ServerEvent::Suppressed {
+                what: limit.what(),
+                count: suppressed,
+                period_secs: limit.period_secs(),
+            });
+        }
+        let _ = self.events.send(event);
+    }
+}
 
 fn spec_for(protocol: Protocol, header: Option<&Header>, max: Duration) -> TestSpec {
     let mut spec = TestSpec::new(protocol);
@@ -179,20 +313,23 @@ async fn tcp_stream(
     from: SocketAddr,
     place: Admitted,
     shared: &Shared,
-) -> Result<(), String> {
+) -> Result<(), Reason> {
     let header = tokio::select! {
-        h = read_header(&mut stream) => h,
-        _ = place.evicted().cancelled() => Err("shed for another source's connection".into()),
+        h = read_header(&mut stream) => h.map_err(Reason::Header),
+        _ = place.evicted().cancelled() => Err(Reason::Place(PlaceError::Shed)),
     };
     drop(place);
     let (header, header_len) = header?;
     if let Some(h) = &header {
         if h.wants_connect_back() || h.flags & flags::BOUNCEBACK != 0 {
-            return Err("refused a dual (-d, -r) or bounce-back test: perfpeer never connects back to a client; use -R or --full-duplex, or two tests".into());
+            return Err(Reason::DualTest);
         }
         if h.wants_ack() {
             use tokio::io::AsyncWriteExt;
-            stream.write_all(&ack()).await.map_err(|e| e.to_string())?;
+            stream
+                .write_all(&ack())
+                .await
+                .map_err(|e| Reason::Failed(e.to_string()))?;
         }
     }
     let reverse = header.as_ref().is_some_and(Header::is_reverse);
@@ -207,9 +344,6 @@ async fn tcp_stream(
     } else {
         Direction::Normal
     };
-    let socket = stream.into_std().map_err(|e| e.to_string())?;
-    socket.set_nonblocking(false).map_err(|e| e.to_string())?;
-    let socket = Arc::new(socket);
     let roles: Vec<StreamRole> = if full_duplex {
         vec![StreamRole::Receiver, StreamRole::Sender]
     } else if reverse {
@@ -217,6 +351,24 @@ async fn tcp_stream(
     } else {
         vec![StreamRole::Receiver]
     };
+    // Its client's group: `[SUM]` at the end, and its turn under `-1` (waiting holds no place).
+    let member = shared
+        .clients
+        .join(from.ip(), &shared.shutdown)
+        .await
+        .map_err(Reason::Failed)?;
+    // A place, and a thread only with it (dropped last, once the threads have ended).
+    let mut place = shared.tcp_places.admit(from.ip()).map_err(Reason::Place)?;
+    place.thread(THREAD_WAIT).await.map_err(Reason::Place)?;
+    let _memory = shared
+        .memory
+        .charge(crate::engine::memory_needed(&spec, roles.iter().copied()))
+        .map_err(|e| Reason::Failed(e.to_string()))?;
+    let socket = stream
+        .into_std()
+        .and_then(|s| s.set_nonblocking(false).map(|()| s))
+        .map_err(|e| Reason::Failed(e.to_string()))?;
+    let socket = Arc::new(socket);
     let setups: Vec<StreamSetup> = roles
         .iter()
         .map(|&role| StreamSetup {
@@ -226,18 +378,18 @@ async fn tcp_stream(
         })
         .collect();
     let id = setups[0].id;
-    // Its client's group: `[SUM]` at the end, and its turn under `-1`.
-    let member = shared.clients.join(from.ip(), &shared.shutdown).await?;
-    let _memory = shared
-        .memory
-        .charge(crate::engine::memory_needed(&spec, roles.iter().copied()))
-        .map_err(|e| e.to_string())?;
     let started = now_ms();
     let m = Measurement::start_with(PeerRole::Server, &spec, setups, &WireOptions::default())
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Reason::Failed(e.to_string()))?;
     let limit = far_end::far_end_limit(&spec, shared.config.max_duration);
-    let ended = run_stream(&m, &roles, &spec, limit, shared).await;
+    let ended = run_stream(&m, &roles, &spec, limit, &mut place, shared).await;
     let finished = m.finish(ended.is_err()).await;
+    if place.evicted().is_cancelled() {
+        // An idle stream shed for a newcomer (a flood's, most likely): said as such, once per
+        // period, not as a result each.
+        return Err(Reason::Place(PlaceError::Shed));
+    }
+    drop(place);
     let status = finished.status(ended.err().map(EarlyEnd::Because));
     let mut local = finished.report;
     // iperf2 counts the header as received data.
@@ -258,9 +410,9 @@ async fn tcp_stream(
         remote: None,
         status,
     };
-    let _ = shared.events.send(ServerEvent::Finished(Box::new(result)));
+    shared.report(ServerEvent::Finished(Box::new(result)));
     if let Some(sum) = member.leave(bytes) {
-        let _ = shared.events.send(ServerEvent::Sum {
+        shared.report(ServerEvent::Sum {
             from: from.ip().to_canonical(),
             sum,
         });
@@ -270,12 +422,14 @@ async fn tcp_stream(
 
 /// Waits until the stream is over: EOF (or the fin) for a receiver; time or bytes for a
 /// (reverse) sender. A UDP receiver that hears nothing for [`UDP_IDLE`] gives up: a stray
-/// datagram must not hold a flow open.
+/// datagram must not hold a flow open. The stream ends early when its place is shed, or when
+/// it falls quiet holding an established flow's place that newcomers wait for.
 async fn run_stream(
     m: &Measurement,
     roles: &[StreamRole],
     spec: &TestSpec,
     limit: Duration,
+    place: &mut Place,
     shared: &Shared,
 ) -> Result<(), String> {
     let epoch = m.epoch();
@@ -286,6 +440,7 @@ async fn run_stream(
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(10)) => {}
             _ = shared.shutdown.cancelled() => return Err("the server is shutting down".into()),
+            _ = place.evicted().cancelled() => return Err(PlaceError::Shed.to_string()),
         }
         let e = m.engine();
         let done = roles.iter().all(|role| match role {
@@ -297,9 +452,13 @@ async fn run_stream(
         if done {
             return Ok(());
         }
+        let now = std::time::Instant::now();
         let bytes = e.bytes(StreamRole::Receiver);
+        if place.observe(now, bytes + e.bytes(StreamRole::Sender)) == Verdict::Yield {
+            return Err("fell quiet while other flows waited for a place".into());
+        }
         if bytes != last_bytes {
-            (last_bytes, last_change) = (bytes, std::time::Instant::now());
+            (last_bytes, last_change) = (bytes, now);
         } else if udp && roles == [StreamRole::Receiver] && last_change.elapsed() > UDP_IDLE {
             return Err(format!("no datagram for {} s", UDP_IDLE.as_secs()));
         }
@@ -330,33 +489,47 @@ async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>, ta
         {
             continue;
         }
-        let Some(place) = shared.udp_places.admit_or_warn(from, &DROPPED) else {
-            continue;
+        let place = match shared.udp_places.admit(from.ip()) {
+            Ok(place) => place,
+            Err(refusal) => {
+                DROPPED.warn(from, refusal);
+                continue;
+            }
         };
-        shared
-            .udp_flows
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(from);
+        // Bound to the flow's 5-tuple at once: its next datagrams queue there, not here.
+        let socket = match crate::server::data_listener::connected_udp_socket(local, from) {
+            Ok(socket) => socket,
+            Err(e) => {
+                shared.report(ServerEvent::Refused {
+                    from,
+                    reason: Reason::Failed(e.to_string()),
+                });
+                continue;
+            }
+        };
+        crate::util::lock(&shared.udp_flows).insert(from);
         let first = buf[..n].to_vec();
         let shared = shared.clone();
         tasks.spawn(async move {
-            let served = tokio::select! {
-                r = udp_flow(first, local, from, &shared) => r,
-                _ = place.evicted().cancelled() => Err("shed for another source's flow".into()),
-            };
-            drop(place);
-            if let Err(reason) = served {
-                remember_refusal(&shared, from);
-                let _ = shared.events.send(ServerEvent::Refused { from, reason });
+            match udp_flow(first, socket, from, place, &shared).await {
+                Ok(FlowEnd::Served) => {}
+                Ok(FlowEnd::LostItsPlace) => remember_refusal(&shared, from),
+                Err(reason) => {
+                    remember_refusal(&shared, from);
+                    shared.report(ServerEvent::Refused { from, reason });
+                }
             }
-            shared
-                .udp_flows
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&from);
+            crate::util::lock(&shared.udp_flows).remove(&from);
         });
     }
+}
+
+/// How a flow that started ended.
+enum FlowEnd {
+    /// By its fin, its time or its silence.
+    Served,
+    /// Shed for a newcomer, or gave its place up: its later datagrams are dropped for a while.
+    LostItsPlace,
 }
 
 /// How long a refused flow's datagrams are dropped without a word.
@@ -383,17 +556,18 @@ fn remember_refusal(shared: &Shared, from: SocketAddr) {
 
 async fn udp_flow(
     first: Vec<u8>,
-    local: SocketAddr,
+    socket: std::net::UdpSocket,
     from: SocketAddr,
+    mut place: Place,
     shared: &Shared,
-) -> Result<(), String> {
-    let header = Header::decode(&first[UDP_HEADER_AT..]).map_err(|e| e.to_string())?;
+) -> Result<FlowEnd, Reason> {
+    let header =
+        Header::decode(&first[UDP_HEADER_AT..]).map_err(|e| Reason::Header(e.to_string()))?;
     if header.wants_connect_back() || header.is_reverse() || header.is_full_duplex() {
-        return Err("refused a UDP -R/--full-duplex/dual test: iperf 2's UDP cannot prove the client's address, and perfpeer sends to none it has not proved (TCP -R and --full-duplex work)".into());
+        return Err(Reason::UdpBackChannel);
     }
     let seq64 = header.flags & flags::SEQNO64B != 0;
-    let socket = crate::server::data_listener::connected_udp_socket(local, from)
-        .map_err(|e| e.to_string())?;
+    place.thread(THREAD_WAIT).await.map_err(Reason::Place)?;
     let mut spec = spec_for(Protocol::Udp, Some(&header), shared.config.max_duration);
     spec.len = u32::try_from(first.len()).unwrap_or(u32::MAX);
     spec.end = EndCondition::Time {
@@ -402,7 +576,7 @@ async fn udp_flow(
     let _memory = shared
         .memory
         .charge(crate::engine::memory_needed(&spec, [StreamRole::Receiver]))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Reason::Failed(e.to_string()))?;
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
     let udp = Arc::new(socket);
     let setup = StreamSetup {
@@ -417,16 +591,36 @@ async fn udp_flow(
     };
     let started = now_ms();
     let m = Measurement::start_with(PeerRole::Server, &spec, vec![setup], &wire)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Reason::Failed(e.to_string()))?;
     let limit =
         header_time(&header).unwrap_or(shared.config.max_duration) + Duration::from_secs(10);
-    let ended = run_stream(&m, &[StreamRole::Receiver], &spec, limit, shared).await;
+    let ended = run_stream(
+        &m,
+        &[StreamRole::Receiver],
+        &spec,
+        limit,
+        &mut place,
+        shared,
+    )
+    .await;
     let finished = m.finish(ended.is_err()).await;
+    let shed = place.evicted().is_cancelled();
+    let yielded = ended.is_err() && place.established();
     let status = finished.status(ended.err().map(EarlyEnd::Because));
+    if shed || status != TestStatus::Complete && !place.established() {
+        // Shed, or ended without its fin before it had sent for a while (a forged flow's
+        // ends): said once per period as such, not as a result each.
+        return Err(Reason::Place(if shed {
+            PlaceError::Shed
+        } else {
+            PlaceError::Unproven
+        }));
+    }
     let local_report = finished.report;
     // The report goes only to a flow that ended with its fin (not to one that went quiet or
     // failed), and never more bytes of reports than the flow sent: iperf2's UDP protocol has no
-    // way to prove its source address, so a forged flow must reflect nothing larger than itself.
+    // way to prove its source address, so a forged flow must reflect nothing larger than itself
+    // (QUIC allows 3 times what a source sent before it proves its address).
     let report_budget = local_report
         .streams
         .first()
@@ -442,11 +636,13 @@ async fn udp_flow(
             datagrams: stats.expected(),
             jitter: Duration::from_secs_f64(stats.jitter_ms / 1000.0),
         };
+        place.answering();
         let udp2 = udp.clone();
         tokio::task::spawn_blocking(move || send_report(&udp2, &report, report_budget))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| Reason::Failed(e.to_string()))?;
     }
+    drop(place);
     let result = TestResult {
         id: id.to_string(),
         spec,
@@ -456,8 +652,12 @@ async fn udp_flow(
         remote: None,
         status,
     };
-    let _ = shared.events.send(ServerEvent::Finished(Box::new(result)));
-    Ok(())
+    shared.report(ServerEvent::Finished(Box::new(result)));
+    Ok(if yielded {
+        FlowEnd::LostItsPlace
+    } else {
+        FlowEnd::Served
+    })
 }
 
 fn header_time(h: &Header) -> Option<Duration> {
