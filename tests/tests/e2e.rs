@@ -22,6 +22,9 @@ mod hardening;
 mod hardening_history;
 /// `perfpeer iperf -s` as an attacker would try it: forged flows, floods of streams and lines.
 mod hardening_iperf2;
+/// `perfpeer iperf3 -s` and `perfpeer netserver` as an attacker would try them: amplification,
+/// floods of requests and of log lines, many addresses.
+mod hardening_personas;
 /// The result history: pages, JSON, the token holder's API, restarts, the results CLI.
 mod history;
 /// Stock iperf 2 and ttcp peers, the stock-tool targets of `perfpeer test`, argv[0] roles.

@@ -51,7 +51,8 @@ pub struct Iperf3Args {
     /// of a test has its own deadline, and a stuck test is ended without touching the others.
     #[arg(long, value_name = "SECS")]
     idle_timeout: Option<u64>,
-    /// Server: tests at once (iperf3 itself runs one); more are answered "busy".
+    /// Server: tests at once (iperf3 itself runs one); more are answered "busy", unless one is
+    /// stalled in its setup (one address may hold half).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
     max_tests: u32,
     /// Server: longest test accepted, seconds (also the end of a client's `-t 0`).
@@ -259,7 +260,8 @@ async fn run_server(args: &Iperf3Args) -> anyhow::Result<ExitCode> {
 
 /// The server's output. While several tests run at once, each of their lines starts with the
 /// test's number (`#2  `) so that they can be told apart; a lone test's lines are as stock
-/// iperf3 prints them.
+/// iperf3 prints them. What a client can make it print is rate-limited at the server (the first
+/// tests and refusals of each 10 s, then a count): see `server::ServerEvent::Unshown`.
 struct ServerPrinter {
     style: Style,
     voice: Voice,
@@ -353,6 +355,13 @@ impl ServerPrinter {
                         self.running.remove(t);
                     }
                     None => out!("{line}"),
+                }
+            }
+            (E::Unshown { what, count, secs }, style) => {
+                let said = format!("{what}: {count} more in the last {secs} s, not shown");
+                match style {
+                    Style::Text => outln!("iperf3: {said}"),
+                    _ => outln!("{}", fmt::json_error(&said, &crate::hostinfo::host_info())),
                 }
             }
             _ => {}

@@ -1,6 +1,7 @@
 //! `perfpeer netserver` (or the binary named `netserver`): netserver 2.7's flags and control
 //! protocol, for stock netperf clients and flent. As netserver, it goes into the background
-//! unless given `-D`; it prints one line per test it served.
+//! unless given `-D`; it prints one line per test it served and per refusal — the first few of
+//! each 10 s, then a count (what a client makes it print is bounded at the server).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::process::ExitCode;
@@ -53,7 +54,8 @@ pub struct NetserverArgs {
     /// Expect this passphrase as the first message of every control connection.
     #[arg(short = 'Z', value_name = "PASSPHRASE")]
     passphrase: Option<String>,
-    /// Tests served at once; one more is refused as busy (one client address may hold half).
+    /// Tests served at once; one more is refused as busy (one client address may hold half),
+    /// unless a test whose client has sent no data yet can give up its place.
     /// The default leaves room for flent's RRUL from one host (8 streams and the UDP pings).
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=256))]
     max_tests: u32,
@@ -211,6 +213,9 @@ pub async fn run(mut args: NetserverArgs) -> anyhow::Result<ExitCode> {
             ServerEvent::Refused { client, reason } => {
                 outln!("[{}] {reason}", shown(client));
             }
+            ServerEvent::Unshown { what, count, secs } => {
+                outln!("[netserver] {what}: {count} more in the last {secs} s, not shown");
+            }
         },
     )
     .await
@@ -251,7 +256,13 @@ fn finished_line(test: u64, client: SocketAddr, name: &str, c: &Counts) -> Strin
         );
     }
     if c.foreign_dropped > 0 {
-        line += &format!("; dropped {} from other addresses", c.foreign_dropped);
+        line += &format!("; dropped {} from other sources", c.foreign_dropped);
+    }
+    if c.unanswered > 0 {
+        line += &format!(
+            "; {} requests unanswered (more than 3 times their bytes)",
+            c.unanswered
+        );
     }
     if let Some((_, e)) = &c.error {
         line += &format!("; ended by an error: {e}");

@@ -7,6 +7,13 @@
 //! time (another waits for its turn before it is told CREATE_STREAMS), so concurrent UDP tests
 //! from one host never get each other's streams; a hello from a source address that already
 //! has a stream, or beyond the test's stream count, is ignored.
+//!
+//! What a client cannot make it do (docs/security.md): send to another address than the
+//! control connection's; send a stream to more than the one port (5-tuple) its first hello came
+//! from, or on after that port refuses it (ICMP unreachable); answer a hello from a privileged
+//! port (below 1024, where services live); hold more than its share of the tests (idle ones are
+//! shed for newcomers: [`super::slots`]); or write more than a few lines per 10 s of refusals
+//! and of tests served.
 
 use crate::util::lock;
 use std::net::{IpAddr, SocketAddr};
@@ -19,7 +26,7 @@ use perfpeer_shared::report::{
 };
 use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
 use tokio::net::{TcpStream, UdpSocket};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -28,8 +35,10 @@ use super::codec::{
     UDP_REPLY,
 };
 use super::control::{Control, Iperf3Error, STEP_TIMEOUT};
-use crate::admission::{Admission, Admitted, Caps, LogLimit, accept_admitted};
+use super::slots::{Slot, Slots};
+use crate::admission::{Admission, Admitted, Caps, LogLimit, LogLine, accept_admitted};
 use crate::budget::MemoryBudget;
+use crate::compat::{REFUSALS_SHOWN, SHOWN_PERIOD, TESTS_SHOWN};
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions};
 use crate::server::far_end;
@@ -38,8 +47,9 @@ use crate::session::measure::Measurement;
 /// Limits of the server.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
-    /// Tests at once; one more is answered ACCESS_DENIED, as a busy iperf3 does. One client
-    /// address may hold half of them (rounded up).
+    /// Tests at once; one more is answered ACCESS_DENIED, as a busy iperf3 does, unless a
+    /// test that is stalled in its setup can be shed for it. One client address may hold half
+    /// of them (rounded up).
     pub max_tests: u32,
     /// Longest test accepted.
     pub max_duration: Duration,
@@ -61,6 +71,19 @@ static DROPPED: LogLimit = LogLimit::new(
     "iperf3 connections dropped before their cookie",
     Duration::from_secs(10),
 );
+static STREAM_ERRORS: LogLimit = LogLimit::new(
+    "iperf3 data streams that could not be set up",
+    Duration::from_secs(10),
+);
+static PRIVILEGED_HELLOS: LogLimit = LogLimit::new(
+    "iperf3 UDP stream hellos from a privileged port (below 1024), ignored",
+    Duration::from_secs(10),
+);
+
+/// The lowest port a UDP stream hello is taken from: below it live services (DNS, NTP, …),
+/// which a forged hello must not turn a stream on, and no stock client sends from one unless
+/// run by root with `--cport`.
+const LOWEST_HELLO_PORT: u16 = 1024;
 
 /// What the server reports to its printer.
 #[derive(Debug)]
@@ -87,7 +110,16 @@ pub enum ServerEvent {
     },
     /// A test finished (or ended early): its number and result.
     Finished(u64, Box<TestResult>),
-    /// A connection was refused or a test failed before it began.
+    /// Events of a kind that were not shown in the period before this one.
+    Unshown {
+        /// What they were.
+        what: &'static str,
+        /// How many.
+        count: u64,
+        /// The period, seconds.
+        secs: u64,
+    },
+    /// A connection was refused, a test failed before it began, or a shown test failed.
     Failed {
         /// The test's number, if it had been given one (refused connections have none).
         test: Option<u64>,
@@ -113,8 +145,11 @@ struct Pending {
 
 struct Shared {
     config: ServerConfig,
-    slots: Arc<Semaphore>,
-    tests_by_source: Arc<Admission>,
+    slots: Arc<Slots>,
+    /// Tests shown to the printer (each test's lines: all or none).
+    tests_shown: LogLimit,
+    /// Refusals and early failures shown to the printer.
+    refusals_shown: LogLimit,
     memory: Arc<MemoryBudget>,
     pending: Mutex<Vec<Pending>>,
     /// Woken when a pending test leaves `pending` (a UDP test waiting for its turn looks again).
@@ -134,11 +169,16 @@ pub async fn run(
 ) -> std::io::Result<()> {
     let (tcp, udp) = crate::server::data_listener::bind(addr)?;
     let shared = Arc::new(Shared {
-        slots: Arc::new(Semaphore::new(config.max_tests as usize)),
-        tests_by_source: Admission::new(Caps {
-            total: config.max_tests as usize,
-            per_source: (config.max_tests as usize).div_ceil(2),
-        }),
+        slots: Slots::new(
+            config.max_tests as usize,
+            (config.max_tests as usize).div_ceil(2),
+        ),
+        tests_shown: LogLimit::with_burst("iperf3 tests served", SHOWN_PERIOD, TESTS_SHOWN),
+        refusals_shown: LogLimit::with_burst(
+            "iperf3 clients refused or failed before their test",
+            SHOWN_PERIOD,
+            REFUSALS_SHOWN,
+        ),
         memory: MemoryBudget::new(config.max_memory),
         config,
         pending: Mutex::new(Vec::new()),
@@ -166,6 +206,47 @@ pub async fn run(
     // Running tests end at the shutdown; their results are reported before the server exits.
     crate::server::drain(&tasks).await;
     Ok(())
+}
+
+impl Shared {
+    /// Sends `event` if `limit` lets its line be written now (after a count of those it did
+    /// not); whether it was sent.
+    fn show(&self, limit: &LogLimit, event: ServerEvent) -> bool {
+        match limit.admit() {
+            LogLine::Write { suppressed } => {
+                if suppressed > 0 {
+                    let _ = self.events.send(ServerEvent::Unshown {
+                        what: limit.what(),
+                        count: suppressed,
+                        secs: limit.period_secs(),
+                    });
+                }
+                let _ = self.events.send(event);
+                true
+            }
+            LogLine::Suppress => false,
+        }
+    }
+
+    /// A refusal, or a test that ended before it began, as one rate-limited line.
+    fn refused(&self, test: Option<u64>, client: SocketAddr, error: String) {
+        self.show(
+            &self.refusals_shown,
+            ServerEvent::Failed {
+                test,
+                client,
+                error,
+            },
+        );
+    }
+}
+
+/// Whether a test's lines are shown: not yet known before its streams are up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    NotStarted,
+    Yes,
+    No,
 }
 
 async fn on_connection(
@@ -197,42 +278,65 @@ async fn on_connection(
     if let Some(tx) = waiting {
         match control_into_std(control) {
             Ok(s) => drop(tx.try_send((arrival, DataSocket::Tcp(Arc::new(s))))),
-            Err(e) => tracing::warn!(%from, error = %e, "cannot take over a data stream"),
+            Err(e) => STREAM_ERRORS.warn(from, e),
         }
         return;
     }
-    let slot = shared.slots.clone().try_acquire_owned().ok().zip(
-        shared
-            .tests_by_source
-            .admit_without_shedding(from.ip())
-            .ok(),
-    );
-    let Some(slot) = slot else {
-        let _ = control.write_state(State::AccessDenied).await;
-        let _ = shared.events.send(ServerEvent::Failed {
-            test: None,
-            client: from,
-            error: "refused: busy (--max-tests reached, or this client's share of it)".into(),
-        });
-        return;
+    let slot = match shared.slots.admit(from.ip()) {
+        Ok((slot, _)) => slot,
+        Err(busy) => {
+            let _ = control.write_state(State::AccessDenied).await;
+            shared.refused(None, from, format!("refused: busy ({busy})"));
+            return;
+        }
     };
     let test = shared
         .tests_begun
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         + 1;
-    let result = serve_test(&mut control, cookie, from, test, &shared).await;
+    let mut shown = Shown::NotStarted;
+    let result = serve_test(&mut control, cookie, from, test, &slot, &mut shown, &shared).await;
+    let shed = slot.shed().is_cancelled();
     drop(slot);
-    match result {
-        Ok(r) => drop(shared.events.send(ServerEvent::Finished(test, Box::new(r)))),
-        Err(e) => drop(shared.events.send(ServerEvent::Failed {
+    match (result, shown) {
+        (Ok(r), Shown::Yes) => drop(shared.events.send(ServerEvent::Finished(test, Box::new(r)))),
+        (Ok(_), _) => {}
+        (Err(e), Shown::Yes) => drop(shared.events.send(ServerEvent::Failed {
             test: Some(test),
             client: from,
             error: e.to_string(),
         })),
+        (Err(_), Shown::No) => {}
+        (Err(e), Shown::NotStarted) => {
+            if shed {
+                // As a busy iperf3 answers: the client prints "the server is busy".
+                let _ = control.write_state(State::AccessDenied).await;
+            }
+            shared.refused(Some(test), from, e.to_string());
+        }
     }
     if shared.config.one_off {
         shared.shutdown.cancel();
     }
+}
+
+/// `step`, unless the test's place is taken for a newcomer first (the test is idle: being set
+/// up, or exchanging its results).
+async fn unless_shed<T>(
+    slot: &Slot,
+    step: impl Future<Output = Result<T, Iperf3Error>>,
+) -> Result<T, Iperf3Error> {
+    tokio::select! {
+        r = step => r,
+        () = slot.shed().cancelled() => Err(shed_error()),
+    }
+}
+
+fn shed_error() -> Iperf3Error {
+    Iperf3Error::Aborted(format!(
+        "busy: its place went to a newcomer after it sat idle (in its setup or its results) for {} s or more",
+        super::slots::SHED_AFTER.as_secs()
+    ))
 }
 
 fn control_into_std(control: Control) -> std::io::Result<std::net::TcpStream> {
@@ -295,10 +399,12 @@ async fn serve_test(
     cookie: Cookie,
     client: SocketAddr,
     test: u64,
+    slot: &Slot,
+    shown: &mut Shown,
     shared: &Shared,
 ) -> Result<TestResult, Iperf3Error> {
     control.write_state(State::ParamExchange).await?;
-    let params = control.read_json(MAX_PARAMS_LEN).await?;
+    let params = unless_shed(slot, control.read_json(MAX_PARAMS_LEN)).await?;
     let requested = match Params::parse(&params).and_then(Params::into_requested) {
         Ok(r) => r,
         Err(e) => {
@@ -339,7 +445,11 @@ async fn serve_test(
         udp_sources: Vec::new(),
         tx,
     };
-    let guard = enter_pending(shared, entry, tokio::time::Instant::now() + STEP_TIMEOUT).await?;
+    let guard = unless_shed(
+        slot,
+        enter_pending(shared, entry, tokio::time::Instant::now() + STEP_TIMEOUT),
+    )
+    .await?;
     control.write_state(State::CreateStreams).await?;
     let mut sockets = Vec::with_capacity(count);
     let deadline = tokio::time::Instant::now() + STEP_TIMEOUT;
@@ -357,9 +467,13 @@ async fn serve_test(
                     Ok(other) => Iperf3Error::Codec(CodecError::BadState(i8::from_ne_bytes([other.byte()]))),
                 });
             }
+            () = slot.shed().cancelled() => return Err(shed_error()),
         }
     }
     drop(guard);
+    if !slot.run() {
+        return Err(shed_error());
+    }
     // In arrival order: the client's creation order, which the plan's roles follow.
     sockets.sort_by_key(|(arrival, _)| *arrival);
     let setups = assign_roles(&spec, sockets.into_iter().map(|(_, s)| s).collect());
@@ -375,21 +489,24 @@ async fn serve_test(
     let started_unix_ms = crate::util::unix_ms_now();
     let mut m = Measurement::start_with(PeerRole::Server, &spec, setups, &wire)
         .map_err(|e| Iperf3Error::Aborted(e.to_string()))?;
-    let _ = shared.events.send(ServerEvent::Started {
+    let started = ServerEvent::Started {
         test,
         client,
         spec: spec.clone(),
         sockets: m.sockets(),
-    });
-    let outcome = run_until_test_end(control, &mut m, &spec, test, shared).await;
+    };
+    let show = shared.show(&shared.tests_shown, started);
+    *shown = if show { Shown::Yes } else { Shown::No };
+    let outcome = run_until_test_end(control, &mut m, &spec, test, show, shared).await;
     if outcome.is_ok() {
         m.stop_senders();
         drain_receivers(&m).await;
     }
     let finished = m.finish(true).await;
+    slot.idle();
     let status = finished.status(None);
     let (tail, local) = (finished.tail, finished.report);
-    if let Some(report) = tail {
+    if let Some(report) = tail.filter(|_| show) {
         let _ = shared.events.send(ServerEvent::Interval {
             test,
             spec: spec.clone(),
@@ -407,7 +524,7 @@ async fn serve_test(
         ));
     }
     control.write_state(State::ExchangeResults).await?;
-    let theirs = Results::parse(&control.read_json(MAX_RESULTS_LEN).await?)?;
+    let theirs = Results::parse(&unless_shed(slot, control.read_json(MAX_RESULTS_LEN)).await?)?;
     let mut ours = Results::from_report(&local, spec.protocol);
     let remote = theirs.into_report(&local, PeerRole::Client, spec.protocol);
     let result = TestResult {
@@ -442,7 +559,7 @@ async fn serve_test(
         .await?;
     control.write_state(State::DisplayResults).await?;
     // The client answers IPERF_DONE and closes; either way the test is over.
-    let _ = control.read_state().await;
+    let _ = unless_shed(slot, control.read_state()).await;
     Ok(result)
 }
 
@@ -523,6 +640,7 @@ async fn run_until_test_end(
     m: &mut Measurement,
     spec: &TestSpec,
     test: u64,
+    show: bool,
     shared: &Shared,
 ) -> Result<(), Iperf3Error> {
     // The client ends the test; we give up when it should have, plus a grace.
@@ -531,11 +649,13 @@ async fn run_until_test_end(
     loop {
         tokio::select! {
             report = m.next_interval() => {
-                let _ = shared.events.send(ServerEvent::Interval { test, spec: spec.clone(), report });
+                if show {
+                    let _ = shared.events.send(ServerEvent::Interval { test, spec: spec.clone(), report });
+                }
             }
             state = control.next_state() => match state? {
                 State::TestEnd => {
-                    if let Some(report) = m.take_due_interval() {
+                    if let Some(report) = m.take_due_interval().filter(|_| show) {
                         let _ = shared.events.send(ServerEvent::Interval { test, spec: spec.clone(), report });
                     }
                     return Ok(());
@@ -557,7 +677,10 @@ async fn run_until_test_end(
 }
 
 /// Answers UDP stream announcements: each gets its own socket on the port, connected to the
-/// client, and the "6789" reply from it.
+/// hello's source (its 5-tuple: the stream never goes to another port, and stops after the
+/// port refuses it with ICMP unreachable a few times), and the "6789" reply from it — 4 bytes
+/// for 4. Nothing in iperf3's UDP shows that the source port receives (docs/security.md says
+/// what follows); a hello from a privileged port is not taken at all.
 async fn udp_connects(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>) {
     let mut buf = [0u8; 2048];
     let mut arrivals = 0u64;
@@ -570,6 +693,10 @@ async fn udp_connects(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>)
             continue; // stray data from an earlier test
         }
         let source = SocketAddr::new(from.ip().to_canonical(), from.port());
+        if source.port() < LOWEST_HELLO_PORT {
+            PRIVILEGED_HELLOS.warn(source, "a service's port, not a client's");
+            continue;
+        }
         // At most one UDP test per client address is pending (`enter_pending`); a source that
         // already has a stream is a repeated hello, not a new stream.
         let tx = {
@@ -592,7 +719,7 @@ async fn udp_connects(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>)
                 arrivals += 1;
                 let _ = tx.try_send((arrivals, DataSocket::Udp(Arc::new(s))));
             }
-            Err(e) => tracing::warn!(%from, error = %e, "cannot create a UDP stream socket"),
+            Err(e) => STREAM_ERRORS.warn(from, e),
         }
     }
 }

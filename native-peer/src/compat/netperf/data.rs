@@ -2,13 +2,18 @@
 //! netserver 2.7 runs it: receive until the client's end of stream (a TCP FIN or a zero-length
 //! datagram), send until the test's time is up, answer requests, or take a connection per
 //! transaction; a byte or transaction count ends it too. Only the control connection's address
-//! is served: connections and datagrams from any other address are dropped unanswered.
+//! is served: connections and datagrams from any other address are dropped unanswered. A UDP
+//! test takes its first datagram from that address and then only that source (its 5-tuple: the
+//! port netperf's data socket sends from); what comes from another port of the address is
+//! dropped too, and a UDP_RR sends that source no more than 3 times the bytes it sent.
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
+
+use crate::admission::LogLimit;
 
 // A blocked socket call comes back every POLL to look at the clock and the stop flag; sends
 // carry the engine's filler bytes (not zeros, which a compressing link would flatter).
@@ -47,6 +52,17 @@ pub enum Endpoint {
 
 /// The one read buffer of a UDP data phase: any datagram fits.
 const UDP_READ_LEN: usize = 65_536;
+
+/// What a UDP test sends its source, at most, per byte it received from it: QUIC's limit on
+/// what a server sends to an address that has not shown it receives, which no netperf UDP
+/// source ever shows (the server refuses a UDP_RR whose response is over this many times its
+/// request).
+pub const UDP_AMPLIFICATION: usize = 3;
+
+static FOREIGN_DATAGRAMS: LogLimit = LogLimit::new(
+    "netperf UDP datagrams from another source than their test's client, dropped",
+    Duration::from_secs(10),
+);
 
 /// One test's data phase.
 #[derive(Debug, Clone)]
@@ -104,8 +120,12 @@ pub struct Counts {
     pub elapsed: Duration,
     /// Whether the deadline (not the client's end or a count) ended the test.
     pub timed_out: bool,
-    /// Connections or datagrams from other addresses, dropped.
+    /// Connections or datagrams from other addresses (UDP: from other sources than the test's
+    /// first), dropped.
     pub foreign_dropped: u64,
+    /// UDP_RR requests not answered: the answer would have sent the source more than 3 times
+    /// what it sent.
+    pub unanswered: u64,
     /// What ended the test, if it was an error: its errno (what netperf prints) and words.
     pub error: Option<(i32, String)>,
     /// SO_RCVBUF and SO_SNDBUF of the data socket at the end (a connection test's: of its first
@@ -152,12 +172,23 @@ enum End {
 struct Run<'a> {
     plan: &'a Plan,
     stop: &'a AtomicBool,
+    /// Called once, when the client first moves data (see [`run`]).
+    on_begun: &'a (dyn Fn() + Sync),
+    begun: bool,
     start: Instant,
     deadline: Instant,
     counts: Counts,
 }
 
 impl Run<'_> {
+    /// The client moved data (or connected, where that is the test): the test has begun.
+    fn begin(&mut self) {
+        if !self.begun {
+            self.begun = true;
+            (self.on_begun)();
+        }
+    }
+
     fn over(&self) -> bool {
         self.stop.load(Ordering::Relaxed) || Instant::now() >= self.deadline
     }
@@ -211,6 +242,7 @@ impl Run<'_> {
             match stream.read(&mut buf[got..]) {
                 Ok(0) => return Ok(false),
                 Ok(n) => {
+                    self.begin();
                     got += n;
                     self.counts.bytes_received += n as u64;
                     self.counts.recv_calls += 1;
@@ -237,6 +269,7 @@ impl Run<'_> {
         while sent < buf.len() {
             match stream.write(&buf[sent..]) {
                 Ok(n) => {
+                    self.begin();
                     sent += n;
                     self.counts.bytes_sent += n as u64;
                     self.counts.send_calls += 1;
@@ -265,6 +298,7 @@ impl Run<'_> {
                 };
                 let first = !got_any;
                 got_any = true;
+                self.begin();
                 if exchange {
                     match self.read(&mut stream, &mut recv_buf, true) {
                         Ok(true) => {}
@@ -370,31 +404,51 @@ impl Run<'_> {
         // Any datagram fits; `recv_len` is what the client asked for and is reported as such.
         let mut buf = vec![0u8; UDP_READ_LEN];
         let response = payload(self.plan.send_len);
-        let mut heard = false;
+        // The test's source: the first datagram's from the client's address. The socket stays
+        // unconnected so that what others send is read, counted and dropped here (a connected
+        // socket would have the kernel answer it with ICMP port unreachable).
+        let mut source: Option<SocketAddr> = None;
         let end = loop {
             if self.over() {
                 break End::Timer;
             }
-            if self.first_data_late(heard) {
+            if self.first_data_late(source.is_some()) {
                 break no_data("datagram");
             }
-            // Each datagram's source is checked: only the client's address counts, and only
-            // it is answered (at the port the request came from).
             let (n, from) = match socket.recv_from(&mut buf) {
-                Ok((_, from)) if !is_client(from, self.plan.client) => {
-                    self.counts.foreign_dropped += 1;
-                    continue;
-                }
-                Ok((0, _)) => break End::Done,
                 Ok(got) => got,
                 Err(e) if is_retry(&e) => continue,
                 Err(e) => break End::Failed(e),
             };
-            heard = true;
+            match source {
+                Some(s) if s == from => {}
+                None if is_client(from, self.plan.client) => {
+                    source = Some(from);
+                    self.begin();
+                }
+                _ => {
+                    self.counts.foreign_dropped += 1;
+                    FOREIGN_DATAGRAMS.warn(from, "not the test's source");
+                    continue;
+                }
+            }
+            if n == 0 {
+                break End::Done;
+            }
             self.counts.bytes_received += n as u64;
             self.counts.recv_calls += 1;
             match self.plan.mode {
                 Mode::Transactions => {
+                    // Checked up front (a response at most 3 times the request); a source that
+                    // sends shorter requests than it asked for gets no more for them.
+                    let budget = self
+                        .counts
+                        .bytes_received
+                        .saturating_mul(UDP_AMPLIFICATION as u64);
+                    if self.counts.bytes_sent + response.len() as u64 > budget {
+                        self.counts.unanswered += 1;
+                        continue;
+                    }
                     match socket.send_to(&response, from) {
                         Ok(sent) => {
                             self.counts.bytes_sent += sent as u64;
@@ -436,12 +490,21 @@ fn no_data(what: &str) -> End {
 }
 
 /// Runs the data phase until the client ends it, its count is reached, the deadline passes,
-/// or `stop` is set.
-pub fn run(plan: &Plan, endpoint: Endpoint, stop: &AtomicBool) -> Counts {
+/// or `stop` is set. `on_begun` is called once, when the test begins: at the client's first
+/// byte or datagram (its first connection in a connection test, its connection when the server
+/// sends) — until then the client has only asked, and its place may be given to another.
+pub fn run(
+    plan: &Plan,
+    endpoint: Endpoint,
+    stop: &AtomicBool,
+    on_begun: &(dyn Fn() + Sync),
+) -> Counts {
     let start = Instant::now();
     let mut run = Run {
         plan,
         stop,
+        on_begun,
+        begun: false,
         start,
         deadline: start + plan.deadline_after,
         counts: Counts::default(),

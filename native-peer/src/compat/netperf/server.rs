@@ -5,8 +5,14 @@
 //! ([`super::data`]), and the OMNI_RESULTS. Unlike netserver, which forks a process per
 //! client, tests run side by side up to `--max-tests`; every request is bounded (its size, its
 //! time, its memory), data is taken only from the control connection's address, and the server
-//! never sends to an address that has not asked: UDP is answered only to datagrams from the
-//! client, and a UDP test in which the server alone would send is refused.
+//! never sends to an address that has not asked: a UDP test takes the first datagram from the
+//! control connection's address and then that source (5-tuple) alone, UDP_RR answers it with no
+//! more than 3 times the bytes it sent (nothing in netperf's UDP shows that the source
+//! receives, so a UDP_RR whose response is over 3 times its request is refused), and a UDP test
+//! in which the server alone would send is refused. A test holds one of `--max-tests` places
+//! from its request to the end of its data phase; until the client moves data, its place may
+//! go to a newcomer ([`crate::compat::iperf3::slots`]). What a client can make it print
+//! (refusals, tests served) is a few lines per 10 s and then a count.
 
 use portable_atomic::AtomicU64;
 use std::io;
@@ -18,7 +24,7 @@ use std::time::Duration;
 use socket2::{Domain, Socket, Type};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -27,8 +33,10 @@ use super::codec::{
     TestLength, cpu_method, flags, kind, socket_type,
 };
 use super::data::{self, Counts, Endpoint, Mode, Plan};
-use crate::admission::{Admission, Admitted, Caps, LogLimit, accept_admitted};
+use crate::admission::{Admission, Admitted, Caps, LogLimit, LogLine, accept_admitted};
 use crate::budget::{Charge, MemoryBudget};
+use crate::compat::iperf3::slots::{self, Slots};
+use crate::compat::{REFUSALS_SHOWN, SHOWN_PERIOD, TESTS_SHOWN};
 use crate::engine::cpu::{CpuSnapshot, logical_cpus};
 use crate::engine::sockopt;
 
@@ -108,11 +116,26 @@ pub enum ServerEvent {
         /// Why.
         reason: String,
     },
+    /// Events of a kind that were not shown in the period before this one.
+    Unshown {
+        /// What they were.
+        what: &'static str,
+        /// How many.
+        count: u64,
+        /// The period, seconds.
+        secs: u64,
+    },
 }
 
 struct Shared {
     config: ServerConfig,
-    tests: Arc<Admission>,
+    /// Tests' places, from the request to the end of the data phase: shed for a newcomer only
+    /// before the client moved any data, never after.
+    tests: Arc<Slots>,
+    /// Finished tests shown to the printer.
+    tests_shown: LogLimit,
+    /// Refusals shown to the printer.
+    refusals_shown: LogLimit,
     memory: Arc<MemoryBudget>,
     next_test: AtomicU64,
     events: mpsc::UnboundedSender<ServerEvent>,
@@ -129,11 +152,14 @@ pub async fn run(
     let listener = TcpListener::from_std(listener)?;
     let max_tests = usize::try_from(config.max_tests).unwrap_or(usize::MAX);
     let shared = Arc::new(Shared {
-        tests: Admission::new(Caps {
-            total: max_tests,
-            per_source: max_tests.div_ceil(2),
-        }),
+        tests: Slots::new(max_tests, max_tests.div_ceil(2)),
         memory: MemoryBudget::new(config.max_memory),
+        tests_shown: LogLimit::with_burst("netperf tests served", SHOWN_PERIOD, TESTS_SHOWN),
+        refusals_shown: LogLimit::with_burst(
+            "netperf requests refused or connections closed",
+            SHOWN_PERIOD,
+            REFUSALS_SHOWN,
+        ),
         config,
         next_test: AtomicU64::new(1),
         events,
@@ -147,15 +173,37 @@ pub async fn run(
         let shared = shared.clone();
         tasks.spawn(async move {
             if let Err(reason) = control(conn, from, place, &shared).await {
-                let _ = shared.events.send(ServerEvent::Refused {
-                    client: from,
-                    reason,
-                });
+                shared.refused(from, reason);
             }
         });
     }
     crate::server::drain(&tasks).await;
     Ok(())
+}
+
+impl Shared {
+    /// Sends `event` if `limit` lets its line be written now (after a count of those it did
+    /// not).
+    fn show(&self, limit: &LogLimit, event: ServerEvent) {
+        if let LogLine::Write { suppressed } = limit.admit() {
+            if suppressed > 0 {
+                let _ = self.events.send(ServerEvent::Unshown {
+                    what: limit.what(),
+                    count: suppressed,
+                    secs: limit.period_secs(),
+                });
+            }
+            let _ = self.events.send(event);
+        }
+    }
+
+    /// A refusal, as one rate-limited line.
+    fn refused(&self, client: SocketAddr, reason: String) {
+        self.show(
+            &self.refusals_shown,
+            ServerEvent::Refused { client, reason },
+        );
+    }
 }
 
 /// The control listener (bound before the process goes into the background, when it does).
@@ -245,12 +293,12 @@ async fn control(
             // netserver ignores a passphrase it did not ask for.
             kind::PASSPHRASE => continue,
             other => {
-                let _ = shared.events.send(ServerEvent::Refused {
-                    client: from,
-                    reason: format!(
+                shared.refused(
+                    from,
+                    format!(
                         "request type {other} is not served (netperf 2.7's OMNI tests are; a classic-only netperf needs its --enable-omni build)"
                     ),
-                });
+                );
                 Message::error(other, errno::UNKNOWN_TEST)
             }
         };
@@ -411,6 +459,16 @@ fn prepare(
     } else {
         (0, 0)
     };
+    let most = data::UDP_AMPLIFICATION * request_len;
+    if udp && exchange && response_len > most {
+        return Err(refusal(
+            errno::EINVAL,
+            format!(
+                "a UDP_RR response of {response_len} bytes to requests of {request_len}: at most {} times the request is sent back, since nothing in netperf's UDP shows that the client's port receives (-r {request_len},{most} at most)",
+                data::UDP_AMPLIFICATION
+            ),
+        ));
+    }
     if request.socket_tos > 255 {
         return Err(refusal(
             errno::EINVAL,
@@ -564,10 +622,7 @@ async fn refuse(
     refusal: Refusal,
     shared: &Shared,
 ) -> Result<(), String> {
-    let _ = shared.events.send(ServerEvent::Refused {
-        client: from,
-        reason: refusal.reason,
-    });
+    shared.refused(from, refusal.reason);
     write_message(conn, &Message::error(answer_kind, refusal.errno)).await
 }
 
@@ -598,15 +653,18 @@ async fn omni_test(
             return refuse(conn, from, answer_kind, why, shared).await;
         }
     };
-    let Ok(slot) = shared.tests.admit_without_shedding(from.ip()) else {
-        let why = refusal(
-            errno::EBUSY,
-            format!(
-                "busy: this server runs {} tests at once, half of them for one address (--max-tests)",
-                shared.config.max_tests
-            ),
-        );
-        return refuse(conn, from, answer_kind, why, shared).await;
+    let slot = match shared.tests.admit(from.ip()) {
+        Ok((slot, _)) => slot,
+        Err(busy) => {
+            let why = refusal(
+                errno::EBUSY,
+                format!(
+                    "busy: {busy} (this server runs {} tests at once, half of them for one address)",
+                    shared.config.max_tests
+                ),
+            );
+            return refuse(conn, from, answer_kind, why, shared).await;
+        }
     };
     let prepared = match prepare(&request, from, shared) {
         Ok(p) => p,
@@ -636,13 +694,15 @@ async fn omni_test(
     let stop = Arc::new(AtomicBool::new(false));
     let cpu_start = measure_cpu.then(CpuSnapshot::take);
     let (done_tx, mut done) = oneshot::channel();
+    let begun = Arc::new(Notify::new());
     {
-        let stop = stop.clone();
+        let (stop, begun) = (stop.clone(), begun.clone());
         let plan = plan.clone();
         std::thread::Builder::new()
             .name(format!("pp-netserver-{test}"))
             .spawn(move || {
-                let _ = done_tx.send(data::run(&plan, endpoint, &stop));
+                let on_begun = || begun.notify_one();
+                let _ = done_tx.send(data::run(&plan, endpoint, &stop, &on_begun));
             })
             .map_err(|e| format!("cannot start the test's thread: {e}"))?;
     }
@@ -659,9 +719,19 @@ async fn omni_test(
     let mut control_open = true;
     let mut foreign = 0u64;
     let mut probe = [0u8; 1];
+    // Until the client moves data its test is idle, and its place may go to a newcomer.
+    let mut running = false;
+    let mut shed = false;
     let counts = loop {
         tokio::select! {
             counts = &mut done => break counts.map_err(|_| "the test's thread ended without its figures".to_string())?,
+            () = begun.notified(), if !running && !shed => {
+                running = slot.run();
+            }
+            () = slot.shed().cancelled(), if !running && !shed => {
+                shed = true;
+                stop.store(true, Ordering::Relaxed);
+            }
             accepted = async { listener.as_ref().expect("guarded").accept().await }, if listener.is_some() => match accepted {
                 Ok((stream, peer)) if data::is_client(peer, plan.client) => {
                     if let Ok(stream) = stream.into_std()
@@ -688,10 +758,7 @@ async fn omni_test(
                 control_open = false;
                 stop.store(true, Ordering::Relaxed);
                 if let Ok(n) = r && n > 0 {
-                    let _ = shared.events.send(ServerEvent::Refused {
-                        client: from,
-                        reason: "the client spoke during its test; the test was stopped".into(),
-                    });
+                    shared.refused(from, "the client spoke during its test; the test was stopped".into());
                 }
             }
             () = shared.shutdown.cancelled(), if !stop.load(Ordering::Relaxed) => {
@@ -730,18 +797,30 @@ async fn omni_test(
         cong_control: counts.congestion.clone().unwrap_or_default(),
     };
     // A data phase that failed is answered with its errno, as netserver answers it.
+    if shed {
+        counts.error = Some((
+            errno::EBUSY,
+            format!(
+                "busy: its place went to a newcomer after it sat {} s or more without data",
+                slots::SHED_AFTER.as_secs()
+            ),
+        ));
+    }
     let results_message = match (&counts.error, layout) {
         (Some((errno, _)), Layout::Omni) => Message::error(kind::OMNI_RESULTS, *errno),
         (Some((errno, _)), Layout::TcpCc) => Message::error(kind::TCP_CC_RESULTS, *errno),
         (None, Layout::Omni) => results.encode(),
         (None, Layout::TcpCc) => results.encode_tcp_cc(),
     };
-    let _ = shared.events.send(ServerEvent::Finished {
-        test,
-        client: from,
-        name,
-        counts: Box::new(counts),
-    });
+    shared.show(
+        &shared.tests_shown,
+        ServerEvent::Finished {
+            test,
+            client: from,
+            name,
+            counts: Box::new(counts),
+        },
+    );
     // The test is over: its slot and memory are free before the client reads its results, so
     // a client that starts its next test at once (a script's loop, `--max-tests 1`) is admitted.
     drop(slot);
