@@ -15,4 +15,5 @@ pub(crate) const SHOWN_PERIOD: Duration = Duration::from_secs(10);
 pub mod iperf2;
 pub mod iperf3;
 pub mod netperf;
+pub mod slots;
 pub mod ttcp;

@@ -5,12 +5,10 @@
 //! - [`codec`]: cookie, states, framing, parameter and result JSON (pure).
 //! - [`control`]: reading and writing those on a control socket.
 //! - [`server`]: `perfpeer iperf3 -s`, serving several stock clients at once.
-//! - [`slots`]: the places of its tests (and `perfpeer netserver`'s), shed when idle for a
-//!   newcomer, never when running.
+//! - [`crate::compat::slots`]: the places of its tests (and `perfpeer netserver`'s).
 //! - [`client`]: `perfpeer iperf3 -c`, against a stock `iperf3 -s`.
 
 pub mod client;
 pub use perfpeer_proto::iperf3 as codec;
 pub mod control;
 pub mod server;
-pub mod slots;

@@ -35,9 +35,9 @@ use super::codec::{
     UDP_REPLY,
 };
 use super::control::{Control, Iperf3Error, STEP_TIMEOUT};
-use super::slots::{Slot, Slots};
 use crate::admission::{Admission, Admitted, Caps, LogLimit, LogLine, accept_admitted};
 use crate::budget::MemoryBudget;
+use crate::compat::slots::{Slot, Slots};
 use crate::compat::{REFUSALS_SHOWN, SHOWN_PERIOD, TESTS_SHOWN};
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions};
@@ -335,7 +335,7 @@ async fn unless_shed<T>(
 fn shed_error() -> Iperf3Error {
     Iperf3Error::Aborted(format!(
         "busy: its place went to a newcomer after it sat idle (in its setup or its results) for {} s or more",
-        super::slots::SHED_AFTER.as_secs()
+        crate::compat::slots::SHED_AFTER.as_secs()
     ))
 }
 

@@ -11,7 +11,7 @@
 //! receives, so a UDP_RR whose response is over 3 times its request is refused), and a UDP test
 //! in which the server alone would send is refused. A test holds one of `--max-tests` places
 //! from its request to the end of its data phase; until the client moves data, its place may
-//! go to a newcomer ([`crate::compat::iperf3::slots`]). What a client can make it print
+//! go to a newcomer ([`crate::compat::slots`]). What a client can make it print
 //! (refusals, tests served) is a few lines per 10 s and then a count.
 
 use portable_atomic::AtomicU64;
@@ -35,7 +35,7 @@ use super::codec::{
 use super::data::{self, Counts, Endpoint, Mode, Plan};
 use crate::admission::{Admission, Admitted, Caps, LogLimit, LogLine, accept_admitted};
 use crate::budget::{Charge, MemoryBudget};
-use crate::compat::iperf3::slots::{self, Slots};
+use crate::compat::slots::{self, Slots};
 use crate::compat::{REFUSALS_SHOWN, SHOWN_PERIOD, TESTS_SHOWN};
 use crate::engine::cpu::{CpuSnapshot, logical_cpus};
 use crate::engine::sockopt;
