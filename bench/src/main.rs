@@ -134,6 +134,15 @@ impl Runner {
         if let Some(g) = &server_group {
             g.add(server.pid())?;
         }
+        // A server with a TCP listener is waited for (a busy machine starts it late); the UDP
+        // servers get the fixed pause.
+        let tcp_listener = matches!(
+            tool,
+            Tool::Perfpeer | Tool::Iperf3 | Tool::Iperf3New | Tool::Netperf
+        );
+        if !case.is_udp() || tcp_listener {
+            procs::wait_listening(p.ctl, Duration::from_secs(10));
+        }
         std::thread::sleep(Duration::from_millis(300));
         let capture = (case.paced_rate().is_some() && self.capture_ok)
             .then(|| capture::Capture::start(p.udp_data(tool)))

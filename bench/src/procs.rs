@@ -136,3 +136,48 @@ fn reap_peek(pid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
     unsafe { libc::kill(pid, 0) == 0 }
 }
+
+/// Waits (at most `limit`) until something listens on TCP `port`, read from the kernel's socket
+/// tables rather than by connecting (a probe connection would be `iperf3 -s -1`'s one client).
+/// Whether it does; a server started on a busy machine may take more than a fixed pause.
+pub fn wait_listening(port: u16, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if tcp_listening(port) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether `/proc/net/tcp` or `tcp6` has a socket in LISTEN (state 0A) on `port`.
+fn tcp_listening(port: u16) -> bool {
+    let local = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
+        std::fs::read_to_string(table).is_ok_and(|text| {
+            text.lines().skip(1).any(|line| {
+                let mut fields = line.split_whitespace();
+                let addr = fields.nth(1).unwrap_or("");
+                let state = fields.nth(1).unwrap_or("");
+                addr.ends_with(&local) && state == "0A"
+            })
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listening_port_is_seen_and_a_closed_one_is_not() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert!(wait_listening(port, Duration::from_secs(1)));
+        drop(listener);
+        assert!(!wait_listening(port, Duration::from_millis(100)));
+    }
+}
