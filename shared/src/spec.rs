@@ -283,7 +283,15 @@ impl TestSpec {
                 || cc.len() > 15
                 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
         {
-            return Err(SpecError::Congestion(cc.clone()));
+            // Named back as typed, but never more than a name's length: the words go back to
+            // whoever sent the spec (a far end's refusal).
+            let shown: String = cc.chars().take(16).collect();
+            let shown = if shown.len() < cc.len() {
+                format!("{shown}…")
+            } else {
+                shown
+            };
+            return Err(SpecError::Congestion(shown));
         }
         if self.fq_pacing && (self.protocol != Protocol::Tcp || self.per_stream_rate().is_none()) {
             return Err(SpecError::FqPacing);
@@ -543,6 +551,9 @@ mod tests {
         let mut s = TestSpec::new(Protocol::Tcp);
         s.congestion = Some("cubic; rm".into());
         assert!(matches!(s.validate(), Err(SpecError::Congestion(_))));
+        s.congestion = Some("x".repeat(100_000));
+        let refused = s.validate().unwrap_err().to_string();
+        assert!(refused.len() < 80, "{refused}");
         let mut s = TestSpec::new(Protocol::Tcp);
         s.interval = Duration::from_millis(10);
         assert!(matches!(s.validate(), Err(SpecError::Interval(_))));
