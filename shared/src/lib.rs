@@ -3,6 +3,7 @@
 //!
 //! # Layout
 //! - [`units`]: parsing and printing rates and sizes (K/M/G, 1000- or 1024-based as iperf3 does).
+//! - [`calendar`]: Unix times as UTC dates (HTTP dates, and the fields other printed dates use).
 //! - [`spec`]: [`spec::TestSpec`], what to run, validated once.
 //! - [`dccp`]: DCCP options, a peer's DCCP support and the kernel's DCCP figures.
 //! - [`sweep`]: packet-size sweeps (one short test per size) as one table.
@@ -12,14 +13,16 @@
 //!   the browser's form both build it, into a checked spec.
 //! - [`report`]: the one result model (intervals, per-stream finals, CPU) and the statistics
 //!   derived from it (sums, utilisation, service demand).
-//! - [`latency`]: latency under load: the probe's samples, the phases and every figure
-//!   derived from them (percentiles, one-way delays above the idle minimum, loss, RPM).
+//! - [`latency`]: latency under load: the request, the probe's samples, the phases and every
+//!   figure derived from them (percentiles, one-way delays above the idle minimum, loss, RPM),
+//!   and the live events of a run.
 //! - [`rr`]: request/response results (round-trip histogram and its summary).
 //! - [`tagged`]: internally tagged enums read with their tag first, without serde's buffering.
 //! - [`format`]: renderings of a [`report::TestResult`] (iperf3 text and JSON, iperf2, ttcp,
 //!   netperf, the result page, charts).
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod calendar;
 pub mod control;
 pub mod dccp;
 pub mod format;

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::bail;
 use clap::Args;
+use perfpeer_shared::calendar::http_date;
 use perfpeer_shared::format::iperf3::{self as fmt, Preamble, RateFormat, Voice};
 use perfpeer_shared::report::PeerRole;
 use perfpeer_shared::spec::{EndCondition, ValidSpec};
@@ -177,7 +178,7 @@ fn verbose_lines() -> String {
         "{}\n{}\nTime: {}",
         super::persona_version("iperf3"),
         fmt::system_info(&host),
-        fmt::http_date(now / 1000)
+        http_date(now / 1000)
     )
 }
 

@@ -133,7 +133,7 @@ fn list(store: &Store, limit: u32) -> anyhow::Result<()> {
         outln!("no results yet in {}", store.path().display());
     }
     for r in rows {
-        let when = perfpeer_shared::format::iperf3::http_date(r.created_ms / 1000);
+        let when = perfpeer_shared::calendar::http_date(r.created_ms / 1000);
         let rate = r
             .bits_per_second
             .map(|b| format!("{}/s", format_bits(b).trim()))

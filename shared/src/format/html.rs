@@ -87,7 +87,7 @@ fn notes_html(notes: &Notes) -> String {
 
 /// `2026-12-04 13:45 UTC` (the page cannot run a script to say it in the reader's zone).
 fn utc_words(unix_ms: u64) -> String {
-    let t = super::iperf3::UtcTime::of(unix_ms / 1000);
+    let t = crate::calendar::UtcTime::of(unix_ms / 1000);
     format!(
         "{}-{:02}-{:02} {:02}:{:02} UTC",
         t.year, t.month, t.day, t.hour, t.minute

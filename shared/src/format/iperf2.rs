@@ -442,7 +442,7 @@ pub fn text_in(result: &TestResult, units: Units) -> String {
 
 /// `YYYYMMDDHHMMSS` (UTC) of a Unix time in ms, as iperf 2's CSV lines start.
 fn csv_time(unix_ms: u64) -> String {
-    let t = super::iperf3::UtcTime::of(unix_ms / 1000);
+    let t = crate::calendar::UtcTime::of(unix_ms / 1000);
     format!(
         "{:04}{:02}{:02}{:02}{:02}{:02}",
         t.year, t.month, t.day, t.hour, t.minute, t.second
