@@ -51,6 +51,69 @@ fn names_after<'a>(line: &'a str, prefix: &'a str) -> impl Iterator<Item = (Stri
     })
 }
 
+/// Every top-level module a file's code names after `crate::`, with its line (from 1): in plain
+/// paths (`crate::engine::x`) and in groups, over several lines too (`use crate::{engine::x,
+/// util}` names engine and util). Comments are left out.
+fn crate_targets(text: &str) -> Vec<(usize, String)> {
+    let code: String = text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        let after = &code[at + "crate::".len()..];
+        if let Some(group) = after.strip_prefix('{') {
+            // The group's items at depth 0, each naming its first module.
+            let (mut depth, mut start) = (0usize, 0usize);
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        found.push((line_of(at), ident(&group[start..i])));
+                        break;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        found.push((line_of(at), ident(&group[start..i])));
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            found.push((line_of(at), ident(after)));
+        }
+    }
+    found.retain(|(_, name)| !name.is_empty());
+    found
+}
+
+#[test]
+fn grouped_and_multi_line_imports_are_read() {
+    let text = "use crate::{engine::x, util};\nuse crate::{\n    server::{a, b},\n    // cli::no\n    session,\n};\nlet v = crate::store::open(); // crate::cli\n";
+    let names: Vec<(usize, String)> = crate_targets(text);
+    let want = [
+        (1, "engine"),
+        (1, "util"),
+        (2, "server"),
+        (2, "session"),
+        (7, "store"),
+    ];
+    assert_eq!(
+        names,
+        want.map(|(l, n)| (l, n.to_string())).to_vec(),
+        "grouped, nested and multi-line paths are all read; comments are not"
+    );
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("source dir").flatten() {
         let path = entry.path();
@@ -83,24 +146,21 @@ fn native_peer_modules_import_only_downward() {
         let own_layer =
             layer(&own).unwrap_or_else(|| panic!("{own} has no layer: add it to LAYERS"));
         let text = std::fs::read_to_string(file).unwrap();
-        for (i, line) in text.lines().enumerate() {
-            for (target, _) in names_after(line, "crate::") {
-                let Some(target_layer) = layer(&target) else {
-                    continue;
-                };
-                if target == own || target_layer < own_layer {
-                    continue;
-                }
-                if KNOWN.iter().any(|(f, t, _)| *f == own && *t == target) {
-                    seen_known.insert((own.clone(), target));
-                    continue;
-                }
-                wrong.insert(format!(
-                    "{}:{}: {own} (layer {own_layer}) uses {target} (layer {target_layer})",
-                    rel.display(),
-                    i + 1
-                ));
+        for (line, target) in crate_targets(&text) {
+            let Some(target_layer) = layer(&target) else {
+                continue;
+            };
+            if target == own || target_layer < own_layer {
+                continue;
             }
+            if KNOWN.iter().any(|(f, t, _)| *f == own && *t == target) {
+                seen_known.insert((own.clone(), target));
+                continue;
+            }
+            wrong.insert(format!(
+                "{}:{line}: {own} (layer {own_layer}) uses {target} (layer {target_layer})",
+                rel.display(),
+            ));
         }
     }
     assert!(
