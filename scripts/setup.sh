@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what perfpeer's build and tests need on Debian 12 beyond rustup/cargo: iproute2 (ip,
-# tc) for the network-namespace tests, the stock tools used for interop and benchmarks, the wasm
+# tc) for the network-namespace tests, the stock tools used for interop and benchmarks (and curl
+# for scripts/fetch-netperf.sh, which fetches stock netperf into the cache), flent, the wasm
 # toolchain for the web UI, headless Chromium for its browser test, and qemu for the DCCP test.
 # With --dut, also the cross toolchains of scripts/build-dut.sh; with --windows, those of
 # scripts/build-windows.sh; with --macos, what scripts/check-macos.sh needs.
@@ -15,6 +16,10 @@ command -v iperf >/dev/null 2>&1 || need+=(iperf)
 # The latency-under-load test's references: iputils ping and irtt (flent's round-trip tester).
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 command -v irtt >/dev/null 2>&1 || need+=(irtt)
+# flent (Debian main) runs its RRUL and TCP upload tests against `perfpeer netserver` with the
+# stock netperf that scripts/fetch-netperf.sh fetches with curl (netperf is in Debian's non-free).
+command -v flent >/dev/null 2>&1 || need+=(flent)
+command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 # The web UI (scripts/build-web.sh): rustup's wasm32 target if installed, else Debian's
 # rustc-web building std from source, linked by lld-22's wasm-ld.

@@ -3,11 +3,18 @@
 # real perfpeer peers on loopback and in network namespaces (those need root, as CI has), and the
 # web UI in headless Chromium (so the UI is built first), after clippy with warnings as errors,
 # two static DUT builds under qemu-user (built here first, see scripts/build-dut.sh), the Windows
-# .exe under wine (scripts/build-windows.sh) and a compile check for macOS.
+# .exe under wine (scripts/build-windows.sh), stock netperf 2.7.0 and flent against perfpeer's
+# netperf peers (scripts/fetch-netperf.sh) and a compile check for macOS.
 # Ends with one line totalling every test binary's results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+# Stock netperf 2.7.0 (Debian's build, fetched once into the cache): the netperf and netserver
+# interop tests run it and fail without it (PERFPEER_NETPERF, PERFPEER_NETSERVER); on PATH for
+# flent, which runs `netperf`, and for the benchmark smoke's netperf column.
+netperf_dir=$(./scripts/fetch-netperf.sh)
+export PERFPEER_NETPERF=$netperf_dir/netperf PERFPEER_NETSERVER=$netperf_dir/netserver
+export PATH=$netperf_dir:$PATH
 ./scripts/build-web.sh
 cargo build --workspace --all-targets --locked
 # Lints, the workspace's chosen set (Cargo.toml [workspace.lints]) included, as errors.

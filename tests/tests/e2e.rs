@@ -14,6 +14,8 @@ mod dccp_vm;
 mod dut;
 /// Bad input and failures: unreachable peers, garbage, oversized frames, dying peers, caps.
 mod faults;
+/// flent rrul and tcp_upload with stock netperf 2.7.0 against `perfpeer netserver` in namespaces.
+mod flent;
 /// A fuzz target per listener, a fixed number of cases from a fixed seed, corpus first.
 mod fuzz_listeners;
 /// The far end as an attacker would try it: reflection, deadlines, floods, memory.

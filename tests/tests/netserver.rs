@@ -1,10 +1,12 @@
-//! `perfpeer netserver` for netperf clients. netperf is not packaged for Debian, so CI drives the
-//! server with the control messages a stock netperf 2.7.1 sent (tests/fixtures/netperf-2.7.1/,
-//! read with the codec those bytes test) and the data phases netperf runs; a stock `netperf`
-//! on PATH (or in `PERFPEER_NETPERF`) is run against the server too, and skipped with a note
-//! where there is none. Then what a netperf user or an attacker on the LAN would try: requests
-//! the server cannot serve, data from other addresses, too many tests, vanished clients, a
-//! passphrase, and the `netserver` name.
+//! `perfpeer netserver` for netperf clients: driven with the control messages a stock netperf
+//! 2.7.1 sent (tests/fixtures/netperf-2.7.1/, read with the codec those bytes test) and the data
+//! phases netperf runs, and by stock netperf 2.7.0 itself (what Debian, OpenWrt and most
+//! distributions ship: scripts/fetch-netperf.sh fetches Debian's build, scripts/test.sh names
+//! it in `PERFPEER_NETPERF` and `PERFPEER_NETSERVER`, and then a missing one fails); the
+//! reverse too, `perfpeer netperf --netserver` against the stock netserver, and its tables
+//! beside stock netperf's. Then what a netperf user or an attacker on the LAN would try:
+//! requests the server cannot serve, data from other addresses, too many tests, vanished
+//! clients, a passphrase, and the `netserver` name.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
@@ -702,18 +704,42 @@ fn run_netperf(netperf: &std::path::Path, port: u16, args: &[&str]) -> std::proc
         .expect("run netperf")
 }
 
-/// The stock client, where there is one: every test netperf users run, netperf's own way.
+/// A stock netperf 2.x program (`netperf` or `netserver`): the one `var` names (scripts/test.sh
+/// names the netperf 2.7.0 of scripts/fetch-netperf.sh), else `name` on PATH. `None` (said)
+/// where there is none; where `var` names one, or in CI, a missing one fails.
+fn stock_program(var: &str, name: &str) -> Option<PathBuf> {
+    let named = std::env::var_os(var).map(PathBuf::from);
+    let required = named.is_some() || std::env::var_os("CI").is_some();
+    let program = named.unwrap_or_else(|| PathBuf::from(name));
+    let version = Command::new(&program)
+        .arg("-V")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    if version.contains("Netperf version 2.") && !version.contains("perfpeer") {
+        return Some(program);
+    }
+    let what = format!(
+        "no stock {name} at {} (scripts/fetch-netperf.sh fetches netperf 2.7.0; \
+         scripts/test.sh names it in {var})",
+        program.display()
+    );
+    assert!(!required, "{what}");
+    skip(&what);
+    None
+}
+
+/// Stock netperf (`PERFPEER_NETPERF`, else `netperf` on PATH), or `None` where it may be missing.
+pub(crate) fn stock_netperf() -> Option<PathBuf> {
+    stock_program("PERFPEER_NETPERF", "netperf")
+}
+
+/// The stock client: every test netperf users run, netperf's own way.
 #[test]
 fn stock_netperf_against_perfpeer() {
-    let netperf = std::env::var_os("PERFPEER_NETPERF")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("netperf"));
-    if Command::new(&netperf).arg("-V").output().is_err() {
-        skip(
-            "netperf is not installed (not packaged for Debian; docs/wire-protocols.md says how to build it)",
-        );
+    let Some(netperf) = stock_netperf() else {
         return;
-    }
+    };
     let server = Netserver::start(&[]);
     for (test, extra) in [
         ("TCP_STREAM", &[][..]),
@@ -955,34 +981,117 @@ fn netserver_only_options_are_usage_errors_elsewhere() {
     }
 }
 
-/// Our client against the stock netserver, where one is installed (`PERFPEER_NETSERVER`, or
-/// `netserver` on PATH that is netperf's own).
+/// The stock netserver (`PERFPEER_NETSERVER`, or `netserver` on PATH that is netperf's own) on
+/// 127.0.0.1 and a free port, killed on drop.
+struct StockNetserver {
+    child: Child,
+    port: u16,
+}
+
+impl StockNetserver {
+    fn start() -> Option<StockNetserver> {
+        let netserver = stock_program("PERFPEER_NETSERVER", "netserver")?;
+        let port = free_port();
+        let child = Command::new(&netserver)
+            .args(["-D", "-L", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the stock netserver");
+        let server = StockNetserver { child, port };
+        assert!(wait_listening(port, Duration::from_secs(10)));
+        Some(server)
+    }
+}
+
+impl Drop for StockNetserver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Our client against the stock netserver.
 #[test]
 fn perfpeer_netperf_against_stock_netserver() {
-    let netserver = std::env::var_os("PERFPEER_NETSERVER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("netserver"));
-    let stock = Command::new(&netserver).arg("-V").output().is_ok_and(|o| {
-        let v = String::from_utf8_lossy(&o.stdout);
-        v.contains("Netperf version 2.") && !v.contains("perfpeer")
-    });
-    if !stock {
-        skip(
-            "no stock netserver (not packaged for Debian; docs/wire-protocols.md says how to build it)",
-        );
+    let Some(server) = StockNetserver::start() else {
         return;
+    };
+    our_client_runs_every_test(server.port, None);
+}
+
+/// The socket sizes of a classic table's data lines: the first one or two figures of each line
+/// (a stream test's receive and send socket; an _RR test's send and receive socket, this end's
+/// line then the far end's; UDP_STREAM's sending socket, then the receiving one).
+fn table_socket_sizes(test: &str, stdout: &str) -> Vec<i64> {
+    let data: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.trim().is_empty())
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let first = |line: Option<&&str>, n: usize| -> Vec<i64> {
+        line.map(|l| {
+            l.split_whitespace()
+                .take(n)
+                .filter_map(|f| f.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+    };
+    match test {
+        "TCP_RR" => [first(data.first(), 2), first(data.get(1), 2)].concat(),
+        "UDP_STREAM" => [first(data.first(), 1), first(data.get(1), 1)].concat(),
+        _ => first(data.first(), 2),
     }
-    let port = free_port();
-    let mut child = Command::new(&netserver)
-        .args(["-D", "-L", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the stock netserver");
-    assert!(wait_listening(port, Duration::from_secs(10)));
-    our_client_runs_every_test(port, None);
-    let _ = child.kill();
-    let _ = child.wait();
+}
+
+/// `perfpeer netperf --netserver`'s classic tables print the socket sizes stock netperf 2.7
+/// prints against the same netserver: each end's data socket as it was made (netperf's lss_size,
+/// rsr_size, …: 16384 and 131072 for TCP on Linux's defaults), not what Linux grew it to while
+/// the test ran. Against perfpeer netserver and against the stock one.
+#[test]
+fn perfpeer_netperf_prints_the_socket_sizes_stock_netperf_prints() {
+    let Some(netperf) = stock_netperf() else {
+        return;
+    };
+    let ours = Netserver::start(&[]);
+    let Some(stock) = StockNetserver::start() else {
+        return;
+    };
+    for port in [ours.port, stock.port] {
+        for (test, length) in [
+            ("TCP_STREAM", "-20000000"),
+            ("TCP_MAERTS", "1"),
+            ("TCP_RR", "-2000"),
+            ("UDP_STREAM", "1"),
+        ] {
+            let mut args = vec!["-t", test, "-l", length];
+            if test == "UDP_STREAM" {
+                args.extend(["--", "-m", "1400"]);
+            }
+            let theirs = run_netperf(&netperf, port, &args);
+            let mine = our_netperf(port, &args);
+            let [theirs, mine] = [theirs, mine].map(|out| {
+                let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+                assert!(
+                    out.status.success(),
+                    "{test}: {stdout}{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                stdout
+            });
+            let sizes = table_socket_sizes(test, &theirs);
+            assert!(
+                sizes.len() >= 2 && sizes.iter().all(|&s| s > 0),
+                "{test}: no socket sizes in stock netperf's\n{theirs}"
+            );
+            assert_eq!(
+                table_socket_sizes(test, &mine),
+                sizes,
+                "{test}, port {port}: ours\n{mine}\nstock netperf's\n{theirs}"
+            );
+        }
+    }
 }
 
 /// netperf's `-y ,PRIO` and `-Y ,TOS`: the server's data socket takes them and the answer says

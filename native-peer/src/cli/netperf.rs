@@ -396,14 +396,19 @@ pub async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
         headers,
         units: args.units,
     };
-    let result = if args.netserver {
+    // Against a netserver, the classic table prints each end's socket sizes as its data socket
+    // was made, as stock netperf does; the selectors' *_SOCKET_SIZE_END, the final ones.
+    let (result, classic) = if args.netserver {
         match against_netserver(&args, &test_opts, &host).await? {
-            Ok(result) => result,
+            Ok(finished) => {
+                let classic = finished.for_classic_table();
+                (finished.result, Some(classic))
+            }
             Err(code) => return Ok(code),
         }
     } else {
         match against_peer(&args, &test_opts, &host).await? {
-            Ok(result) => result,
+            Ok(result) => (result, None),
             Err(code) => return Ok(code),
         }
     };
@@ -414,7 +419,7 @@ pub async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
             fmt::headline(&result, args.units)?.value
         ))?,
         (None, verbosity) => {
-            print(&fmt::table(&result, &opts)?)?;
+            print(&fmt::table(classic.as_ref().unwrap_or(&result), &opts)?)?;
             if verbosity == 2 {
                 print(&fmt::rr_detail(&result))?;
             }
@@ -432,9 +437,9 @@ pub async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// A usage error's exit, or the finished test.
-type Ran = Result<TestResult, ExitCode>;
+type Ran<T = TestResult> = Result<T, ExitCode>;
 
-fn usage_error(e: &anyhow::Error) -> Ran {
+fn usage_error<T>(e: &anyhow::Error) -> Ran<T> {
     eprintln!("perfpeer netperf: {e:#}");
     Err(ExitCode::from(2))
 }
@@ -475,7 +480,11 @@ async fn against_peer(args: &NetperfArgs, t: &TestOptions, host: &str) -> anyhow
 
 /// Runs the test against a netserver with netperf's own protocol, on a blocking thread;
 /// Ctrl-C ends its data phase and the figures cover what ran.
-async fn against_netserver(args: &NetperfArgs, t: &TestOptions, host: &str) -> anyhow::Result<Ran> {
+async fn against_netserver(
+    args: &NetperfArgs,
+    t: &TestOptions,
+    host: &str,
+) -> anyhow::Result<Ran<client::Finished>> {
     let port = match (args.port, split_host_port(&args.host)) {
         (Some(port), _) | (None, Ok((_, port))) => port,
         (None, Err(_)) => codec::DEFAULT_PORT,
@@ -516,7 +525,7 @@ async fn against_netserver(args: &NetperfArgs, t: &TestOptions, host: &str) -> a
     .await;
     stopper.abort();
     match outcome? {
-        Ok(result) => Ok(Ok(result)),
+        Ok(finished) => Ok(Ok(finished)),
         Err(e) => Err(anyhow::Error::new(e).context(format!("test against {server} failed"))),
     }
 }

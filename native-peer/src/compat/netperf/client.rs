@@ -2,7 +2,8 @@
 //! against a netserver (stock netperf's, or `perfpeer netserver`) on blocking sockets, as netperf
 //! 2.7 runs it — one DO_OMNI request (DO_TCP_CC for TCP_CC), the data phase against the port the
 //! answer names, then the server's results — and returns the test as perfpeer's report model,
-//! so that the netperf tables and selectors print it as they print a perfpeer test.
+//! so that the netperf tables and selectors print it as they print a perfpeer test, with the
+//! socket sizes netperf's classic tables print beside it ([`Finished`]).
 //!
 //! Bounded against a netserver that misbehaves: every control answer has [`ANSWER_WAIT`] (the
 //! results: the test's length plus that), the data phase ends at its own deadline whatever the
@@ -123,6 +124,37 @@ pub enum ClientError {
     },
 }
 
+/// A socket's SO_SNDBUF and SO_RCVBUF (`None` where it could not be read).
+pub type Buffers = (Option<u32>, Option<u32>);
+
+/// A finished test.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// The test in perfpeer's report model. Its socket sizes are each end's at the end of the
+    /// test, which netperf's `*_SOCKET_SIZE_END` selectors print: Linux grows the buffers of a
+    /// TCP socket whose sizes were not set while the connection runs (from 131072 bytes to
+    /// megabytes).
+    pub result: TestResult,
+    /// This end's data socket's sizes as it was made (netperf's `lss_size`, `lsr_size`).
+    pub local_initial: Buffers,
+    /// The netserver's, as its answer to the request gave them (`rss_size`, `rsr_size`).
+    pub remote_initial: Buffers,
+}
+
+impl Finished {
+    /// The result as netperf's classic tables print it: with the sizes each end's data socket
+    /// had when it was made (stock netperf 2.7's tables print those: 16384 and 131072 for a
+    /// TCP socket on Linux's defaults), not the grown ones.
+    pub fn for_classic_table(&self) -> TestResult {
+        let mut result = self.result.clone();
+        (result.local.sndbuf_actual, result.local.rcvbuf_actual) = self.local_initial;
+        if let Some(remote) = result.remote.as_mut() {
+            (remote.sndbuf_actual, remote.rcvbuf_actual) = self.remote_initial;
+        }
+        result
+    }
+}
+
 /// What the data phase did at this end.
 #[derive(Debug, Default)]
 struct Counts {
@@ -132,7 +164,10 @@ struct Counts {
     transactions: u64,
     elapsed: Duration,
     rtt: RttHistogram,
-    buffers: (Option<u32>, Option<u32>),
+    /// The (first) data socket's sizes as it was made, before it connected.
+    initial_buffers: Buffers,
+    /// Its sizes when the data phase ended.
+    buffers: Buffers,
     /// Why the data phase ended before its end, if it did.
     broke: Option<String>,
     stopped: bool,
@@ -261,7 +296,7 @@ pub fn run(
     plan: &Plan,
     stop: &AtomicBool,
     on_ready: impl FnOnce(IpAddr),
-) -> Result<TestResult, ClientError> {
+) -> Result<Finished, ClientError> {
     let started_unix_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
@@ -333,14 +368,18 @@ pub fn run(
         Err(_) if counts.stopped => None,
         Err(e) => return Err(e),
     };
-    Ok(plan.result(
-        &counts,
-        results.as_ref(),
-        &response,
-        local_cpu,
-        send_len,
-        started_unix_ms,
-    ))
+    Ok(Finished {
+        result: plan.result(
+            &counts,
+            results.as_ref(),
+            &response,
+            local_cpu,
+            send_len,
+            started_unix_ms,
+        ),
+        local_initial: counts.initial_buffers,
+        remote_initial: (known(response.send_buf_size), known(response.recv_buf_size)),
+    })
 }
 
 /// Reads one control message; an errno in it is the netserver's refusal.
@@ -415,14 +454,17 @@ impl Plan {
         Ok(socket)
     }
 
-    fn connect_tcp(&self, addr: SocketAddr) -> io::Result<TcpStream> {
+    /// A data connection, and its socket's sizes before it connected (Linux sets a TCP
+    /// socket's send buffer anew once the connection is up).
+    fn connect_tcp(&self, addr: SocketAddr) -> io::Result<(TcpStream, Buffers)> {
         let socket = self.data_socket(Type::STREAM)?;
         socket.set_tcp_nodelay(self.no_delay)?;
+        let initial = crate::engine::sockopt::buffer_sizes(SockRef::from(&socket));
         socket.connect_timeout(&addr.into(), CONNECT_WAIT)?;
         let stream = TcpStream::from(socket);
         stream.set_read_timeout(Some(POLL))?;
         stream.set_write_timeout(Some(POLL))?;
-        Ok(stream)
+        Ok((stream, initial))
     }
 }
 
@@ -583,10 +625,13 @@ fn tcp(
     response: &OmniResponse,
     stop: &AtomicBool,
 ) -> Result<Counts, ClientError> {
-    let mut stream = plan
+    let (mut stream, initial_buffers) = plan
         .connect_tcp(addr)
         .map_err(|source| ClientError::Data { addr, source })?;
-    let mut counts = Counts::default();
+    let mut counts = Counts {
+        initial_buffers,
+        ..Counts::default()
+    };
     let clock = Clock::new(plan, stop);
     let units = plan.units();
     let outcome = match plan.test {
@@ -679,7 +724,12 @@ fn connections(plan: &Plan, addr: SocketAddr, stop: &AtomicBool) -> Result<Count
         }
         let began = Instant::now();
         let mut stream = match plan.connect_tcp(addr) {
-            Ok(s) => s,
+            Ok((s, initial)) => {
+                if counts.transactions == 0 {
+                    counts.initial_buffers = initial;
+                }
+                s
+            }
             // The first connection must open; later ones may meet a full backlog.
             Err(source) if counts.transactions == 0 => {
                 return Err(ClientError::Data { addr, source });
@@ -724,7 +774,9 @@ fn udp(
     stop: &AtomicBool,
 ) -> Result<Counts, ClientError> {
     let data_err = |source| ClientError::Data { addr, source };
-    let socket = UdpSocket::from(plan.data_socket(Type::DGRAM).map_err(data_err)?);
+    let socket = plan.data_socket(Type::DGRAM).map_err(data_err)?;
+    let initial_buffers = crate::engine::sockopt::buffer_sizes(SockRef::from(&socket));
+    let socket = UdpSocket::from(socket);
     socket.connect(addr).map_err(data_err)?;
     let rr = plan.test == NetperfTest::UdpRr;
     socket
@@ -733,7 +785,10 @@ fn udp(
     socket.set_write_timeout(Some(POLL)).map_err(data_err)?;
     let buf = payload(send_len.max(1) as usize);
     let mut answer = vec![0u8; 65_536];
-    let mut counts = Counts::default();
+    let mut counts = Counts {
+        initial_buffers,
+        ..Counts::default()
+    };
     let clock = Clock::new(plan, stop);
     let units = plan.units();
     let outcome = loop {
