@@ -147,7 +147,8 @@ fn stock_client_flags_our_server_serves() {
     assert!(forever.0.try_wait().unwrap().is_none(), "-t 0 ended early");
     let out = forever.wait(Duration::from_secs(15));
     let text = both(&out);
-    assert!(text.contains("0.00-1.00"), "-t 0 ran no interval: {text}");
+    // The stock client's own first interval: 0.00-1.00, or 1.01 and so on on a busy machine.
+    assert!(text.contains("0.00-1.0"), "-t 0 ran no interval: {text}");
     assert!(!text.contains("unable to receive parameters"), "{text}");
     assert!(text.contains("server has terminated"), "{text}");
     // --get-server-output: our server's own lines after the client's.
