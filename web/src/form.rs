@@ -17,30 +17,34 @@ use perfpeer_shared::spec::{Direction, EndCondition, MAX_STREAMS, Protocol, Spec
 use perfpeer_shared::sweep::parse_sizes;
 use perfpeer_shared::units::{parse_rate, parse_size};
 
-/// The form's fields exactly as typed (strings, so nothing is lost before validation). Kept in
-/// the browser's storage as JSON for "Test to <last peer>": a field missing there (an older
-/// page's) takes its default.
+/// The form's fields exactly as typed (strings, so nothing is lost before validation; its four
+/// menus as the [`Choice`] picked). Kept in the browser's storage as JSON for "Test to <last
+/// peer>": a field missing there (an older page's), or a menu value that names no choice,
+/// takes its default.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct FormInput {
     /// `host`, `host:port` or `[v6]:port` of the other peer.
     pub target: String,
-    /// `"test"` (one test), `"rr"` (request/response, like netperf's TCP_RR), `"sweep"` (one
-    /// short test per size), `"cbr"` (an evenly paced stream) or `"latency"` (latency under
-    /// load: idle, then TCP load down, up and both).
-    pub mode: String,
-    /// `"tcp"`, `"udp"` or `"dccp"` (sweeps and streams use UDP unless DCCP is picked).
-    pub protocol: String,
+    /// What kind of run: one test, request/response, a sweep, a stream or latency under load.
+    #[serde(deserialize_with = "choice_or_default")]
+    pub mode: RunKind,
+    /// TCP, UDP or DCCP (sweeps and streams use UDP unless DCCP is picked); stored as `"tcp"`,
+    /// `"udp"` or `"dccp"`, the spec's own names.
+    #[serde(deserialize_with = "choice_or_default")]
+    pub protocol: Protocol,
     /// DCCP congestion control: `""` (the kernel's default), `"2"`, `"3"` or `"4"`.
     pub ccid: String,
     /// Sweep sizes, like `--sweep-len` (`16,32,...,1420`).
     pub sizes: String,
     /// Stream rate or preset, like `--cbr` (`mp3`, `g711`, or `48k` with a length).
     pub cbr: String,
-    /// `"tx"` (this peer sends), `"rx"` (this peer receives) or `"both"`.
-    pub direction: String,
-    /// `"time"` or `"bytes"`.
-    pub end: String,
+    /// Who sends.
+    #[serde(deserialize_with = "choice_or_default")]
+    pub direction: WhoSends,
+    /// What ends a single test: a time or a byte count.
+    #[serde(deserialize_with = "choice_or_default")]
+    pub end: EndsAfter,
     /// Seconds for a timed test.
     pub seconds: String,
     /// Bytes per sending direction for a byte-count test (K/M/G = ×1024, like `-n`).
@@ -66,13 +70,13 @@ impl Default for FormInput {
     fn default() -> Self {
         FormInput {
             target: String::new(),
-            mode: "test".into(),
-            protocol: "tcp".into(),
+            mode: RunKind::DEFAULT,
+            protocol: Protocol::DEFAULT,
             ccid: String::new(),
             sizes: "16,32,64,...,1420".into(),
             cbr: "mp3".into(),
-            direction: "tx".into(),
-            end: "time".into(),
+            direction: WhoSends::DEFAULT,
+            end: EndsAfter::DEFAULT,
             seconds: "10".into(),
             bytes: String::new(),
             streams: "1".into(),
@@ -82,6 +86,177 @@ impl Default for FormInput {
             window: String::new(),
             congestion: String::new(),
             interval: "1".into(),
+        }
+    }
+}
+
+/// One of the form's menus. Its choices are stored, and are the menu's option values, as the
+/// strings serde gives them: `mode`, `protocol`, `direction` and `end` keep the strings the
+/// form was stored with when they were plain text, so an older page's form still loads.
+pub trait Choice: Copy + serde::Serialize + serde::de::DeserializeOwned {
+    /// The choice of a new form, and of a stored or typed value that names no choice.
+    const DEFAULT: Self;
+
+    /// The option value (and stored string) of this choice.
+    fn value(self) -> String {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::String(value)) => value,
+            _ => String::new(),
+        }
+    }
+
+    /// The choice an option value names; [`Choice::DEFAULT`] when it names none.
+    fn from_value(value: &str) -> Self {
+        serde_json::from_value(serde_json::Value::String(value.to_string()))
+            .unwrap_or(Self::DEFAULT)
+    }
+}
+
+/// Reads a stored menu value: one that names no choice (a newer or a damaged page's) is the
+/// default, rather than the whole stored form failing to load.
+fn choice_or_default<'de, D, T>(stored: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Choice,
+{
+    let value = <serde_json::Value as serde::Deserialize>::deserialize(stored)?;
+    Ok(serde_json::from_value(value).unwrap_or(T::DEFAULT))
+}
+
+/// What kind of run the form asks for (its Kind menu).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    /// One test (`"test"`).
+    Test,
+    /// Request/response, like netperf's TCP_RR (`"rr"`).
+    #[serde(rename = "rr")]
+    RequestResponse,
+    /// One short test per packet size (`"sweep"`).
+    Sweep,
+    /// An evenly paced, constant-bitrate stream (`"cbr"`).
+    #[serde(rename = "cbr")]
+    Stream,
+    /// Latency under load: idle, then TCP load down, up and both (`"latency"`).
+    Latency,
+}
+
+impl Choice for RunKind {
+    const DEFAULT: Self = RunKind::Test;
+}
+
+/// The form's protocol menu: the spec's protocols, stored by their spec names.
+impl Choice for Protocol {
+    const DEFAULT: Self = Protocol::Tcp;
+}
+
+/// Who sends, seen from this peer (the form's Direction menu).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum WhoSends {
+    /// This peer sends, the other receives (`"tx"`).
+    #[serde(rename = "tx")]
+    ThisPeer,
+    /// The other peer sends, this one receives (`"rx"`).
+    #[serde(rename = "rx")]
+    OtherPeer,
+    /// Both send at once (`"both"`).
+    #[serde(rename = "both")]
+    Both,
+}
+
+impl Choice for WhoSends {
+    const DEFAULT: Self = WhoSends::ThisPeer;
+}
+
+impl WhoSends {
+    /// The spec's direction: the peer that starts the test (this one) is the client.
+    pub fn direction(self) -> Direction {
+        match self {
+            WhoSends::ThisPeer => Direction::Normal,
+            WhoSends::OtherPeer => Direction::Reverse,
+            WhoSends::Both => Direction::Bidir,
+        }
+    }
+}
+
+/// What ends a single test (the form's "Ends after" menu).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EndsAfter {
+    /// The seconds typed (`"time"`).
+    Time,
+    /// The bytes typed, per sending direction (`"bytes"`).
+    Bytes,
+}
+
+impl Choice for EndsAfter {
+    const DEFAULT: Self = EndsAfter::Time;
+}
+
+/// Which of the form's rows apply to a choice of kind, protocol and end (the others are
+/// hidden).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FormRows {
+    /// The latency-under-load settings.
+    pub latency: bool,
+    /// Protocol and datagram length.
+    pub protocol_and_len: bool,
+    /// The end menu (time or bytes).
+    pub end: bool,
+    /// Seconds.
+    pub seconds: bool,
+    /// Bytes.
+    pub bytes: bool,
+    /// A sweep's sizes.
+    pub sizes: bool,
+    /// A constant-bitrate stream's settings.
+    pub cbr: bool,
+    /// DCCP's CCID and service.
+    pub dccp: bool,
+    /// The rate.
+    pub bitrate: bool,
+}
+
+impl FormRows {
+    /// The rows for `kind`, `protocol` and `end` (every kind is named: a new one must say).
+    pub fn of(kind: RunKind, protocol: Protocol, end: EndsAfter) -> FormRows {
+        let datagrams = protocol != Protocol::Tcp;
+        let hidden = FormRows {
+            latency: false,
+            protocol_and_len: true,
+            end: false,
+            seconds: true,
+            bytes: false,
+            sizes: false,
+            cbr: false,
+            dccp: protocol == Protocol::Dccp,
+            bitrate: false,
+        };
+        match kind {
+            RunKind::Test => FormRows {
+                end: true,
+                seconds: end == EndsAfter::Time,
+                bytes: end == EndsAfter::Bytes,
+                bitrate: datagrams,
+                ..hidden
+            },
+            RunKind::RequestResponse => hidden,
+            RunKind::Sweep => FormRows {
+                sizes: true,
+                bitrate: true,
+                ..hidden
+            },
+            RunKind::Stream => FormRows {
+                cbr: true,
+                ..hidden
+            },
+            RunKind::Latency => FormRows {
+                latency: true,
+                protocol_and_len: false,
+                dccp: false,
+                bitrate: true,
+                ..hidden
+            },
         }
     }
 }
@@ -144,7 +319,7 @@ pub fn presets() -> Vec<Preset> {
             id: "ttcp",
             label: "ttcp TX 128 000 × 1 KB",
             input: FormInput {
-                end: "bytes".into(),
+                end: EndsAfter::Bytes,
                 bytes: (128_000u64 * 1024).to_string(),
                 len: "1024".into(),
                 ..base.clone()
@@ -173,8 +348,8 @@ pub fn presets() -> Vec<Preset> {
             id: "audio",
             label: "Audio stream: MP3 48 kbit/s for 60 s",
             input: FormInput {
-                mode: "cbr".into(),
-                protocol: "udp".into(),
+                mode: RunKind::Stream,
+                protocol: Protocol::Udp,
                 cbr: "mp3".into(),
                 seconds: "60".into(),
                 ..base.clone()
@@ -185,7 +360,7 @@ pub fn presets() -> Vec<Preset> {
             id: "latency",
             label: "Latency under load (bufferbloat), 17 s",
             input: FormInput {
-                mode: "latency".into(),
+                mode: RunKind::Latency,
                 seconds: "5".into(),
                 streams: "4".into(),
                 ..base.clone()
@@ -196,8 +371,8 @@ pub fn presets() -> Vec<Preset> {
             id: "sweep",
             label: "Packet-size sweep 16–1420 B",
             input: FormInput {
-                mode: "sweep".into(),
-                protocol: "udp".into(),
+                mode: RunKind::Sweep,
+                protocol: Protocol::Udp,
                 seconds: "2".into(),
                 // Unpaced: each size as fast as it goes, so the table shows where small
                 // packets stop the link (a peer with a rate cap gets its cap instead).
@@ -272,8 +447,9 @@ pub use perfpeer_shared::request::TestRequest;
 /// phase, `Streams` the TCP load streams per direction; the other fields do not apply. `None`
 /// for the other modes.
 pub fn to_latency(input: &FormInput) -> Option<Result<(String, LatencyRequest), FormError>> {
-    if input.mode != "latency" {
-        return None;
+    match input.mode {
+        RunKind::Latency => {}
+        RunKind::Test | RunKind::RequestResponse | RunKind::Sweep | RunKind::Stream => return None,
     }
     Some((|| {
         let target = check_target(&input.target)?;
@@ -323,24 +499,21 @@ pub fn to_latency(input: &FormInput) -> Option<Result<(String, LatencyRequest), 
 /// flags; a problem names the field to fix.
 pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
     let target = check_target(&input.target)?;
-    let mode = match input.mode.as_str() {
-        "sweep" => Mode::Sweep(parse_sizes(&input.sizes).map_err(|e| err("sizes", e))?),
-        "cbr" => Mode::Stream(input.cbr.clone()),
-        _ => Mode::Test,
+    // A latency form reaches here only when checked as a test too (a remembered form).
+    let mode = match input.mode {
+        RunKind::Sweep => Mode::Sweep(parse_sizes(&input.sizes).map_err(|e| err("sizes", e))?),
+        RunKind::Stream => Mode::Stream(input.cbr.clone()),
+        RunKind::Test | RunKind::RequestResponse | RunKind::Latency => Mode::Test,
     };
-    let rr = input.mode == "rr";
-    let protocol = if input.protocol == "udp" {
-        Protocol::Udp
-    } else {
-        Protocol::Tcp
+    let rr = input.mode == RunKind::RequestResponse;
+    // DCCP starts from TCP's defaults; the builder makes it DCCP.
+    let protocol = match input.protocol {
+        Protocol::Udp => Protocol::Udp,
+        Protocol::Tcp | Protocol::Dccp => Protocol::Tcp,
     };
     let mut spec = TestSpec::new(protocol);
-    spec.direction = match input.direction.as_str() {
-        "rx" => Direction::Reverse,
-        "both" => Direction::Bidir,
-        _ => Direction::Normal,
-    };
-    spec.end = if input.end == "bytes" && mode == Mode::Test {
+    spec.direction = input.direction.direction();
+    spec.end = if input.end == EndsAfter::Bytes && mode == Mode::Test {
         let bytes = parse_size(&input.bytes).map_err(|e| err("bytes", e.to_string()))?;
         EndCondition::Bytes { bytes }
     } else {
@@ -390,12 +563,12 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
         });
     }
     // A rate is a datagram test's: UDP, DCCP, or any sweep or stream (never request/response).
-    let datagrams = (input.protocol != "tcp" || mode != Mode::Test) && !rr;
+    let datagrams = (input.protocol != Protocol::Tcp || mode != Mode::Test) && !rr;
     let bitrate_given = datagrams && !input.bitrate.trim().is_empty();
     if bitrate_given {
         spec.bitrate = Some(parse_rate(&input.bitrate).map_err(|e| err("bitrate", e.to_string()))?);
     }
-    let dccp = if input.protocol == "dccp" {
+    let dccp = if input.protocol == Protocol::Dccp {
         let ccid = match input.ccid.trim() {
             "" => None,
             c => Some(
@@ -467,6 +640,27 @@ mod tests {
     use perfpeer_shared::control::ClientMsg;
     use perfpeer_shared::units::BitRate;
 
+    #[test]
+    fn each_kind_shows_its_own_rows() {
+        let rows = |k, p, e| FormRows::of(k, p, e);
+        let tcp_time = rows(RunKind::Test, Protocol::Tcp, EndsAfter::Time);
+        assert!(tcp_time.end && tcp_time.seconds && !tcp_time.bytes && !tcp_time.bitrate);
+        let udp_bytes = rows(RunKind::Test, Protocol::Udp, EndsAfter::Bytes);
+        assert!(udp_bytes.bytes && !udp_bytes.seconds && udp_bytes.bitrate);
+        let rr = rows(RunKind::RequestResponse, Protocol::Udp, EndsAfter::Bytes);
+        assert!(
+            !rr.end && rr.seconds && !rr.bitrate,
+            "an rr test runs for a time, unpaced"
+        );
+        let sweep = rows(RunKind::Sweep, Protocol::Tcp, EndsAfter::Time);
+        assert!(sweep.sizes && sweep.bitrate && !sweep.end);
+        let cbr = rows(RunKind::Stream, Protocol::Dccp, EndsAfter::Time);
+        assert!(cbr.cbr && cbr.dccp && !cbr.bitrate);
+        let latency = rows(RunKind::Latency, Protocol::Dccp, EndsAfter::Bytes);
+        assert!(latency.latency && latency.bitrate && latency.seconds);
+        assert!(!latency.protocol_and_len && !latency.dccp && !latency.bytes);
+    }
+
     fn input(target: &str) -> FormInput {
         FormInput {
             target: target.into(),
@@ -489,12 +683,12 @@ mod tests {
     #[test]
     fn directions_map_to_the_spec() {
         for (dir, want) in [
-            ("tx", Direction::Normal),
-            ("rx", Direction::Reverse),
-            ("both", Direction::Bidir),
+            (WhoSends::ThisPeer, Direction::Normal),
+            (WhoSends::OtherPeer, Direction::Reverse),
+            (WhoSends::Both, Direction::Bidir),
         ] {
             let f = FormInput {
-                direction: dir.into(),
+                direction: dir,
                 ..input("h")
             };
             assert_eq!(to_request(&f).unwrap().spec.direction, want);
@@ -505,7 +699,7 @@ mod tests {
     fn presets_named_apart_run_apart() {
         let specs: Vec<(String, TestSpec)> = presets()
             .into_iter()
-            .filter(|p| p.input.mode == "test" || p.input.mode == "sweep")
+            .filter(|p| matches!(p.input.mode, RunKind::Test | RunKind::Sweep))
             .map(|p| {
                 let f = FormInput {
                     target: "h".into(),
@@ -568,15 +762,15 @@ mod tests {
         );
         // Request/response, like netperf's TCP_RR: 1-byte transactions unless a length is given.
         let rr = to_request(&FormInput {
-            mode: "rr".into(),
+            mode: RunKind::RequestResponse,
             ..input("h")
         })
         .unwrap()
         .spec;
         assert_eq!((rr.len, rr.rr.map(|r| r.response_len)), (1, Some(1)));
         let udp_rr = to_request(&FormInput {
-            mode: "rr".into(),
-            protocol: "udp".into(),
+            mode: RunKind::RequestResponse,
+            protocol: Protocol::Udp,
             len: "64".into(),
             ..input("h")
         })
@@ -587,8 +781,8 @@ mod tests {
             (Protocol::Udp, 64, None)
         );
         let both = to_request(&FormInput {
-            mode: "rr".into(),
-            direction: "both".into(),
+            mode: RunKind::RequestResponse,
+            direction: WhoSends::Both,
             ..input("h")
         });
         assert_eq!(both.unwrap_err().field, "mode");
@@ -616,7 +810,7 @@ mod tests {
     #[test]
     fn udp_takes_a_rate_and_a_datagram_size() {
         let f = FormInput {
-            protocol: "udp".into(),
+            protocol: Protocol::Udp,
             bitrate: "15M".into(),
             len: "1400".into(),
             streams: "2".into(),
@@ -658,7 +852,7 @@ mod tests {
             ),
             (
                 FormInput {
-                    protocol: "udp".into(),
+                    protocol: Protocol::Udp,
                     len: "8".into(),
                     ..input("h")
                 },
@@ -666,7 +860,7 @@ mod tests {
             ),
             (
                 FormInput {
-                    end: "bytes".into(),
+                    end: EndsAfter::Bytes,
                     bytes: "lots".into(),
                     ..input("h")
                 },
@@ -683,7 +877,7 @@ mod tests {
     #[test]
     fn dccp_takes_a_ccid() {
         let f = FormInput {
-            protocol: "dccp".into(),
+            protocol: Protocol::Dccp,
             ccid: "3".into(),
             ..input("h")
         };
@@ -707,7 +901,7 @@ mod tests {
     fn sweeps_become_sweep_requests_over_udp_or_dccp() {
         let sweep = presets().into_iter().find(|p| p.id == "sweep").unwrap();
         let f = FormInput {
-            protocol: "tcp".into(),
+            protocol: Protocol::Tcp,
             ..sweep.input.clone()
         };
         let req = to_request(&FormInput {
@@ -725,17 +919,21 @@ mod tests {
             Some(&[16, 32, 64, 128, 256, 512, 1024, 1420][..])
         );
         assert!(matches!(req.message(), ClientMsg::Sweep { ref sizes, .. } if sizes.len() == 8));
-        for (sizes, direction) in [("16,x", "tx"), ("", "tx"), ("64", "both")] {
+        for (sizes, direction) in [
+            ("16,x", WhoSends::ThisPeer),
+            ("", WhoSends::ThisPeer),
+            ("64", WhoSends::Both),
+        ] {
             let bad = FormInput {
                 target: "pc".into(),
                 sizes: sizes.into(),
-                direction: direction.into(),
+                direction,
                 ..sweep.input.clone()
             };
             assert_eq!(
                 to_request(&bad).unwrap_err().field,
                 "sizes",
-                "{sizes} {direction}"
+                "{sizes} {direction:?}"
             );
         }
     }
@@ -757,7 +955,7 @@ mod tests {
         let rate = FormInput {
             cbr: "64k".into(),
             len: "200".into(),
-            protocol: "dccp".into(),
+            protocol: Protocol::Dccp,
             ..f.clone()
         };
         let spec = to_request(&rate).unwrap().spec;
@@ -836,6 +1034,127 @@ mod tests {
             to_latency(&input("pc")).is_none(),
             "other modes are not latency runs"
         );
+    }
+
+    /// A form as the page stored it while its menus were plain strings (`FormInput` as JSON,
+    /// every field a string), with these four menu values.
+    fn stored_by_an_older_page(mode: &str, protocol: &str, direction: &str, end: &str) -> String {
+        format!(
+            r#"{{"target":"pc:5210","mode":"{mode}","protocol":"{protocol}","ccid":"","sizes":"16,32,64,...,1420","cbr":"mp3","direction":"{direction}","end":"{end}","seconds":"10","bytes":"","streams":"1","len":"","bitrate":"","tos":"","window":"","congestion":"","interval":"1"}}"#
+        )
+    }
+
+    #[test]
+    fn forms_stored_by_older_pages_load_and_are_stored_the_same_way() {
+        let pc = || input("pc:5210");
+        let cases = [
+            (["test", "tcp", "tx", "time"], pc()),
+            (
+                ["rr", "tcp", "tx", "time"],
+                FormInput {
+                    mode: RunKind::RequestResponse,
+                    ..pc()
+                },
+            ),
+            (
+                ["sweep", "udp", "tx", "time"],
+                FormInput {
+                    mode: RunKind::Sweep,
+                    protocol: Protocol::Udp,
+                    ..pc()
+                },
+            ),
+            (
+                ["cbr", "dccp", "rx", "time"],
+                FormInput {
+                    mode: RunKind::Stream,
+                    protocol: Protocol::Dccp,
+                    direction: WhoSends::OtherPeer,
+                    ..pc()
+                },
+            ),
+            (
+                ["latency", "tcp", "both", "bytes"],
+                FormInput {
+                    mode: RunKind::Latency,
+                    direction: WhoSends::Both,
+                    end: EndsAfter::Bytes,
+                    ..pc()
+                },
+            ),
+        ];
+        for ([mode, protocol, direction, end], want) in cases {
+            let stored = stored_by_an_older_page(mode, protocol, direction, end);
+            let loaded: FormInput = serde_json::from_str(&stored).expect(&stored);
+            assert_eq!(loaded, want, "{stored}");
+            // Stored again, it reads exactly as before: older pages still load newer forms.
+            assert_eq!(serde_json::to_string(&loaded).unwrap(), stored);
+        }
+        // An even older page's form, without the later fields, takes their defaults.
+        let short: FormInput =
+            serde_json::from_str(r#"{"target":"pc","mode":"sweep","protocol":"udp"}"#).unwrap();
+        assert_eq!(
+            short,
+            FormInput {
+                mode: RunKind::Sweep,
+                protocol: Protocol::Udp,
+                ..input("pc")
+            }
+        );
+    }
+
+    #[test]
+    fn a_stored_menu_value_that_names_no_choice_is_its_default() {
+        let stored = stored_by_an_older_page("flood", "sctp", "up", "packets")
+            .replace(r#""seconds":"10""#, r#""seconds":"30""#);
+        let loaded: FormInput = serde_json::from_str(&stored).expect(&stored);
+        assert_eq!(
+            loaded,
+            FormInput {
+                seconds: "30".into(),
+                ..input("pc:5210")
+            },
+            "the other fields are kept"
+        );
+        // Not even a string: the default too.
+        let odd: FormInput =
+            serde_json::from_str(r#"{"target":"pc","mode":3,"protocol":null,"end":["bytes"]}"#)
+                .unwrap();
+        assert_eq!(odd, input("pc"));
+        // The same for a menu value as the page reads it.
+        assert_eq!(RunKind::from_value("flood"), RunKind::Test);
+        assert_eq!(WhoSends::from_value(""), WhoSends::ThisPeer);
+    }
+
+    #[test]
+    fn the_menus_option_values_are_the_stored_strings() {
+        let page = include_str!("../static/index.html");
+        // Each menu's options, in order, as the page lists them.
+        let options = |id: &str| -> Vec<String> {
+            let from = page.find(&format!(r#"<select id="{id}">"#)).unwrap();
+            let menu = &page[from..from + page[from..].find("</select>").unwrap()];
+            menu.split(r#"<option value=""#)
+                .skip(1)
+                .map(|o| o[..o.find('"').unwrap()].to_string())
+                .collect()
+        };
+        fn values<T: Choice>(choices: &[T]) -> Vec<String> {
+            choices.iter().map(|choice| choice.value()).collect()
+        }
+        use RunKind::{Latency, RequestResponse, Stream, Sweep, Test};
+        let kinds = values(&[Test, RequestResponse, Sweep, Stream, Latency]);
+        assert_eq!(options("f-mode"), kinds);
+        let protocols = values(&[Protocol::Tcp, Protocol::Udp, Protocol::Dccp]);
+        assert_eq!(options("f-protocol"), protocols);
+        let senders = values(&[WhoSends::ThisPeer, WhoSends::OtherPeer, WhoSends::Both]);
+        assert_eq!(options("f-direction"), senders);
+        assert_eq!(
+            options("f-end"),
+            values(&[EndsAfter::Time, EndsAfter::Bytes])
+        );
+        for value in options("f-mode") {
+            assert_eq!(RunKind::from_value(&value).value(), value);
+        }
     }
 
     #[test]

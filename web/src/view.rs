@@ -4,16 +4,18 @@
 
 use perfpeer_shared::control::PeerInfo;
 use perfpeer_shared::format::{cbr, sweep as sweep_text};
-use perfpeer_shared::report::{IntervalReport, TestStatus};
+use perfpeer_shared::report::{IntervalReport, TestResult, TestStatus};
 use perfpeer_shared::spec::{EndCondition, Protocol};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Blob, BlobPropertyBag, HtmlAnchorElement, HtmlElement, Url};
 
 use crate::dom::{by_id, el, set_text, set_value, show, toggle_class, value};
-use crate::form::FormInput;
+use crate::form::{Choice, EndsAfter, FormInput, FormRows, RunKind};
 use crate::history::{self, Filter};
 use crate::present::{self, escape};
-use crate::store::{FinishedLatency, FinishedSweep, LatencyRun, Link, Model, RunState, Screen};
+use crate::store::{
+    FinishedLatency, FinishedSweep, LatencyRun, Link, Model, Progress, RunState, Screen, Shown,
+};
 use perfpeer_shared::format::latency as latency_text;
 use perfpeer_shared::format::layout::Layout;
 use perfpeer_shared::format::{chart, html};
@@ -119,26 +121,26 @@ impl View {
         }
         if let Some(run) = &model.run {
             render_run(run);
-            if let Some(latency) = &run.latency {
-                self.render_run_latency(latency);
+            match &run.progress {
+                Progress::Latency(latency) => self.render_run_latency(latency),
+                Progress::Test | Progress::Sweep(_) => {}
             }
         }
-        show("result-sweep", model.sweep.is_some());
-        show("result-latency", model.latency.is_some());
-        show(
-            "result-headline",
-            model.result.is_some() && model.sweep.is_none() && model.latency.is_none(),
-        );
-        show(
-            "result-test",
-            model.sweep.is_none() && model.latency.is_none(),
-        );
-        if let Some(sweep) = &model.sweep {
-            self.render_sweep(sweep);
-        } else if let Some(latency) = &model.latency {
-            self.render_latency(latency);
-        } else {
-            self.render_result(model);
+        let (test, sweep, latency) = match &model.shown {
+            Some(Shown::Test(_)) => (true, false, false),
+            Some(Shown::Sweep(_)) => (false, true, false),
+            Some(Shown::Latency(_)) => (false, false, true),
+            None => (false, false, false),
+        };
+        show("result-sweep", sweep);
+        show("result-latency", latency);
+        show("result-headline", test);
+        show("result-test", !sweep && !latency);
+        match &model.shown {
+            Some(Shown::Test(result)) => self.render_result(result, model.tab),
+            Some(Shown::Sweep(sweep)) => self.render_sweep(sweep),
+            Some(Shown::Latency(latency)) => self.render_latency(latency),
+            None => {}
         }
         render_share(model);
         self.render_notes(model);
@@ -260,17 +262,16 @@ impl View {
         );
     }
 
-    fn render_result(&mut self, model: &Model) {
-        let Some(result) = &model.result else { return };
+    fn render_result(&mut self, result: &TestResult, selected: Layout) {
         show("tab-stream", result.spec.protocol != Protocol::Tcp);
         for tab in Layout::ALL {
             let id = format!("tab-{}", tab.id());
-            toggle_class(&id, "active", model.tab == tab);
+            toggle_class(&id, "active", selected == tab);
             let _ = el(&id).set_attribute(
                 "aria-selected",
-                if model.tab == tab { "true" } else { "false" },
+                if selected == tab { "true" } else { "false" },
             );
-            show(&format!("text-{}", tab.id()), model.tab == tab);
+            show(&format!("text-{}", tab.id()), selected == tab);
         }
         if self.shown.as_deref() == Some(result.id.as_str()) {
             return;
@@ -444,15 +445,10 @@ fn history_row(e: &history::Entry, tz: i32, picked: bool) -> String {
 
 /// Whether `share` belongs to the result shown.
 fn shown_share(model: &Model, share: &crate::store::Share) -> bool {
-    model.result.as_ref().is_some_and(|r| r.id == share.test_id)
-        || model
-            .sweep
-            .as_ref()
-            .is_some_and(|w| w.sweep_id == share.test_id)
-        || model
-            .latency
-            .as_ref()
-            .is_some_and(|l| l.latency_id == share.test_id)
+    model
+        .shown
+        .as_ref()
+        .is_some_and(|shown| shown.id() == share.test_id)
 }
 
 /// The share box: shown with a stored result; its switches only for the token holder.
@@ -533,9 +529,9 @@ fn page_title(model: &Model) -> String {
             ),
             None => "Running".into(),
         },
-        Screen::Result => match &model.result {
-            Some(r) => format!("Result: {}", present::headline(r)),
-            None => "Result".into(),
+        Screen::Result => match &model.shown {
+            Some(Shown::Test(r)) => format!("Result: {}", present::headline(r)),
+            Some(Shown::Sweep(_) | Shown::Latency(_)) | None => "Result".into(),
         },
         Screen::History => "History".into(),
     };
@@ -725,8 +721,13 @@ fn render_form_error(model: &Model) {
 }
 
 fn render_run(run: &RunState) {
-    show("run-latency", run.latency.is_some());
-    let labels = if run.latency.is_some() {
+    let (sweep, latency) = match &run.progress {
+        Progress::Test => (None, None),
+        Progress::Sweep(sweep) => (Some(sweep), None),
+        Progress::Latency(latency) => (None, Some(latency)),
+    };
+    show("run-latency", latency.is_some());
+    let labels = if latency.is_some() {
         ["Probe RTT now", "Load now", "Probes"]
     } else {
         ["Now", "Average", "Retransmits / loss"]
@@ -741,11 +742,11 @@ fn render_run(run: &RunState) {
     {
         set_text(id, label);
     }
-    if let Some(latency) = &run.latency {
+    if let Some(latency) = latency {
         render_run_latency_figures(run, latency);
         return;
     }
-    let title = match &run.sweep {
+    let title = match sweep {
         Some(sweep) => {
             let now = sweep.running_size().map_or(String::new(), |len| {
                 format!(
@@ -769,7 +770,7 @@ fn render_run(run: &RunState) {
     set_text("live-extra", &live.extra);
     set_text("live-elapsed", &live.elapsed);
     set_text("live-remaining", &live.remaining);
-    let progress = match &run.sweep {
+    let progress = match sweep {
         // A sweep's bar counts sizes, with the running one's share.
         Some(sweep) => {
             (sweep.points.len() as f64 + live.progress) / sweep.sizes.len().max(1) as f64
@@ -784,8 +785,8 @@ fn render_run(run: &RunState) {
         EndCondition::Bytes { .. } => None,
     };
     el("run-chart").set_inner_html(&chart::svg(&chart::series(&run.client), x_max));
-    show("run-sweep", run.sweep.is_some());
-    if let Some(sweep) = &run.sweep {
+    show("run-sweep", sweep.is_some());
+    if let Some(sweep) = sweep {
         let mut rows = html::sweep_rows(&sweep.points);
         if let Some(len) = sweep.running_size() {
             rows.push_str(&format!(
@@ -795,7 +796,7 @@ fn render_run(run: &RunState) {
         el("run-sweep-rows").set_inner_html(&rows);
     }
     // Datagram tests: the stream's lines as `perfpeer test --cbr` prints them, newest last.
-    let datagrams = run.spec.protocol != Protocol::Tcp && run.sweep.is_none();
+    let datagrams = run.spec.protocol != Protocol::Tcp && sweep.is_none();
     show("run-lines", datagrams);
     if datagrams {
         set_text("run-lines", &stream_lines(&run.client, &run.server));
@@ -886,13 +887,13 @@ fn stream_lines(client: &[IntervalReport], server: &[IntervalReport]) -> String 
 pub fn read_form() -> FormInput {
     FormInput {
         target: value("f-target"),
-        mode: value("f-mode"),
-        protocol: value("f-protocol"),
+        mode: Choice::from_value(&value("f-mode")),
+        protocol: Choice::from_value(&value("f-protocol")),
         ccid: value("f-ccid"),
         sizes: value("f-sizes"),
         cbr: value("f-cbr"),
-        direction: value("f-direction"),
-        end: value("f-end"),
+        direction: Choice::from_value(&value("f-direction")),
+        end: Choice::from_value(&value("f-end")),
         seconds: value("f-seconds"),
         bytes: value("f-bytes"),
         streams: value("f-streams"),
@@ -916,13 +917,13 @@ pub fn prefill_target(recent: &[String]) {
 
 /// Puts a preset's values in the form, keeping the target.
 pub fn fill_form(input: &FormInput) {
-    set_value("f-mode", &input.mode);
-    set_value("f-protocol", &input.protocol);
+    set_value("f-mode", &input.mode.value());
+    set_value("f-protocol", &input.protocol.value());
     set_value("f-ccid", &input.ccid);
     set_value("f-sizes", &input.sizes);
     set_value("f-cbr", &input.cbr);
-    set_value("f-direction", &input.direction);
-    set_value("f-end", &input.end);
+    set_value("f-direction", &input.direction.value());
+    set_value("f-end", &input.end.value());
     set_value("f-seconds", &input.seconds);
     set_value("f-bytes", &input.bytes);
     set_value("f-streams", &input.streams);
@@ -938,22 +939,19 @@ pub fn fill_form(input: &FormInput) {
 /// Shows only the fields that apply: bytes or seconds for one test, sizes for a sweep, the
 /// stream's rate for a constant-bitrate stream, the rate for datagrams, the CCID for DCCP.
 pub fn sync_form() {
-    let mode = value("f-mode");
-    let protocol = value("f-protocol");
-    let one_test = mode == "test";
-    let bytes = one_test && value("f-end") == "bytes";
-    let latency = mode == "latency";
-    show("row-latency", latency);
-    show("row-protocol", !latency);
-    show("row-len", !latency);
-    show("row-end", one_test);
-    show("row-seconds", !bytes);
-    show("row-bytes", bytes);
-    show("row-sizes", mode == "sweep");
-    show("row-cbr", mode == "cbr");
-    show("row-dccp", protocol == "dccp");
-    show(
-        "row-bitrate",
-        latency || (mode != "cbr" && mode != "rr" && (protocol != "tcp" || mode == "sweep")),
+    let rows = FormRows::of(
+        RunKind::from_value(&value("f-mode")),
+        Protocol::from_value(&value("f-protocol")),
+        EndsAfter::from_value(&value("f-end")),
     );
+    show("row-latency", rows.latency);
+    show("row-protocol", rows.protocol_and_len);
+    show("row-len", rows.protocol_and_len);
+    show("row-end", rows.end);
+    show("row-seconds", rows.seconds);
+    show("row-bytes", rows.bytes);
+    show("row-sizes", rows.sizes);
+    show("row-cbr", rows.cbr);
+    show("row-dccp", rows.dccp);
+    show("row-bitrate", rows.bitrate);
 }

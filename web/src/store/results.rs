@@ -4,7 +4,7 @@
 
 use perfpeer_shared::report::TestResult;
 
-use super::{Cmd, FinishedLatency, FinishedSweep, Model, Screen, Share};
+use super::{Cmd, FinishedLatency, FinishedSweep, Model, Screen, Share, Shown};
 use crate::history::{self, Purpose, Request};
 use crate::present::Notice;
 use perfpeer_shared::format::layout::Layout;
@@ -67,6 +67,13 @@ impl Model {
                 id: s.result_id.clone(),
             })],
             _ => Vec::new(),
+        }
+    }
+
+    /// The second tap to delete did not come in time: back to a plain Delete.
+    pub(super) fn delete_expired(&mut self) {
+        if let Some(s) = &mut self.share {
+            s.confirm_delete = false;
         }
     }
 
@@ -181,9 +188,7 @@ impl Model {
                 self.history.forget(&id);
                 if self.share.as_ref().is_some_and(|s| s.result_id == id) {
                     self.share = None;
-                    self.result = None;
-                    self.sweep = None;
-                    self.latency = None;
+                    self.shown = None;
                     self.screen = Screen::History;
                 }
             }
@@ -204,34 +209,28 @@ impl Model {
         kept: perfpeer_shared::history::KeptSweep,
     ) {
         self.share = Some(shared(&id, &id, summary));
-        self.result = None;
-        self.latency = None;
-        self.sweep = Some(FinishedSweep {
+        self.shown = Some(Shown::Sweep(FinishedSweep {
             sweep_id: id,
             target: kept.peer,
             spec: kept.spec,
             result: kept.result,
-        });
+        }));
         self.screen = Screen::Result;
     }
 
     fn show_stored(&mut self, id: String, summary: &history::Entry, result: TestResult) {
         self.share = Some(shared(&id, &result.id, summary));
-        self.result = Some(result);
-        self.sweep = None;
-        self.latency = None;
+        self.shown = Some(Shown::Test(result));
         self.tab = Layout::Iperf3;
         self.screen = Screen::Result;
     }
 
     fn show_stored_latency(&mut self, id: String, summary: &history::Entry, result: LatencyResult) {
         self.share = Some(shared(&id, &id, summary));
-        self.result = None;
-        self.sweep = None;
-        self.latency = Some(FinishedLatency {
+        self.shown = Some(Shown::Latency(FinishedLatency {
             latency_id: id,
             result,
-        });
+        }));
         self.screen = Screen::Result;
     }
 }

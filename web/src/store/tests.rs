@@ -8,7 +8,8 @@ use perfpeer_shared::report::{IntervalReport, PeerRole};
 use perfpeer_shared::spec::{Protocol, TestSpec};
 
 use super::*;
-use crate::form::FormInput;
+use crate::form::{FormInput, RunKind};
+use perfpeer_shared::PROTOCOL_VERSION;
 
 fn welcome(authorized: bool) -> Msg {
     Msg::Server(ServerMsg::Welcome {
@@ -53,6 +54,22 @@ fn interval(i: u64) -> IntervalReport {
         omitted: false,
         streams: Vec::new(),
     }
+}
+
+/// The sweep in progress (a sweep run is expected).
+fn sweep_run(m: &Model) -> &SweepRun {
+    let Some(Progress::Sweep(sweep)) = m.run.as_ref().map(|r| &r.progress) else {
+        panic!("no sweep runs: {:?}", m.run)
+    };
+    sweep
+}
+
+/// The latency run in progress (one is expected).
+fn latency_run(m: &Model) -> &LatencyRun {
+    let Some(Progress::Latency(latency)) = m.run.as_ref().map(|r| &r.progress) else {
+        panic!("no latency run runs: {:?}", m.run)
+    };
+    latency
 }
 
 fn start_run(m: &mut Model) -> Vec<Cmd> {
@@ -422,7 +439,11 @@ mod stored {
         );
         reply(&mut m, get("r1", Purpose::Open), 200, &opened(false));
         assert_eq!(m.screen, Screen::Result);
-        assert_eq!(m.result.as_ref().map(|r| r.id.as_str()), Some("t1"));
+        assert!(
+            matches!(&m.shown, Some(Shown::Test(r)) if r.id == "t1"),
+            "{:?}",
+            m.shown
+        );
         let share = m.share.clone().unwrap();
         assert_eq!(
             (share.result_id.as_str(), share.link_enabled),
@@ -465,7 +486,7 @@ mod stored {
         let del = Request::Delete { id: "r1".into() };
         assert_eq!(m.update(Msg::Delete), vec![Cmd::Fetch(del.clone())]);
         reply(&mut m, del, 204, "");
-        assert_eq!((m.share.as_ref(), m.result.as_ref()), (None, None));
+        assert_eq!((m.share.as_ref(), m.shown.as_ref()), (None, None));
         assert_eq!(m.screen, Screen::History);
         assert_eq!(m.history.entries.len(), 1);
         // Without the token the switches do nothing.
@@ -553,6 +574,50 @@ mod stored {
                 .contains("control character")
         );
     }
+
+    #[test]
+    fn each_finished_run_replaces_the_result_shown_whatever_its_kind() {
+        let mut m = connected();
+        assert!(!m.has_result());
+        m.update(Msg::Server(ServerMsg::Result {
+            result: tcp_result(),
+        }));
+        assert_eq!(
+            (shown_kind(&m), m.route()),
+            (Some("test"), Route::Result(None))
+        );
+        m.update(Msg::Server(ServerMsg::SweepResult {
+            sweep_id: "s1".into(),
+            result: perfpeer_shared::sweep::SweepResult {
+                protocol: Protocol::Udp,
+                ccid: None,
+                bitrate: None,
+                seconds_per_size: 1.0,
+                points: vec![sweep_point(64)],
+            },
+        }));
+        assert_eq!(shown_kind(&m), Some("sweep"));
+        assert_eq!(m.shown.as_ref().map(Shown::id), Some("s1"));
+        // A kept latency run: its share link is the URL's.
+        let mut live = perfpeer_shared::latency::Live::default();
+        live.apply(&latency_started());
+        m.update(Msg::Server(ServerMsg::Stored {
+            test_id: "L1".into(),
+            result_id: "R1".into(),
+        }));
+        m.update(Msg::Server(ServerMsg::LatencyResult {
+            latency_id: "L1".into(),
+            result: live.snapshot(None).unwrap(),
+        }));
+        assert_eq!(shown_kind(&m), Some("latency"));
+        assert_eq!(m.route(), Route::Result(Some("R1".into())));
+        // A test opened from the history takes its place, and goes with its deletion.
+        reply(&mut m, get("r1", Purpose::Open), 200, &opened(true));
+        assert_eq!(shown_kind(&m), Some("test"));
+        assert_eq!(m.route(), Route::Result(Some("r1".into())));
+        reply(&mut m, Request::Delete { id: "r1".into() }, 204, "");
+        assert_eq!((shown_kind(&m), m.has_result()), (None, false));
+    }
 }
 
 fn sweep_point(len: u32) -> perfpeer_shared::sweep::SweepPoint {
@@ -564,7 +629,7 @@ fn a_sweep_shows_each_size_and_attaches_again_after_a_drop() {
     let mut m = connected();
     let cmds = m.update(Msg::Start(FormInput {
         target: "pc".into(),
-        mode: "sweep".into(),
+        mode: RunKind::Sweep,
         sizes: "64,128".into(),
         seconds: "1".into(),
         ..FormInput::default()
@@ -605,7 +670,7 @@ fn a_sweep_shows_each_size_and_attaches_again_after_a_drop() {
     live(&mut m, "t2", 0);
     let run = m.run.as_ref().unwrap();
     assert_eq!(run.client.len(), 1);
-    let sweep = run.sweep.as_ref().unwrap();
+    let sweep = sweep_run(&m);
     assert_eq!((sweep.points.len(), sweep.running_size()), (1, Some(128)));
     // A drop: the reconnect attaches to the sweep by its id.
     m.update(Msg::SocketClosed);
@@ -622,10 +687,7 @@ fn a_sweep_shows_each_size_and_attaches_again_after_a_drop() {
         sweep_id: "other".into(),
         point: sweep_point(999),
     }));
-    assert_eq!(
-        m.run.as_ref().unwrap().sweep.as_ref().unwrap().points.len(),
-        1
-    );
+    assert_eq!(sweep_run(&m).points.len(), 1);
     let result = perfpeer_shared::sweep::SweepResult {
         protocol: Protocol::Udp,
         ccid: None,
@@ -647,8 +709,10 @@ fn a_sweep_shows_each_size_and_attaches_again_after_a_drop() {
         Some("r1"),
         "the kept sweep's share link"
     );
-    assert!(m.run.is_none() && m.result.is_none());
-    let done = m.sweep.unwrap();
+    assert!(m.run.is_none());
+    let Some(Shown::Sweep(done)) = m.shown else {
+        panic!("the sweep is not shown: {:?}", m.shown)
+    };
     assert_eq!(
         (done.result, done.target, done.spec),
         (result, "pc".to_string(), spec)
@@ -668,7 +732,7 @@ fn dccp_is_refused_at_the_form_when_this_peer_has_none() {
     }));
     let dccp = FormInput {
         target: "pc".into(),
-        protocol: "dccp".into(),
+        protocol: Protocol::Dccp,
         ..FormInput::default()
     };
     assert!(m.update(Msg::Start(dccp.clone())).is_empty());
@@ -685,13 +749,33 @@ fn dccp_is_refused_at_the_form_when_this_peer_has_none() {
     );
 }
 
+/// The first event of a latency run to pc:5210: 3 s loaded phases, 2 streams.
+fn latency_started() -> perfpeer_shared::latency::LatencyEvent {
+    perfpeer_shared::latency::LatencyEvent::Started {
+        target: "pc:5210".into(),
+        started_unix_ms: 1,
+        settings: perfpeer_shared::latency::LoadSettings {
+            idle_seconds: 2.0,
+            load_seconds: 3.0,
+            streams: 2,
+            congestion: None,
+            udp_bits_per_second: None,
+            load_bits_per_second: None,
+            probe_interval_ms: 10.0,
+            probe_bytes: 64,
+            probe_bits_per_second: 73_600.0,
+            probe_tos: None,
+        },
+    }
+}
+
 #[test]
 fn a_latency_run_goes_live_survives_a_reconnect_and_ends_on_the_result_screen() {
-    use perfpeer_shared::latency::{LatencyEvent, LatencyRequest, LoadSettings, Phase};
+    use perfpeer_shared::latency::{LatencyEvent, LatencyRequest, Phase};
     let mut m = connected();
     let cmds = m.update(Msg::Start(FormInput {
         target: "pc:5210".into(),
-        mode: "latency".into(),
+        mode: RunKind::Latency,
         seconds: "3".into(),
         streams: "2".into(),
         ..FormInput::default()
@@ -713,27 +797,8 @@ fn a_latency_run_goes_live_survives_a_reconnect_and_ends_on_the_result_screen() 
         target: "pc:5210".into(),
         request: request.clone(),
     }));
-    let settings = LoadSettings {
-        idle_seconds: 2.0,
-        load_seconds: 3.0,
-        streams: 2,
-        congestion: None,
-        udp_bits_per_second: None,
-        load_bits_per_second: None,
-        probe_interval_ms: 10.0,
-        probe_bytes: 64,
-        probe_bits_per_second: 73_600.0,
-        probe_tos: None,
-    };
     for (id, event) in [
-        (
-            "L1",
-            LatencyEvent::Started {
-                target: "pc:5210".into(),
-                started_unix_ms: 1,
-                settings,
-            },
-        ),
+        ("L1", latency_started()),
         (
             "L1",
             LatencyEvent::PhaseStarted {
@@ -755,12 +820,7 @@ fn a_latency_run_goes_live_survives_a_reconnect_and_ends_on_the_result_screen() 
             event,
         }));
     }
-    let live = &m
-        .run
-        .as_ref()
-        .and_then(|r| r.latency.as_ref())
-        .unwrap()
-        .live;
+    let live = &latency_run(&m).live;
     assert_eq!(live.running, Some((Phase::Idle, 0.0)));
     // The connection drops and comes back: the page attaches to the run by its id.
     m.update(Msg::SocketClosed);
@@ -773,12 +833,7 @@ fn a_latency_run_goes_live_survives_a_reconnect_and_ends_on_the_result_screen() 
         })),
         "{cmds:?}"
     );
-    let result = m
-        .run
-        .as_ref()
-        .and_then(|r| r.latency.as_ref())
-        .and_then(|l| l.live.snapshot(None))
-        .unwrap();
+    let result = latency_run(&m).live.snapshot(None).unwrap();
     m.update(Msg::Server(ServerMsg::Stored {
         test_id: "L1".into(),
         result_id: "R1".into(),
@@ -788,13 +843,17 @@ fn a_latency_run_goes_live_survives_a_reconnect_and_ends_on_the_result_screen() 
         result: result.clone(),
     }));
     assert_eq!(m.screen, Screen::Result);
-    assert!(m.run.is_none() && m.result.is_none() && m.sweep.is_none());
-    assert_eq!(m.latency.as_ref().map(|l| &l.result), Some(&result));
+    assert!(m.run.is_none());
+    assert!(
+        matches!(&m.shown, Some(Shown::Latency(l)) if l.result == result),
+        "{:?}",
+        m.shown
+    );
     assert_eq!(m.share.as_ref().map(|s| s.result_id.as_str()), Some("R1"));
     // A bad form value names its field and sends nothing.
     let cmds = m.update(Msg::Start(FormInput {
         target: "pc:5210".into(),
-        mode: "latency".into(),
+        mode: RunKind::Latency,
         seconds: "0".into(),
         ..FormInput::default()
     }));
@@ -863,6 +922,52 @@ fn peers_tested_are_remembered_newest_first_and_a_run_starts_again_as_it_was() {
         }));
     }
     assert_eq!(m.recent_peers, ["h6", "h5", "h4", "h3", "h2"]);
+}
+
+/// What kind of result is shown (each kind named, so a new kind is a compile error here too).
+fn shown_kind(m: &Model) -> Option<&'static str> {
+    m.shown.as_ref().map(|shown| match shown {
+        Shown::Test(_) => "test",
+        Shown::Sweep(_) => "sweep",
+        Shown::Latency(_) => "latency",
+    })
+}
+
+#[test]
+fn a_run_takes_only_its_own_kinds_messages() {
+    let mut m = connected();
+    m.update(Msg::Server(ServerMsg::SweepStarted {
+        sweep_id: "s1".into(),
+        target: "pc".into(),
+        spec: TestSpec::new(Protocol::Udp),
+        sizes: vec![64, 128],
+    }));
+    // A latency event with the sweep's id changes nothing.
+    let before = m.run.clone();
+    m.update(Msg::Server(ServerMsg::LatencyEvent {
+        latency_id: "s1".into(),
+        event: latency_started(),
+    }));
+    assert_eq!(m.run, before);
+    // A latency run replaces the sweep; a sweep point with its id changes nothing.
+    m.update(Msg::Server(ServerMsg::LatencyStarted {
+        latency_id: "L1".into(),
+        target: "pc:5210".into(),
+        request: perfpeer_shared::latency::LatencyRequest::default(),
+    }));
+    m.update(Msg::Server(ServerMsg::SweepPoint {
+        sweep_id: "L1".into(),
+        point: sweep_point(64),
+    }));
+    assert_eq!(
+        latency_run(&m).live,
+        perfpeer_shared::latency::Live::default()
+    );
+    m.update(Msg::Server(ServerMsg::LatencyEvent {
+        latency_id: "L1".into(),
+        event: latency_started(),
+    }));
+    assert!(latency_run(&m).live.snapshot(None).is_some());
 }
 
 /// Routes: a reload on `#/run/<id>` follows that run once greeted; the URL follows the screens.
@@ -972,7 +1077,7 @@ mod routes {
         assert!(m.update(Msg::QuickTest).is_empty());
         let last = FormInput {
             target: "pc:5210".into(),
-            protocol: "udp".into(),
+            protocol: Protocol::Udp,
             bitrate: "20M".into(),
             ..FormInput::default()
         };
