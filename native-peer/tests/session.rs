@@ -4,195 +4,35 @@
 //! server, started in this process). Each case runs in milliseconds: handshake refusals, a far
 //! end that vanishes, the finals exchange, and what stream errors make of a result.
 
-use std::io::Read;
-use std::net::{Shutdown, SocketAddr, TcpListener};
-use std::sync::Arc;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
 use perfpeer::session::SessionError;
 use perfpeer::session::client::{ClientOptions, run_test};
 use perfpeer::session::events::TestEvent;
 use perfpeer_shared::PROTOCOL_VERSION;
-use perfpeer_shared::control::{ClientMsg, ErrorCode, PeerInfo, ServerMsg};
+use perfpeer_shared::control::{ClientMsg, ErrorCode, ServerMsg};
 use perfpeer_shared::report::{
     IntervalReport, PeerRole, SideReport, StreamRole, TestResult, TestStatus,
 };
 use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec, ValidSpec};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
-use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
-/// A test of `bytes` bytes, client to far end, one TCP stream.
-fn bytes_spec(bytes: u64) -> TestSpec {
-    let mut spec = TestSpec::new(Protocol::Tcp);
-    spec.end = EndCondition::Bytes { bytes };
-    spec
-}
-
-/// A data port that takes every stream and reads it to its end (or resets it at once).
-struct DataPort {
-    port: u16,
-}
-
-impl DataPort {
-    fn reading() -> DataPort {
-        DataPort::start(false)
-    }
-
-    /// Resets every stream as soon as it has sent something: its sender sees a broken stream.
-    fn resetting() -> DataPort {
-        DataPort::start(true)
-    }
-
-    fn start(reset: bool) -> DataPort {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(mut conn) = conn else { return };
-                std::thread::spawn(move || {
-                    let mut buf = vec![0u8; 64 * 1024];
-                    if reset {
-                        let _ = conn.read(&mut buf);
-                        // Unread data in the receive queue makes close send a reset.
-                        std::thread::sleep(Duration::from_millis(20));
-                        let _ = socket2::SockRef::from(&conn).set_linger(Some(Duration::ZERO));
-                        return;
-                    }
-                    while matches!(conn.read(&mut buf), Ok(n) if n > 0) {}
-                    let _ = conn.shutdown(Shutdown::Both);
-                });
-            }
-        });
-        DataPort { port }
-    }
-}
-
-/// The far end's side of the control connection.
-struct Script {
-    ws: WebSocketStream<TcpStream>,
-}
-
-impl Script {
-    async fn recv(&mut self) -> Option<ClientMsg> {
-        loop {
-            match self.ws.next().await? {
-                Ok(Message::Text(t)) => return Some(serde_json::from_str(t.as_str()).unwrap()),
-                Ok(Message::Close(_)) | Err(_) => return None,
-                Ok(_) => {}
-            }
-        }
-    }
-
-    async fn send(&mut self, msg: &ServerMsg) {
-        let text = serde_json::to_string(msg).unwrap();
-        self.ws.send(Message::text(text)).await.unwrap();
-    }
-
-    /// Answers the hello as a peer of `version`.
-    async fn welcome(&mut self, version: u32) {
-        assert!(matches!(self.recv().await, Some(ClientMsg::Hello { .. })));
-        self.send(&ServerMsg::Welcome {
-            protocol_version: version,
-            peer: PeerInfo::default(),
-            authorized: false,
-        })
-        .await;
-    }
-
-    /// Takes the `open`, accepts it with the data port, and says `ready` (the client reads it
-    /// once its streams are open).
-    async fn accept(&mut self, data: &DataPort) {
-        assert!(matches!(self.recv().await, Some(ClientMsg::Open { .. })));
-        self.send(&ServerMsg::Accepted {
-            test_id: "t1".into(),
-            cookie: "00112233445566778899aabbccddeeff".into(),
-            data_port: data.port,
-        })
-        .await;
-        self.send(&ServerMsg::Ready).await;
-        assert!(matches!(self.recv().await, Some(ClientMsg::Begin)));
-    }
-
-    /// Waits for the client's `stop` and `final`; returns its final report.
-    async fn stop_and_final(&mut self) -> SideReport {
-        loop {
-            match self.recv().await {
-                Some(ClientMsg::Stop) => {}
-                Some(ClientMsg::Final { report }) => return report,
-                other => panic!("expected stop and final, got {other:?}"),
-            }
-        }
-    }
-
-    /// Answers the client's `final` with an empty report of its own and `result_id`, then
-    /// waits for the client to close.
-    async fn final_then_close(&mut self, result_id: Option<&str>) {
-        self.final_with_errors_then_close(result_id, Vec::new())
-            .await;
-    }
-
-    /// The same, with the far end's own stream errors in its final.
-    async fn final_with_errors_then_close(
-        &mut self,
-        result_id: Option<&str>,
-        stream_errors: Vec<String>,
-    ) {
-        self.send(&ServerMsg::Final {
-            report: SideReport::empty(PeerRole::Server, Default::default()),
-            result_id: result_id.map(str::to_string),
-            stream_errors,
-        })
-        .await;
-        let _ = self.recv().await;
-    }
-}
-
-/// A far end on loopback that runs `script` on the first control connection.
-async fn scripted<F, Fut>(script: F) -> SocketAddr
-where
-    F: FnOnce(Script) -> Fut + Send + 'static,
-    Fut: Future<Output = ()> + Send,
-{
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        let ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
-        script(Script { ws }).await;
-    });
-    addr
-}
+mod common;
+use common::{DataPort, bytes_spec, real_peer, run_as_client, scripted};
 
 /// Runs `spec` against `addr`; the outcome, every event, and how long it took.
 async fn run(
     addr: SocketAddr,
     spec: &TestSpec,
 ) -> (Result<TestResult, SessionError>, Vec<TestEvent>, Duration) {
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let spec = ValidSpec::new(spec.clone()).expect("a valid spec");
     let start = Instant::now();
-    let outcome = tokio::time::timeout(
-        Duration::from_secs(20),
-        run_test(
-            &addr.to_string(),
-            &spec,
-            &ClientOptions::default(),
-            tx,
-            CancellationToken::new(),
-        ),
-    )
-    .await
-    .expect("the client ends by itself");
-    let took = start.elapsed();
-    let mut events = Vec::new();
-    while let Ok(ev) = rx.try_recv() {
-        events.push(ev);
-    }
-    (outcome, events, took)
+    let (outcome, events) =
+        tokio::time::timeout(Duration::from_secs(20), run_as_client(addr, spec))
+            .await
+            .expect("the client ends by itself");
+    (outcome, events, start.elapsed())
 }
 
 fn interval(start_s: u64) -> IntervalReport {
@@ -544,39 +384,6 @@ async fn a_far_end_whose_streams_broke_makes_the_result_partial_with_its_words()
         "{reason}"
     );
     assert!(reason.len() < 500, "cut to a few lines: {}", reason.len());
-}
-
-/// The real far end, in this process: `perfpeer serve`'s server on loopback ports.
-async fn real_peer() -> (SocketAddr, CancellationToken) {
-    use perfpeer::server::{self, state::ServeConfig, state::ServerState};
-
-    let bound = server::bind("127.0.0.1:0".parse().unwrap(), 0).unwrap();
-    let control = bound.control_addr().unwrap();
-    let config = ServeConfig {
-        max_tests: 4,
-        max_duration: Duration::from_secs(60),
-        max_bitrate: None,
-        token: None,
-        data_from_any_address: false,
-        max_memory: 256 << 20,
-        host_names: Vec::new(),
-        allowed_origins: Vec::new(),
-    };
-    let info = PeerInfo {
-        name: "in-process".into(),
-        data_port: bound.data_addr().unwrap().port(),
-        max_tests: 4,
-        ..Default::default()
-    };
-    let shutdown = CancellationToken::new();
-    let state = ServerState::new(
-        config,
-        info,
-        Arc::new(perfpeer::cli::any_target::AnyTarget),
-        shutdown.clone(),
-    );
-    tokio::spawn(server::run(bound, state));
-    (control, shutdown)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -329,48 +329,6 @@ async fn a_udp_sender_stops_when_its_receiver_is_gone() {
     );
 }
 
-/// A TCP client that trickles a byte every 40 ms and never says stop: the far end ends a 1 s
-/// test by itself at its deadline (1 s + 10 s grace) and frees its only slot.
-#[tokio::test]
-async fn a_trickling_client_cannot_hold_a_slot_past_the_deadline() {
-    let peer = Peer::start(&["--max-duration", "5", "--max-tests", "1"]);
-    let mut client = FarClient::connect(&peer.control).await;
-    let (cookie, data_port) = client.open(&one_second_tcp()).await;
-    let hello = tcp_hello(1, &cookie);
-    let trickle = tokio::task::spawn_blocking(move || {
-        use std::io::Write;
-        let mut stream = TcpStream::connect(("127.0.0.1", data_port)).unwrap();
-        stream.write_all(&hello).unwrap();
-        let until = Instant::now() + Duration::from_secs(40);
-        while Instant::now() < until && stream.write_all(b"x").is_ok() {
-            std::thread::sleep(Duration::from_millis(40));
-        }
-    });
-    assert!(client.begin_when_ready(Duration::from_secs(5)).await);
-    let started = Instant::now();
-    // The slot frees itself: a second test gets in (it is refused while the first holds it).
-    let control = peer.control.clone();
-    let freed = tokio::task::spawn_blocking(move || {
-        wait_for(Duration::from_secs(30), || {
-            perfpeer_test(&[&control, "-t", "1"]).status.success()
-        })
-    })
-    .await
-    .unwrap();
-    assert!(
-        freed,
-        "the trickling test still holds the slot after {:?}",
-        started.elapsed()
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(25),
-        "the slot came back only after {:?}",
-        started.elapsed()
-    );
-    drop(client);
-    trickle.abort();
-}
-
 /// A byte count that would take longer than --max-duration at its rate is refused at once, by
 /// our far end and by our iperf3 server (a stock client).
 #[test]

@@ -362,6 +362,14 @@ impl Engine {
             .all(|s| s.counters.finished_at().is_some())
     }
 
+    /// A check, for another thread, that every stream has finished (what [`Engine::senders_done`]
+    /// and [`Engine::receivers_done`] say together).
+    pub fn all_done_check(&self) -> impl Fn() -> bool + Send + 'static {
+        let counters: Vec<Arc<StreamCounters>> =
+            self.streams.iter().map(|s| s.counters.clone()).collect();
+        move || counters.iter().all(|c| c.finished_at().is_some())
+    }
+
     /// Whether every sending stream has finished (its budget spent, or stopped).
     pub fn senders_done(&self) -> bool {
         self.all_finished(StreamRole::Sender)

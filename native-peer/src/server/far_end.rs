@@ -369,7 +369,7 @@ async fn run_until_stop(
     state: &ServerState,
     rec: &mut Option<Recording>,
 ) -> Result<(), SessionError> {
-    let deadline = tokio::time::Instant::from_std(m.epoch() + limit);
+    let deadline = m.started() + limit;
     let mut poll = tokio::time::interval(Duration::from_millis(10));
     let mut told_senders_done = !m.engine().has_senders();
     loop {

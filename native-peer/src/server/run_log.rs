@@ -2,11 +2,10 @@
 //! `interval`s, then `result` or `error`; for a sweep `sweep_started`, the running size's
 //! `interval`s, `sweep_point`s, then `sweep_result`), followed by any number of connections
 //! from the start (`attach` after a reconnect replays it), and the peer's runs by id. A run
-//! nobody follows for [`DETACHED_GRACE`] is cancelled; a finished run stays attachable for
-//! [`KEEP_FINISHED`].
+//! nobody has followed for [`DETACHED_GRACE`] (counted from when its last follower left) is
+//! cancelled; a finished run stays attachable for [`KEEP_FINISHED`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -46,7 +45,14 @@ pub struct RunLog {
     messages: Mutex<Vec<ServerMsg>>,
     len: watch::Sender<usize>,
     cancel: CancellationToken,
-    followers: AtomicUsize,
+    followers: Mutex<Followers>,
+}
+
+/// How many connections follow a run, and since when none has.
+struct Followers {
+    count: usize,
+    /// When the last follower left (or the run began with none); `None` while followed.
+    alone_since: Option<Instant>,
 }
 
 impl RunLog {
@@ -55,7 +61,10 @@ impl RunLog {
             messages: Mutex::new(Vec::new()),
             len: watch::channel(0).0,
             cancel: CancellationToken::new(),
-            followers: AtomicUsize::new(0),
+            followers: Mutex::new(Followers {
+                count: 0,
+                alone_since: Some(Instant::now()),
+            }),
         })
     }
 
@@ -91,8 +100,17 @@ impl RunLog {
 
     /// Counts a follower until the guard is dropped.
     pub fn follow(self: &Arc<Self>) -> Following {
-        self.followers.fetch_add(1, Ordering::SeqCst);
+        let mut followers = lock(&self.followers);
+        followers.count += 1;
+        followers.alone_since = None;
         Following { log: self.clone() }
+    }
+
+    /// Whether nobody has followed the run for [`DETACHED_GRACE`] at `now`.
+    pub(super) fn abandoned_at(&self, now: Instant) -> bool {
+        lock(&self.followers)
+            .alone_since
+            .is_some_and(|since| now.saturating_duration_since(since) >= DETACHED_GRACE)
     }
 }
 
@@ -106,28 +124,6 @@ fn is_final(msg: &ServerMsg) -> bool {
     )
 }
 
-/// Cancels a run once nobody has followed it for [`DETACHED_GRACE`].
-#[derive(Default)]
-pub(super) struct Abandonment {
-    alone_since: Option<Instant>,
-}
-
-impl Abandonment {
-    /// Called every second.
-    pub(super) fn check(&mut self, log: &RunLog, id: &str) {
-        if log.followers.load(Ordering::SeqCst) > 0 {
-            self.alone_since = None;
-        } else if self.alone_since.get_or_insert_with(Instant::now).elapsed() >= DETACHED_GRACE {
-            tracing::info!(
-                id,
-                "no browser followed the run for {} s: cancelling",
-                DETACHED_GRACE.as_secs()
-            );
-            log.cancel();
-        }
-    }
-}
-
 /// A connection following a run.
 pub struct Following {
     log: Arc<RunLog>,
@@ -135,7 +131,11 @@ pub struct Following {
 
 impl Drop for Following {
     fn drop(&mut self) {
-        self.log.followers.fetch_sub(1, Ordering::SeqCst);
+        let mut followers = lock(&self.log.followers);
+        followers.count -= 1;
+        if followers.count == 0 {
+            followers.alone_since = Some(Instant::now());
+        }
     }
 }
 
@@ -163,14 +163,27 @@ mod tests {
         assert!(log.read(99, 10).0.is_empty());
     }
 
-    #[test]
-    fn followers_are_counted_until_dropped() {
+    #[tokio::test(start_paused = true)]
+    async fn a_run_is_abandoned_30_s_after_its_last_follower_left() {
         let log = RunLog::new();
-        let a = log.follow();
-        let b = log.follow();
-        assert_eq!(log.followers.load(Ordering::SeqCst), 2);
+        let t0 = Instant::now();
+        assert!(!log.abandoned_at(t0 + Duration::from_secs(29)));
+        assert!(log.abandoned_at(t0 + DETACHED_GRACE), "never followed");
+        let (a, b) = (log.follow(), log.follow());
+        assert!(
+            !log.abandoned_at(t0 + Duration::from_secs(3600)),
+            "followed"
+        );
+        tokio::time::advance(Duration::from_secs(10)).await;
         drop(a);
+        assert!(
+            !log.abandoned_at(t0 + Duration::from_secs(3600)),
+            "one follower is left"
+        );
+        tokio::time::advance(Duration::from_secs(10)).await;
         drop(b);
-        assert_eq!(log.followers.load(Ordering::SeqCst), 0);
+        let left = Instant::now();
+        assert!(!log.abandoned_at(left + Duration::from_millis(29_999)));
+        assert!(log.abandoned_at(left + DETACHED_GRACE));
     }
 }

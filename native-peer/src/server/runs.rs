@@ -19,7 +19,7 @@ use perfpeer_shared::sweep::SweepResult;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::task::JoinError;
 
-use super::run_log::{Abandonment, KEEP_FINISHED, RunLog};
+use super::run_log::{DETACHED_GRACE, KEEP_FINISHED, RunLog};
 use super::state::{RunningGuard, ServerState};
 use crate::session::SessionError;
 use crate::session::events::{SweepEvent, TestEvent};
@@ -173,7 +173,6 @@ async fn supervise<S: Supervised>(
     let log = run.log().clone();
     let mut job = std::pin::pin!(tokio::spawn(job));
     let mut check = tokio::time::interval(Duration::from_secs(1));
-    let mut abandonment = Abandonment::default();
     // Shutdown cancels the run once; the branch is then off, or it would be ready on every
     // turn and spin this task, starving the run it is waiting for.
     let mut cancelled_for_shutdown = false;
@@ -187,7 +186,16 @@ async fn supervise<S: Supervised>(
                 break run.on_end(joined).await;
             }
             Some(ev) = events.recv() => run.on_event(ev),
-            _ = check.tick() => abandonment.check(&log, run.id()),
+            now = check.tick() => {
+                if log.abandoned_at(now) && !log.cancel_token().is_cancelled() {
+                    tracing::info!(
+                        id = run.id(),
+                        "no browser followed the run for {} s: cancelling",
+                        DETACHED_GRACE.as_secs()
+                    );
+                    log.cancel();
+                }
+            }
             () = state.shutdown.cancelled(), if !cancelled_for_shutdown => {
                 cancelled_for_shutdown = true;
                 log.cancel();

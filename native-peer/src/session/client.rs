@@ -2,7 +2,7 @@
 //! streams, measure, stop when the end condition is met, and combine both ends' reports.
 
 use std::net::{IpAddr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use perfpeer_shared::PROTOCOL_VERSION;
 use perfpeer_shared::control::{ApiError, ClientMsg, ErrorCode, MAX_CONTROL_MESSAGE, ServerMsg};
@@ -53,6 +53,9 @@ impl Default for ClientOptions {
     }
 }
 
+/// Wait for the far peer's answer to `hello` and to `open` (it answers at once): a peer that
+/// keeps the connection alive but never answers is not waited for forever.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Wait for the far end's streams and `ready`.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Wait for the far end's final report after `stop` (it drains its receivers first).
@@ -185,7 +188,7 @@ pub async fn hello(chan: &mut ControlChannel, token: Option<String>) -> Result<b
         protocol_version: PROTOCOL_VERSION,
         token,
     })?;
-    match chan.recv::<ServerMsg>().await? {
+    match answer(chan, "hello").await? {
         ServerMsg::Welcome {
             protocol_version,
             authorized,
@@ -217,6 +220,18 @@ fn check_local_dccp(spec: &TestSpec, ipv6: bool) -> Result<(), SessionError> {
         }),
         None => Ok(()),
     }
+}
+
+/// The far peer's answer to `what`, within [`ANSWER_TIMEOUT`].
+async fn answer(chan: &mut ControlChannel, what: &str) -> Result<ServerMsg, SessionError> {
+    tokio::time::timeout(ANSWER_TIMEOUT, chan.recv::<ServerMsg>())
+        .await
+        .map_err(|_| {
+            SessionError::PeerLost(format!(
+                "no answer to {what} in {} s",
+                ANSWER_TIMEOUT.as_secs()
+            ))
+        })?
 }
 
 fn refusal_or_protocol(msg: ServerMsg) -> SessionError {
@@ -262,7 +277,7 @@ pub async fn open(
     chan.send(&ClientMsg::Open {
         spec: TestSpec::clone(spec),
     })?;
-    let (test_id, cookie, data_port) = match chan.recv::<ServerMsg>().await? {
+    let (test_id, cookie, data_port) = match answer(&mut chan, "open").await? {
         ServerMsg::Accepted {
             test_id,
             cookie,
@@ -398,10 +413,9 @@ impl PerfpeerFarEnd {
         let mut summary = local.clone();
         summary.intervals.clear();
         self.chan.send(&ClientMsg::Final { report: summary })?;
-        let deadline = Instant::now() + FINAL_TIMEOUT;
+        let deadline = tokio::time::Instant::now() + FINAL_TIMEOUT;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let msg = tokio::time::timeout(left, self.chan.recv::<ServerMsg>())
+            let msg = tokio::time::timeout_at(deadline, self.chan.recv::<ServerMsg>())
                 .await
                 .map_err(|_| {
                     SessionError::PeerLost("no final report from the far peer".into())

@@ -4,11 +4,12 @@
 //! finals and makes the [`TestResult`], with one rule for what an early end or a broken stream
 //! makes of it. Adding a kind of far end is one implementation of [`FarEnd`], nothing else.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, StreamRole, TestResult};
 use perfpeer_shared::spec::{EndCondition, TestSpec};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -55,9 +56,9 @@ pub trait FarEnd {
         std::future::pending().await
     }
 
-    /// When a timed test ends (`epoch`: when measurement began).
-    fn deadline(&self, spec: &TestSpec, epoch: Instant) -> Option<Instant> {
-        spec.total_time().map(|t| epoch + t)
+    /// When a timed test ends (`started`: when measurement began, on the runtime's clock).
+    fn deadline(&self, spec: &TestSpec, started: Instant) -> Option<Instant> {
+        spec.total_time().map(|t| started + t)
     }
 
     /// Whether the test is done before its deadline (checked every 10 ms). By default: this
@@ -209,7 +210,7 @@ async fn until_end(
     events: &mpsc::UnboundedSender<TestEvent>,
     cancel: &CancellationToken,
 ) -> Result<(), EarlyEnd> {
-    let deadline = far.deadline(spec, m.epoch());
+    let deadline = far.deadline(spec, m.started());
     let mut poll = tokio::time::interval(DONE_POLL);
     loop {
         tokio::select! {
@@ -250,7 +251,7 @@ pub fn received_byte_count(m: &Measurement, spec: &TestSpec) -> bool {
 
 async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
-        Some(d) => tokio::time::sleep_until(d.into()).await,
+        Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
     }
 }

@@ -71,7 +71,11 @@ pub struct Measurement {
     engine: Engine,
     sampler: Sampler,
     cpu_start: CpuSnapshot,
-    next_tick: Instant,
+    /// When measurement began on the runtime's clock. The schedule runs on it (interval
+    /// boundaries, a test's length, a far end's limit), so tests can pause and move it; the
+    /// figures use the real clock of the engine's epoch.
+    started: tokio::time::Instant,
+    next_tick: tokio::time::Instant,
     interval: Duration,
     intervals: Vec<IntervalReport>,
     /// Each stream's (local, peer) address, read at the start: once the far end has closed a
@@ -98,6 +102,7 @@ impl Measurement {
     ) -> Result<Self, SessionError> {
         let cpu_start = CpuSnapshot::take();
         let epoch = Instant::now();
+        let started = tokio::time::Instant::now();
         let engine = Engine::start_with(spec, setups, epoch, wire)
             .map_err(|e| SessionError::Internal(e.to_string()))?;
         let sampler = Sampler::new(&engine, spec.omit, spec.interval);
@@ -112,7 +117,8 @@ impl Measurement {
             engine,
             sampler,
             cpu_start,
-            next_tick: epoch + spec.interval,
+            started,
+            next_tick: started + spec.interval,
             interval: spec.interval,
             intervals: Vec::new(),
         })
@@ -128,9 +134,14 @@ impl Measurement {
         self.engine.stop();
     }
 
-    /// When measurement began.
+    /// When measurement began (the real clock the figures are measured on).
     pub fn epoch(&self) -> Instant {
         self.engine.epoch()
+    }
+
+    /// When measurement began on the runtime's clock, which a test's schedule follows.
+    pub fn started(&self) -> tokio::time::Instant {
+        self.started
     }
 
     /// Sockets as report entries.
@@ -157,24 +168,25 @@ impl Measurement {
     /// The interval whose boundary has passed but was not yet reported (the end of the test
     /// and the boundary came together), if any.
     pub fn take_due_interval(&mut self) -> Option<IntervalReport> {
-        let now = Instant::now();
+        let now = tokio::time::Instant::now();
         (self.next_tick <= now).then(|| self.tick_at(now))
     }
 
     /// Waits for the next interval boundary and reports it.
     pub async fn next_interval(&mut self) -> IntervalReport {
-        tokio::time::sleep_until(self.next_tick.into()).await;
-        self.tick_at(Instant::now())
+        tokio::time::sleep_until(self.next_tick).await;
+        self.tick_at(tokio::time::Instant::now())
     }
 
-    /// Reports the interval that ends `now` (a boundary that has passed) and sets the next one.
-    fn tick_at(&mut self, now: Instant) -> IntervalReport {
+    /// Reports the interval that ends now (`now` on the runtime's clock: a boundary that has
+    /// passed) and sets the next one; its figures are read on the real clock.
+    fn tick_at(&mut self, now: tokio::time::Instant) -> IntervalReport {
         self.next_tick += self.interval;
         if self.next_tick < now {
             // We were starved for more than an interval: skip ahead instead of bursting reports.
             self.next_tick = now + self.interval;
         }
-        let report = self.sampler.tick(now);
+        let report = self.sampler.tick(Instant::now());
         self.intervals.push(report.clone());
         report
     }
@@ -186,12 +198,16 @@ impl Measurement {
         } else {
             self.engine.stop();
         }
-        let deadline = Instant::now() + JOIN_LIMIT;
-        while !(self.engine.senders_done() && self.engine.receivers_done())
-            && Instant::now() < deadline
-        {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        // The streams drain in real time: wait for them off the runtime, on the real clock (a
+        // runtime whose clock is paused, in tests, would otherwise run through the limit).
+        let all_done = self.engine.all_done_check();
+        let _ = tokio::task::spawn_blocking(move || {
+            let deadline = Instant::now() + JOIN_LIMIT;
+            while !all_done() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+        .await;
         let end = Instant::now();
         let (tail, streams) = self.sampler.finish(end);
         let cpu = CpuSnapshot::take().usage_since(&self.cpu_start);

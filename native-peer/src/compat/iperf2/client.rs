@@ -118,13 +118,17 @@ struct Iperf2FarEnd {
 
 impl FarEnd for Iperf2FarEnd {
     /// In -R the server decides the length: allow it a margin before giving up.
-    fn deadline(&self, spec: &TestSpec, epoch: Instant) -> Option<Instant> {
+    fn deadline(
+        &self,
+        spec: &TestSpec,
+        started: tokio::time::Instant,
+    ) -> Option<tokio::time::Instant> {
         let margin = if spec.direction == Direction::Reverse {
             Duration::from_secs(5)
         } else {
             Duration::ZERO
         };
-        spec.total_time().map(|t| epoch + t + margin)
+        spec.total_time().map(|t| started + t + margin)
     }
 
     async fn end(&mut self, m: &Measurement) -> Result<(), SessionError> {

@@ -645,7 +645,7 @@ async fn run_until_test_end(
 ) -> Result<(), Iperf3Error> {
     // The client ends the test; we give up when it should have, plus a grace.
     let limit = far_end::far_end_limit(spec, shared.config.max_duration);
-    let deadline = tokio::time::Instant::from_std(Instant::now() + limit);
+    let deadline = tokio::time::Instant::now() + limit;
     loop {
         tokio::select! {
             report = m.next_interval() => {
