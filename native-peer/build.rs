@@ -43,7 +43,7 @@ fn main() {
         let mut files = Vec::new();
         walk(&dist, &mut files);
         files.sort();
-        code.push_str("/// Whether the real UI is embedded (read by the route tests).\n#[allow(dead_code)]\npub const UI_BUILT: bool = true;\n");
+        code.push_str("/// Whether the real UI is embedded (read by the route tests).\n#[allow(dead_code)]\npub(crate) const UI_BUILT: bool = true;\n");
         let served: Vec<&PathBuf> = files
             .iter()
             .filter(|f| f.extension().is_none_or(|e| e != "gz"))
@@ -51,7 +51,7 @@ fn main() {
         // An array, not a slice: each Asset holds a OnceLock, which a static slice cannot.
         let _ = writeln!(
             code,
-            "/// The embedded files.\npub static ASSETS: [Asset; {}] = [",
+            "/// The embedded files.\npub(crate) static ASSETS: [Asset; {}] = [",
             served.len()
         );
         for file in served {
@@ -75,9 +75,9 @@ fn main() {
         // Watch the web directory so that a later build of web/dist is picked up.
         println!("cargo:rerun-if-changed={}", web.display());
         write_if_changed(&out.join("missing.html"), MISSING);
-        code.push_str("/// Whether the real UI is embedded (read by the route tests).\n#[allow(dead_code)]\npub const UI_BUILT: bool = false;\n");
+        code.push_str("/// Whether the real UI is embedded (read by the route tests).\n#[allow(dead_code)]\npub(crate) const UI_BUILT: bool = false;\n");
         code.push_str(
-            "/// The embedded files.\npub static ASSETS: [Asset; 1] = [Asset::new(\"index.html\", \
+            "/// The embedded files.\npub(crate) static ASSETS: [Asset; 1] = [Asset::new(\"index.html\", \
              include_bytes!(concat!(env!(\"OUT_DIR\"), \"/missing.html\")), false)];\n",
         );
     }

@@ -16,11 +16,11 @@ use tokio_util::sync::CancellationToken;
 
 /// The address group one host can send from: an IPv4 address or an IPv6 /64.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Source(IpAddr);
+pub(crate) struct Source(IpAddr);
 
 impl Source {
     /// The source of a connection from `ip` (IPv4-mapped IPv6 counts as IPv4).
-    pub fn of(ip: IpAddr) -> Source {
+    pub(crate) fn of(ip: IpAddr) -> Source {
         match ip.to_canonical() {
             IpAddr::V4(v4) => Source(IpAddr::V4(v4)),
             IpAddr::V6(v6) => {
@@ -42,7 +42,7 @@ impl std::fmt::Display for Source {
 
 /// Why a connection was not admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// Its source already holds its share.
     #[error("too many connections from this address")]
     SourceFull,
@@ -53,7 +53,7 @@ pub enum Refusal {
 
 /// Caps on connections held at once.
 #[derive(Debug, Clone, Copy)]
-pub struct Caps {
+pub(crate) struct Caps {
     /// All sources together.
     pub total: usize,
     /// One source.
@@ -164,7 +164,7 @@ enum Claim {
 /// hold against as many addresses as there are places while the connections that are doing
 /// something, and the token holder's ([`Admitted::protect`]), are kept.
 #[derive(Debug)]
-pub struct Admission {
+pub(crate) struct Admission {
     caps: Caps,
     held: Mutex<Held>,
 }
@@ -173,7 +173,7 @@ pub struct Admission {
 /// a fairer claim took the place: the holder should then close its connection. A new place
 /// counts as idle until its holder says it is busy ([`Admitted::set_busy`]).
 #[derive(Debug)]
-pub struct Admitted {
+pub(crate) struct Admitted {
     admission: Arc<Admission>,
     source: Source,
     id: u64,
@@ -182,26 +182,26 @@ pub struct Admitted {
 
 impl Admitted {
     /// Cancelled when this connection was shed for another source's.
-    pub fn evicted(&self) -> &CancellationToken {
+    pub(crate) fn evicted(&self) -> &CancellationToken {
         &self.evicted
     }
 
     /// Says whether the connection is serving something now (a request, a test): an idle one
     /// is the first to be shed when every place is taken.
-    pub fn set_busy(&self, busy: bool) {
+    pub(crate) fn set_busy(&self, busy: bool) {
         if let Some(place) = lock(&self.admission.held).place_mut(self.source, self.id) {
             place.idle = !busy;
         }
     }
 
     /// Marks the place busy until the guard is dropped.
-    pub fn busy(&self) -> BusyGuard<'_> {
+    pub(crate) fn busy(&self) -> BusyGuard<'_> {
         self.set_busy(true);
         BusyGuard(self)
     }
 
     /// The token holder's connection: never shed.
-    pub fn protect(&self) {
+    pub(crate) fn protect(&self) {
         if let Some(place) = lock(&self.admission.held).place_mut(self.source, self.id) {
             place.protected = true;
         }
@@ -210,7 +210,7 @@ impl Admitted {
 
 /// A place marked busy while this lives (see [`Admitted::busy`]).
 #[derive(Debug)]
-pub struct BusyGuard<'a>(&'a Admitted);
+pub(crate) struct BusyGuard<'a>(&'a Admitted);
 
 impl Drop for BusyGuard<'_> {
     fn drop(&mut self) {
@@ -226,7 +226,7 @@ impl Drop for Admitted {
 
 impl Admission {
     /// An admission with `caps` (each at least 1).
-    pub fn new(caps: Caps) -> Arc<Admission> {
+    pub(crate) fn new(caps: Caps) -> Arc<Admission> {
         Arc::new(Admission {
             caps: Caps {
                 total: caps.total.max(1),
@@ -237,20 +237,16 @@ impl Admission {
     }
 
     /// Admits a connection from `ip`, shedding another source's if that is fair.
-    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Admitted, Refusal> {
+    pub(crate) fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Admitted, Refusal> {
         self.admit_with(ip, Claim::Fair)
-    }
-
-    /// [`Admission::admit`] for a connection from `from`; a refusal is counted in `log`.
-    pub fn admit_or_warn(self: &Arc<Self>, from: SocketAddr, log: &LogLimit) -> Option<Admitted> {
-        self.admit(from.ip())
-            .inspect_err(|refusal| log.warn(from, refusal))
-            .ok()
     }
 
     /// Admits a connection from `ip` only if there is a free place: for holders that cannot
     /// give theirs up at once (a thread blocked in a read, a running test).
-    pub fn admit_without_shedding(self: &Arc<Self>, ip: IpAddr) -> Result<Admitted, Refusal> {
+    pub(crate) fn admit_without_shedding(
+        self: &Arc<Self>,
+        ip: IpAddr,
+    ) -> Result<Admitted, Refusal> {
         self.admit_with(ip, Claim::FreeOnly)
     }
 
@@ -258,7 +254,7 @@ impl Admission {
     /// when every place is taken it takes the oldest idle place of any other source, whatever
     /// that source holds, and its own place is protected until dropped. Many addresses
     /// churning idle connections cannot then starve the streams of a test that was admitted.
-    pub fn admit_expected(self: &Arc<Self>, ip: IpAddr) -> Result<Admitted, Refusal> {
+    pub(crate) fn admit_expected(self: &Arc<Self>, ip: IpAddr) -> Result<Admitted, Refusal> {
         let place = self.admit_with(ip, Claim::Expected)?;
         place.protect();
         Ok(place)
@@ -311,7 +307,7 @@ impl Admission {
 
 /// Accepts connections on `listener` until one is admitted, or `shutdown` (`None`). Refusals and
 /// accept errors (out of descriptors, say: backed off, not spun on) are counted in `log`.
-pub async fn accept_admitted(
+pub(crate) async fn accept_admitted(
     listener: &tokio::net::TcpListener,
     admission: &Arc<Admission>,
     log: &LogLimit,
@@ -322,7 +318,7 @@ pub async fn accept_admitted(
 
 /// [`accept_admitted`] with the admission decided by `admit` (say, [`Admission::admit_expected`]
 /// for a source that is expected).
-pub async fn accept_admitted_by(
+pub(crate) async fn accept_admitted_by(
     listener: &tokio::net::TcpListener,
     admit: impl Fn(SocketAddr) -> Result<Admitted, Refusal>,
     log: &LogLimit,
@@ -356,7 +352,7 @@ pub async fn accept_admitted_by(
 /// when the next period starts. Every line an anonymous client can cause goes through one of
 /// these (listeners, handlers, and the persona servers' printers through [`LogLimit::admit`]).
 #[derive(Debug)]
-pub struct LogLimit {
+pub(crate) struct LogLimit {
     what: &'static str,
     period: Duration,
     burst: u32,
@@ -372,7 +368,7 @@ struct LogState {
 
 /// What [`LogLimit::admit`] allows for one event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogLine {
+pub(crate) enum LogLine {
     /// Write the event's line; `suppressed` events of the kind went unwritten in the period
     /// before (write their count first when it is not 0).
     Write {
@@ -385,14 +381,14 @@ pub enum LogLine {
 
 impl LogLimit {
     /// A limit for events described as `what`, at most one line (plus one count) per `period`.
-    pub const fn new(what: &'static str, period: Duration) -> LogLimit {
+    pub(crate) const fn new(what: &'static str, period: Duration) -> LogLimit {
         LogLimit::with_burst(what, period, 1)
     }
 
     /// A limit for events described as `what`, at most `burst` lines (plus one count) per
     /// `period`: for events worth a line each in normal use (a test served, a client refused),
     /// which a flood must still not turn into a line each.
-    pub const fn with_burst(what: &'static str, period: Duration, burst: u32) -> LogLimit {
+    pub(crate) const fn with_burst(what: &'static str, period: Duration, burst: u32) -> LogLimit {
         LogLimit {
             what,
             period,
@@ -406,18 +402,18 @@ impl LogLimit {
     }
 
     /// What the events are called in the count line.
-    pub fn what(&self) -> &'static str {
+    pub(crate) fn what(&self) -> &'static str {
         self.what
     }
 
     /// The period, in whole seconds, for the count line.
-    pub fn period_secs(&self) -> u64 {
+    pub(crate) fn period_secs(&self) -> u64 {
         self.period.as_secs()
     }
 
     /// Records one event from `source` with `detail` as a warning, unless this period already
     /// wrote its lines.
-    pub fn warn(&self, source: impl std::fmt::Display, detail: impl std::fmt::Display) {
+    pub(crate) fn warn(&self, source: impl std::fmt::Display, detail: impl std::fmt::Display) {
         if let LogLine::Write { suppressed } = self.admit() {
             self.log_count(suppressed);
             tracing::warn!(%source, "{}: {detail}", self.what);
@@ -425,7 +421,7 @@ impl LogLimit {
     }
 
     /// [`LogLimit::warn`] at the info level: for events that are normal use one at a time.
-    pub fn info(&self, source: impl std::fmt::Display, detail: impl std::fmt::Display) {
+    pub(crate) fn info(&self, source: impl std::fmt::Display, detail: impl std::fmt::Display) {
         if let LogLine::Write { suppressed } = self.admit() {
             self.log_count(suppressed);
             tracing::info!(%source, "{}: {detail}", self.what);
@@ -445,12 +441,12 @@ impl LogLimit {
 
     /// Records one event now; whether its line may be written (for callers that write it
     /// themselves, such as a persona server's printer on stdout).
-    pub fn admit(&self) -> LogLine {
+    pub(crate) fn admit(&self) -> LogLine {
         self.admit_at(Instant::now())
     }
 
     /// [`LogLimit::admit`] at `now`.
-    pub fn admit_at(&self, now: Instant) -> LogLine {
+    pub(crate) fn admit_at(&self, now: Instant) -> LogLine {
         let mut st = lock(&self.state);
         match st.period_start {
             Some(start) if now.duration_since(start) < self.period => {

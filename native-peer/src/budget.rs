@@ -16,7 +16,7 @@ const MAX_DEFAULT: u64 = 1 << 30;
     "this test needs about {} of buffers and this peer has {} of its {} left (its --max-memory); use fewer streams (-P) or a smaller -l, or try again when other tests end",
     mib(*.needed), mib(*.left), mib(*.limit)
 )]
-pub struct OverBudget {
+pub(crate) struct OverBudget {
     /// Bytes the test asked for.
     pub needed: u64,
     /// Bytes left in the budget.
@@ -31,14 +31,14 @@ fn mib(bytes: u64) -> String {
 
 /// Bytes of memory tests may hold at once.
 #[derive(Debug)]
-pub struct MemoryBudget {
+pub(crate) struct MemoryBudget {
     limit: u64,
     used: AtomicU64,
 }
 
 /// Bytes charged to a budget, given back on drop.
 #[derive(Debug)]
-pub struct Charge {
+pub(crate) struct Charge {
     budget: Arc<MemoryBudget>,
     bytes: u64,
 }
@@ -51,7 +51,7 @@ impl Drop for Charge {
 
 impl MemoryBudget {
     /// A budget of `limit` bytes.
-    pub fn new(limit: u64) -> Arc<MemoryBudget> {
+    pub(crate) fn new(limit: u64) -> Arc<MemoryBudget> {
         Arc::new(MemoryBudget {
             limit,
             used: AtomicU64::new(0),
@@ -59,12 +59,12 @@ impl MemoryBudget {
     }
 
     /// The default for this machine: an eighth of its memory, between 16 MiB and 1 GiB.
-    pub fn default_limit() -> u64 {
+    pub(crate) fn default_limit() -> u64 {
         default_for(crate::sys::total_memory())
     }
 
     /// Charges `bytes`, or says why not.
-    pub fn charge(self: &Arc<Self>, bytes: u64) -> Result<Charge, OverBudget> {
+    pub(crate) fn charge(self: &Arc<Self>, bytes: u64) -> Result<Charge, OverBudget> {
         self.used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
                 used.checked_add(bytes).filter(|&n| n <= self.limit)

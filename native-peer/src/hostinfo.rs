@@ -6,10 +6,10 @@ use std::net::IpAddr;
 use perfpeer_shared::report::HostInfo;
 
 /// perfpeer's version.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Name, `uname -srvm`-style system line and version.
-pub fn host_info() -> HostInfo {
+pub(crate) fn host_info() -> HostInfo {
     HostInfo {
         hostname: hostname(),
         system: system_line(),
@@ -18,7 +18,7 @@ pub fn host_info() -> HostInfo {
 }
 
 /// The host name, or `"unknown"`.
-pub fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .ok()
@@ -29,7 +29,7 @@ pub fn hostname() -> String {
 }
 
 /// `Linux 6.1.0-18-amd64 #1 SMP … x86_64`.
-pub fn system_line() -> String {
+pub(crate) fn system_line() -> String {
     let Some(u) = crate::sys::uname() else {
         return "unknown".into();
     };
@@ -41,7 +41,7 @@ pub fn system_line() -> String {
 }
 
 /// Non-loopback addresses of this host's interfaces, IPv4 first.
-pub fn lan_addresses() -> Vec<IpAddr> {
+pub(crate) fn lan_addresses() -> Vec<IpAddr> {
     let mut addrs: Vec<IpAddr> = if_addrs::get_if_addrs()
         .unwrap_or_default()
         .into_iter()

@@ -76,7 +76,7 @@ fn max_rtt(live: &Live) -> Duration {
 
 /// Runs the test; an error only if it could not start (the probe refused or unreachable).
 /// Later failures (a phase's load refused, a cancel) are in the result.
-pub async fn run(
+pub(crate) async fn run(
     target: &str,
     req: &LatencyRequest,
     opts: &ClientOptions,

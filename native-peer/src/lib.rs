@@ -1,7 +1,9 @@
 //! perfpeer as a library: network performance peers (TCP, UDP, DCCP) with a WebSocket control
 //! endpoint, a web UI, and the wire protocols of iperf3, iperf 2, ttcp and netperf's client.
-//! The binary (`main.rs`) only parses the command line and hands it to [`cli`]; everything else
-//! is here, so tests can drive sessions, servers and the engine in-process.
+//! The binary (`main.rs`) only parses the command line and hands it to [`run`]. The public
+//! surface is that entry and [`in_process`], what the in-process tests drive; every module is
+//! private, so the compiler reports what nothing uses (`unreachable_pub` and `missing_docs`
+//! keep the surface narrow and documented).
 //!
 //! # Layers
 //! Modules import only downward (docs/architecture.md draws it; `tests/tests/layers.rs` checks
@@ -19,19 +21,37 @@
 //!   latency under load (a probe through idle, download, upload and both).
 //! - [`store`]: the result history in SQLite.
 
-pub mod admission;
-pub mod budget;
-pub mod cli;
-pub mod compat;
-pub mod dccp;
-pub mod engine;
-pub mod hostinfo;
-pub mod latency;
-pub mod resolve;
-pub mod server;
-pub mod session;
-pub mod store;
-pub mod sweep;
-pub mod sys;
-pub mod targets;
-pub mod util;
+#![warn(missing_docs, unreachable_pub)]
+// The crate's docs are read with --document-private-items: its links point into private modules.
+#![allow(rustdoc::private_intra_doc_links)]
+
+mod admission;
+mod budget;
+mod cli;
+mod compat;
+mod dccp;
+mod engine;
+mod hostinfo;
+mod latency;
+mod resolve;
+mod server;
+mod session;
+mod store;
+mod sweep;
+mod sys;
+mod targets;
+mod util;
+
+// The binary's entry: main.rs parses the command line and runs it.
+pub use cli::{Cli, UsageError, parse_args, run};
+
+/// What the in-process tests (native-peer/tests/) drive: the real far end (`perfpeer serve`'s
+/// server, bound on loopback ports and run in the test's runtime) and the client session.
+pub mod in_process {
+    pub use crate::cli::any_target::AnyTarget;
+    pub use crate::server::state::{ServeConfig, ServerState};
+    pub use crate::server::{Bound, bind, run as serve};
+    pub use crate::session::SessionError;
+    pub use crate::session::client::{ClientOptions, run_test};
+    pub use crate::session::events::TestEvent;
+}

@@ -4,18 +4,18 @@
 
 use std::process::ExitCode;
 
-use perfpeer::cli;
+use perfpeer::{UsageError, parse_args, run};
 
 fn main() -> ExitCode {
-    let args = cli::parse_args();
-    match cli::run(args) {
+    let args = parse_args();
+    match run(args) {
         Ok(code) => code,
         Err(err) => {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
             eprintln!("perfpeer: error: {err:#}");
-            if err.downcast_ref::<cli::UsageError>().is_some() {
+            if err.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
             } else {
                 ExitCode::from(1)

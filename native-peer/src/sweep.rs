@@ -15,7 +15,7 @@ use crate::session::events::SweepEvent;
 /// Runs `spec` once per size (its `len` replaced), sending events to `events`; a cancel ends the
 /// running size's test early and skips the rest. A size whose test fails is a row saying why,
 /// and the sweep goes on.
-pub async fn run(
+pub(crate) async fn run(
     target: &str,
     spec: &TestSpec,
     sizes: &[u32],

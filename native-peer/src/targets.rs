@@ -19,7 +19,7 @@ use crate::session::target::{resolve_host, split_host_port_or};
 
 /// The kind of far end a target names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A perfpeer peer's control endpoint.
     Perfpeer,
     /// A stock `iperf3 -s`.
@@ -31,7 +31,7 @@ pub enum Kind {
 }
 
 /// Splits `iperf3://host:port` into its kind and `host:port` with the tool's default port.
-pub fn parse(target: &str) -> Result<(Kind, String, u16), String> {
+pub(crate) fn parse(target: &str) -> Result<(Kind, String, u16), String> {
     let (kind, rest, default_port) = match target.split_once("://") {
         None => (
             Kind::Perfpeer,
@@ -57,7 +57,7 @@ pub fn parse(target: &str) -> Result<(Kind, String, u16), String> {
 }
 
 /// Runs `spec` against `target`, whatever kind of far end it names.
-pub async fn run(
+pub(crate) async fn run(
     target: &str,
     spec: &ValidSpec,
     opts: &ClientOptions,

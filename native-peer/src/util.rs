@@ -6,36 +6,36 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Locks `m`; a holder that panicked does not poison it for everyone else (the data behind
 /// these locks stays consistent at every await and return).
-pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Now, in milliseconds since the Unix epoch (0 for a clock before 1970).
-pub fn unix_ms_now() -> u64 {
+pub(crate) fn unix_ms_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// 16 bytes from the OS random source.
-pub fn random_16() -> [u8; 16] {
+pub(crate) fn random_16() -> [u8; 16] {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the OS random source is available");
     bytes
 }
 
 /// Bytes as lower-case hex.
-pub fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A new unguessable id: 128 random bits as 32 hex digits.
-pub fn random_id() -> String {
+pub(crate) fn random_id() -> String {
     hex(&random_16())
 }
 
 /// An error as people read it: the OS's words without Rust's ` (os error 111)` tail.
-pub fn plain_error(e: &dyn std::fmt::Display) -> String {
+pub(crate) fn plain_error(e: &dyn std::fmt::Display) -> String {
     let text = e.to_string();
     match text.rfind(" (os error ") {
         Some(at) if text.ends_with(')') => text[..at].to_string(),

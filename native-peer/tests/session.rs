@@ -7,9 +7,9 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use perfpeer::session::SessionError;
-use perfpeer::session::client::{ClientOptions, run_test};
-use perfpeer::session::events::TestEvent;
+use perfpeer::in_process::SessionError;
+use perfpeer::in_process::TestEvent;
+use perfpeer::in_process::{ClientOptions, run_test};
 use perfpeer_shared::PROTOCOL_VERSION;
 use perfpeer_shared::control::{ClientMsg, ErrorCode, ServerMsg};
 use perfpeer_shared::report::{

@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use perfpeer::server::state::ServerState;
-use perfpeer::session::SessionError;
+use perfpeer::in_process::ServerState;
+use perfpeer::in_process::SessionError;
 use perfpeer_proto::wire::StreamHello;
 use perfpeer_shared::PROTOCOL_VERSION;
 use perfpeer_shared::control::{ClientMsg, ErrorCode, ServerMsg};
@@ -266,7 +266,7 @@ fn timed_tcp(secs: u64) -> TestSpec {
 /// took.
 async fn slot_freed(state: &ServerState, max: Duration) -> Duration {
     let start = Instant::now();
-    while state.slots.available_permits() == 0 {
+    while state.free_slots() == 0 {
         assert!(
             start.elapsed() < max,
             "the slot is still taken after {max:?}"
@@ -331,11 +331,7 @@ async fn a_client_gone_silent_mid_test_loses_its_slot_after_5_s() {
     c.send(&ClientMsg::Begin).await;
     // From here the client neither reads nor writes: no pongs.
     tokio::time::sleep(MS(4_900)).await;
-    assert_eq!(
-        state.slots.available_permits(),
-        0,
-        "freed before 5 s of silence"
-    );
+    assert_eq!(state.free_slots(), 0, "freed before 5 s of silence");
     let took = slot_freed(&state, S(3)).await + MS(4_900);
     assert_took(took, S(5), MS(500));
     drop(c);

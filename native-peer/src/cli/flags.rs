@@ -19,7 +19,7 @@ use crate::session::target::Family;
 
 /// Which of the common flags were given (modes pick their own defaults for the others).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Given {
+pub(super) struct Given {
     /// `-l`.
     pub len: bool,
     /// `-b`.
@@ -34,7 +34,7 @@ pub struct Given {
 
 /// Test flags shared by `perfpeer test` and `perfpeer iperf3 -c`.
 #[derive(Debug, Args)]
-pub struct TestFlags {
+pub(super) struct TestFlags {
     /// UDP instead of TCP.
     #[arg(short = 'u', long)]
     udp: bool,
@@ -138,7 +138,7 @@ pub struct TestFlags {
 
 /// How a tool reads the common flags where the tools differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
+pub(super) enum Dialect {
     /// `perfpeer test`: `-b` for a whole direction, `-t 0` and `-i 0` refused,
     /// `--connect-timeout` in seconds.
     Perfpeer,
@@ -149,7 +149,7 @@ pub enum Dialect {
 
 /// One of `letters`, as the tools' `-f` takes a unit (`k`, `M`, …); anything else is refused
 /// as not being `what`, with the letters that are.
-pub fn unit_letter(s: &str, letters: &str, what: &str) -> Result<char, String> {
+pub(super) fn unit_letter(s: &str, letters: &str, what: &str) -> Result<char, String> {
     let mut chars = s.chars();
     match (chars.next(), chars.next()) {
         (Some(c), None) if letters.contains(c) => Ok(c),
@@ -183,7 +183,7 @@ fn parse_device(s: &str) -> Result<String, String> {
 
 /// `-b RATE[/BURST]` as given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateArg {
+pub(super) struct RateArg {
     rate: BitRate,
     burst: Option<u32>,
 }
@@ -222,12 +222,12 @@ fn seconds(name: &str, v: f64) -> anyhow::Result<Duration> {
 
 impl TestFlags {
     /// Builds and validates the spec; `rate_per_stream` reads `-b` as iperf3 does.
-    pub fn spec(&self, rate_per_stream: bool) -> anyhow::Result<ValidSpec> {
+    pub(super) fn spec(&self, rate_per_stream: bool) -> anyhow::Result<ValidSpec> {
         Ok(ValidSpec::new(self.build_spec(rate_per_stream)?)?)
     }
 
     /// Builds the spec as `dialect` reads the flags, not yet validated.
-    pub fn build_spec_as(&self, dialect: Dialect) -> anyhow::Result<TestSpec> {
+    pub(super) fn build_spec_as(&self, dialect: Dialect) -> anyhow::Result<TestSpec> {
         let mut spec = self.build_spec(dialect == Dialect::Iperf3)?;
         if dialect == Dialect::Iperf3 {
             if self.time == Some(0.0) && self.bytes.is_none() {
@@ -246,7 +246,7 @@ impl TestFlags {
 
     /// Builds the spec from the flags, not yet validated (`perfpeer test`'s modes change it
     /// further before it is).
-    pub fn build_spec(&self, rate_per_stream: bool) -> anyhow::Result<TestSpec> {
+    pub(super) fn build_spec(&self, rate_per_stream: bool) -> anyhow::Result<TestSpec> {
         let protocol = if self.udp {
             Protocol::Udp
         } else {
@@ -305,7 +305,7 @@ impl TestFlags {
     }
 
     /// Which flags were given.
-    pub fn given(&self) -> Given {
+    pub(super) fn given(&self) -> Given {
         Given {
             len: self.len.is_some(),
             bitrate: self.bitrate.is_some(),
@@ -316,22 +316,22 @@ impl TestFlags {
     }
 
     /// Whether `-i` was given (iperf2 prints intervals only then).
-    pub fn interval_given(&self) -> bool {
+    pub(super) fn interval_given(&self) -> bool {
         self.interval.is_some()
     }
 
     /// `-B`, if given.
-    pub fn bind_addr(&self) -> Option<IpAddr> {
+    pub(super) fn bind_addr(&self) -> Option<IpAddr> {
         self.bind
     }
 
     /// Whether `-4` was given.
-    pub fn ipv4_only(&self) -> bool {
+    pub(super) fn ipv4_only(&self) -> bool {
         self.ipv4
     }
 
     /// Connection options.
-    pub fn options(&self) -> anyhow::Result<ClientOptions> {
+    pub(super) fn options(&self) -> anyhow::Result<ClientOptions> {
         let family = match (self.ipv4, self.ipv6) {
             (true, _) => Some(Family::V4),
             (_, true) => Some(Family::V6),
@@ -349,7 +349,7 @@ impl TestFlags {
     }
 
     /// `--connect-timeout` as `dialect` reads it (iperf3's is in milliseconds).
-    pub fn connect_timeout_as(&self, dialect: Dialect) -> anyhow::Result<Duration> {
+    pub(super) fn connect_timeout_as(&self, dialect: Dialect) -> anyhow::Result<Duration> {
         let timeout = match (self.connect_timeout, dialect) {
             (None, _) => Duration::from_secs(5),
             (Some(ms), Dialect::Iperf3) => seconds("--connect-timeout", ms / 1000.0)?,
@@ -362,7 +362,7 @@ impl TestFlags {
     }
 
     /// Output style chosen by `-J` / `--json-stream`.
-    pub fn style(&self) -> Style {
+    pub(super) fn style(&self) -> Style {
         if self.json {
             Style::Json
         } else if self.json_stream {

@@ -23,7 +23,7 @@ use crate::session::target::{Family, resolve_host};
 
 /// Flags of `perfpeer iperf` (iperf 2's letters; `-b` is per stream, as in iperf 2).
 #[derive(Debug, Args)]
-pub struct IperfArgs {
+pub(super) struct IperfArgs {
     /// Run as a server (TCP and UDP).
     #[arg(short = 's', long, conflicts_with = "client")]
     server: bool,
@@ -87,7 +87,7 @@ fn parse_style(s: &str) -> Result<char, String> {
 
 impl IperfArgs {
     /// Whether to run in the background (before anything else starts: see `cli::run`).
-    pub fn daemon(&self) -> bool {
+    pub(super) fn daemon(&self) -> bool {
         self.server && self.daemon
     }
 
@@ -97,7 +97,7 @@ impl IperfArgs {
 }
 
 /// Runs the server or the client.
-pub async fn run(args: IperfArgs) -> anyhow::Result<ExitCode> {
+pub(super) async fn run(args: IperfArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
     super::set_output(None, args.output.as_deref())?;
     if args.dualtest || args.tradeoff {

@@ -28,7 +28,7 @@ use crate::session::target::resolve_host;
 #[command(mut_arg("connect_timeout", |a| a
     .value_name("MS")
     .help("Client: milliseconds to wait for the server to answer, as iperf3 (default 5000)")))]
-pub struct Iperf3Args {
+pub(super) struct Iperf3Args {
     /// Run as a server (for stock iperf3 clients).
     #[arg(short = 's', long, conflicts_with = "client")]
     server: bool,
@@ -133,12 +133,12 @@ fn parse_count(s: &str) -> Result<u64, String> {
 
 impl Iperf3Args {
     /// Whether to run in the background (before anything else starts: see `cli::run`).
-    pub fn daemon(&self) -> bool {
+    pub(super) fn daemon(&self) -> bool {
         self.server && self.daemon
     }
 
     /// The CPU to pin this process to (`-A n`), before any thread starts: see `cli::run`.
-    pub fn pinned_cpu(&self) -> Option<usize> {
+    pub(super) fn pinned_cpu(&self) -> Option<usize> {
         self.affinity.map(|(cpu, _)| cpu)
     }
 
@@ -151,7 +151,7 @@ impl Iperf3Args {
 }
 
 /// Runs the server or the client.
-pub async fn run(args: Iperf3Args) -> anyhow::Result<ExitCode> {
+pub(super) async fn run(args: Iperf3Args) -> anyhow::Result<ExitCode> {
     super::set_output(args.title.clone(), args.logfile.as_deref())?;
     match (&args.client, args.server) {
         (Some(host), false) => run_client(host.clone(), &args).await,

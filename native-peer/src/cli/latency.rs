@@ -21,7 +21,7 @@ use crate::session::client::ClientOptions;
 
 /// Flags of a latency-under-load run.
 #[derive(Debug, Args)]
-pub struct LatencyFlags {
+pub(super) struct LatencyFlags {
     /// Latency under load: a UDP probe runs through four phases (idle, download, upload, both)
     /// while TCP load fills the link; prints throughput, probe round trip and one-way delay
     /// percentiles, latency added by load and RPM per phase. `-t` sets each loaded phase
@@ -82,12 +82,12 @@ fn parse_rate(s: &str) -> Result<BitRate, String> {
 
 impl LatencyFlags {
     /// Whether a latency-under-load run was asked for.
-    pub fn asked(&self) -> bool {
+    pub(super) fn asked(&self) -> bool {
         self.latency_under_load
     }
 
     /// The request, from these flags and the common ones' spec (`-t`, `-P`, `-C`).
-    pub fn request(&self, spec: &TestSpec, given: Given) -> anyhow::Result<LatencyRequest> {
+    pub(super) fn request(&self, spec: &TestSpec, given: Given) -> anyhow::Result<LatencyRequest> {
         let mut req = LatencyRequest::default();
         if given.time
             && let EndCondition::Time { duration } = spec.end
@@ -118,7 +118,7 @@ impl LatencyFlags {
 }
 
 /// Runs the test, printing a row per phase as it ends; exit 0 only if every phase ran.
-pub async fn run(
+pub(super) async fn run(
     peer: &str,
     flags: &LatencyFlags,
     req: &LatencyRequest,

@@ -16,7 +16,7 @@ use crate::session::events::TestEvent;
 /// A token cancelled by Ctrl-C: the test then ends as cancelled, with both ends' figures so
 /// far (the far end is asked for its finals). A second Ctrl-C quits at once (exit 130, as a
 /// shell reports SIGINT) for when the far end does not answer.
-pub fn cancel_on_ctrl_c() -> CancellationToken {
+pub(super) fn cancel_on_ctrl_c() -> CancellationToken {
     let cancel = CancellationToken::new();
     let ctrl_c = cancel.clone();
     tokio::spawn(async move {
@@ -33,7 +33,7 @@ pub fn cancel_on_ctrl_c() -> CancellationToken {
 
 /// Runs a stock-tool server (`perfpeer iperf3 -s`, `perfpeer iperf -s`) until it ends or Ctrl-C
 /// stops it, handing each of its events to `print`.
-pub async fn serve_printing<E, F>(
+pub(super) async fn serve_printing<E, F>(
     port: u16,
     serve: impl FnOnce(CancellationToken) -> F,
     mut events: mpsc::UnboundedReceiver<E>,
@@ -61,7 +61,7 @@ where
 /// Runs a client test: `start` gets the live-event sender and a token Ctrl-C cancels; each
 /// event goes to `on_event` while the test runs (and those still queued after it ends). Every
 /// client subcommand prints through this one loop.
-pub async fn run_printing<T, F>(
+pub(super) async fn run_printing<T, F>(
     start: impl FnOnce(mpsc::UnboundedSender<TestEvent>, CancellationToken) -> F,
     mut on_event: impl FnMut(&TestEvent) -> io::Result<()>,
 ) -> anyhow::Result<T>
@@ -84,7 +84,7 @@ where
 }
 
 /// Prints the result (or the error in JSON styles) and picks the exit code.
-pub fn finish(
+pub(super) fn finish(
     printer: &mut Printer<'_>,
     outcome: anyhow::Result<TestResult>,
     peer: &str,
@@ -106,7 +106,7 @@ pub fn finish(
 
 /// `e` with `context` before it, unless it already names the target it could not reach (`cannot
 /// reach pc:5210: …`): the address is said once.
-pub fn in_context(e: anyhow::Error, context: &str) -> anyhow::Error {
+pub(super) fn in_context(e: anyhow::Error, context: &str) -> anyhow::Error {
     let names_target = matches!(
         e.downcast_ref::<crate::session::SessionError>(),
         Some(crate::session::SessionError::Unreachable { .. })

@@ -20,7 +20,7 @@ macro_rules! outln {
     }};
 }
 
-pub mod any_target;
+pub(crate) mod any_target;
 mod flags;
 mod iperf;
 mod iperf3;
@@ -42,7 +42,8 @@ use clap::{Parser, Subcommand};
 
 /// `perfpeer --version`: the version, then the target, linking and UI of this build
 /// (native-peer/build.rs).
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("PERFPEER_BUILD"), ")");
+pub(crate) const VERSION: &str =
+    concat!(env!("CARGO_PKG_VERSION"), " (", env!("PERFPEER_BUILD"), ")");
 
 /// Network throughput peers: run `perfpeer serve` on one machine and `perfpeer test HOST` on another.
 #[derive(Debug, Parser)]

@@ -24,7 +24,7 @@ use crate::session::events::TestEvent;
 
 /// DCCP, sweep and constant-bitrate flags of `perfpeer test`.
 #[derive(Debug, Args)]
-pub struct ModeFlags {
+pub(super) struct ModeFlags {
     /// DCCP instead of TCP (datagrams with UDP's sequence header, in a congestion-controlled
     /// connection; Linux before 6.16 with the dccp modules loaded).
     #[arg(long, conflicts_with = "udp")]
@@ -50,7 +50,7 @@ pub struct ModeFlags {
 impl ModeFlags {
     /// The request these flags make of `spec` (built from the common flags), through the
     /// shared builder the browser's form uses too: the one check of `perfpeer test`'s spec.
-    pub fn request(
+    pub(super) fn request(
         &self,
         target: &str,
         spec: TestSpec,
@@ -85,7 +85,7 @@ impl ModeFlags {
     }
 
     /// Whether this is a constant-bitrate stream.
-    pub fn is_cbr(&self) -> bool {
+    pub(super) fn is_cbr(&self) -> bool {
         self.cbr.is_some()
     }
 }
@@ -105,7 +105,7 @@ fn stream_words(error: StreamError, text: &str) -> anyhow::Error {
 }
 
 /// Runs one short test per size and prints the table (or, with -J, the `SweepResult` JSON).
-pub async fn run_sweep(
+pub(super) async fn run_sweep(
     peer: &str,
     spec: &TestSpec,
     sizes: Vec<u32>,
@@ -143,7 +143,7 @@ pub async fn run_sweep(
 }
 
 /// Runs a constant-bitrate stream with live receiver lines; prints the summary (text only).
-pub async fn run_cbr(
+pub(super) async fn run_cbr(
     peer: &str,
     spec: &ValidSpec,
     opts: &ClientOptions,

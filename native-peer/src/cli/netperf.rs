@@ -27,7 +27,7 @@ use crate::session::target::{Family, split_host_port};
 
 /// Flags of `perfpeer netperf` (netperf's letters).
 #[derive(Debug, Args)]
-pub struct NetperfArgs {
+pub(super) struct NetperfArgs {
     /// The perfpeer peer: host, host:port or [v6addr]:port (its control port, default 5210;
     /// a netserver's 12865).
     #[arg(short = 'H', value_name = "PEER", default_value = "localhost")]
@@ -371,7 +371,7 @@ fn print(text: &str) -> std::io::Result<()> {
 }
 
 /// Runs the test and prints netperf's banner (when the streams are up) and table.
-pub async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
+pub(super) async fn run(args: NetperfArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
     let test_opts = match TestOptions::try_parse_from(&args.test_options) {
         Ok(t) => t,

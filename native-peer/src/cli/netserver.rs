@@ -20,7 +20,7 @@ use crate::resolve::Family;
 
 /// Flags of `perfpeer netserver` (netserver 2.7's letters).
 #[derive(Debug, Args)]
-pub struct NetserverArgs {
+pub(super) struct NetserverArgs {
     /// Do not daemonize: stay in the foreground.
     #[arg(short = 'D')]
     foreground: bool,
@@ -73,7 +73,7 @@ pub struct NetserverArgs {
 
 impl NetserverArgs {
     /// Whether to go into the background (before anything else starts: see `cli::run`).
-    pub fn daemon(&self) -> bool {
+    pub(super) fn daemon(&self) -> bool {
         !self.foreground && !self.show_version
     }
 
@@ -88,7 +88,7 @@ impl NetserverArgs {
     /// Binds the control port now if no name needs resolving (no `-L`, or `-L` with an address),
     /// so that a port in use is said to the shell before the process goes into the background,
     /// as netserver does; a `-L` name is resolved and bound later, on the runtime.
-    pub fn bind_early(&mut self) -> anyhow::Result<()> {
+    pub(super) fn bind_early(&mut self) -> anyhow::Result<()> {
         if self.show_version {
             return Ok(());
         }
@@ -154,7 +154,7 @@ fn parse_listen(s: &str) -> anyhow::Result<(String, Option<Family>)> {
 }
 
 /// Runs the server.
-pub async fn run(mut args: NetserverArgs) -> anyhow::Result<ExitCode> {
+pub(super) async fn run(mut args: NetserverArgs) -> anyhow::Result<ExitCode> {
     super::init_logging(match args.debug {
         0 => "warn",
         1 => "info",

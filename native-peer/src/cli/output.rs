@@ -13,7 +13,7 @@ use crate::session::events::TestEvent;
 
 /// Output style.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Style {
+pub(super) enum Style {
     /// iperf3's human layout.
     Text,
     /// One iperf3 `-J` object at the end.
@@ -23,7 +23,7 @@ pub enum Style {
 }
 
 /// Prints events and the result to stdout.
-pub struct Printer<'a> {
+pub(super) struct Printer<'a> {
     style: Style,
     spec: &'a TestSpec,
     voice: Voice,
@@ -36,7 +36,7 @@ pub struct Printer<'a> {
 
 impl<'a> Printer<'a> {
     /// A printer for `spec` in `style`.
-    pub fn new(style: Style, spec: &'a TestSpec) -> Self {
+    pub(super) fn new(style: Style, spec: &'a TestSpec) -> Self {
         Printer {
             style,
             spec,
@@ -47,7 +47,7 @@ impl<'a> Printer<'a> {
     }
 
     /// Prints in `voice` (stock iperf3's for `perfpeer iperf3`).
-    pub fn with_voice(mut self, voice: Voice) -> Self {
+    pub(super) fn with_voice(mut self, voice: Voice) -> Self {
         self.voice = voice;
         self
     }
@@ -61,7 +61,7 @@ impl<'a> Printer<'a> {
     }
 
     /// Prints one live event (only this end's intervals, as iperf3 does).
-    pub fn event(&mut self, ev: &TestEvent) -> io::Result<()> {
+    pub(super) fn event(&mut self, ev: &TestEvent) -> io::Result<()> {
         match (ev, self.style) {
             (TestEvent::FarEndOutput { text, json }, _) => {
                 self.far_end_output = Some((text.clone(), json.clone()));
@@ -126,7 +126,7 @@ impl<'a> Printer<'a> {
     }
 
     /// Prints the final result (with a request/response line or `perfpeer.rr` object in `--rr`).
-    pub fn result(&mut self, result: &TestResult) -> io::Result<()> {
+    pub(super) fn result(&mut self, result: &TestResult) -> io::Result<()> {
         let rr = rr_of(result);
         match self.style {
             Style::Text => {
@@ -173,7 +173,7 @@ impl<'a> Printer<'a> {
     }
 
     /// Reports a failure in the JSON styles (text goes to stderr from `main`).
-    pub fn error(&mut self, message: &str) -> io::Result<()> {
+    pub(super) fn error(&mut self, message: &str) -> io::Result<()> {
         match self.style {
             Style::Text => Ok(()),
             Style::Json => self.write(&iperf3::json_error(message, &hostinfo::host_info())),

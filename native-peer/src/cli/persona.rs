@@ -11,7 +11,7 @@ use clap::{Arg, ArgAction, Args, FromArgMatches};
 use super::{Cli, Command, iperf, iperf3, netserver, ttcp};
 
 /// The tool a program name plays, if any.
-pub fn of(argv0: &OsString) -> Option<&'static str> {
+pub(super) fn of(argv0: &OsString) -> Option<&'static str> {
     let name = std::path::Path::new(argv0).file_name()?.to_str()?;
     ["iperf3", "iperf", "ttcp", "netserver"]
         .into_iter()
@@ -76,7 +76,7 @@ const VERSION_ID: &str = "persona_version";
 
 /// Parses `argv` for `tool`; prints help or the version and exits 0, or a usage error and
 /// exits 1.
-pub fn parse(tool: &'static str, argv: Vec<OsString>) -> Cli {
+pub(super) fn parse(tool: &'static str, argv: Vec<OsString>) -> Cli {
     let matches = command(tool)
         .try_get_matches_from(argv)
         .unwrap_or_else(|e| {

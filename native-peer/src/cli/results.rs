@@ -16,7 +16,7 @@ use crate::store::{Kept, Store};
 
 /// Flags of `perfpeer results`.
 #[derive(Debug, Args)]
-pub struct ResultsArgs {
+pub(super) struct ResultsArgs {
     /// The data directory holding results.db (default as `perfpeer serve`).
     #[arg(long, value_name = "DIR", global = true)]
     data_dir: Option<PathBuf>,
@@ -76,7 +76,7 @@ fn parse_layout(s: &str) -> Result<Layout, String> {
 }
 
 /// Runs the chosen action.
-pub fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
     let dir = token::data_dir(args.data_dir.as_deref());
     let (store, note) = Store::open(&dir)
         .with_context(|| format!("cannot open the results in {}", dir.display()))?;

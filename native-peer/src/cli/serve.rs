@@ -23,7 +23,7 @@ use crate::store::{Retention, Store};
 
 /// Flags of `perfpeer serve`.
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(super) struct ServeArgs {
     /// Address and port for HTTP and the /ws control endpoint (default [::]:5210, all addresses).
     #[arg(long, value_name = "ADDR:PORT")]
     listen: Option<SocketAddr>,
@@ -136,7 +136,7 @@ fn parse_rate_arg(s: &str) -> Result<BitRate, String> {
 }
 
 /// Runs the peer until a signal.
-pub async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
+pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     super::init_logging("info");
     crate::sys::raise_fd_limit();
     let token = resolve_token(&args)?;

@@ -13,7 +13,7 @@ use super::output::{Printer, Style};
 
 /// Flags of `perfpeer test` (iperf3's letters where iperf3 has the option).
 #[derive(Debug, Args)]
-pub struct TestArgs {
+pub(super) struct TestArgs {
     /// The peer: host, host:port or [v6addr]:port (its control port, default 5210); or a stock
     /// server: iperf3://host[:port], iperf://host[:port], ttcp://host[:port].
     peer: String,
@@ -37,7 +37,7 @@ pub struct TestArgs {
 }
 
 /// Runs the test and prints it; exit 0 only for a complete test.
-pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
+pub(super) async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
     // Every flag error is a usage error (exit 2), whether clap or the spec's check found it.
     let usage = |e: anyhow::Error| anyhow::Error::from(UsageError(format!("{e:#}")));

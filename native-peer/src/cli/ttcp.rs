@@ -19,7 +19,7 @@ use crate::session::target::resolve_host;
 
 /// Flags of `perfpeer ttcp` (SGI ttcp 1.12's, values attached as in `-n128000` or separate).
 #[derive(Debug, Args)]
-pub struct TtcpArgs {
+pub(super) struct TtcpArgs {
     /// Transmit (connect to HOST and send).
     #[arg(
         short = 't',
@@ -122,7 +122,7 @@ impl TtcpArgs {
 
 /// Runs the transmitter or the receiver and prints ttcp's lines (to stderr without -s, where
 /// stdout carries the data).
-pub async fn run(args: TtcpArgs) -> anyhow::Result<ExitCode> {
+pub(super) async fn run(args: TtcpArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
     let spec = args.spec()?;
     let role = if args.transmit {

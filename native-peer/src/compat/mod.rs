@@ -12,8 +12,8 @@ pub(crate) const REFUSALS_SHOWN: u32 = 5;
 /// The period of both.
 pub(crate) const SHOWN_PERIOD: Duration = Duration::from_secs(10);
 
-pub mod iperf2;
-pub mod iperf3;
-pub mod netperf;
-pub mod slots;
-pub mod ttcp;
+pub(crate) mod iperf2;
+pub(crate) mod iperf3;
+pub(crate) mod netperf;
+pub(crate) mod slots;
+pub(crate) mod ttcp;

@@ -27,17 +27,17 @@ use crate::util::lock;
 
 /// How long a test from a clean source is protected from shedding after its admission (and
 /// after its data phase): longer than a client takes between its cookie and its last stream.
-pub const SHED_AFTER: Duration = Duration::from_secs(2);
+pub(crate) const SHED_AFTER: Duration = Duration::from_secs(2);
 
 /// How long a source that was refused, shed or left a test before it ran stays unclean.
-pub const BAD_FOR: Duration = Duration::from_secs(120);
+pub(crate) const BAD_FOR: Duration = Duration::from_secs(120);
 
 /// Unclean sources remembered at once (the oldest is forgotten first).
 const BAD_KEPT: usize = 4096;
 
 /// Why a test got no place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Busy {
+pub(crate) enum Busy {
     /// Its address already holds its share.
     #[error("this address holds its share of --max-tests")]
     SourceFull,
@@ -94,7 +94,7 @@ impl Table {
 
 /// The places, with a total and a share per source.
 #[derive(Debug)]
-pub struct Slots {
+pub(crate) struct Slots {
     total: usize,
     per_source: usize,
     shed_after: Duration,
@@ -105,7 +105,7 @@ pub struct Slots {
 /// One test's place, given back on drop. [`Slot::shed`] is cancelled when a newcomer took it
 /// (only ever while the test is idle): the test should then end.
 #[derive(Debug)]
-pub struct Slot {
+pub(crate) struct Slot {
     slots: Arc<Slots>,
     id: u64,
     shed: CancellationToken,
@@ -113,7 +113,7 @@ pub struct Slot {
 
 impl Slots {
     /// `total` places (at least 1), at most `per_source` (at least 1) for one source.
-    pub fn new(total: usize, per_source: usize) -> Arc<Slots> {
+    pub(crate) fn new(total: usize, per_source: usize) -> Arc<Slots> {
         Slots::with_times(total, per_source, SHED_AFTER, BAD_FOR)
     }
 
@@ -134,7 +134,7 @@ impl Slots {
     }
 
     /// A place for a test from `ip`; the source of the test shed for it, if one was.
-    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<(Slot, Option<Source>), Busy> {
+    pub(crate) fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<(Slot, Option<Source>), Busy> {
         self.admit_at(ip, Instant::now())
     }
 
@@ -211,18 +211,18 @@ impl Slots {
 
 impl Slot {
     /// Cancelled when a newcomer took this place.
-    pub fn shed(&self) -> &CancellationToken {
+    pub(crate) fn shed(&self) -> &CancellationToken {
         &self.shed
     }
 
     /// The test's streams are up: it may no longer be shed. False if it was shed already.
-    pub fn run(&self) -> bool {
+    pub(crate) fn run(&self) -> bool {
         self.set(Phase::Running, Instant::now())
     }
 
     /// The test's data phase is over (its results are being exchanged): idle again, protected
     /// for [`SHED_AFTER`] from now.
-    pub fn idle(&self) {
+    pub(crate) fn idle(&self) {
         self.set(Phase::Idle, Instant::now());
     }
 

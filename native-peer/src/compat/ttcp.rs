@@ -29,7 +29,7 @@ use crate::session::measure::Measurement;
 const UDP_SILENCE: Duration = Duration::from_secs(2);
 
 /// Default port of SGI ttcp 1.12 (the original BRL ttcp used 2000).
-pub const DEFAULT_PORT: u16 = 5001;
+pub(crate) const DEFAULT_PORT: u16 = 5001;
 
 /// Receive buffer a UDP receiver asks for when `-b` does not say: a classic transmitter sends
 /// unpaced, and the kernel's default (208 KiB) holds about 25 of its 8 KiB datagrams while
@@ -43,7 +43,11 @@ fn new_socket(addr: SocketAddr, ty: Type, spec: &TestSpec) -> io::Result<Socket>
 }
 
 /// Opens the transmitter's socket to `server` (blocking).
-pub fn connect(spec: &TestSpec, server: SocketAddr, timeout: Duration) -> io::Result<DataSocket> {
+pub(crate) fn connect(
+    spec: &TestSpec,
+    server: SocketAddr,
+    timeout: Duration,
+) -> io::Result<DataSocket> {
     match spec.protocol {
         Protocol::Tcp => {
             let socket = new_socket(server, Type::STREAM, spec)?;
@@ -60,7 +64,7 @@ pub fn connect(spec: &TestSpec, server: SocketAddr, timeout: Duration) -> io::Re
 
 /// Waits for the transmitter (blocking): accepts one TCP connection, or waits for the first
 /// datagram on the bound UDP socket (left queued for the receiver to count).
-pub fn accept(spec: &TestSpec, listen: SocketAddr) -> io::Result<DataSocket> {
+pub(crate) fn accept(spec: &TestSpec, listen: SocketAddr) -> io::Result<DataSocket> {
     match spec.protocol {
         Protocol::Tcp => {
             let socket = new_socket(listen, Type::STREAM, spec)?;
@@ -88,7 +92,7 @@ pub fn accept(spec: &TestSpec, listen: SocketAddr) -> io::Result<DataSocket> {
 }
 
 /// Runs one sink/source transfer on `socket` with the engine; `role` says which end we are.
-pub async fn run_engine(
+pub(crate) async fn run_engine(
     spec: &TestSpec,
     socket: DataSocket,
     role: StreamRole,
@@ -217,7 +221,7 @@ fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 /// the figures. Blocking. A UDP transmitter sends no start sentinel here, as classic ttcp
 /// sends none without `-s` (a classic receiver would write it out as data), only the end
 /// sentinels.
-pub fn run_copy(
+pub(crate) fn run_copy(
     socket: DataSocket,
     role: StreamRole,
     buflen: usize,

@@ -33,7 +33,7 @@ pub(super) fn stream_info(_s: &Socket) -> DccpStreamInfo {
 }
 
 /// DCCP is never available here.
-pub fn support() -> DccpSupport {
+pub(crate) fn support() -> DccpSupport {
     DccpSupport {
         reason: Some(WHY.into()),
         ..Default::default()

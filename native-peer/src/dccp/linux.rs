@@ -170,7 +170,7 @@ pub(super) fn stream_info(s: &Socket) -> DccpStreamInfo {
 }
 
 /// Whether this kernel can make DCCP sockets (IPv4, IPv6), with which CCIDs, or why not.
-pub fn support() -> DccpSupport {
+pub(crate) fn support() -> DccpSupport {
     let v4 = Socket::new(Domain::IPV4, Type::DCCP, Some(Protocol::DCCP));
     let v6 = Socket::new(Domain::IPV6, Type::DCCP, Some(Protocol::DCCP));
     match (&v4, &v6) {

@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 use perfpeer_shared::dccp::DccpStreamInfo;
 use socket2::{SockRef, Socket};
 
-pub use imp::support;
+pub(crate) use imp::support;
 
 /// A connected DCCP socket: one datagram per send, one per recv.
 #[derive(Debug)]
-pub struct DccpSocket {
+pub(crate) struct DccpSocket {
     inner: Socket,
 }
 
@@ -30,7 +30,7 @@ const MAX_BACKOFF: Duration = Duration::from_millis(2);
 
 impl DccpSocket {
     /// Connects to `server` with `service` (and `ccid` for both half-connections, if given).
-    pub fn connect(
+    pub(crate) fn connect(
         server: SocketAddr,
         bind: Option<IpAddr>,
         service: u32,
@@ -41,14 +41,14 @@ impl DccpSocket {
     }
 
     /// Socket options (buffers, TOS) go through this.
-    pub fn sock_ref(&self) -> SockRef<'_> {
+    pub(crate) fn sock_ref(&self) -> SockRef<'_> {
         SockRef::from(&self.inner)
     }
 
     /// Sends one datagram. A full send queue (EAGAIN, even on a blocking DCCP socket) is
     /// retried with a short back-off until the write timeout passes, then reported as
     /// `WouldBlock` for the caller to retry.
-    pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
+    pub(crate) fn send(&self, buf: &[u8]) -> io::Result<usize> {
         let limit = self
             .inner
             .write_timeout()?
@@ -68,7 +68,7 @@ impl DccpSocket {
 
     /// Receives one datagram. A closed connection reads as `WouldBlock` after the read timeout
     /// (the receive loop's drain logic ends the stream), so it never spins.
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+    pub(crate) fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         // SAFETY: `u8` and `MaybeUninit<u8>` have the same layout; recv only writes into it.
         let uninit = unsafe { &mut *(buf as *mut [u8] as *mut [std::mem::MaybeUninit<u8>]) };
         match self.inner.recv(uninit) {
@@ -85,29 +85,29 @@ impl DccpSocket {
     }
 
     /// SO_RCVTIMEO.
-    pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         self.inner.set_read_timeout(t)
     }
 
     /// SO_SNDTIMEO (also bounds the EAGAIN back-off in [`DccpSocket::send`]).
-    pub fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+    pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         self.inner.set_write_timeout(t)
     }
 
     /// Local address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+    pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
         self.inner.local_addr()?.as_socket().ok_or_else(not_ip)
     }
 
     /// Peer address.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+    pub(crate) fn peer_addr(&self) -> io::Result<SocketAddr> {
         self.inner.peer_addr()?.as_socket().ok_or_else(not_ip)
     }
 
     /// What the kernel says about this connection now (CCIDs, MPS, and for CCID 3 the TFRC
     /// state of the half-connection that carries data: the sender's if `sending`, else the
     /// receiver's; the idle half's figures mean nothing).
-    pub fn info(&self, sending: bool) -> DccpStreamInfo {
+    pub(crate) fn info(&self, sending: bool) -> DccpStreamInfo {
         let mut info = imp::stream_info(&self.inner);
         if sending {
             info.tfrc_rx = None;
@@ -119,12 +119,12 @@ impl DccpSocket {
 
     /// Socket buffers big enough that a burst is not dropped at the receiver (as for UDP),
     /// unless the test sets its own window.
-    pub fn set_default_buffers(&self) {
+    pub(crate) fn set_default_buffers(&self) {
         set_big_buffers(&self.inner);
     }
 
     /// The path's current maximum packet size (DCCP_SOCKOPT_GET_CUR_MPS).
-    pub fn cur_mps(&self) -> Option<u32> {
+    pub(crate) fn cur_mps(&self) -> Option<u32> {
         imp::stream_info(&self.inner).cur_mps
     }
 }
@@ -143,13 +143,13 @@ fn not_ip() -> io::Error {
 
 /// A listening DCCP socket on the data port.
 #[derive(Debug)]
-pub struct DccpListener {
+pub(crate) struct DccpListener {
     inner: Socket,
 }
 
 impl DccpListener {
     /// Listens on `addr` (dual-stack for `[::]`) for the service codes in `services`.
-    pub fn bind(addr: SocketAddr, services: &[u32]) -> io::Result<DccpListener> {
+    pub(crate) fn bind(addr: SocketAddr, services: &[u32]) -> io::Result<DccpListener> {
         let inner = imp::listen(addr, services)?;
         // Accepted sockets inherit these; a test's -w is applied after accept.
         set_big_buffers(&inner);
@@ -157,7 +157,7 @@ impl DccpListener {
     }
 
     /// Waits up to `timeout` for a connection (`WouldBlock` when none came).
-    pub fn accept(&self, timeout: Duration) -> io::Result<(DccpSocket, SocketAddr)> {
+    pub(crate) fn accept(&self, timeout: Duration) -> io::Result<(DccpSocket, SocketAddr)> {
         self.inner.set_read_timeout(Some(timeout))?;
         let (socket, from) = self.inner.accept()?;
         socket.set_nonblocking(false)?;
@@ -167,8 +167,10 @@ impl DccpListener {
 }
 
 /// What was found out about the kernel when no DCCP socket could be made.
+// Read on Linux only; the diagnosis is tested on every system.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct KernelFacts {
+pub(crate) struct KernelFacts {
     /// `uname -r`, e.g. `6.18.44-fc-v1045`.
     pub release: String,
     /// `CONFIG_IP_DCCP` from the kernel's config, if readable: `Some("y"|"m")`, `Some("")` for
@@ -181,14 +183,18 @@ pub struct KernelFacts {
 }
 
 /// (major, minor) of a kernel release string.
-pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+// Read on Linux only; the diagnosis is tested on every system.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) fn kernel_version(release: &str) -> Option<(u32, u32)> {
     let mut parts = release.split(|c: char| !c.is_ascii_digit());
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 /// The one-line reason DCCP is unavailable, told apart by cause: a kernel without DCCP at all,
 /// one built without it, modules not loaded, or some other error.
-pub fn diagnose(facts: &KernelFacts, ipv6: bool, error: &str) -> String {
+// Read on Linux only; the diagnosis is tested on every system.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) fn diagnose(facts: &KernelFacts, ipv6: bool, error: &str) -> String {
     let loaded = |m: &str| facts.loaded.iter().any(|l| l == m);
     if kernel_version(&facts.release).is_some_and(|v| v >= (6, 16)) {
         return format!(

@@ -10,7 +10,7 @@ use crate::sys::HostTimes;
 
 /// CPU counters at one instant.
 #[derive(Debug, Clone, Copy)]
-pub struct CpuSnapshot {
+pub(crate) struct CpuSnapshot {
     at: Instant,
     process_user: Duration,
     process_system: Duration,
@@ -19,7 +19,7 @@ pub struct CpuSnapshot {
 
 impl CpuSnapshot {
     /// Reads the counters now.
-    pub fn take() -> Self {
+    pub(crate) fn take() -> Self {
         let (process_user, process_system) = crate::sys::process_cpu_times().unwrap_or_default();
         let host = crate::sys::host_cpu_times();
         CpuSnapshot {
@@ -31,14 +31,14 @@ impl CpuSnapshot {
     }
 
     /// Usage between `start` and `self`.
-    pub fn usage_since(&self, start: &CpuSnapshot) -> CpuUsage {
+    pub(crate) fn usage_since(&self, start: &CpuSnapshot) -> CpuUsage {
         usage_between(start, self)
     }
 }
 
 /// Logical CPUs of this machine: the host's count where its CPU times are read, else what the
 /// process may use.
-pub fn logical_cpus() -> u32 {
+pub(crate) fn logical_cpus() -> u32 {
     crate::sys::host_cpu_times().map_or_else(parallelism, |h| h.cpus)
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::dccp::DccpSocket;
 
 /// A connected datagram socket.
-pub trait Datagrams {
+pub(crate) trait Datagrams {
     /// Sends one datagram.
     fn send(&self, buf: &[u8]) -> io::Result<usize>;
     /// Receives one datagram.

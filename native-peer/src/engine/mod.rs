@@ -6,19 +6,20 @@
 //! UDP fin datagrams); receivers run until the sender's end-of-stream, or a drain limit after
 //! `stop`; [`Engine::abort`] ends everything at once.
 
-pub mod cpu;
-pub mod datagram;
-pub mod pacing;
-pub mod probe;
+pub(crate) mod cpu;
+pub(crate) mod datagram;
+pub(crate) mod pacing;
+pub(crate) mod patient;
+pub(crate) mod probe;
 mod rr;
 mod rr_udp;
-pub mod sampler;
-pub mod sockopt;
+pub(crate) mod sampler;
+pub(crate) mod sockopt;
 mod tcp;
 mod udp;
 mod udp_batch;
-pub use perfpeer_proto::udp_stats;
-pub use perfpeer_proto::wire;
+pub(crate) use perfpeer_proto::udp_stats;
+pub(crate) use perfpeer_proto::wire;
 
 use portable_atomic::{AtomicBool, AtomicU64, Ordering};
 use std::io;
@@ -37,7 +38,7 @@ use self::wire::DatagramFormat;
 
 /// A connected data socket, shared by its worker thread and the sampler (which reads TCP_INFO).
 #[derive(Debug, Clone)]
-pub enum DataSocket {
+pub(crate) enum DataSocket {
     /// A TCP stream.
     Tcp(Arc<TcpStream>),
     /// A connected UDP socket.
@@ -48,7 +49,7 @@ pub enum DataSocket {
 
 impl DataSocket {
     /// Local and peer address as text.
-    pub fn addresses(&self) -> (String, String) {
+    pub(crate) fn addresses(&self) -> (String, String) {
         let (l, p) = match self {
             DataSocket::Tcp(s) => (s.local_addr(), s.peer_addr()),
             DataSocket::Udp(s) => (s.local_addr(), s.peer_addr()),
@@ -63,14 +64,14 @@ impl DataSocket {
     }
 
     /// Whether it carries datagrams with our sequence header (UDP, DCCP).
-    pub fn is_datagram(&self) -> bool {
+    pub(crate) fn is_datagram(&self) -> bool {
         matches!(self, DataSocket::Udp(_) | DataSocket::Dccp(_))
     }
 }
 
 /// One stream to run: its id, what this end does on it, and its socket.
 #[derive(Debug)]
-pub struct StreamSetup {
+pub(crate) struct StreamSetup {
     /// Stream id.
     pub id: u32,
     /// Sender or receiver at this end.
@@ -81,7 +82,7 @@ pub struct StreamSetup {
 
 /// Counters a worker updates and the sampler reads. Single writer: plain stores suffice.
 #[derive(Debug, Default)]
-pub struct StreamCounters {
+pub(crate) struct StreamCounters {
     /// Payload bytes written or read.
     pub bytes: AtomicU64,
     /// Sends: datagrams (UDP sender), or write calls that moved data (TCP sender).
@@ -120,7 +121,7 @@ impl StreamCounters {
     }
 
     /// When a receiver last got data, relative to the epoch.
-    pub fn last_data_at(&self) -> Option<Duration> {
+    pub(crate) fn last_data_at(&self) -> Option<Duration> {
         match self.last_data_ns.load(Ordering::Relaxed) {
             0 => None,
             ns => Some(Duration::from_nanos(ns - 1)),
@@ -128,7 +129,7 @@ impl StreamCounters {
     }
 
     /// When the stream ended, relative to the epoch.
-    pub fn finished_at(&self) -> Option<Duration> {
+    pub(crate) fn finished_at(&self) -> Option<Duration> {
         match self.finished_ns.load(Ordering::Acquire) {
             0 => None,
             ns => Some(Duration::from_nanos(ns - 1)),
@@ -188,7 +189,7 @@ impl SideControl {
 /// How an engine's streams talk on the wire; perfpeer's own formats unless a compat driver
 /// (iperf3, iperf2, ttcp) says otherwise.
 #[derive(Debug, Clone, Default)]
-pub struct WireOptions {
+pub(crate) struct WireOptions {
     /// Layout of UDP datagrams.
     pub format: DatagramFormat,
     /// First bytes of every payload buffer (e.g. iperf2's test header at offset 16); the
@@ -234,7 +235,7 @@ impl Worker {
 
 /// A running stream.
 #[derive(Debug)]
-pub struct EngineStream {
+pub(crate) struct EngineStream {
     /// Stream id.
     pub id: u32,
     /// Sender or receiver here.
@@ -248,7 +249,7 @@ pub struct EngineStream {
 
 /// All streams of one end of one test.
 #[derive(Debug)]
-pub struct Engine {
+pub(crate) struct Engine {
     control: Arc<SideControl>,
     streams: Vec<EngineStream>,
 }
@@ -256,7 +257,7 @@ pub struct Engine {
 impl Engine {
     /// Spawns one worker thread per stream; measurement time counts from `epoch`. `wire` is
     /// perfpeer's own format by default, or a stock tool's.
-    pub fn start_with(
+    pub(crate) fn start_with(
         spec: &TestSpec,
         setups: Vec<StreamSetup>,
         epoch: Instant,
@@ -331,17 +332,17 @@ impl Engine {
     }
 
     /// The engine's streams.
-    pub fn streams(&self) -> &[EngineStream] {
+    pub(crate) fn streams(&self) -> &[EngineStream] {
         &self.streams
     }
 
     /// The instant measurement times are relative to.
-    pub fn epoch(&self) -> Instant {
+    pub(crate) fn epoch(&self) -> Instant {
         self.control.epoch
     }
 
     /// Senders stop and close their direction; receivers drain what is in flight.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         if !self.control.stop.swap(true, Ordering::Relaxed)
             && let Ok(mut at) = self.control.stopped_at.lock()
         {
@@ -350,7 +351,7 @@ impl Engine {
     }
 
     /// Every worker stops now.
-    pub fn abort(&self) {
+    pub(crate) fn abort(&self) {
         self.control.abort.store(true, Ordering::Relaxed);
         self.stop();
     }
@@ -364,24 +365,24 @@ impl Engine {
 
     /// A check, for another thread, that every stream has finished (what [`Engine::senders_done`]
     /// and [`Engine::receivers_done`] say together).
-    pub fn all_done_check(&self) -> impl Fn() -> bool + Send + 'static {
+    pub(crate) fn all_done_check(&self) -> impl Fn() -> bool + Send + 'static {
         let counters: Vec<Arc<StreamCounters>> =
             self.streams.iter().map(|s| s.counters.clone()).collect();
         move || counters.iter().all(|c| c.finished_at().is_some())
     }
 
     /// Whether every sending stream has finished (its budget spent, or stopped).
-    pub fn senders_done(&self) -> bool {
+    pub(crate) fn senders_done(&self) -> bool {
         self.all_finished(StreamRole::Sender)
     }
 
     /// Whether every receiving stream has seen its end.
-    pub fn receivers_done(&self) -> bool {
+    pub(crate) fn receivers_done(&self) -> bool {
         self.all_finished(StreamRole::Receiver)
     }
 
     /// Bytes moved so far by the streams with `role`.
-    pub fn bytes(&self, role: StreamRole) -> u64 {
+    pub(crate) fn bytes(&self, role: StreamRole) -> u64 {
         self.streams
             .iter()
             .filter(|s| s.role == role)
@@ -390,12 +391,12 @@ impl Engine {
     }
 
     /// Whether this end sends on any stream.
-    pub fn has_senders(&self) -> bool {
+    pub(crate) fn has_senders(&self) -> bool {
         self.streams.iter().any(|s| s.role == StreamRole::Sender)
     }
 
     /// Waits for every worker thread (blocking: call from a blocking context).
-    pub fn join(&mut self) {
+    pub(crate) fn join(&mut self) {
         for s in &mut self.streams {
             if let Some(t) = s.thread.take()
                 && t.join().is_err()
@@ -408,7 +409,7 @@ impl Engine {
     }
 
     /// Errors that ended streams, as `stream N: message`.
-    pub fn errors(&self) -> Vec<String> {
+    pub(crate) fn errors(&self) -> Vec<String> {
         self.streams
             .iter()
             .filter_map(|s| {
@@ -514,7 +515,7 @@ pub(crate) const STREAM_OVERHEAD: u64 = 64 * 1024;
 /// buffers as the workers allocate them, and socket buffers asked for with `-w` (which the
 /// kernel doubles). This is what the peer's memory budget is charged before a test starts, so
 /// it errs on the high side.
-pub fn memory_needed(spec: &TestSpec, roles: impl IntoIterator<Item = StreamRole>) -> u64 {
+pub(crate) fn memory_needed(spec: &TestSpec, roles: impl IntoIterator<Item = StreamRole>) -> u64 {
     let len = u64::from(spec.len.max(64));
     let window = spec.window.map_or(0, |w| 2 * 2 * u64::from(w));
     let per_stream = |role: StreamRole| -> u64 {

@@ -23,7 +23,7 @@ const SPIN_MARGIN: Duration = Duration::from_micros(40);
 
 /// Due times for a paced sender (pure: the caller reads the clock).
 #[derive(Debug, Clone)]
-pub struct Pacer {
+pub(crate) struct Pacer {
     start: Instant,
     ns_per_byte: f64,
     sent: u64,
@@ -37,7 +37,7 @@ pub struct Pacer {
 
 impl Pacer {
     /// A pacer for `rate`, starting now.
-    pub fn new(rate: BitRate, start: Instant) -> Self {
+    pub(crate) fn new(rate: BitRate, start: Instant) -> Self {
         Pacer {
             start,
             ns_per_byte: 8e9 / rate.0.max(1) as f64,
@@ -50,13 +50,13 @@ impl Pacer {
 
     /// Sends `burst` at a time back to back, then waits for the rate (iperf3's `-b
     /// RATE/BURST`): the average rate is the same, the spacing is a group's.
-    pub fn with_burst(mut self, burst: Option<u32>) -> Self {
+    pub(crate) fn with_burst(mut self, burst: Option<u32>) -> Self {
         self.burst = burst.unwrap_or(1).max(1);
         self
     }
 
     /// When the next send is due: inside a burst at once, else at its place in the schedule.
-    pub fn due(&self) -> Instant {
+    pub(crate) fn due(&self) -> Instant {
         if self.in_burst > 0 {
             return self.start.min(self.not_before);
         }
@@ -79,7 +79,7 @@ impl Pacer {
         clippy::cast_sign_loss,
         reason = "nanoseconds as f64 from non-negative counts and rates; `as` saturates, and a pacing horizon past 584 years is not reached"
     )]
-    pub fn on_sent(&mut self, bytes: u64, now: Instant) {
+    pub(crate) fn on_sent(&mut self, bytes: u64, now: Instant) {
         if now > self.scheduled() + MAX_DEBT {
             // Far behind (the host stalled us): restart the schedule from now.
             self.start = now - Duration::from_nanos((self.sent as f64 * self.ns_per_byte) as u64);
@@ -99,7 +99,7 @@ const MAX_SLEEP: Duration = Duration::from_millis(50);
 
 /// Blocks until `due`: sleeps the coarse part, spins the rest. Returns `false` early if
 /// `stopping()` turns true.
-pub fn wait_until(due: Instant, stopping: impl Fn() -> bool) -> bool {
+pub(crate) fn wait_until(due: Instant, stopping: impl Fn() -> bool) -> bool {
     loop {
         let now = Instant::now();
         if now >= due {
@@ -117,7 +117,7 @@ pub fn wait_until(due: Instant, stopping: impl Fn() -> bool) -> bool {
     }
 }
 
-pub use crate::sys::tighten_timer_slack;
+pub(crate) use crate::sys::tighten_timer_slack;
 
 #[cfg(test)]
 mod tests {

@@ -19,7 +19,7 @@ use super::{Worker, datagram_dropped, is_retry, payload};
 
 /// A probe unanswered for this long is lost (a bloated queue of several seconds is itself the
 /// finding; waiting longer would hold the end of the test).
-pub const LOSS_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) const LOSS_TIMEOUT: Duration = Duration::from_secs(3);
 /// Shortest wait for an answer between sends (socket timeouts are coarser than this anyway).
 const MIN_WAIT: Duration = Duration::from_millis(1);
 /// A draining answerer that hears nothing for this long is done.

@@ -3,7 +3,7 @@
 //! request and answers it. One transaction in flight. `bytes` counts request bytes at both ends,
 //! so they agree exactly; the round-trip histogram is published once, when the stream ends.
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -11,84 +11,25 @@ use std::time::{Duration, Instant};
 use perfpeer_shared::rr::{RrFinal, RttHistogram};
 use perfpeer_shared::spec::RequestResponse;
 
-use super::{POLL, Worker, is_retry, payload};
+use super::patient::{self, Moved, Want};
+use super::{POLL, Worker, payload};
 
 /// How long the answering end waits for EOF after stop before giving up.
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 
-/// What a blocking read or write loop ended with.
-enum Io {
-    Done,
-    /// Clean EOF before the first byte.
-    Eof,
-    /// The test was aborted (or stopped, while waiting to write).
-    Stopped,
-}
-
-/// Writes all of `buf`, riding out socket timeouts until the test is aborted; each write call
-/// that moved data is counted (the stream's sends, iperf 2's Write column).
-fn write_all(mut sock: &TcpStream, buf: &[u8], w: &Worker) -> io::Result<Io> {
-    let mut off = 0;
-    while off < buf.len() {
-        match sock.write(&buf[off..]) {
-            Ok(n) => {
-                w.counters.packets.fetch_add(1, Ordering::Relaxed);
-                off += n;
-                // A partial write: the peer reads slowly, maybe a byte at a time; do not
-                // outlive it.
-                if off < buf.len() && w.control.aborted() {
-                    return Ok(Io::Stopped);
-                }
-            }
-            Err(e) if is_retry(&e) => {
-                if w.control.aborted() {
-                    return Ok(Io::Stopped);
-                }
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Io::Done)
-}
-
-/// Reads exactly `buf.len()` bytes; `count` is called with each chunk read. `on_idle` is asked
-/// at each socket timeout and after each partial read whether to give up (`Some(result)`).
-fn read_full(
-    mut sock: &TcpStream,
-    buf: &mut [u8],
-    mut count: impl FnMut(usize),
-    on_idle: impl Fn() -> Option<io::Result<Io>>,
-) -> io::Result<Io> {
-    let mut fill = 0;
-    while fill < buf.len() {
-        match sock.read(&mut buf[fill..]) {
-            Ok(0) if fill == 0 => return Ok(Io::Eof),
-            Ok(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "peer closed the stream in the middle of a message",
-                ));
-            }
-            Ok(n) => {
-                fill += n;
-                count(n);
-                // A partial message: the peer may trickle it a byte at a time, so a read never
-                // times out; ask here too.
-                if fill < buf.len()
-                    && let Some(r) = on_idle()
-                {
-                    return r;
-                }
-            }
-            Err(e) if is_retry(&e) => {
-                if let Some(r) = on_idle() {
-                    return r;
-                }
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Io::Done)
+/// Writes all of `buf` until the test is aborted (also in the middle of a write a slow reader
+/// takes a byte at a time); each call that moved data is counted (the stream's sends, iperf 2's
+/// Write column). Whether all of it went.
+fn send_whole(sock: &TcpStream, buf: &[u8], w: &Worker) -> io::Result<bool> {
+    let moved = patient::write_all(
+        sock,
+        buf,
+        |_| {
+            w.counters.packets.fetch_add(1, Ordering::Relaxed);
+        },
+        |_| w.control.aborted(),
+    )?;
+    Ok(moved == Moved::All)
 }
 
 /// The requesting end: runs transactions until stop, then closes its direction.
@@ -105,28 +46,25 @@ pub(super) fn request(sock: &TcpStream, w: &Worker, rr: RequestResponse) -> io::
             break Ok(());
         }
         let t0 = Instant::now();
-        match write_all(sock, &req, w) {
-            Ok(Io::Done) => {}
-            Ok(_) => break Ok(()),
+        match send_whole(sock, &req, w) {
+            Ok(true) => {}
+            Ok(false) => break Ok(()),
             Err(e) => break Err(e),
         }
         total += w.len as u64;
         w.counters.bytes.store(total, Ordering::Relaxed);
-        let answered = read_full(
-            sock,
-            &mut resp,
-            |_| {},
-            || w.control.aborted().then_some(Ok(Io::Stopped)),
-        );
+        let answered = patient::read(sock, &mut resp, Want::All, |_| {}, |_| w.control.aborted());
         match answered {
-            Ok(Io::Done) => hist.record(u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX)),
-            Ok(Io::Eof) => {
+            Ok(Moved::All) => {
+                hist.record(u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX));
+            }
+            Ok(Moved::Closed(_)) => {
                 break Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
                     "peer closed the stream instead of answering",
                 ));
             }
-            Ok(Io::Stopped) => break Ok(()),
+            Ok(Moved::GaveUp(_)) => break Ok(()),
             Err(e) => break Err(e),
         }
     };
@@ -150,35 +88,37 @@ pub(super) fn answer(sock: &TcpStream, w: &Worker, rr: RequestResponse) -> io::R
     let mut req = vec![0u8; w.len];
     let resp = payload(rr.response_len as usize);
     let mut total = 0u64;
-    let idle = || {
-        if w.control.aborted() {
-            return Some(Ok(Io::Stopped));
-        }
-        w.control
-            .draining_for()
-            .is_some_and(|d| d > DRAIN_LIMIT)
-            .then(|| {
-                Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "requester never closed the stream",
-                ))
-            })
-    };
+    // The requester's EOF ends the test; one that never comes after stop is given up on.
+    let draining_too_long = || w.control.draining_for().is_some_and(|d| d > DRAIN_LIMIT);
     loop {
-        let got = read_full(
+        let got = patient::read(
             sock,
             &mut req,
+            Want::All,
             |n| {
                 total += n as u64;
                 w.counters.bytes.store(total, Ordering::Relaxed);
             },
-            idle,
+            |_| w.control.aborted() || draining_too_long(),
         )?;
         match got {
-            Io::Done => {}
-            Io::Eof | Io::Stopped => return Ok(()),
+            Moved::All => {}
+            Moved::Closed(0) => return Ok(()),
+            Moved::Closed(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "peer closed the stream in the middle of a message",
+                ));
+            }
+            Moved::GaveUp(_) if w.control.aborted() => return Ok(()),
+            Moved::GaveUp(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "requester never closed the stream",
+                ));
+            }
         }
-        if let Io::Stopped = write_all(sock, &resp, w)? {
+        if !send_whole(sock, &resp, w)? {
             return Ok(());
         }
     }

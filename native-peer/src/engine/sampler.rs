@@ -120,7 +120,7 @@ impl Sampled {
 }
 
 /// Interval and final reports for one end of a test.
-pub struct Sampler {
+pub(crate) struct Sampler {
     epoch: Instant,
     omit: Duration,
     interval: Duration,
@@ -132,7 +132,7 @@ pub struct Sampler {
 
 impl Sampler {
     /// A sampler over `engine`'s streams, skipping `omit` at the start.
-    pub fn new(engine: &Engine, omit: Duration, interval: Duration) -> Self {
+    pub(crate) fn new(engine: &Engine, omit: Duration, interval: Duration) -> Self {
         let streams = engine
             .streams()
             .iter()
@@ -157,7 +157,7 @@ impl Sampler {
     }
 
     /// The interval from the previous tick to `now`.
-    pub fn tick(&mut self, now: Instant) -> IntervalReport {
+    pub(crate) fn tick(&mut self, now: Instant) -> IntervalReport {
         let end = now.saturating_duration_since(self.epoch);
         let omitted = self.base_at.is_none();
         let mut streams = Vec::with_capacity(self.streams.len());
@@ -207,7 +207,7 @@ impl Sampler {
     /// last stream did (not when the caller got round to finishing: that may include a
     /// handshake); it is shown if it is at least a tenth of an interval, or if it is the only
     /// one (a short test), as iperf3 does.
-    pub fn finish(&mut self, now: Instant) -> (Option<IntervalReport>, Vec<StreamFinal>) {
+    pub(crate) fn finish(&mut self, now: Instant) -> (Option<IntervalReport>, Vec<StreamFinal>) {
         let streams_end = self
             .streams
             .iter()

@@ -8,7 +8,7 @@ use perfpeer_shared::units::BitRate;
 use socket2::SockRef;
 
 /// Applies the spec's options to a data socket. Window and MSS should be applied before connect.
-pub fn apply(sock: SockRef<'_>, spec: &TestSpec, is_ipv6: bool) -> io::Result<()> {
+pub(crate) fn apply(sock: SockRef<'_>, spec: &TestSpec, is_ipv6: bool) -> io::Result<()> {
     if let Some(w) = spec.window {
         sock.set_send_buffer_size(w as usize)?;
         sock.set_recv_buffer_size(w as usize)?;
@@ -31,7 +31,7 @@ pub fn apply(sock: SockRef<'_>, spec: &TestSpec, is_ipv6: bool) -> io::Result<()
 }
 
 /// IP TOS (IPv4) or traffic class (IPv6).
-pub fn set_tos(sock: &socket2::Socket, tos: u32, is_ipv6: bool) -> io::Result<()> {
+pub(crate) fn set_tos(sock: &socket2::Socket, tos: u32, is_ipv6: bool) -> io::Result<()> {
     if is_ipv6 {
         crate::sys::set_tclass_v6(sock, tos)
     } else {
@@ -40,7 +40,7 @@ pub fn set_tos(sock: &socket2::Socket, tos: u32, is_ipv6: bool) -> io::Result<()
 }
 
 /// TCP congestion control by name; the error names it.
-pub fn set_congestion(sock: &socket2::Socket, cc: &str) -> io::Result<()> {
+pub(crate) fn set_congestion(sock: &socket2::Socket, cc: &str) -> io::Result<()> {
     crate::sys::set_tcp_congestion(sock, cc).map_err(|e| {
         io::Error::new(
             e.kind(),
@@ -51,12 +51,15 @@ pub fn set_congestion(sock: &socket2::Socket, cc: &str) -> io::Result<()> {
 
 /// Caps the kernel's pacing of this socket at `rate` (SO_MAX_PACING_RATE, in bytes per second):
 /// TCP paces itself to it, and the fq qdisc does for any socket.
-pub fn set_max_pacing_rate(sock: &impl crate::sys::AsSocket, rate: BitRate) -> io::Result<()> {
+pub(crate) fn set_max_pacing_rate(
+    sock: &impl crate::sys::AsSocket,
+    rate: BitRate,
+) -> io::Result<()> {
     crate::sys::set_max_pacing_rate(sock, (rate.0 / 8).max(1))
 }
 
 /// What the kernel set: (SO_SNDBUF, SO_RCVBUF).
-pub fn buffer_sizes(sock: SockRef<'_>) -> (Option<u32>, Option<u32>) {
+pub(crate) fn buffer_sizes(sock: SockRef<'_>) -> (Option<u32>, Option<u32>) {
     (
         sock.send_buffer_size()
             .ok()
@@ -68,7 +71,7 @@ pub fn buffer_sizes(sock: SockRef<'_>) -> (Option<u32>, Option<u32>) {
 }
 
 /// TCP MSS and congestion control name of a TCP socket.
-pub fn tcp_mss_and_congestion(sock: SockRef<'_>) -> (Option<u32>, Option<String>) {
+pub(crate) fn tcp_mss_and_congestion(sock: SockRef<'_>) -> (Option<u32>, Option<String>) {
     let cc = crate::sys::tcp_congestion(&sock).ok().map(|b| {
         String::from_utf8_lossy(&b)
             .trim_end_matches('\0')
@@ -77,10 +80,10 @@ pub fn tcp_mss_and_congestion(sock: SockRef<'_>) -> (Option<u32>, Option<String>
     (crate::sys::tcp_mss(&sock).ok(), cc)
 }
 
-pub use crate::sys::{TcpInfo, tcp_info};
+pub(crate) use crate::sys::{TcpInfo, tcp_info};
 
 /// TCP congestion controls this kernel lets unprivileged sockets choose.
-pub fn congestion_controls() -> Vec<String> {
+pub(crate) fn congestion_controls() -> Vec<String> {
     std::fs::read_to_string("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
         .map(|s| s.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default()

@@ -6,13 +6,13 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 /// Name servers used at most (resolv.conf's MAXNS).
-pub const MAX_SERVERS: usize = 3;
+pub(crate) const MAX_SERVERS: usize = 3;
 /// Search domains used at most.
-pub const MAX_SEARCH: usize = 6;
+pub(crate) const MAX_SEARCH: usize = 6;
 
 /// What `/etc/resolv.conf` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResolvConf {
+pub(crate) struct ResolvConf {
     /// Servers to ask, in order (port 53; tests put another).
     pub servers: Vec<SocketAddr>,
     /// Domains tried after (or before, see `ndots`) a name as written.
@@ -40,7 +40,7 @@ impl Default for ResolvConf {
 
 impl ResolvConf {
     /// Parses the text of a resolv.conf; lines it does not know are skipped, as libcs do.
-    pub fn parse(text: &str) -> ResolvConf {
+    pub(crate) fn parse(text: &str) -> ResolvConf {
         let mut conf = ResolvConf {
             servers: Vec::new(),
             ..ResolvConf::default()
@@ -90,7 +90,7 @@ impl ResolvConf {
     }
 
     /// The names to ask for, in order, for `name` as the user wrote it.
-    pub fn candidates(&self, name: &str) -> Vec<String> {
+    pub(crate) fn candidates(&self, name: &str) -> Vec<String> {
         if let Some(absolute) = name.strip_suffix('.') {
             return vec![absolute.to_string()];
         }
@@ -104,7 +104,7 @@ impl ResolvConf {
 }
 
 /// The addresses `/etc/hosts` (its text) gives `name`, in file order.
-pub fn hosts_lookup(text: &str, name: &str) -> Vec<IpAddr> {
+pub(crate) fn hosts_lookup(text: &str, name: &str) -> Vec<IpAddr> {
     let name = name.strip_suffix('.').unwrap_or(name);
     let mut found = Vec::new();
     for line in text.lines() {

@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The record types asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecordType {
+pub(crate) enum RecordType {
     /// IPv4 address.
     A,
     /// IPv6 address.
@@ -32,7 +32,7 @@ const MAX_POINTERS: usize = 32;
 
 /// What a reply says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// The addresses of the name (after any CNAMEs in the answer), maybe none: the name exists
     /// without a record of this type.
     Addresses(Vec<IpAddr>),
@@ -42,7 +42,7 @@ pub enum Reply {
 
 /// Why a name cannot be asked for, or a reply cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DnsError {
+pub(crate) enum DnsError {
     /// The name is not a valid host name.
     #[error("'{0}' is not a valid host name")]
     BadName(String),
@@ -72,7 +72,7 @@ fn rcode_name(rcode: u8) -> String {
 }
 
 /// Checks a host name (without or with one trailing dot) and returns it without the dot.
-pub fn check_name(name: &str) -> Result<&str, DnsError> {
+pub(crate) fn check_name(name: &str) -> Result<&str, DnsError> {
     let bare = name.strip_suffix('.').unwrap_or(name);
     let ok = !bare.is_empty()
         && bare.len() <= MAX_NAME
@@ -91,7 +91,7 @@ pub fn check_name(name: &str) -> Result<&str, DnsError> {
 }
 
 /// A query for `name`'s records of type `rtype` with message id `id`, recursion desired.
-pub fn query(id: u16, name: &str, rtype: RecordType) -> Result<Vec<u8>, DnsError> {
+pub(crate) fn query(id: u16, name: &str, rtype: RecordType) -> Result<Vec<u8>, DnsError> {
     let name = check_name(name)?;
     let mut msg = Vec::with_capacity(18 + name.len());
     msg.extend_from_slice(&id.to_be_bytes());
@@ -175,7 +175,7 @@ fn read_name(msg: &[u8], start: usize) -> Result<(String, usize), DnsError> {
 }
 
 /// Reads `reply` as the answer to the query `id` for `name`'s `rtype` records.
-pub fn parse_reply(
+pub(crate) fn parse_reply(
     reply: &[u8],
     id: u16,
     name: &str,

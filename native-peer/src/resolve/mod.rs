@@ -11,8 +11,12 @@
 //! at a size a 4 MB router build cannot carry; the subset needed here is two small codecs
 //! (`dns`, `conf`) tested with bytes.
 
-pub mod conf;
-pub mod dns;
+// The builtin resolver (conf, dns, lookup_with and what it asks) runs only in a static build;
+// a dynamic one compiles it for its tests, which feed it bytes.
+#[cfg_attr(not(target_feature = "crt-static"), allow(dead_code))]
+pub(crate) mod conf;
+#[cfg_attr(not(target_feature = "crt-static"), allow(dead_code))]
+pub(crate) mod dns;
 
 use std::io::{self, Read};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -24,7 +28,7 @@ use conf::ResolvConf;
 use dns::{DnsError, RecordType, Reply};
 
 /// A lookup gives up after this long, whatever resolv.conf says.
-pub const LOOKUP_DEADLINE: Duration = Duration::from_secs(15);
+pub(crate) const LOOKUP_DEADLINE: Duration = Duration::from_secs(15);
 /// The files read, each at most this many bytes.
 const MAX_FILE: u64 = 1 << 20;
 
@@ -39,7 +43,7 @@ pub enum Family {
 
 /// Why a name has no address.
 #[derive(Debug, thiserror::Error)]
-pub enum ResolveError {
+pub(crate) enum ResolveError {
     /// Not a host name at all.
     #[error(transparent)]
     BadName(#[from] DnsError),
@@ -47,6 +51,7 @@ pub enum ResolveError {
     #[error("no address found for '{0}'")]
     NotFound(String),
     /// No DNS server gave an answer.
+    #[cfg_attr(not(target_feature = "crt-static"), allow(dead_code))]
     #[error("no DNS server answered ({0})")]
     NoServer(String),
     /// The lookup took longer than [`LOOKUP_DEADLINE`].
@@ -58,7 +63,10 @@ pub enum ResolveError {
 }
 
 /// The addresses of `host` (a name or a literal address) of the wanted family, best first.
-pub async fn lookup(host: &str, family: Option<Family>) -> Result<Vec<IpAddr>, ResolveError> {
+pub(crate) async fn lookup(
+    host: &str,
+    family: Option<Family>,
+) -> Result<Vec<IpAddr>, ResolveError> {
     // A literal address is its own answer, of its family only (`-4 ::1` has none).
     if let Ok(ip) = host.parse::<IpAddr>() {
         return only_wanted(vec![ip], host, family);
@@ -118,7 +126,8 @@ fn read_small(path: &str) -> io::Result<String> {
 
 /// The builtin lookup with the hosts file's text and a resolv.conf given: the hosts file, then
 /// `localhost` (RFC 6761), then DNS for each search candidate until one has addresses.
-pub async fn lookup_with(
+#[cfg_attr(not(target_feature = "crt-static"), allow(dead_code))]
+pub(crate) async fn lookup_with(
     host: &str,
     family: Option<Family>,
     hosts: &str,
@@ -167,6 +176,7 @@ pub async fn lookup_with(
 
 /// Asks the servers in turn, `attempts` rounds, for `name`'s `rtype` records; the first usable
 /// reply wins. A server that refuses the datagram (nothing listens) is not asked again.
+#[cfg_attr(not(target_feature = "crt-static"), allow(dead_code))]
 async fn ask(conf: &ResolvConf, name: &str, rtype: RecordType) -> Result<Reply, ResolveError> {
     let mut down = vec![false; conf.servers.len()];
     let mut last = String::from("none configured");
@@ -194,6 +204,7 @@ async fn ask(conf: &ResolvConf, name: &str, rtype: RecordType) -> Result<Reply, 
 
 /// One question to one server, waiting up to `timeout` for its answer (other datagrams on the
 /// socket are ignored; the socket is connected, so only the server's reach it).
+#[cfg_attr(not(target_feature = "crt-static"), allow(dead_code))]
 async fn ask_one(
     server: SocketAddr,
     name: &str,

@@ -17,7 +17,7 @@ const MAX_INFLATED: u64 = 16 << 20;
 
 /// One embedded file.
 #[derive(Debug)]
-pub struct Asset {
+pub(crate) struct Asset {
     /// Path under the site root, without a leading slash (`index.html`, `assets/…/x.js`).
     pub path: &'static str,
     /// Its bytes as embedded: gzipped when `gzipped`, else plain.
@@ -29,7 +29,7 @@ pub struct Asset {
 
 impl Asset {
     /// An embedded file (build.rs writes one call per file).
-    pub const fn new(path: &'static str, stored: &'static [u8], gzipped: bool) -> Asset {
+    pub(crate) const fn new(path: &'static str, stored: &'static [u8], gzipped: bool) -> Asset {
         Asset {
             path,
             stored,
@@ -39,12 +39,12 @@ impl Asset {
     }
 
     /// Its gzip bytes, when the build made them.
-    pub fn gzip(&self) -> Option<&'static [u8]> {
+    pub(crate) fn gzip(&self) -> Option<&'static [u8]> {
         self.gzipped.then_some(self.stored)
     }
 
     /// Its plain bytes; `None` only if the embedded gzip is broken (a test checks every one).
-    pub fn plain(&'static self) -> Option<&'static [u8]> {
+    pub(crate) fn plain(&'static self) -> Option<&'static [u8]> {
         if !self.gzipped {
             return Some(self.stored);
         }
@@ -64,17 +64,17 @@ impl Asset {
 include!(concat!(env!("OUT_DIR"), "/assets.rs"));
 
 /// The embedded file at `path`.
-pub fn find(path: &str) -> Option<&'static Asset> {
+pub(crate) fn find(path: &str) -> Option<&'static Asset> {
     ASSETS.iter().find(|a| a.path == path)
 }
 
 /// The page at `/`.
-pub fn index() -> &'static Asset {
+pub(crate) fn index() -> &'static Asset {
     find("index.html").expect("build.rs always embeds index.html")
 }
 
 /// MIME type by extension.
-pub fn content_type(path: &str) -> &'static str {
+pub(crate) fn content_type(path: &str) -> &'static str {
     match path.rsplit_once('.').map(|(_, ext)| ext) {
         Some("html") => "text/html; charset=utf-8",
         Some("js") => "text/javascript; charset=utf-8",
@@ -88,7 +88,7 @@ pub fn content_type(path: &str) -> &'static str {
 }
 
 /// Cache policy: versioned assets never change; everything else is revalidated.
-pub fn cache_control(path: &str) -> &'static str {
+pub(crate) fn cache_control(path: &str) -> &'static str {
     if path.starts_with("assets/") {
         "public, max-age=31536000, immutable"
     } else {
@@ -97,7 +97,7 @@ pub fn cache_control(path: &str) -> &'static str {
 }
 
 /// Whether an `Accept-Encoding` value allows gzip (`gzip;q=0` does not).
-pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
+pub(crate) fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
     accept_encoding.is_some_and(|v| {
         v.split(',').any(|part| {
             let mut it = part.split(';').map(str::trim);
@@ -112,7 +112,7 @@ pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
 }
 
 /// The HTTP response for `asset`.
-pub fn response(asset: &'static Asset, accept_encoding: Option<&str>) -> Response {
+pub(crate) fn response(asset: &'static Asset, accept_encoding: Option<&str>) -> Response {
     let gzip = asset.gzip().filter(|_| accepts_gzip(accept_encoding));
     let Some(body) = gzip.or_else(|| asset.plain()) else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();

@@ -21,7 +21,7 @@ use crate::engine::wire::{Cookie, STREAM_HELLO_LEN, StreamHello, UdpControl};
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Data connections that may be waiting for their hello at once, from all sources and from one.
 /// A flood from one source is shed for another's connections (see [`crate::admission`]).
-pub const UNIDENTIFIED_CAPS: Caps = Caps {
+pub(crate) const UNIDENTIFIED_CAPS: Caps = Caps {
     total: 512,
     per_source: 512,
 };
@@ -35,7 +35,7 @@ static DROPPED_UDP: LogLimit =
 
 /// Binds the TCP and UDP data listeners on `addr`, both on the same port number (port 0: a
 /// free port for both).
-pub fn bind(addr: SocketAddr) -> io::Result<(TcpListener, UdpSocket)> {
+pub(crate) fn bind(addr: SocketAddr) -> io::Result<(TcpListener, UdpSocket)> {
     let mut last_err = None;
     for _ in 0..8 {
         let tcp = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
@@ -75,7 +75,7 @@ fn dual_stack(socket: &Socket, addr: SocketAddr) -> io::Result<()> {
 }
 
 /// Accepts TCP data streams until shutdown.
-pub async fn run_tcp(listener: TcpListener, state: Arc<ServerState>) {
+pub(crate) async fn run_tcp(listener: TcpListener, state: Arc<ServerState>) {
     let unidentified = Admission::new(UNIDENTIFIED_CAPS);
     // A connection from the address of a test waiting for its streams is expected: it takes
     // another source's idle place when all are taken, so idle connections from many
@@ -135,7 +135,7 @@ async fn identify_tcp(
 /// then does the stream get its own socket on the data port, connected to the client (the
 /// kernel then prefers it for that client's datagrams), and the hello-ack. Nothing else gets a
 /// reply, so the data port sends nothing to an address that did not ask for it.
-pub async fn run_udp(socket: UdpSocket, state: Arc<ServerState>) {
+pub(crate) async fn run_udp(socket: UdpSocket, state: Arc<ServerState>) {
     let local = match socket.local_addr() {
         Ok(a) => a,
         Err(e) => return tracing::error!(error = %e, "UDP data socket has no address"),
@@ -198,7 +198,7 @@ fn bind_udp_stream(
 
 /// A UDP socket bound to the listening address `local` (beside the listener, which needs
 /// SO_REUSEADDR too) and connected to `peer`, so the kernel hands it that peer's datagrams.
-pub fn connected_udp_socket(
+pub(crate) fn connected_udp_socket(
     local: SocketAddr,
     peer: SocketAddr,
 ) -> io::Result<std::net::UdpSocket> {

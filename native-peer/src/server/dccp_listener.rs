@@ -35,7 +35,7 @@ static LISTENING: AtomicBool = AtomicBool::new(false);
 
 /// Why this peer cannot be the far end of `spec` over DCCP for a client on IPv6 (`ipv6`) or
 /// IPv4 (`None`: it can).
-pub fn refusal(spec: &TestSpec, ipv6: bool) -> Option<String> {
+pub(crate) fn refusal(spec: &TestSpec, ipv6: bool) -> Option<String> {
     let support = dccp::support();
     if let Some(why) = support.refusal(ipv6) {
         return Some(format!("this peer cannot run DCCP: {why}"));
@@ -53,7 +53,7 @@ pub fn refusal(spec: &TestSpec, ipv6: bool) -> Option<String> {
 
 /// Binds the DCCP listener on `addr` for `services` and accepts on a thread until shutdown.
 /// On a kernel without DCCP this only logs why; tests asking for DCCP are then refused.
-pub fn spawn(addr: SocketAddr, services: Vec<u32>, state: Arc<ServerState>) {
+pub(crate) fn spawn(addr: SocketAddr, services: Vec<u32>, state: Arc<ServerState>) {
     let listener = match DccpListener::bind(addr, &services) {
         Ok(l) => l,
         Err(e) => {

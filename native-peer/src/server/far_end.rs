@@ -82,7 +82,7 @@ fn refuse(code: ErrorCode, message: impl Into<String>) -> SessionError {
 
 /// Checks `spec` against the peer's caps (and, for DCCP, this kernel's DCCP in the client's
 /// address family: the data streams use the control connection's).
-pub fn check_caps(
+pub(crate) fn check_caps(
     spec: &TestSpec,
     state: &ServerState,
     client: SocketAddr,
@@ -120,7 +120,7 @@ pub fn check_caps(
 }
 
 /// Serves one test for the client on `chan`, which has just sent `open{spec}`.
-pub async fn serve(
+pub(crate) async fn serve(
     chan: &mut ControlChannel,
     spec: TestSpec,
     state: &Arc<ServerState>,

@@ -15,7 +15,7 @@ use crate::admission::{Admission, Caps};
 
 /// Every route of the control port, behind the `Host`/`Origin` guard; every refusal is a short
 /// JSON error.
-pub fn routes(
+pub(crate) fn routes(
     state: Arc<ServerState>,
 ) -> impl Filter<Extract = (impl warp::Reply,), Error = Infallible> + Clone {
     guard::checked(state.host_policy.clone())
@@ -44,11 +44,11 @@ const WS_CAPS: Caps = Caps {
 
 /// A WebSocket refused because its source holds its share.
 #[derive(Debug)]
-pub struct TooManySockets(crate::admission::Refusal);
+pub(crate) struct TooManySockets(crate::admission::Refusal);
 impl warp::reject::Reject for TooManySockets {}
 
 /// `GET /ws`: the control WebSocket.
-pub fn ws(
+pub(crate) fn ws(
     state: Arc<ServerState>,
 ) -> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejection> + Clone {
     let sockets = Admission::new(WS_CAPS);
@@ -81,7 +81,7 @@ pub fn ws(
 }
 
 /// `GET /api/info`: the peer's self-description (no secrets).
-pub fn info(
+pub(crate) fn info(
     state: Arc<ServerState>,
 ) -> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejection> + Clone {
     warp::path!("api" / "info")
@@ -91,7 +91,8 @@ pub fn info(
 }
 
 /// `GET /`: the web UI's page (embedded; see [`super::assets`]).
-pub fn index() -> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejection> + Clone {
+pub(crate) fn index() -> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejection> + Clone
+{
     warp::path::end()
         .and(warp::get())
         .and(warp::header::optional::<String>("accept-encoding"))
@@ -100,8 +101,8 @@ pub fn index() -> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejec
 
 /// `GET /assets/<version>/<file>`: the UI's scripts, wasm and styles, cached for a year (the
 /// version in the path changes with their content).
-pub fn static_files() -> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejection> + Clone
-{
+pub(crate) fn static_files()
+-> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejection> + Clone {
     warp::path("assets")
         .and(warp::get())
         .and(warp::path::tail())

@@ -12,7 +12,7 @@ use warp::http::header::{HeaderMap, HeaderName, HeaderValue};
 
 /// The names and origins this peer answers to.
 #[derive(Debug, Clone, Default)]
-pub struct HostPolicy {
+pub(crate) struct HostPolicy {
     /// Host names (lower case, no port) besides IP literals and `localhost`.
     names: Vec<String>,
     /// Origins (`scheme://host[:port]`, lower case) allowed besides the page's own.
@@ -21,17 +21,17 @@ pub struct HostPolicy {
 
 /// A request whose `Host` names something other than this peer (DNS rebinding).
 #[derive(Debug)]
-pub struct ForeignHost;
+pub(crate) struct ForeignHost;
 impl warp::reject::Reject for ForeignHost {}
 
 /// A request from another site's page.
 #[derive(Debug)]
-pub struct CrossOrigin;
+pub(crate) struct CrossOrigin;
 impl warp::reject::Reject for CrossOrigin {}
 
 impl HostPolicy {
     /// A policy for a machine called `hostname`, with extra `names` and allowed `origins`.
-    pub fn new(hostname: &str, names: &[String], origins: &[String]) -> HostPolicy {
+    pub(crate) fn new(hostname: &str, names: &[String], origins: &[String]) -> HostPolicy {
         let mut all: Vec<String> = names.iter().map(|n| n.to_ascii_lowercase()).collect();
         let own = hostname.to_ascii_lowercase();
         if !own.is_empty() {
@@ -49,7 +49,7 @@ impl HostPolicy {
 
     /// Whether a `Host` header value names this peer. No `Host` (HTTP/1.0, scripts) is allowed:
     /// rebinding needs a browser, and browsers always send it.
-    pub fn host_allowed(&self, host: Option<&str>) -> bool {
+    pub(crate) fn host_allowed(&self, host: Option<&str>) -> bool {
         let Some(host) = host else { return true };
         let name = host_without_port(host).to_ascii_lowercase();
         let bare = name.trim_start_matches('[').trim_end_matches(']');
@@ -61,7 +61,7 @@ impl HostPolicy {
 
     /// Whether a request with `origin` sent to `host` may be served: no `Origin` (a non-browser
     /// client), the page's own origin, or an allowed one.
-    pub fn origin_allowed(&self, origin: Option<&str>, host: Option<&str>) -> bool {
+    pub(crate) fn origin_allowed(&self, origin: Option<&str>, host: Option<&str>) -> bool {
         let Some(origin) = origin else { return true };
         let origin = origin.trim_end_matches('/').to_ascii_lowercase();
         let own = host.is_some_and(|h| {
@@ -85,7 +85,7 @@ fn host_without_port(host: &str) -> &str {
 }
 
 /// Passes requests whose `Host` and `Origin` the policy allows; rejects the rest.
-pub fn checked(
+pub(crate) fn checked(
     policy: Arc<HostPolicy>,
 ) -> impl Filter<Extract = (), Error = warp::Rejection> + Clone {
     warp::header::optional::<String>("host")
@@ -112,7 +112,7 @@ const UI_POLICY: &str = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval
      manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// Security headers for every response; result pages (`/r/…`) run no script at all.
-pub fn security_headers(path: &str, headers: &mut HeaderMap) {
+pub(crate) fn security_headers(path: &str, headers: &mut HeaderMap) {
     let csp = if path.starts_with("/r/") {
         perfpeer_shared::format::html::PAGE_POLICY
     } else {

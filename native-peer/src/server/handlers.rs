@@ -68,7 +68,7 @@ impl WsMessage for Message {
 /// source's (see [`crate::admission`]), or [`SHUTDOWN_GRACE`] after the peer starts shutting
 /// down (a far-end test ends at once and keeps its result; a browser following a run sees
 /// its end).
-pub async fn on_socket(
+pub(crate) async fn on_socket(
     ws: WebSocket,
     state: Arc<ServerState>,
     remote: SocketAddr,

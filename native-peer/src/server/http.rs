@@ -21,7 +21,7 @@ use crate::admission::{Admission, Caps, LogLimit, accept_admitted};
 
 /// Time a client has to send a request's head, from the moment the server waits for one (also
 /// between requests on a kept-alive connection).
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// HTTP connections held at once, from all sources and from one (a browser opens a handful).
 const HTTP_CAPS: Caps = Caps {
@@ -34,10 +34,10 @@ static DROPPED: LogLimit = LogLimit::new("HTTP connections refused", Duration::f
 /// The address a request came from, as a request extension (warp's own is private to its
 /// server).
 #[derive(Debug, Clone, Copy)]
-pub struct ClientAddr(pub SocketAddr);
+pub(crate) struct ClientAddr(pub SocketAddr);
 
 /// Serves the control port until `state.shutdown`; then lets requests in flight finish.
-pub async fn serve(listener: TcpListener, state: Arc<ServerState>) {
+pub(crate) async fn serve(listener: TcpListener, state: Arc<ServerState>) {
     let routes = filters::routes(state.clone());
     let admission = Admission::new(HTTP_CAPS);
     while let Some((stream, from, place)) =

@@ -1,20 +1,20 @@
 //! The serving peer: one control port for HTTP and `/ws` (warp), one data port for TCP and UDP
 //! data streams. Shutdown is one cancellation token: warp drains, listeners stop, tests abort.
 
-pub mod assets;
-pub mod data_listener;
-pub mod dccp_listener;
-pub mod far_end;
-pub mod filters;
-pub mod guard;
-pub mod handlers;
-pub mod http;
-pub mod results;
-pub mod run_log;
-pub mod runner;
-pub mod runs;
-pub mod state;
-pub mod token;
+pub(crate) mod assets;
+pub(crate) mod data_listener;
+pub(crate) mod dccp_listener;
+pub(crate) mod far_end;
+pub(crate) mod filters;
+pub(crate) mod guard;
+pub(crate) mod handlers;
+pub(crate) mod http;
+pub(crate) mod results;
+pub(crate) mod run_log;
+pub(crate) mod runner;
+pub(crate) mod runs;
+pub(crate) mod state;
+pub(crate) mod token;
 
 use std::io;
 use std::net::SocketAddr;
@@ -66,7 +66,7 @@ fn bind_control(addr: SocketAddr) -> io::Result<TcpListener> {
 /// A listening TCP socket for a control port, non-blocking and ready for the runtime (binding
 /// needs none, so a server can bind before it goes into the background); `[::]` takes IPv4
 /// clients too.
-pub fn tcp_listener(addr: SocketAddr, backlog: i32) -> io::Result<std::net::TcpListener> {
+pub(crate) fn tcp_listener(addr: SocketAddr, backlog: i32) -> io::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     if addr.is_ipv6() {
         socket.set_only_v6(false)?;
@@ -84,7 +84,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(15);
 
 /// Closes `tasks` and waits for them to end, at most [`DRAIN_LIMIT`] (then logs how many are
 /// left): what every server does between its shutdown and its exit.
-pub async fn drain(tasks: &tokio_util::task::TaskTracker) {
+pub(crate) async fn drain(tasks: &tokio_util::task::TaskTracker) {
     tasks.close();
     if tokio::time::timeout(DRAIN_LIMIT, tasks.wait())
         .await

@@ -31,7 +31,7 @@ fn with_state(
 }
 
 /// Every result route.
-pub fn routes(
+pub(crate) fn routes(
     state: Arc<ServerState>,
 ) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
     let page = warp::path!("r" / String)
@@ -170,7 +170,7 @@ fn auth(
 
 /// A request without the token.
 #[derive(Debug)]
-pub struct Unauthorized;
+pub(crate) struct Unauthorized;
 impl warp::reject::Reject for Unauthorized {}
 
 async fn with_store<F>(state: &Arc<ServerState>, f: F) -> Response

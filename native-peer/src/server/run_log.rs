@@ -17,19 +17,19 @@ use tokio_util::sync::CancellationToken;
 use crate::util::lock;
 
 /// How long a run goes on with no browser following it.
-pub const DETACHED_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const DETACHED_GRACE: Duration = Duration::from_secs(30);
 /// How long a finished run can still be attached to (for its result).
-pub const KEEP_FINISHED: Duration = Duration::from_secs(120);
+pub(crate) const KEEP_FINISHED: Duration = Duration::from_secs(120);
 
 /// The runs this peer knows, by test id (from `started` on).
 #[derive(Default)]
-pub struct Runs {
+pub(crate) struct Runs {
     map: Mutex<HashMap<String, Arc<RunLog>>>,
 }
 
 impl Runs {
     /// The run with `test_id`, if it is running or finished recently.
-    pub fn get(&self, test_id: &str) -> Option<Arc<RunLog>> {
+    pub(crate) fn get(&self, test_id: &str) -> Option<Arc<RunLog>> {
         lock(&self.map).get(test_id).cloned()
     }
     pub(super) fn insert(&self, test_id: &str, log: Arc<RunLog>) {
@@ -41,7 +41,7 @@ impl Runs {
 }
 
 /// Everything one run said so far, and who follows it.
-pub struct RunLog {
+pub(crate) struct RunLog {
     messages: Mutex<Vec<ServerMsg>>,
     len: watch::Sender<usize>,
     cancel: CancellationToken,
@@ -75,7 +75,7 @@ impl RunLog {
     }
 
     /// Messages from index `from` on (at most `max`), and whether the last one ends the run.
-    pub fn read(&self, from: usize, max: usize) -> (Vec<ServerMsg>, bool) {
+    pub(crate) fn read(&self, from: usize, max: usize) -> (Vec<ServerMsg>, bool) {
         let messages = lock(&self.messages);
         let end = messages.len().min(from.saturating_add(max));
         let slice = messages.get(from..end).unwrap_or_default().to_vec();
@@ -84,12 +84,12 @@ impl RunLog {
     }
 
     /// Number of messages so far; changes wake [`RunLog::changed`] waiters.
-    pub fn subscribe(&self) -> watch::Receiver<usize> {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<usize> {
         self.len.subscribe()
     }
 
     /// Asks the test to stop early (its partial result follows).
-    pub fn cancel(&self) {
+    pub(crate) fn cancel(&self) {
         self.cancel.cancel();
     }
 
@@ -99,7 +99,7 @@ impl RunLog {
     }
 
     /// Counts a follower until the guard is dropped.
-    pub fn follow(self: &Arc<Self>) -> Following {
+    pub(crate) fn follow(self: &Arc<Self>) -> Following {
         let mut followers = lock(&self.followers);
         followers.count += 1;
         followers.alone_since = None;
@@ -125,7 +125,7 @@ fn is_final(msg: &ServerMsg) -> bool {
 }
 
 /// A connection following a run.
-pub struct Following {
+pub(crate) struct Following {
     log: Arc<RunLog>,
 }
 

@@ -26,7 +26,7 @@ use crate::session::events::{SweepEvent, TestEvent};
 use crate::store::{Origin, Recording};
 
 /// Starts a run in the background (it holds `slot` until it ends) and returns its log.
-pub fn start(
+pub(crate) fn start(
     state: &Arc<ServerState>,
     slot: OwnedSemaphorePermit,
     target: String,
@@ -54,7 +54,7 @@ pub fn start(
 
 /// Starts a packet-size sweep in the background (holding `slot` until it ends) and returns its
 /// log, already attachable under its `sweep_id`.
-pub fn start_sweep(
+pub(crate) fn start_sweep(
     state: &Arc<ServerState>,
     slot: OwnedSemaphorePermit,
     target: String,
@@ -95,7 +95,7 @@ pub fn start_sweep(
 
 /// Starts latency under load in the background (holding `slot` until it ends) and returns its
 /// log, already attachable under its `latency_id`.
-pub fn start_latency(
+pub(crate) fn start_latency(
     state: &Arc<ServerState>,
     slot: OwnedSemaphorePermit,
     target: String,

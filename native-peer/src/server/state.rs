@@ -47,7 +47,7 @@ pub struct ServeConfig {
 
 /// A data stream that presented a cookie on the data port.
 #[derive(Debug)]
-pub struct IncomingStream {
+pub(crate) struct IncomingStream {
     /// Stream id it claimed.
     pub id: u32,
     /// Its socket.
@@ -56,7 +56,7 @@ pub struct IncomingStream {
 
 /// Why the data port did not take a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum StreamRefusal {
+pub(crate) enum StreamRefusal {
     /// No test waits for streams with that cookie.
     #[error("unknown cookie")]
     UnknownCookie,
@@ -86,29 +86,29 @@ const CHALLENGES_PER_STREAM: u32 = 16;
 /// Everything the handlers share.
 pub struct ServerState {
     /// Limits and token.
-    pub config: ServeConfig,
+    pub(crate) config: ServeConfig,
     /// What this peer tells about itself.
-    pub info: PeerInfo,
+    pub(crate) info: PeerInfo,
     /// One permit per test that may run.
-    pub slots: Arc<Semaphore>,
+    pub(crate) slots: Arc<Semaphore>,
     /// Cancelled on shutdown.
-    pub shutdown: CancellationToken,
+    pub(crate) shutdown: CancellationToken,
     /// Tests started from a browser with `run`, attachable by test id.
-    pub runs: super::run_log::Runs,
+    pub(crate) runs: super::run_log::Runs,
     /// Every task serving a connection or a run: drained on shutdown, so running tests end
     /// with their results kept.
-    pub tasks: tokio_util::task::TaskTracker,
+    pub(crate) tasks: tokio_util::task::TaskTracker,
     /// What a browser's `run` and `sweep` are handed to.
-    pub runner: Arc<dyn super::runner::Runner>,
+    pub(crate) runner: Arc<dyn super::runner::Runner>,
     /// Buffers of running tests, within `config.max_memory`.
-    pub memory: Arc<MemoryBudget>,
+    pub(crate) memory: Arc<MemoryBudget>,
     /// The names and origins the control port answers to.
-    pub host_policy: Arc<HostPolicy>,
+    pub(crate) host_policy: Arc<HostPolicy>,
     /// Wrong tokens by source.
     failed_tokens: FailedAttempts,
     /// Tests this peer is the far end of, by the client's address: one address may hold half
     /// the slots (rounded up), so it cannot keep every other client out.
-    pub far_tests: Arc<Admission>,
+    pub(crate) far_tests: Arc<Admission>,
     pending: Mutex<HashMap<Cookie, PendingTest>>,
     store: std::sync::OnceLock<Arc<crate::store::Store>>,
     running: Mutex<HashMap<String, (RunningTest, Instant)>>,
@@ -148,12 +148,12 @@ impl ServerState {
     }
 
     /// Keeps results in `store` from now on.
-    pub fn set_store(&self, store: Arc<crate::store::Store>) {
+    pub(crate) fn set_store(&self, store: Arc<crate::store::Store>) {
         let _ = self.store.set(store);
     }
 
     /// What this peer tells about itself now: its fixed facts and whether results are kept.
-    pub fn peer_info(&self) -> PeerInfo {
+    pub(crate) fn peer_info(&self) -> PeerInfo {
         let store_problem = match self.store() {
             Some(store) => store.problem(),
             None => Some("results are not kept: the data directory could not be opened".into()),
@@ -165,13 +165,17 @@ impl ServerState {
     }
 
     /// The result store, if this peer keeps results.
-    pub fn store(&self) -> Option<&Arc<crate::store::Store>> {
+    pub(crate) fn store(&self) -> Option<&Arc<crate::store::Store>> {
         self.store.get()
     }
 
     /// Whether `token`, sent from `ip`, grants privileged requests; [`TooManyFailures`] while
     /// that source is held back for guessing.
-    pub fn authorizes(&self, ip: IpAddr, token: Option<&str>) -> Result<bool, TooManyFailures> {
+    pub(crate) fn authorizes(
+        &self,
+        ip: IpAddr,
+        token: Option<&str>,
+    ) -> Result<bool, TooManyFailures> {
         match (&self.config.token, token) {
             (None, _) => Ok(true),
             (Some(_), None) => Ok(false),
@@ -181,7 +185,7 @@ impl ServerState {
 
     /// Registers a test waiting for its streams, opened by a control connection from
     /// `client_ip`; they arrive on the returned receiver until the guard is dropped.
-    pub fn expect_streams(
+    pub(crate) fn expect_streams(
         self: &Arc<Self>,
         cookie: Cookie,
         count: usize,
@@ -218,7 +222,7 @@ impl ServerState {
     /// from there is expected, and takes an idle place of another source's rather than be
     /// refused. (Only the control connection's own source: `--data-from-any-address` lets
     /// streams come from elsewhere, but gives them no such claim.)
-    pub fn expects_streams_from(&self, ip: IpAddr) -> bool {
+    pub(crate) fn expects_streams_from(&self, ip: IpAddr) -> bool {
         let source = crate::admission::Source::of(ip);
         lock(&self.pending)
             .values()
@@ -227,7 +231,7 @@ impl ServerState {
 
     /// Hands a stream from `from` to the test with `cookie`; gives it back if there is none, or
     /// if the stream came from another address than the test's control connection.
-    pub fn deliver(
+    pub(crate) fn deliver(
         &self,
         cookie: &Cookie,
         from: SocketAddr,
@@ -248,7 +252,7 @@ impl ServerState {
     /// The nonce to challenge a UDP hello from `from` with: the same one for the same stream
     /// and source, so a retried hello is answered alike; an error if the cookie is unknown, the
     /// source is not the test's, or the test has sent all the challenges it may.
-    pub fn challenge(
+    pub(crate) fn challenge(
         &self,
         cookie: &Cookie,
         stream_id: u32,
@@ -273,7 +277,7 @@ impl ServerState {
 
     /// Whether `nonce` is the one sent to `from` for stream `stream_id` of the test with
     /// `cookie`: then `from` has proven it receives there.
-    pub fn confirms(
+    pub(crate) fn confirms(
         &self,
         cookie: &Cookie,
         stream_id: u32,
@@ -289,7 +293,7 @@ impl ServerState {
 
     /// Lists a running test until the guard is dropped; `attach_id` is the id a browser
     /// follows it by (`None` for a test this peer is the far end of).
-    pub fn track(
+    pub(crate) fn track(
         self: &Arc<Self>,
         test_id: &str,
         role: PeerRole,
@@ -312,6 +316,11 @@ impl ServerState {
         }
     }
 
+    /// Test slots free now (of `--max-tests`).
+    pub fn free_slots(&self) -> usize {
+        self.slots.available_permits()
+    }
+
     /// Tests running now, oldest first.
     pub fn running_tests(&self) -> Vec<RunningTest> {
         let mut tests: Vec<RunningTest> = lock(&self.running)
@@ -327,7 +336,7 @@ impl ServerState {
 }
 
 /// Removes a pending test's cookie when dropped.
-pub struct PendingGuard {
+pub(crate) struct PendingGuard {
     state: Arc<ServerState>,
     cookie: Cookie,
 }
@@ -339,7 +348,7 @@ impl Drop for PendingGuard {
 }
 
 /// Removes a running test from the list when dropped.
-pub struct RunningGuard {
+pub(crate) struct RunningGuard {
     state: Arc<ServerState>,
     test_id: String,
 }

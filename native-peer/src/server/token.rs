@@ -13,7 +13,7 @@ use crate::admission::Source;
 
 /// The data directory: `--data-dir`, else `$XDG_DATA_HOME/perfpeer`, else `~/.local/share/perfpeer`
 /// (on Windows `%LOCALAPPDATA%\perfpeer`).
-pub fn data_dir(explicit: Option<&Path>) -> PathBuf {
+pub(crate) fn data_dir(explicit: Option<&Path>) -> PathBuf {
     if let Some(p) = explicit {
         return p.to_path_buf();
     }
@@ -31,7 +31,7 @@ pub fn data_dir(explicit: Option<&Path>) -> PathBuf {
 }
 
 /// Reads the stored token, or creates one (readable by the owner only).
-pub fn load_or_create(dir: &Path) -> io::Result<String> {
+pub(crate) fn load_or_create(dir: &Path) -> io::Result<String> {
     let path = dir.join("token");
     match std::fs::read_to_string(&path) {
         Ok(t) if is_valid(t.trim()) => return Ok(t.trim().to_string()),
@@ -50,20 +50,20 @@ pub fn load_or_create(dir: &Path) -> io::Result<String> {
 
 /// Whether `t` is acceptable as a token: 8 to 128 URL-safe characters (what a stored token
 /// must be; a token given by the user must also be [`strong`]).
-pub fn is_valid(t: &str) -> bool {
+pub(crate) fn is_valid(t: &str) -> bool {
     (8..=128).contains(&t.len())
         && t.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b))
 }
 
 /// Shortest token a user may choose.
-pub const MIN_CHOSEN_LEN: usize = 16;
+pub(crate) const MIN_CHOSEN_LEN: usize = 16;
 /// Fewest different characters in a chosen token.
 const MIN_DISTINCT: usize = 8;
 
 /// Whether a token the user chose is strong enough to stand against guessing at the rate the
 /// peer allows: at least 16 characters, at least 8 of them different.
-pub fn strong(t: &str) -> bool {
+pub(crate) fn strong(t: &str) -> bool {
     let distinct: std::collections::HashSet<u8> = t.bytes().collect();
     is_valid(t) && t.len() >= MIN_CHOSEN_LEN && distinct.len() >= MIN_DISTINCT
 }
@@ -71,7 +71,7 @@ pub fn strong(t: &str) -> bool {
 /// A source that guessed wrong too often.
 #[derive(Debug, Clone, Copy, thiserror::Error)]
 #[error("too many wrong tokens from this address: wait a minute")]
-pub struct TooManyFailures;
+pub(crate) struct TooManyFailures;
 impl warp::reject::Reject for TooManyFailures {}
 
 /// Wrong tokens a source may send per [`FAILURE_WINDOW`].
@@ -132,7 +132,7 @@ struct Attempts {
 /// gets 10 guesses a minute in all, and holds back other newcomers with it — but never a
 /// source that gave the right token lately.
 #[derive(Debug)]
-pub struct FailedAttempts {
+pub(crate) struct FailedAttempts {
     attempts: Mutex<Attempts>,
 }
 
@@ -151,7 +151,12 @@ impl Default for FailedAttempts {
 impl FailedAttempts {
     /// Checks `given` against `expected` for a request from `ip`: whether it matches, or
     /// [`TooManyFailures`] while the source is held back.
-    pub fn check(&self, ip: IpAddr, given: &str, expected: &str) -> Result<bool, TooManyFailures> {
+    pub(crate) fn check(
+        &self,
+        ip: IpAddr,
+        given: &str,
+        expected: &str,
+    ) -> Result<bool, TooManyFailures> {
         self.check_at(Instant::now(), ip, given, expected)
     }
 

@@ -13,15 +13,15 @@ use tokio_util::sync::CancellationToken;
 use super::SessionError;
 
 /// How often each end pings the other.
-pub const PING_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const PING_EVERY: Duration = Duration::from_secs(1);
 /// Silence after which the other end counts as gone.
-pub const PEER_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const PEER_TIMEOUT: Duration = Duration::from_secs(5);
 /// Outgoing frames queued before a slow reader is dropped.
 const OUT_QUEUE: usize = 256;
 
 /// What the reader side of an adapter passes on.
 #[derive(Debug)]
-pub enum Frame {
+pub(crate) enum Frame {
     /// A text frame.
     Text(String),
     /// A ping or pong: the other end is alive.
@@ -62,7 +62,7 @@ fn unreadable_message(e: &serde_json::Error) -> String {
 }
 
 /// One end of a control connection.
-pub struct ControlChannel {
+pub(crate) struct ControlChannel {
     incoming: mpsc::Receiver<Frame>,
     outgoing: mpsc::Sender<String>,
     closed: CancellationToken,
@@ -70,7 +70,7 @@ pub struct ControlChannel {
 }
 
 /// The generic message operations a WebSocket library must offer the adapter.
-pub trait WsMessage: Sized + Send + 'static {
+pub(crate) trait WsMessage: Sized + Send + 'static {
     /// A text frame.
     fn text(s: String) -> Self;
     /// A ping frame.
@@ -81,7 +81,7 @@ pub trait WsMessage: Sized + Send + 'static {
 
 impl ControlChannel {
     /// Wraps a WebSocket (split into its stream and sink) in reader and writer tasks.
-    pub fn spawn<M, S, E1, E2>(socket: S) -> ControlChannel
+    pub(crate) fn spawn<M, S, E1, E2>(socket: S) -> ControlChannel
     where
         M: WsMessage,
         S: Stream<Item = Result<M, E1>> + Sink<M, Error = E2> + Send + 'static,
@@ -148,7 +148,7 @@ impl ControlChannel {
     }
 
     /// Queues a message; fails if the connection is gone or the reader is too slow.
-    pub fn send(&self, msg: &impl Serialize) -> Result<(), SessionError> {
+    pub(crate) fn send(&self, msg: &impl Serialize) -> Result<(), SessionError> {
         let text = serde_json::to_string(msg).map_err(|e| SessionError::Internal(e.to_string()))?;
         self.outgoing.try_send(text).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => {
@@ -162,7 +162,7 @@ impl ControlChannel {
 
     /// Next text frame; pings and pongs only reset the silence timer. Cancel-safe: the silence
     /// limit counts from the last frame heard, not from this call.
-    pub async fn recv_text(&mut self) -> Result<String, SessionError> {
+    pub(crate) async fn recv_text(&mut self) -> Result<String, SessionError> {
         loop {
             let deadline = self.last_heard + PEER_TIMEOUT;
             let frame = match tokio::time::timeout_at(deadline, self.incoming.recv()).await {
@@ -188,7 +188,7 @@ impl ControlChannel {
     }
 
     /// Next message of type `T`; malformed text is [`SessionError::BadMessage`].
-    pub async fn recv<T: DeserializeOwned>(&mut self) -> Result<T, SessionError> {
+    pub(crate) async fn recv<T: DeserializeOwned>(&mut self) -> Result<T, SessionError> {
         let text = self.recv_text().await?;
         if text.len() > perfpeer_shared::control::MAX_CONTROL_MESSAGE {
             return Err(SessionError::BadMessage(format!(
@@ -205,14 +205,14 @@ impl ControlChannel {
     /// Waits (up to `max`) for the other end to close, reading and dropping what it sends, then
     /// closes. Used after a final error reply, so the client reads the reply before the socket
     /// goes away instead of meeting a reset.
-    pub async fn linger(&mut self, max: Duration) {
+    pub(crate) async fn linger(&mut self, max: Duration) {
         let _ = tokio::time::timeout(max, async { while self.incoming.recv().await.is_some() {} })
             .await;
         self.close();
     }
 
     /// Closes the connection; frames already queued are still sent first.
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.closed.cancel();
     }
 }

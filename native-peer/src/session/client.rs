@@ -81,7 +81,7 @@ impl WsMessage for Message {
 }
 
 /// Opens a control channel to the peer at `server`.
-pub async fn connect(
+pub(crate) async fn connect(
     server: SocketAddr,
     target: &str,
     bind: Option<IpAddr>,
@@ -183,7 +183,10 @@ pub(crate) async fn connect_tcp(
 }
 
 /// Says hello and checks the version; returns whether the token was accepted.
-pub async fn hello(chan: &mut ControlChannel, token: Option<String>) -> Result<bool, SessionError> {
+pub(crate) async fn hello(
+    chan: &mut ControlChannel,
+    token: Option<String>,
+) -> Result<bool, SessionError> {
     chan.send(&ClientMsg::Hello {
         protocol_version: PROTOCOL_VERSION,
         token,
@@ -256,7 +259,7 @@ pub async fn run_test(
 
 /// Connects to the peer at `target`, asks it to be the far end of `spec` and opens the data
 /// streams, up to the far end's `ready`.
-pub async fn open(
+pub(crate) async fn open(
     target: &str,
     spec: &ValidSpec,
     opts: &ClientOptions,
@@ -331,7 +334,7 @@ pub async fn open(
 
 /// A perfpeer peer as the far end of a running test: its control channel (closed when this
 /// is dropped).
-pub struct PerfpeerFarEnd {
+pub(crate) struct PerfpeerFarEnd {
     chan: ControlChannel,
     /// The far peer's control address (for its result page link).
     server: SocketAddr,

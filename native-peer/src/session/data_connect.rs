@@ -25,7 +25,7 @@ const HELLO_TRIES: usize = 20;
 /// (`--bind-dev`) and a local port for the first stream, the next ones for the others (netperf's
 /// `-- -P`), each if given.
 #[derive(Debug, Clone, Default)]
-pub struct LocalEnd {
+pub(crate) struct LocalEnd {
     /// Local address.
     pub ip: Option<IpAddr>,
     /// Network interface.
@@ -55,12 +55,12 @@ impl LocalEnd {
 
 /// The local port of the stream at `index` when the first one has `first` (iperf3's `--cport`,
 /// netperf's `-- -P`); `None` past 65535.
-pub fn nth_port(first: u16, index: usize) -> Option<u16> {
+pub(crate) fn nth_port(first: u16, index: usize) -> Option<u16> {
     u16::try_from(index).ok().and_then(|i| first.checked_add(i))
 }
 
 /// Opens every stream of `spec` to `server`, presenting `cookie`.
-pub fn open_streams(
+pub(crate) fn open_streams(
     spec: &TestSpec,
     server: SocketAddr,
     bind: &LocalEnd,

@@ -22,7 +22,7 @@ use crate::engine::{StreamSetup, WireOptions};
 const DONE_POLL: Duration = Duration::from_millis(10);
 
 /// A far end that is ready: its streams are open and measurement may start.
-pub struct Ready {
+pub(crate) struct Ready {
     /// The test's id at the far end (empty where the far end has none).
     pub test_id: String,
     /// The far end's address, for the result.
@@ -37,7 +37,7 @@ pub struct Ready {
 
 /// What a far end says while the test runs.
 #[derive(Debug)]
-pub enum FarEvent {
+pub(crate) enum FarEvent {
     /// It measured an interval.
     Interval(IntervalReport),
     /// Its senders spent their byte count.
@@ -49,7 +49,7 @@ pub enum FarEvent {
 /// One kind of far end, after its handshake: what it says during the test, when the test is
 /// done, how it is told the end, and its final figures.
 #[allow(async_fn_in_trait)] // used generically in this crate, never as `dyn` or across threads
-pub trait FarEnd {
+pub(crate) trait FarEnd {
     /// The next thing the far end says during the test. Must be cancel-safe; a far end with
     /// no control connection during the test never answers.
     async fn next_event(&mut self) -> FarEvent {
@@ -111,7 +111,7 @@ pub trait FarEnd {
 
 /// Runs the test with a far end that is ready, sending live events to `events`; `cancel` ends
 /// it early with a partial result.
-pub async fn drive(
+pub(crate) async fn drive(
     far: impl FarEnd,
     ready: Ready,
     spec: &TestSpec,
@@ -237,7 +237,7 @@ async fn until_end(
 
 /// Byte-count end for a client whose far end reports nothing during the test: its senders
 /// spent the count, or, if it only receives, it received that many bytes.
-pub fn received_byte_count(m: &Measurement, spec: &TestSpec) -> bool {
+pub(crate) fn received_byte_count(m: &Measurement, spec: &TestSpec) -> bool {
     let EndCondition::Bytes { bytes } = spec.end else {
         return false;
     };

@@ -21,7 +21,7 @@ const JOIN_LIMIT: Duration = Duration::from_secs(12);
 
 /// Why a test ended before its end condition.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EarlyEnd {
+pub(crate) enum EarlyEnd {
     /// Someone cancelled it (Ctrl-C, a browser's cancel, the peer shutting down).
     Cancelled,
     /// It could not go on (the far end stopped it or went away, a final that never came, …).
@@ -39,7 +39,7 @@ impl std::fmt::Display for EarlyEnd {
 
 /// What a measurement is at its end.
 #[derive(Debug)]
-pub struct Finished {
+pub(crate) struct Finished {
     /// The last, short interval, if there was one (also the last of `report.intervals`).
     pub tail: Option<IntervalReport>,
     /// This end's report.
@@ -53,7 +53,7 @@ impl Finished {
     /// ended early for another reason is partial for it; one that ran to its end is partial if
     /// a stream broke on the way (reset, unreachable), naming the streams, and complete
     /// otherwise.
-    pub fn status(&self, ended_early: Option<EarlyEnd>) -> TestStatus {
+    pub(crate) fn status(&self, ended_early: Option<EarlyEnd>) -> TestStatus {
         match ended_early {
             Some(EarlyEnd::Cancelled) => TestStatus::Cancelled,
             Some(EarlyEnd::Because(reason)) => TestStatus::Partial { reason },
@@ -66,7 +66,7 @@ impl Finished {
 }
 
 /// A running measurement at one end.
-pub struct Measurement {
+pub(crate) struct Measurement {
     role: PeerRole,
     engine: Engine,
     sampler: Sampler,
@@ -85,7 +85,7 @@ pub struct Measurement {
 
 impl Measurement {
     /// Starts the streams now.
-    pub fn start(
+    pub(crate) fn start(
         role: PeerRole,
         spec: &TestSpec,
         setups: Vec<StreamSetup>,
@@ -94,7 +94,7 @@ impl Measurement {
     }
 
     /// Starts the streams now, speaking a stock tool's wire format.
-    pub fn start_with(
+    pub(crate) fn start_with(
         role: PeerRole,
         spec: &TestSpec,
         setups: Vec<StreamSetup>,
@@ -125,27 +125,27 @@ impl Measurement {
     }
 
     /// The engine (to check whether senders or receivers are done).
-    pub fn engine(&self) -> &Engine {
+    pub(crate) fn engine(&self) -> &Engine {
         &self.engine
     }
 
     /// Stops the senders now (they close their direction); receivers go on until `finish`.
-    pub fn stop_senders(&self) {
+    pub(crate) fn stop_senders(&self) {
         self.engine.stop();
     }
 
     /// When measurement began (the real clock the figures are measured on).
-    pub fn epoch(&self) -> Instant {
+    pub(crate) fn epoch(&self) -> Instant {
         self.engine.epoch()
     }
 
     /// When measurement began on the runtime's clock, which a test's schedule follows.
-    pub fn started(&self) -> tokio::time::Instant {
+    pub(crate) fn started(&self) -> tokio::time::Instant {
         self.started
     }
 
     /// Sockets as report entries.
-    pub fn sockets(&self) -> Vec<SocketInfo> {
+    pub(crate) fn sockets(&self) -> Vec<SocketInfo> {
         self.engine
             .streams()
             .iter()
@@ -167,13 +167,13 @@ impl Measurement {
 
     /// The interval whose boundary has passed but was not yet reported (the end of the test
     /// and the boundary came together), if any.
-    pub fn take_due_interval(&mut self) -> Option<IntervalReport> {
+    pub(crate) fn take_due_interval(&mut self) -> Option<IntervalReport> {
         let now = tokio::time::Instant::now();
         (self.next_tick <= now).then(|| self.tick_at(now))
     }
 
     /// Waits for the next interval boundary and reports it.
-    pub async fn next_interval(&mut self) -> IntervalReport {
+    pub(crate) async fn next_interval(&mut self) -> IntervalReport {
         tokio::time::sleep_until(self.next_tick).await;
         self.tick_at(tokio::time::Instant::now())
     }
@@ -192,7 +192,7 @@ impl Measurement {
     }
 
     /// Stops (or aborts) the streams, waits for them to drain, and reports.
-    pub async fn finish(mut self, abort: bool) -> Finished {
+    pub(crate) async fn finish(mut self, abort: bool) -> Finished {
         if abort {
             self.engine.abort();
         } else {

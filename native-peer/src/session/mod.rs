@@ -12,14 +12,14 @@
 //! - [`remote`]: a test between two other peers, asked of one over its `/ws` and followed
 //!   (`perfpeer test --from A B`).
 
-pub mod channel;
-pub mod client;
-pub mod data_connect;
-pub mod driver;
-pub mod events;
-pub mod measure;
-pub mod remote;
-pub mod target;
+pub(crate) mod channel;
+pub(crate) mod client;
+pub(crate) mod data_connect;
+pub(crate) mod driver;
+pub(crate) mod events;
+pub(crate) mod measure;
+pub(crate) mod remote;
+pub(crate) mod target;
 
 use perfpeer_shared::control::ErrorCode;
 

@@ -17,7 +17,7 @@ use super::target::resolve;
 /// Asks the peer at `from` (its control port; `opts.token` is its token) to run `spec` against
 /// `target`, and follows it to its result. `cancel` asks `from` to cancel the test; the result
 /// then comes as cancelled with the figures so far.
-pub async fn run(
+pub(crate) async fn run(
     from: &str,
     target: &str,
     spec: &ValidSpec,

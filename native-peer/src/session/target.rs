@@ -6,18 +6,18 @@ use std::net::{IpAddr, SocketAddr};
 use super::SessionError;
 
 /// Default control port of a perfpeer peer.
-pub const DEFAULT_CONTROL_PORT: u16 = 5210;
+pub(crate) const DEFAULT_CONTROL_PORT: u16 = 5210;
 
-pub use crate::resolve::Family;
+pub(crate) use crate::resolve::Family;
 use crate::resolve::ResolveError;
 
 /// Splits `target` into host and port (default: the perfpeer control port).
-pub fn split_host_port(target: &str) -> Result<(String, u16), String> {
+pub(crate) fn split_host_port(target: &str) -> Result<(String, u16), String> {
     split_host_port_or(target, DEFAULT_CONTROL_PORT)
 }
 
 /// Splits `target` into host and port, with `default_port` when it names none.
-pub fn split_host_port_or(target: &str, default_port: u16) -> Result<(String, u16), String> {
+pub(crate) fn split_host_port_or(target: &str, default_port: u16) -> Result<(String, u16), String> {
     let target = target.trim();
     if target.is_empty() {
         return Err("empty peer address".into());
@@ -51,7 +51,10 @@ fn parse_port(p: &str) -> Result<u16, String> {
 }
 
 /// Resolves `target` to one socket address of the wanted family.
-pub async fn resolve(target: &str, family: Option<Family>) -> Result<SocketAddr, SessionError> {
+pub(crate) async fn resolve(
+    target: &str,
+    family: Option<Family>,
+) -> Result<SocketAddr, SessionError> {
     let unreachable = |reason: String| SessionError::Unreachable {
         target: target.to_string(),
         reason,
@@ -61,7 +64,7 @@ pub async fn resolve(target: &str, family: Option<Family>) -> Result<SocketAddr,
 }
 
 /// Resolves `host` (a name or an address) with `port` to one address of the wanted family.
-pub async fn resolve_host(
+pub(crate) async fn resolve_host(
     host: &str,
     port: u16,
     family: Option<Family>,

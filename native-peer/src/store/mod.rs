@@ -21,7 +21,7 @@ mod owner;
 mod plausible;
 mod record;
 mod retention;
-pub mod schema;
+pub(crate) mod schema;
 mod sweeps;
 mod writer;
 
@@ -36,16 +36,16 @@ use perfpeer_shared::spec::TestSpec;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-pub use record::Recording;
-pub use retention::Retention;
+pub(crate) use record::Recording;
+pub(crate) use retention::Retention;
 
 /// Name of the database file in the data directory.
-pub const FILE_NAME: &str = "results.db";
+pub(crate) const FILE_NAME: &str = "results.db";
 
 /// A store failure.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum StoreError {
+pub(crate) enum StoreError {
     /// SQLite said no.
     #[error("result database: {0}")]
     Sql(rusqlite::Error),
@@ -79,7 +79,7 @@ impl From<std::io::Error> for StoreError {
     }
 }
 
-pub use perfpeer_shared::history::{
+pub(crate) use perfpeer_shared::history::{
     HistoryEntry, KeptLatency, KeptSweep, Origin, ResultKind, RunStatus,
 };
 
@@ -91,7 +91,7 @@ pub(crate) fn sql_int(n: u64) -> i64 {
 
 /// A stored result with its history-list facts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Stored {
+pub(crate) struct Stored {
     /// The list facts.
     pub summary: HistoryEntry,
     /// The result, with both ends' intervals.
@@ -100,7 +100,7 @@ pub struct Stored {
 
 /// Whatever is kept under a result id: a test or a sweep.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Kept {
+pub(crate) enum Kept {
     /// A test.
     Test(Box<Stored>),
     /// A packet-size sweep.
@@ -110,7 +110,7 @@ pub enum Kept {
 }
 
 /// Where a finished result stands in the history, and why it did not complete.
-pub fn run_status(status: &TestStatus) -> (RunStatus, Option<String>) {
+pub(crate) fn run_status(status: &TestStatus) -> (RunStatus, Option<String>) {
     match status {
         TestStatus::Complete => (RunStatus::Complete, None),
         TestStatus::Cancelled => (RunStatus::Cancelled, Some("cancelled".into())),
@@ -122,7 +122,7 @@ use crate::util::unix_ms_now as now_ms;
 
 /// A test's row as it begins (what [`Store::begin`] writes).
 #[derive(Debug, Clone)]
-pub struct NewTest {
+pub(crate) struct NewTest {
     /// The test's id (the session's).
     pub test_id: String,
     /// Who started it.
@@ -142,7 +142,7 @@ pub struct NewTest {
 pub(crate) const MAX_INTERVAL_BYTES: usize = 8 << 20;
 
 /// The result database.
-pub struct Store {
+pub(crate) struct Store {
     conn: Mutex<Connection>,
     path: PathBuf,
     retention: Retention,
@@ -156,7 +156,7 @@ impl Store {
     /// Opens (or creates) the database in `dir`. A file that is not a readable database is
     /// moved aside (kept, renamed `results.db.corrupt-<time>`) and a fresh one is started; the
     /// returned message says so. Tests left `running` by a peer that died become `aborted`.
-    pub fn open(dir: &Path) -> Result<(Store, Option<String>), StoreError> {
+    pub(crate) fn open(dir: &Path) -> Result<(Store, Option<String>), StoreError> {
         create_private_dir(dir)?;
         let path = dir.join(FILE_NAME);
         match Store::open_file(&path) {
@@ -263,7 +263,7 @@ impl Store {
     }
 
     /// Keeps no more than `retention` from now on (and prunes to it now).
-    pub fn set_retention(&mut self, retention: Retention) {
+    pub(crate) fn set_retention(&mut self, retention: Retention) {
         self.retention = retention;
         if !self.read_only {
             let _ = self.prune();
@@ -271,7 +271,7 @@ impl Store {
     }
 
     /// The last write that failed (a full disk, a read-only directory), until one succeeds.
-    pub fn problem(&self) -> Option<String> {
+    pub(crate) fn problem(&self) -> Option<String> {
         self.last_error
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -290,7 +290,7 @@ impl Store {
     }
 
     /// The database file.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -299,7 +299,12 @@ impl Store {
     }
 
     /// Writes a test that begins now under the result id `id` (a new [`crate::util::random_id`]).
-    pub fn begin(&self, id: &str, test: &NewTest, host: &HostInfo) -> Result<(), StoreError> {
+    pub(crate) fn begin(
+        &self,
+        id: &str,
+        test: &NewTest,
+        host: &HostInfo,
+    ) -> Result<(), StoreError> {
         let role = test.role.word();
         let spec = &test.spec;
         let (protocol, direction) = (spec.protocol.word(), spec.direction.word());
@@ -313,7 +318,7 @@ impl Store {
     }
 
     /// Appends one interval of one end, already as its JSON.
-    pub fn append_interval_json(
+    pub(crate) fn append_interval_json(
         &self,
         id: &str,
         role: PeerRole,
@@ -328,7 +333,7 @@ impl Store {
     }
 
     /// Writes the finished result (its intervals are stored apart, so they are left out here).
-    pub fn finish(&self, id: &str, result: &TestResult) -> Result<(), StoreError> {
+    pub(crate) fn finish(&self, id: &str, result: &TestResult) -> Result<(), StoreError> {
         let checked = checked_remote(result);
         let written = self.write_finished(id, &checked);
         self.noted(written)?;
@@ -380,13 +385,13 @@ impl Store {
     }
 
     /// Marks a test that ended without a result (its session failed).
-    pub fn fail(&self, id: &str, reason: &str) -> Result<(), StoreError> {
+    pub(crate) fn fail(&self, id: &str, reason: &str) -> Result<(), StoreError> {
         self.conn().execute("UPDATE results SET status = 'failed', reason = ?2 WHERE id = ?1 AND status = 'running'", params![id, reason])?;
         Ok(())
     }
 
     /// The history (tests and kept sweeps), newest first (at most `limit`).
-    pub fn list(&self, limit: u32) -> Result<Vec<HistoryEntry>, StoreError> {
+    pub(crate) fn list(&self, limit: u32) -> Result<Vec<HistoryEntry>, StoreError> {
         let mut rows: Vec<HistoryEntry> = {
             let conn = self.conn();
             let mut stmt = conn.prepare(
@@ -403,7 +408,7 @@ impl Store {
     }
 
     /// One result with both ends' intervals.
-    pub fn get(&self, id: &str) -> Result<Option<Stored>, StoreError> {
+    pub(crate) fn get(&self, id: &str) -> Result<Option<Stored>, StoreError> {
         let conn = self.conn();
         let row = conn
             .query_row(
@@ -444,7 +449,7 @@ impl Store {
     }
 
     /// The test or sweep kept under `id`, link on or off.
-    pub fn kept(&self, id: &str) -> Result<Option<Kept>, StoreError> {
+    pub(crate) fn kept(&self, id: &str) -> Result<Option<Kept>, StoreError> {
         if let Some(found) = self.get(id)? {
             return Ok(Some(Kept::Test(Box::new(found))));
         }
@@ -455,7 +460,7 @@ impl Store {
     }
 
     /// Deletes a result (a test's or a sweep's); whether it existed.
-    pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
+    pub(crate) fn delete(&self, id: &str) -> Result<bool, StoreError> {
         let conn = self.conn();
         let tests = conn.execute("DELETE FROM results WHERE id = ?1", [id])?;
         let sweeps = conn.execute("DELETE FROM sweeps WHERE id = ?1", [id])?;
@@ -464,7 +469,7 @@ impl Store {
 
     /// Writes the token holder's notes on a kept result (any kind; empty notes clear them);
     /// whether it existed. The notes must have passed [`Notes::checked`].
-    pub fn set_notes(&self, id: &str, notes: &Notes) -> Result<bool, StoreError> {
+    pub(crate) fn set_notes(&self, id: &str, notes: &Notes) -> Result<bool, StoreError> {
         let json = (!notes.is_empty())
             .then(|| serde_json::to_string(notes))
             .transpose()?;
@@ -490,7 +495,7 @@ impl Store {
     }
 
     /// Turns a result's (a test's or a sweep's) share link on or off; whether it existed.
-    pub fn set_link(&self, id: &str, enabled: bool) -> Result<bool, StoreError> {
+    pub(crate) fn set_link(&self, id: &str, enabled: bool) -> Result<bool, StoreError> {
         self.set_column(id, "link_enabled", enabled)
     }
 }
@@ -537,7 +542,7 @@ fn abort_orphans(conn: &Connection) -> Result<(), StoreError> {
 
 /// Creates `dir` (and its parents) readable by the owner only; an existing one is left as it is.
 /// (On Windows a new directory takes its parent's access list: the user's own profile.)
-pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
@@ -550,7 +555,7 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 
 /// Options that create a file readable by its owner only (mode 0600; on Windows the
 /// directory's access list applies).
-pub fn private_file_options() -> std::fs::OpenOptions {
+pub(crate) fn private_file_options() -> std::fs::OpenOptions {
     #[cfg_attr(not(unix), allow(unused_mut))]
     let mut options = std::fs::OpenOptions::new();
     #[cfg(unix)]

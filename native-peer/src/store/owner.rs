@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 
 /// This process, as an owner string: `<boot id>:<pid>:<start time in clock ticks>`.
-pub fn this_process() -> &'static str {
+pub(super) fn this_process() -> &'static str {
     static OWNER: OnceLock<String> = OnceLock::new();
     OWNER.get_or_init(|| {
         let pid = std::process::id();
@@ -20,7 +20,7 @@ pub fn this_process() -> &'static str {
 
 /// Whether the process that wrote `owner` is still running on this machine. Rows written
 /// before owners were kept (`None`) have no writer left to ask.
-pub fn is_alive(owner: Option<&str>) -> bool {
+pub(super) fn is_alive(owner: Option<&str>) -> bool {
     let Some(owner) = owner else { return false };
     let mut parts = owner.split(':');
     let (Some(boot), Some(pid), Some(started)) = (parts.next(), parts.next(), parts.next()) else {

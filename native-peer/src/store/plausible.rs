@@ -8,7 +8,7 @@ use std::time::Duration;
 use perfpeer_shared::report::{SideReport, TestResult};
 
 /// Most intervals kept per side: a day at one per second.
-pub const MAX_INTERVALS: usize = 86_400;
+pub(super) const MAX_INTERVALS: usize = 86_400;
 /// Fastest rate believed of one test (bytes per second): 1.6 Tbit/s, far beyond any link
 /// perfpeer measures, and loopback.
 const MAX_BYTES_PER_SECOND: f64 = 200e9;
@@ -16,17 +16,17 @@ const MAX_BYTES_PER_SECOND: f64 = 200e9;
 const TIME_SLACK: Duration = Duration::from_secs(30);
 
 /// Longest host name kept, in bytes: a DNS name's 253, and then some.
-pub const MAX_HOSTNAME: usize = 255;
+pub(super) const MAX_HOSTNAME: usize = 255;
 /// Longest system line kept (`uname -srvm` is about 100 bytes).
-pub const MAX_SYSTEM: usize = 256;
+pub(super) const MAX_SYSTEM: usize = 256;
 /// Longest version kept.
-pub const MAX_VERSION: usize = 64;
+pub(super) const MAX_VERSION: usize = 64;
 /// Longest congestion control name kept (the kernel's TCP_CA_NAME_MAX, 16).
-pub const MAX_CONGESTION: usize = 16;
+pub(super) const MAX_CONGESTION: usize = 16;
 /// Longest socket address kept (`[v6%scope]:port`).
-pub const MAX_ADDRESS: usize = 64;
+pub(super) const MAX_ADDRESS: usize = 64;
 /// Most CCIDs kept of a DCCP stream's list (the kernel knows 2 and 3).
-pub const MAX_CCIDS: usize = 8;
+pub(super) const MAX_CCIDS: usize = 8;
 
 /// Cuts `text` to at most `max` bytes on a character boundary, ending with `…` when cut.
 fn cut(text: &mut String, max: usize) {
@@ -44,7 +44,7 @@ fn cut(text: &mut String, max: usize) {
 
 /// Cuts every free-text field of a far side's report to its bound (host name, system line,
 /// version, congestion control, socket addresses, DCCP's CCID lists).
-pub fn cut_free_text(remote: &mut SideReport) {
+pub(super) fn cut_free_text(remote: &mut SideReport) {
     cut(&mut remote.host.hostname, MAX_HOSTNAME);
     cut(&mut remote.host.system, MAX_SYSTEM);
     cut(&mut remote.host.version, MAX_VERSION);
@@ -66,7 +66,7 @@ pub fn cut_free_text(remote: &mut SideReport) {
     clippy::cast_sign_loss,
     reason = "a count of intervals from a ratio of durations, non-negative and capped by MAX_INTERVALS"
 )]
-pub fn remote_problem(result: &TestResult, remote: &SideReport) -> Option<String> {
+pub(super) fn remote_problem(result: &TestResult, remote: &SideReport) -> Option<String> {
     let spec = &result.spec;
     let longest = spec
         .expected_duration()

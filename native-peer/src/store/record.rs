@@ -23,7 +23,7 @@ use crate::hostinfo;
 static WRITE_FAILURES: LogLimit = LogLimit::new("a result was not kept", Duration::from_secs(10));
 
 /// One test being recorded.
-pub struct Recording {
+pub(crate) struct Recording {
     store: Arc<Store>,
     id: String,
     row: Arc<NewTest>,
@@ -38,7 +38,7 @@ pub struct Recording {
 impl Recording {
     /// Queues the test's start; `None` if this store cannot be written (read-only) or its
     /// writer is behind.
-    pub fn begin(
+    pub(crate) fn begin(
         store: &Arc<Store>,
         test_id: &str,
         origin: Origin,
@@ -61,7 +61,7 @@ impl Recording {
 
     /// [`Recording::begin`] for a test this peer serves as the far end of an anonymous
     /// `client`: kept within the far end's share of the history, and its client's share of it.
-    pub fn begin_served(
+    pub(crate) fn begin_served(
         store: &Arc<Store>,
         test_id: &str,
         client: SocketAddr,
@@ -106,12 +106,12 @@ impl Recording {
     }
 
     /// The result id (the share link's secret).
-    pub fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &str {
         &self.id
     }
 
     /// Queues one interval of one end (while the test's share of interval space lasts).
-    pub fn interval(&mut self, role: PeerRole, report: &IntervalReport) {
+    pub(crate) fn interval(&mut self, role: PeerRole, report: &IntervalReport) {
         let seq = self.next_seq.entry(role).or_insert(0);
         let written = self.interval_bytes.entry(role).or_insert(0);
         if *written < super::MAX_INTERVAL_BYTES {
@@ -144,7 +144,7 @@ impl Recording {
 
     /// Writes the result, after every interval queued before it (and the test's row first if
     /// it could not be written at the start); await it before announcing the result.
-    pub async fn finish(mut self, result: &TestResult) {
+    pub(crate) async fn finish(mut self, result: &TestResult) {
         self.finished = true;
         let (id, result) = (self.id.clone(), result.clone());
         let (row, begun) = (self.row.clone(), self.begun.clone());

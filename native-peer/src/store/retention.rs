@@ -13,7 +13,7 @@ use super::{Store, StoreError};
 /// How much history the store keeps: the newest `max_results` results and sweeps, and no more
 /// than `max_bytes` of database. The oldest go first; a running test is never pruned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retention {
+pub(crate) struct Retention {
     /// Results (tests and sweeps) kept.
     pub max_results: u32,
     /// Bytes the database may take (its pages in use).
@@ -33,7 +33,7 @@ impl Default for Retention {
 
 /// What the results of anonymous clients may hold: results and bytes of their text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Share {
+pub(crate) struct Share {
     /// Results.
     pub results: usize,
     /// Bytes of their text (rows and intervals).
@@ -45,7 +45,7 @@ impl Retention {
     /// more; the owner's results may fill the whole budget (strangers' results make room for
     /// them). A PC that mostly serves as the far end of one device under test keeps that
     /// device's newest quarter.
-    pub fn anonymous(&self) -> Share {
+    pub(crate) fn anonymous(&self) -> Share {
         Share {
             results: usize::try_from(self.max_results / 2)
                 .unwrap_or(usize::MAX)
@@ -56,7 +56,7 @@ impl Retention {
 
     /// One client source's share of [`Retention::anonymous`]: half of it, so one address
     /// (however many tests it runs) leaves the other half to every other client.
-    pub fn per_source(&self) -> Share {
+    pub(crate) fn per_source(&self) -> Share {
         let all = self.anonymous();
         Share {
             results: (all.results / 2).max(1),

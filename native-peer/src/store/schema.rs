@@ -5,7 +5,7 @@
 use rusqlite::Connection;
 
 /// Migrations in order; migration `n` (1-based) brings the schema to version `n`.
-pub const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     // 1: results and their intervals.
     "CREATE TABLE results (
         id TEXT PRIMARY KEY,
@@ -65,13 +65,13 @@ pub const MIGRATIONS: &[&str] = &[
 ];
 
 /// The schema version this build writes.
-pub fn current_version() -> u32 {
+pub(crate) fn current_version() -> u32 {
     u32::try_from(MIGRATIONS.len()).expect("a handful of migrations")
 }
 
 /// Runs the migrations `conn` has not seen, up to `target` (tests pass an older target to build
 /// an old database).
-pub fn migrate_to(conn: &mut Connection, target: u32) -> rusqlite::Result<u32> {
+pub(crate) fn migrate_to(conn: &mut Connection, target: u32) -> rusqlite::Result<u32> {
     let mut version: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     while version < target.min(current_version()) {
         let tx = conn.transaction()?;

@@ -19,7 +19,7 @@ const LATENCY: &str = "latency";
 
 impl Store {
     /// Keeps a finished sweep; returns its new result id.
-    pub fn save_sweep(
+    pub(crate) fn save_sweep(
         &self,
         peer: &str,
         spec: &TestSpec,
@@ -35,7 +35,7 @@ impl Store {
     }
 
     /// Keeps a finished latency-under-load run started by `origin`; returns its new result id.
-    pub fn save_latency(
+    pub(crate) fn save_latency(
         &self,
         origin: Origin,
         peer: &str,
@@ -86,12 +86,12 @@ impl Store {
     }
 
     /// The sweep with `id`, link on or off.
-    pub fn sweep(&self, id: &str) -> Result<Option<KeptSweep>, StoreError> {
+    pub(crate) fn sweep(&self, id: &str) -> Result<Option<KeptSweep>, StoreError> {
         self.whole(id, SWEEP)?.map(WholeRow::sweep).transpose()
     }
 
     /// The latency-under-load run with `id`, link on or off.
-    pub fn latency(&self, id: &str) -> Result<Option<KeptLatency>, StoreError> {
+    pub(crate) fn latency(&self, id: &str) -> Result<Option<KeptLatency>, StoreError> {
         self.whole(id, LATENCY)?.map(WholeRow::latency).transpose()
     }
 

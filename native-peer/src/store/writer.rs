@@ -44,7 +44,7 @@ impl Writer {
 impl Store {
     /// Runs `write` on the writer thread after every write asked for before it, and waits for
     /// it; `None` if the writer is gone.
-    pub async fn write<T: Send + 'static>(
+    pub(crate) async fn write<T: Send + 'static>(
         self: &Arc<Self>,
         write: impl FnOnce(&Store) -> T + Send + 'static,
     ) -> Option<T> {
@@ -59,7 +59,10 @@ impl Store {
 
     /// Queues `write` for the writer thread without waiting; `false` (logged) when the queue is
     /// full or the writer is gone.
-    pub fn write_later(self: &Arc<Self>, write: impl FnOnce(&Store) + Send + 'static) -> bool {
+    pub(crate) fn write_later(
+        self: &Arc<Self>,
+        write: impl FnOnce(&Store) + Send + 'static,
+    ) -> bool {
         let store = self.clone();
         let job: Job = Box::new(move || write(&store));
         match self.writer.jobs.try_send(job) {
@@ -76,7 +79,7 @@ impl Store {
     }
 
     /// Waits until every write asked for so far is done.
-    pub async fn flush(self: &Arc<Self>) {
+    pub(crate) async fn flush(self: &Arc<Self>) {
         let _ = self.write(|_| ()).await;
     }
 }

@@ -22,104 +22,104 @@ fn unsupported(what: &str) -> io::Error {
 }
 
 /// No batched UDP calls here: datagram streams send and receive one at a time.
-pub const BATCHED_UDP: bool = false;
+pub(crate) const BATCHED_UDP: bool = false;
 
 /// No IPv6 traffic class here.
-pub fn set_tclass_v6(_sock: &socket2::Socket, _tclass: u32) -> io::Result<()> {
+pub(crate) fn set_tclass_v6(_sock: &socket2::Socket, _tclass: u32) -> io::Result<()> {
     Err(unsupported("the IPv6 traffic class (-S with IPv6)"))
 }
 
 /// Not used here: readers wake for any data.
-pub fn set_recv_low_water<S: AsSocket>(_sock: &S, _bytes: usize) -> io::Result<()> {
+pub(crate) fn set_recv_low_water<S: AsSocket>(_sock: &S, _bytes: usize) -> io::Result<()> {
     Err(unsupported("SO_RCVLOWAT"))
 }
 
 /// No socket priority here.
-pub fn set_priority(_sock: &socket2::Socket, _priority: u32) -> io::Result<u32> {
+pub(crate) fn set_priority(_sock: &socket2::Socket, _priority: u32) -> io::Result<u32> {
     Err(unsupported("the socket priority (SO_PRIORITY)"))
 }
 
 /// No MSS setting here.
-pub fn set_tcp_mss(_sock: &socket2::Socket, _mss: u32) -> io::Result<()> {
+pub(crate) fn set_tcp_mss(_sock: &socket2::Socket, _mss: u32) -> io::Result<()> {
     Err(unsupported("setting the TCP MSS (-M)"))
 }
 
 /// Unknown here.
-pub fn tcp_mss(_sock: &socket2::Socket) -> io::Result<u32> {
+pub(crate) fn tcp_mss(_sock: &socket2::Socket) -> io::Result<u32> {
     Err(unsupported("reading the TCP MSS"))
 }
 
 /// No choice of congestion control here.
-pub fn set_tcp_congestion(_sock: &socket2::Socket, _name: &str) -> io::Result<()> {
+pub(crate) fn set_tcp_congestion(_sock: &socket2::Socket, _name: &str) -> io::Result<()> {
     Err(unsupported("choosing the TCP congestion control (-C)"))
 }
 
 /// Unknown here.
-pub fn tcp_congestion(_sock: &socket2::Socket) -> io::Result<Vec<u8>> {
+pub(crate) fn tcp_congestion(_sock: &socket2::Socket) -> io::Result<Vec<u8>> {
     Err(unsupported("reading the TCP congestion control"))
 }
 
 /// No SO_DEBUG here: the caller says so.
-pub fn set_so_debug<S: AsSocket>(_sock: &S) -> io::Result<()> {
+pub(crate) fn set_so_debug<S: AsSocket>(_sock: &S) -> io::Result<()> {
     Err(unsupported("SO_DEBUG"))
 }
 
 /// No batch scheduling class here: the thread keeps the default one.
-pub fn run_as_batch() -> io::Result<()> {
+pub(crate) fn run_as_batch() -> io::Result<()> {
     Err(unsupported("the batch scheduling class (SCHED_BATCH)"))
 }
 
 /// No CPU pinning here: the caller says so.
-pub fn pin_to_cpu(_cpu: usize) -> io::Result<()> {
+pub(crate) fn pin_to_cpu(_cpu: usize) -> io::Result<()> {
     Err(unsupported("setting the CPU affinity (-A)"))
 }
 
 /// No daemon here: the caller says so.
-pub fn daemonize() -> io::Result<()> {
+pub(crate) fn daemonize() -> io::Result<()> {
     Err(unsupported("running as a daemon"))
 }
 
 /// No high-resolution wait here: the caller waits in its socket's read timeout instead.
-pub fn wait_readable<S: AsSocket>(_sock: &S, _timeout: Duration) -> io::Result<bool> {
+pub(crate) fn wait_readable<S: AsSocket>(_sock: &S, _timeout: Duration) -> io::Result<bool> {
     Err(unsupported("ppoll"))
 }
 
 /// Leaves the open-file limit as it is.
-pub fn raise_fd_limit() {}
+pub(crate) fn raise_fd_limit() {}
 
 /// Unknown here.
-pub fn unsent_bytes<S: AsSocket>(_sock: &S) -> Option<u64> {
+pub(crate) fn unsent_bytes<S: AsSocket>(_sock: &S) -> Option<u64> {
     None
 }
 
 /// Unknown here: CPU figures are reported as not measured.
-pub fn process_cpu_times() -> Option<(Duration, Duration)> {
+pub(crate) fn process_cpu_times() -> Option<(Duration, Duration)> {
     None
 }
 
 /// Unknown here: host CPU figures are reported as not measured.
-pub fn host_cpu_times() -> Option<HostTimes> {
+pub(crate) fn host_cpu_times() -> Option<HostTimes> {
     None
 }
 
 /// Unknown here: budgets take their fixed defaults.
-pub fn total_memory() -> Option<u64> {
+pub(crate) fn total_memory() -> Option<u64> {
     None
 }
 
 /// Unknown here: a running test's writer is named by its pid and start time alone.
-pub fn boot_id() -> Option<String> {
+pub(crate) fn boot_id() -> Option<String> {
     None
 }
 
 /// Unknown here: no process can be told alive, so a `running` row left by another process is
 /// taken as abandoned.
-pub fn process_start_time(_pid: u32) -> Option<String> {
+pub(crate) fn process_start_time(_pid: u32) -> Option<String> {
     None
 }
 
 /// What std knows: the system's name and the machine.
-pub fn uname() -> Option<Uname> {
+pub(crate) fn uname() -> Option<Uname> {
     Some(Uname {
         sysname: std::env::consts::OS.to_string(),
         machine: std::env::consts::ARCH.to_string(),
@@ -128,45 +128,45 @@ pub fn uname() -> Option<Uname> {
 }
 
 /// Unknown here: the store keeps its fixed default size.
-pub fn filesystem_bytes(_path: &std::path::Path) -> Option<u64> {
+pub(crate) fn filesystem_bytes(_path: &std::path::Path) -> Option<u64> {
     None
 }
 
 /// Nothing to tighten here.
-pub fn tighten_timer_slack() {}
+pub(crate) fn tighten_timer_slack() {}
 
 /// No error means "no buffer space" here beyond what `WouldBlock` already says.
-pub fn is_no_buffer_space(_e: &io::Error) -> bool {
+pub(crate) fn is_no_buffer_space(_e: &io::Error) -> bool {
     false
 }
 
 /// Unavailable: the caller reads and copies.
-pub fn recv_discard<S: AsSocket>(_sock: &S, _buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn recv_discard<S: AsSocket>(_sock: &S, _buf: &mut [u8]) -> io::Result<usize> {
     Err(unsupported("a discarding receive (MSG_TRUNC)"))
 }
 
 /// Unavailable: traffic follows the routes.
-pub fn bind_device(_sock: socket2::SockRef<'_>, _device: &str) -> io::Result<()> {
+pub(crate) fn bind_device(_sock: socket2::SockRef<'_>, _device: &str) -> io::Result<()> {
     Err(unsupported("binding to a device (SO_BINDTODEVICE)"))
 }
 
 /// Unavailable: perfpeer paces in user space.
-pub fn set_max_pacing_rate<S: AsSocket>(_sock: &S, _bytes_per_sec: u64) -> io::Result<()> {
+pub(crate) fn set_max_pacing_rate<S: AsSocket>(_sock: &S, _bytes_per_sec: u64) -> io::Result<()> {
     Err(unsupported("kernel pacing (SO_MAX_PACING_RATE)"))
 }
 
 /// Unknown here: no retransmit or RTT figures.
-pub fn tcp_info<S: AsSocket>(_sock: &S) -> Option<TcpInfo> {
+pub(crate) fn tcp_info<S: AsSocket>(_sock: &S) -> Option<TcpInfo> {
     None
 }
 
 /// Unavailable: the caller sends one datagram at a time.
-pub fn send_batch<S: AsSocket>(_sock: &S, _bufs: &[Vec<u8>]) -> io::Result<usize> {
+pub(crate) fn send_batch<S: AsSocket>(_sock: &S, _bufs: &[Vec<u8>]) -> io::Result<usize> {
     Err(unsupported("batched UDP sends (sendmmsg)"))
 }
 
 /// Unavailable: the caller receives one datagram at a time.
-pub fn recv_batch<S: AsSocket>(
+pub(crate) fn recv_batch<S: AsSocket>(
     _sock: &S,
     _buf: &mut [u8],
     _slot: usize,
@@ -176,12 +176,12 @@ pub fn recv_batch<S: AsSocket>(
 }
 
 /// Unavailable: no UDP GSO.
-pub fn set_udp_segment<S: AsSocket>(_sock: &S, _size: usize) -> io::Result<()> {
+pub(crate) fn set_udp_segment<S: AsSocket>(_sock: &S, _size: usize) -> io::Result<()> {
     Err(unsupported("UDP segmentation offload"))
 }
 
 /// Unavailable (only DCCP uses raw options, and DCCP is Linux's).
-pub fn setsockopt_bytes<S: AsSocket>(
+pub(crate) fn setsockopt_bytes<S: AsSocket>(
     _sock: &S,
     _level: i32,
     _opt: i32,
@@ -194,7 +194,7 @@ pub fn setsockopt_bytes<S: AsSocket>(
 ///
 /// # Safety
 /// As on Linux: `T` must be plain old data.
-pub unsafe fn getsockopt_into<S: AsSocket, T>(
+pub(crate) unsafe fn getsockopt_into<S: AsSocket, T>(
     _sock: &S,
     _level: i32,
     _opt: i32,
@@ -252,16 +252,20 @@ mod tests {
 
 /// No sendfile from a memory file here: senders write from their buffer.
 #[derive(Debug)]
-pub struct SendSource;
+pub(crate) struct SendSource;
 
 impl SendSource {
     /// Always unsupported here.
-    pub fn new(_data: &[u8]) -> io::Result<SendSource> {
+    pub(crate) fn new(_data: &[u8]) -> io::Result<SendSource> {
         Err(unsupported("sending with sendfile(2)"))
     }
 
     /// Never called: there is no source.
-    pub fn send(&self, _sock: &impl AsSocket, _range: std::ops::Range<usize>) -> io::Result<usize> {
+    pub(crate) fn send(
+        &self,
+        _sock: &impl AsSocket,
+        _range: std::ops::Range<usize>,
+    ) -> io::Result<usize> {
         Err(unsupported("sending with sendfile(2)"))
     }
 }

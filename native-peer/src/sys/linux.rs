@@ -8,28 +8,28 @@ use std::time::Duration;
 use super::unix::{check, socklen_of};
 use super::{BATCH, HostTimes, TcpInfo};
 
-pub use super::unix::{
+pub(crate) use super::unix::{
     filesystem_bytes, is_no_buffer_space, process_cpu_times, raise_fd_limit, set_so_debug, uname,
 };
 
 /// `sendmmsg` and `recvmmsg` are there.
-pub const BATCHED_UDP: bool = true;
+pub(crate) const BATCHED_UDP: bool = true;
 
 /// Binds `sock` to the network interface `device` (SO_BINDTODEVICE: its traffic leaves and
 /// arrives only there, whatever the routes say — iperf3's `--bind-dev`).
-pub fn bind_device(sock: socket2::SockRef<'_>, device: &str) -> io::Result<()> {
+pub(crate) fn bind_device(sock: socket2::SockRef<'_>, device: &str) -> io::Result<()> {
     sock.bind_device(Some(device.as_bytes()))
         .map_err(|e| io::Error::new(e.kind(), format!("cannot bind to device {device}: {e}")))
 }
 
 /// Sets the IPv6 traffic class (the TOS byte's place in IPv6).
-pub fn set_tclass_v6(sock: &socket2::Socket, tclass: u32) -> io::Result<()> {
+pub(crate) fn set_tclass_v6(sock: &socket2::Socket, tclass: u32) -> io::Result<()> {
     sock.set_tclass_v6(tclass)
 }
 
 /// Wakes a reader only once `bytes` are queued (SO_RCVLOWAT), or its receive timeout passes,
 /// or the stream ends.
-pub fn set_recv_low_water(sock: &impl AsRawFd, bytes: usize) -> io::Result<()> {
+pub(crate) fn set_recv_low_water(sock: &impl AsRawFd, bytes: usize) -> io::Result<()> {
     let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
     setsockopt_bytes(
         sock,
@@ -42,34 +42,34 @@ pub fn set_recv_low_water(sock: &impl AsRawFd, bytes: usize) -> io::Result<()> {
 /// Sets the socket's priority (SO_PRIORITY: the queueing class traffic control and Wi-Fi
 /// access categories read) and returns what the kernel then holds. Above 6 it needs
 /// CAP_NET_ADMIN.
-pub fn set_priority(sock: &socket2::Socket, priority: u32) -> io::Result<u32> {
+pub(crate) fn set_priority(sock: &socket2::Socket, priority: u32) -> io::Result<u32> {
     sock.set_priority(priority)?;
     sock.priority()
 }
 
 /// Sets the TCP maximum segment size (TCP_MAXSEG).
-pub fn set_tcp_mss(sock: &socket2::Socket, mss: u32) -> io::Result<()> {
+pub(crate) fn set_tcp_mss(sock: &socket2::Socket, mss: u32) -> io::Result<()> {
     sock.set_tcp_mss(mss)
 }
 
 /// The TCP maximum segment size (TCP_MAXSEG).
-pub fn tcp_mss(sock: &socket2::Socket) -> io::Result<u32> {
+pub(crate) fn tcp_mss(sock: &socket2::Socket) -> io::Result<u32> {
     sock.tcp_mss()
 }
 
 /// Chooses the TCP congestion control by name (TCP_CONGESTION).
-pub fn set_tcp_congestion(sock: &socket2::Socket, name: &str) -> io::Result<()> {
+pub(crate) fn set_tcp_congestion(sock: &socket2::Socket, name: &str) -> io::Result<()> {
     sock.set_tcp_congestion(name.as_bytes())
 }
 
 /// The TCP congestion control's name, NUL-padded as the kernel gives it.
-pub fn tcp_congestion(sock: &socket2::Socket) -> io::Result<Vec<u8>> {
+pub(crate) fn tcp_congestion(sock: &socket2::Socket) -> io::Result<Vec<u8>> {
     sock.tcp_congestion()
 }
 
 /// Pins the calling thread — and every thread it starts afterwards — to CPU `cpu` (`iperf3
 /// -A`). Call it before the runtime's threads exist, so the whole process runs there.
-pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+pub(crate) fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain data; CPU_SET writes one bit inside it for an index we checked
     // is below its size; sched_setaffinity reads the set we pass with its true size.
     unsafe {
@@ -91,7 +91,7 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
 /// that is running but waits for that one's time slice to end. Its share of the CPU is
 /// unchanged (same policy class, same nice level); busy threads sharing a core then take turns
 /// by slice instead of switching at every wake-up.
-pub fn run_as_batch() -> io::Result<()> {
+pub(crate) fn run_as_batch() -> io::Result<()> {
     // SAFETY: sched_param is plain data (musl's has reserved fields, so it is zeroed, not built);
     // pthread_self names this thread, alive for the call; the parameter is only read.
     let err = unsafe {
@@ -107,14 +107,14 @@ pub fn run_as_batch() -> io::Result<()> {
 /// Goes on in the background (`iperf3 -s -D`): forks, the parent exits, the child leaves the
 /// terminal's session, works from `/` and has stdin, stdout and stderr on /dev/null. Call it
 /// before any thread is started.
-pub fn daemonize() -> io::Result<()> {
+pub(crate) fn daemonize() -> io::Result<()> {
     // SAFETY: daemon(3) forks and calls setsid; the caller guarantees no other thread exists.
     check(unsafe { libc::daemon(0, 0) }).map(|_| ())
 }
 
 /// Bytes a TCP socket holds that the peer has not acknowledged (TIOCOUTQ); `None` if the
 /// kernel does not say.
-pub fn unsent_bytes(sock: &impl AsRawFd) -> Option<u64> {
+pub(crate) fn unsent_bytes(sock: &impl AsRawFd) -> Option<u64> {
     let mut n: libc::c_int = 0;
     // SAFETY: TIOCOUTQ writes one int through the pointer we pass.
     let rc = unsafe { libc::ioctl(sock.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
@@ -122,7 +122,7 @@ pub fn unsent_bytes(sock: &impl AsRawFd) -> Option<u64> {
 }
 
 /// Asks the kernel for 1 µs timer slack on this thread so short sleeps end on time.
-pub fn tighten_timer_slack() {
+pub(crate) fn tighten_timer_slack() {
     // SAFETY: PR_SET_TIMERSLACK takes a plain integer and affects only the calling thread.
     unsafe {
         libc::prctl(
@@ -138,7 +138,7 @@ pub fn tighten_timer_slack() {
 /// Waits until `sock` has something to read or `timeout` passes (ppoll: a high-resolution
 /// timer, where a socket's SO_RCVTIMEO counts in scheduler ticks of up to 10 ms). `Ok(false)`:
 /// the time passed, or a signal came.
-pub fn wait_readable(sock: &impl AsRawFd, timeout: Duration) -> io::Result<bool> {
+pub(crate) fn wait_readable(sock: &impl AsRawFd, timeout: Duration) -> io::Result<bool> {
     let mut pfd = libc::pollfd {
         fd: sock.as_raw_fd(),
         events: libc::POLLIN,
@@ -174,7 +174,7 @@ pub fn wait_readable(sock: &impl AsRawFd, timeout: Duration) -> io::Result<bool>
 
 /// Receives up to `buf.len()` bytes of a TCP socket and lets the kernel drop them instead of
 /// copying them out (MSG_TRUNC); returns how many bytes were consumed.
-pub fn recv_discard(sock: &impl AsRawFd, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn recv_discard(sock: &impl AsRawFd, buf: &mut [u8]) -> io::Result<usize> {
     loop {
         // SAFETY: `buf` is valid for `buf.len()` bytes; with MSG_TRUNC the kernel does not even
         // write to it.
@@ -198,7 +198,7 @@ pub fn recv_discard(sock: &impl AsRawFd, buf: &mut [u8]) -> io::Result<usize> {
 
 /// Caps the kernel's pacing of this socket at `bytes_per_sec` (SO_MAX_PACING_RATE): TCP paces
 /// itself to it, and the fq qdisc does for any socket.
-pub fn set_max_pacing_rate(sock: &impl AsRawFd, bytes_per_sec: u64) -> io::Result<()> {
+pub(crate) fn set_max_pacing_rate(sock: &impl AsRawFd, bytes_per_sec: u64) -> io::Result<()> {
     // SAFETY: a plain setsockopt with a u64 value and its size.
     let rc = unsafe {
         libc::setsockopt(
@@ -214,7 +214,7 @@ pub fn set_max_pacing_rate(sock: &impl AsRawFd, bytes_per_sec: u64) -> io::Resul
 
 /// Reads TCP_INFO; `None` if the kernel refuses or writes too little of it to hold the fields
 /// perfpeer reads (qemu-user, say, passes on only an int's worth).
-pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
+pub(crate) fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
     // The last field read; every other one lies before it.
     let needed = std::mem::offset_of!(libc::tcp_info, tcpi_total_retrans) + 4;
     // SAFETY: we pass a zeroed tcp_info and its true size; the kernel writes at most that much.
@@ -248,7 +248,7 @@ pub fn tcp_info(sock: &impl AsRawFd) -> Option<TcpInfo> {
 
 /// `sendmmsg` of `bufs` (at most [`BATCH`]) on a connected UDP socket; returns how many
 /// datagrams the kernel took.
-pub fn send_batch(sock: &impl AsRawFd, bufs: &[Vec<u8>]) -> io::Result<usize> {
+pub(crate) fn send_batch(sock: &impl AsRawFd, bufs: &[Vec<u8>]) -> io::Result<usize> {
     let n = bufs.len().min(BATCH);
     // SAFETY: zeroed iovec/mmsghdr are valid "empty" values; each msghdr points at one iovec
     // that points into a live buffer, and all of it outlives the call.
@@ -271,7 +271,7 @@ pub fn send_batch(sock: &impl AsRawFd, bufs: &[Vec<u8>]) -> io::Result<usize> {
 
 /// `recvmmsg` into `buf` cut in slots of `slot` bytes; fills `lens` with each datagram's true
 /// length (MSG_TRUNC) and returns the count. Waits (up to the socket timeout) for the first.
-pub fn recv_batch(
+pub(crate) fn recv_batch(
     sock: &impl AsRawFd,
     buf: &mut [u8],
     slot: usize,
@@ -312,7 +312,7 @@ pub fn recv_batch(
 const UDP_SEGMENT: libc::c_int = 103;
 
 /// Sets (or with 0 clears) a UDP socket's GSO segment size.
-pub fn set_udp_segment(sock: &impl AsRawFd, size: usize) -> io::Result<()> {
+pub(crate) fn set_udp_segment(sock: &impl AsRawFd, size: usize) -> io::Result<()> {
     let v = libc::c_int::try_from(size)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "segment size too large"))?;
     // SAFETY: a plain setsockopt with an int value and its size.
@@ -329,7 +329,12 @@ pub fn set_udp_segment(sock: &impl AsRawFd, size: usize) -> io::Result<()> {
 }
 
 /// setsockopt with a value given as its bytes.
-pub fn setsockopt_bytes(sock: &impl AsRawFd, level: i32, opt: i32, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn setsockopt_bytes(
+    sock: &impl AsRawFd,
+    level: i32,
+    opt: i32,
+    bytes: &[u8],
+) -> io::Result<()> {
     let len = libc::socklen_t::try_from(bytes.len())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "option value too large"))?;
     // SAFETY: `bytes` is valid for its length; the kernel copies it.
@@ -342,7 +347,7 @@ pub fn setsockopt_bytes(sock: &impl AsRawFd, level: i32, opt: i32, bytes: &[u8])
 /// # Safety
 /// `T` must be plain old data (an integer, a byte array, a `repr(C)` struct of those): the
 /// kernel writes any bytes into it.
-pub unsafe fn getsockopt_into<T>(
+pub(crate) unsafe fn getsockopt_into<T>(
     sock: &impl AsRawFd,
     level: i32,
     opt: i32,
@@ -365,7 +370,7 @@ pub unsafe fn getsockopt_into<T>(
 }
 
 /// The host's CPU times (the first line of /proc/stat, in clock ticks).
-pub fn host_cpu_times() -> Option<HostTimes> {
+pub(crate) fn host_cpu_times() -> Option<HostTimes> {
     std::fs::read_to_string("/proc/stat")
         .ok()
         .and_then(|t| parse_proc_stat(&t))
@@ -400,7 +405,7 @@ fn parse_proc_stat(text: &str) -> Option<HostTimes> {
 }
 
 /// The machine's memory in bytes (MemTotal of /proc/meminfo).
-pub fn total_memory() -> Option<u64> {
+pub(crate) fn total_memory() -> Option<u64> {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|text| mem_total(&text))
@@ -414,7 +419,7 @@ fn mem_total(meminfo: &str) -> Option<u64> {
 }
 
 /// This boot's id (/proc/sys/kernel/random/boot_id).
-pub fn boot_id() -> Option<String> {
+pub(crate) fn boot_id() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .ok()
         .map(|s| s.trim().to_string())
@@ -422,7 +427,7 @@ pub fn boot_id() -> Option<String> {
 
 /// When process `pid` started (field 22 of /proc/<pid>/stat, in clock ticks since boot), as
 /// text; `None` if there is no such process.
-pub fn process_start_time(pid: u32) -> Option<String> {
+pub(crate) fn process_start_time(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) is in parentheses and may hold spaces: count after it.
     let after_name = &stat[stat.rfind(')')? + 1..];
@@ -463,14 +468,14 @@ mod tests {
 /// referenced by the socket instead of copied from user memory on every send. The file is
 /// never written after it is made, so pages still in flight keep their bytes.
 #[derive(Debug)]
-pub struct SendSource {
+pub(crate) struct SendSource {
     file: std::fs::File,
     len: usize,
 }
 
 impl SendSource {
     /// A memfd holding `data`; fails where memfds are missing (Linux before 3.17).
-    pub fn new(data: &[u8]) -> io::Result<SendSource> {
+    pub(crate) fn new(data: &[u8]) -> io::Result<SendSource> {
         use std::io::Write;
         use std::os::fd::FromRawFd;
         // SAFETY: a NUL-terminated name and flags; the result is checked before use.
@@ -489,7 +494,11 @@ impl SendSource {
 
     /// Sends bytes `range` of the payload on `sock`; how many went (a socket timeout with
     /// nothing sent is `WouldBlock`, as a write's).
-    pub fn send(&self, sock: &impl AsRawFd, range: std::ops::Range<usize>) -> io::Result<usize> {
+    pub(crate) fn send(
+        &self,
+        sock: &impl AsRawFd,
+        range: std::ops::Range<usize>,
+    ) -> io::Result<usize> {
         let range = range.start.min(self.len)..range.end.min(self.len);
         let mut offset = libc::off_t::try_from(range.start)
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;

@@ -30,26 +30,26 @@ mod unix;
 mod windows;
 
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
-pub use fallback::*;
+pub(crate) use fallback::*;
 #[cfg(target_os = "linux")]
-pub use linux::*;
+pub(crate) use linux::*;
 #[cfg(target_os = "macos")]
-pub use macos::*;
+pub(crate) use macos::*;
 #[cfg(windows)]
-pub use windows::*;
+pub(crate) use windows::*;
 
 /// What a socket is to the system's calls: a file descriptor, or a Windows SOCKET.
 #[cfg(unix)]
-pub use std::os::fd::AsRawFd as AsSocket;
+pub(crate) use std::os::fd::AsRawFd as AsSocket;
 #[cfg(windows)]
-pub use std::os::windows::io::AsRawSocket as AsSocket;
+pub(crate) use std::os::windows::io::AsRawSocket as AsSocket;
 
 /// Datagrams per batched UDP call at most.
-pub const BATCH: usize = 32;
+pub(crate) const BATCH: usize = 32;
 
 /// The TCP_INFO fields perfpeer reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TcpInfo {
+pub(crate) struct TcpInfo {
     /// Retransmitted segments since the connection began.
     pub total_retrans: u32,
     /// Congestion window in segments.
@@ -69,7 +69,7 @@ pub struct TcpInfo {
 
 /// The system's names, as `uname` gives them.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Uname {
+pub(crate) struct Uname {
     /// `Linux`.
     pub sysname: String,
     /// The host name.
@@ -85,7 +85,7 @@ pub struct Uname {
 /// Host-wide CPU time counters since boot, in the system's own unit (clock ticks on Linux,
 /// 100 ns on Windows): only their ratios are used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct HostTimes {
+pub(crate) struct HostTimes {
     /// Time in user mode (with nice).
     pub user: u64,
     /// Time in the kernel (with interrupts), idle time not included.

@@ -24,7 +24,7 @@ pub(super) fn socklen_of<T>() -> libc::socklen_t {
 }
 
 /// SO_DEBUG on a socket (ttcp's `-d`; the kernel wants CAP_NET_ADMIN for it).
-pub fn set_so_debug(sock: &impl AsRawFd) -> io::Result<()> {
+pub(crate) fn set_so_debug(sock: &impl AsRawFd) -> io::Result<()> {
     let one: libc::c_int = 1;
     // SAFETY: setsockopt reads one c_int from a live local of the size passed.
     check(unsafe {
@@ -40,7 +40,7 @@ pub fn set_so_debug(sock: &impl AsRawFd) -> io::Result<()> {
 }
 
 /// Lifts the soft limit on open files to the hard one (at most 65,536).
-pub fn raise_fd_limit() {
+pub(crate) fn raise_fd_limit() {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -62,7 +62,7 @@ fn timeval(tv: libc::timeval) -> Duration {
 }
 
 /// This process's (user, system) CPU time so far.
-pub fn process_cpu_times() -> Option<(Duration, Duration)> {
+pub(crate) fn process_cpu_times() -> Option<(Duration, Duration)> {
     // SAFETY: getrusage fills the zeroed struct we pass; RUSAGE_SELF is always valid.
     let usage = unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();
@@ -75,7 +75,7 @@ pub fn process_cpu_times() -> Option<(Duration, Duration)> {
 }
 
 /// The system's names.
-pub fn uname() -> Option<Uname> {
+pub(crate) fn uname() -> Option<Uname> {
     // SAFETY: uname fills the zeroed struct; its fields are NUL-terminated C strings.
     unsafe {
         let mut u: libc::utsname = std::mem::zeroed();
@@ -94,7 +94,7 @@ pub fn uname() -> Option<Uname> {
 }
 
 /// The size of the filesystem holding `path`, in bytes (statvfs); `None` if it cannot be read.
-pub fn filesystem_bytes(path: &std::path::Path) -> Option<u64> {
+pub(crate) fn filesystem_bytes(path: &std::path::Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt as _;
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: statvfs reads the NUL-terminated path and fills the zeroed struct we pass.
@@ -112,6 +112,6 @@ pub fn filesystem_bytes(path: &std::path::Path) -> Option<u64> {
 }
 
 /// Whether `e` means the kernel's buffers are full for now (ENOBUFS): a sender tries again.
-pub fn is_no_buffer_space(e: &io::Error) -> bool {
+pub(crate) fn is_no_buffer_space(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ENOBUFS)
 }

@@ -18,12 +18,11 @@ use windows_sys::Win32::System::Threading::{
 
 use super::{AsSocket, HostTimes, TcpInfo, Uname};
 
-pub use super::fallback::{
-    BATCHED_UDP, SendSource, bind_device, daemonize, getsockopt_into, pin_to_cpu, raise_fd_limit,
-    recv_batch, recv_discard, run_as_batch, send_batch, set_max_pacing_rate, set_priority,
-    set_recv_low_water, set_so_debug, set_tclass_v6, set_tcp_congestion, set_tcp_mss,
-    set_udp_segment, setsockopt_bytes, tcp_congestion, tcp_mss, tighten_timer_slack, unsent_bytes,
-    wait_readable,
+pub(crate) use super::fallback::{
+    BATCHED_UDP, SendSource, bind_device, daemonize, pin_to_cpu, raise_fd_limit, recv_batch,
+    recv_discard, run_as_batch, send_batch, set_max_pacing_rate, set_priority, set_recv_low_water,
+    set_so_debug, set_tclass_v6, set_tcp_congestion, set_tcp_mss, set_udp_segment, tcp_congestion,
+    tcp_mss, tighten_timer_slack, unsent_bytes, wait_readable,
 };
 
 /// A FILETIME as one count of 100 ns units.
@@ -57,7 +56,7 @@ fn times_of(
 }
 
 /// This process's (user, system) CPU time so far.
-pub fn process_cpu_times() -> Option<(Duration, Duration)> {
+pub(crate) fn process_cpu_times() -> Option<(Duration, Duration)> {
     // SAFETY: GetCurrentProcess returns a pseudo-handle that needs no closing.
     let me = unsafe { GetCurrentProcess() };
     let (_, kernel, user) = times_of(me)?;
@@ -65,7 +64,7 @@ pub fn process_cpu_times() -> Option<(Duration, Duration)> {
 }
 
 /// The host's CPU times (GetSystemTimes, 100 ns units summed over the CPUs).
-pub fn host_cpu_times() -> Option<HostTimes> {
+pub(crate) fn host_cpu_times() -> Option<HostTimes> {
     let (mut idle, mut kernel, mut user) = (ZERO_TIME, ZERO_TIME, ZERO_TIME);
     // SAFETY: three FILETIMEs written through pointers to our locals.
     if unsafe { GetSystemTimes(&mut idle, &mut kernel, &mut user) } == 0 {
@@ -84,7 +83,7 @@ pub fn host_cpu_times() -> Option<HostTimes> {
 }
 
 /// The machine's physical memory in bytes.
-pub fn total_memory() -> Option<u64> {
+pub(crate) fn total_memory() -> Option<u64> {
     let mut status = MEMORYSTATUSEX {
         dwLength: u32::try_from(std::mem::size_of::<MEMORYSTATUSEX>()).ok()?,
         dwMemoryLoad: 0,
@@ -103,13 +102,13 @@ pub fn total_memory() -> Option<u64> {
 
 /// No boot id here: a process is named by its pid and creation time, which a reboot does not
 /// repeat.
-pub fn boot_id() -> Option<String> {
+pub(crate) fn boot_id() -> Option<String> {
     None
 }
 
 /// When process `pid` was created (100 ns units since 1601), as text; `None` if no such
 /// process is running.
-pub fn process_start_time(pid: u32) -> Option<String> {
+pub(crate) fn process_start_time(pid: u32) -> Option<String> {
     // SAFETY: OpenProcess returns a handle we close below, or null.
     let handle = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
     if handle.is_null() {
@@ -126,7 +125,7 @@ pub fn process_start_time(pid: u32) -> Option<String> {
 }
 
 /// The system's names, as far as std and the environment know them.
-pub fn uname() -> Option<Uname> {
+pub(crate) fn uname() -> Option<Uname> {
     Some(Uname {
         sysname: "Windows".to_string(),
         nodename: std::env::var("COMPUTERNAME").unwrap_or_default(),
@@ -136,7 +135,7 @@ pub fn uname() -> Option<Uname> {
 }
 
 /// The size of the volume holding `path`, in bytes.
-pub fn filesystem_bytes(path: &std::path::Path) -> Option<u64> {
+pub(crate) fn filesystem_bytes(path: &std::path::Path) -> Option<u64> {
     use std::os::windows::ffi::OsStrExt as _;
     let wide: Vec<u16> = path.as_os_str().encode_wide().chain([0]).collect();
     let mut total = 0u64;
@@ -153,13 +152,13 @@ pub fn filesystem_bytes(path: &std::path::Path) -> Option<u64> {
 }
 
 /// Whether `e` means the system's buffers are full for now (WSAENOBUFS): a sender tries again.
-pub fn is_no_buffer_space(e: &io::Error) -> bool {
+pub(crate) fn is_no_buffer_space(e: &io::Error) -> bool {
     e.raw_os_error() == Some(WSAENOBUFS)
 }
 
 /// The TCP figures Windows 10 1703+ gives by SIO_TCP_INFO (version 0); `None` where the call is
 /// missing (older Windows, wine).
-pub fn tcp_info<S: AsSocket>(sock: &S) -> Option<TcpInfo> {
+pub(crate) fn tcp_info<S: AsSocket>(sock: &S) -> Option<TcpInfo> {
     let version = 0u32;
     // SAFETY: TCP_INFO_v0 is plain old data (integers and a bool the call sets to 0 or 1).
     let mut info: TCP_INFO_v0 = unsafe { std::mem::zeroed() };

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use perfpeer::server::{self, state::ServeConfig, state::ServerState};
-use perfpeer::session::SessionError;
-use perfpeer::session::client::{ClientOptions, run_test};
-use perfpeer::session::events::TestEvent;
+use perfpeer::in_process::SessionError;
+use perfpeer::in_process::TestEvent;
+use perfpeer::in_process::{self as server, ServeConfig, ServerState};
+use perfpeer::in_process::{ClientOptions, run_test};
 use perfpeer_shared::control::{ClientMsg, PeerInfo, ServerMsg};
 use perfpeer_shared::report::{PeerRole, SideReport, TestResult};
 use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec, ValidSpec};
@@ -194,12 +194,22 @@ where
 /// The real far end, in this process: `perfpeer serve`'s server on loopback ports, with its
 /// shutdown token.
 pub async fn real_peer() -> (SocketAddr, CancellationToken) {
-    let (addr, state) = real_peer_with(4).await;
-    (addr, state.shutdown.clone())
+    let shutdown = CancellationToken::new();
+    let (addr, _) = serve_in_process(4, shutdown.clone()).await;
+    (addr, shutdown)
 }
 
 /// The same, taking at most `max_tests` tests at once; its state, to look inside.
 pub async fn real_peer_with(max_tests: u32) -> (SocketAddr, Arc<ServerState>) {
+    serve_in_process(max_tests, CancellationToken::new()).await
+}
+
+/// The real peer, taking at most `max_tests` tests at once and stopping when `shutdown` is
+/// cancelled.
+async fn serve_in_process(
+    max_tests: u32,
+    shutdown: CancellationToken,
+) -> (SocketAddr, Arc<ServerState>) {
     let bound = server::bind("127.0.0.1:0".parse().unwrap(), 0).unwrap();
     let control = bound.control_addr().unwrap();
     let config = ServeConfig {
@@ -221,9 +231,9 @@ pub async fn real_peer_with(max_tests: u32) -> (SocketAddr, Arc<ServerState>) {
     let state = ServerState::new(
         config,
         info,
-        Arc::new(perfpeer::cli::any_target::AnyTarget),
-        CancellationToken::new(),
+        Arc::new(perfpeer::in_process::AnyTarget),
+        shutdown,
     );
-    tokio::spawn(server::run(bound, state.clone()));
+    tokio::spawn(server::serve(bound, state.clone()));
     (control, state)
 }

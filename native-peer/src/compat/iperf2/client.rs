@@ -69,7 +69,7 @@ fn udp_template(spec: &TestSpec, port: u16) -> Vec<u8> {
 }
 
 /// Runs `spec` against the stock iperf2 server at `server`.
-pub async fn run(
+pub(crate) async fn run(
     server: SocketAddr,
     spec: &TestSpec,
     opts: &ClientOptions,

@@ -22,7 +22,7 @@ const MAX_WAITING: usize = 64;
 
 /// The sum of a client's streams that ran together.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ClientSum {
+pub(crate) struct ClientSum {
     /// Streams in the group.
     pub streams: u32,
     /// Their bytes together.
@@ -47,7 +47,7 @@ struct State {
 
 /// Every client address's group.
 #[derive(Debug)]
-pub struct Clients {
+pub(crate) struct Clients {
     state: Mutex<State>,
     turn: Notify,
     one_at_a_time: bool,
@@ -55,7 +55,7 @@ pub struct Clients {
 
 /// A stream's place in its client's group; the group's sum comes from [`Member::leave`].
 #[derive(Debug)]
-pub struct Member {
+pub(crate) struct Member {
     clients: Arc<Clients>,
     ip: IpAddr,
     left: bool,
@@ -63,7 +63,7 @@ pub struct Member {
 
 impl Clients {
     /// Groups for a server; with `one_at_a_time` (`-1`), one address is served at a time.
-    pub fn new(one_at_a_time: bool) -> Arc<Clients> {
+    pub(crate) fn new(one_at_a_time: bool) -> Arc<Clients> {
         Arc::new(Clients {
             state: Mutex::new(State::default()),
             turn: Notify::new(),
@@ -73,7 +73,7 @@ impl Clients {
 
     /// Joins `ip`'s group, waiting under `-1` while another address is served; `Err` when too
     /// many wait already or the server shuts down.
-    pub async fn join(
+    pub(crate) async fn join(
         self: &Arc<Self>,
         ip: IpAddr,
         shutdown: &CancellationToken,
@@ -134,7 +134,7 @@ impl Clients {
 impl Member {
     /// Leaves the group with this stream's bytes; the group's sum if it was the last of two or
     /// more streams.
-    pub fn leave(mut self, bytes: u64) -> Option<ClientSum> {
+    pub(crate) fn leave(mut self, bytes: u64) -> Option<ClientSum> {
         self.left = true;
         self.clients.depart(self.ip, bytes)
     }
@@ -173,7 +173,7 @@ const PRESSED_FOR: Duration = Duration::from_secs(5);
 
 /// How a holder earns a place that is never shed: by sending for `time` and at least `bytes`.
 #[derive(Debug, Clone, Copy)]
-pub struct Probation {
+pub(crate) struct Probation {
     /// How long the holder must have sent for.
     pub time: Duration,
     /// How much it must have sent by then.
@@ -182,7 +182,7 @@ pub struct Probation {
 
 /// The rules of one kind of place.
 #[derive(Debug, Clone, Copy)]
-pub struct PlaceRules {
+pub(crate) struct PlaceRules {
     /// Places held at once, in all and per source.
     pub caps: Caps,
     /// Threads of shed holders that may still be ending beyond `caps.total` (a newcomer waits
@@ -200,7 +200,7 @@ pub struct PlaceRules {
 
 /// The places of one kind of running stream or flow at a server.
 #[derive(Debug)]
-pub struct Places {
+pub(crate) struct Places {
     rules: PlaceRules,
     admission: Arc<Admission>,
     threads: Arc<Semaphore>,
@@ -210,7 +210,7 @@ pub struct Places {
 
 /// Why a place could not be held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum PlaceError {
+pub(crate) enum PlaceError {
     /// No place for it.
     #[error("{0}")]
     Refused(Refusal),
@@ -227,7 +227,7 @@ pub enum PlaceError {
 
 /// What a holder should do after [`Place::observe`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Go on.
     Go,
     /// Give the place up: it fell quiet while newcomers are refused.
@@ -237,7 +237,7 @@ pub enum Verdict {
 /// A place held by one stream or flow; given back on drop (with its thread permit, which the
 /// holder drops only once its threads have ended).
 #[derive(Debug)]
-pub struct Place {
+pub(crate) struct Place {
     places: Arc<Places>,
     admitted: Admitted,
     permit: Option<OwnedSemaphorePermit>,
@@ -250,7 +250,7 @@ pub struct Place {
 
 impl Places {
     /// Places under `rules`.
-    pub fn new(rules: PlaceRules) -> Arc<Places> {
+    pub(crate) fn new(rules: PlaceRules) -> Arc<Places> {
         Arc::new(Places {
             rules,
             admission: Admission::new(rules.caps),
@@ -261,7 +261,7 @@ impl Places {
 
     /// A place for a newcomer from `ip`, shedding an idle place (or, without probation, the
     /// oldest of a heavier source) when every place is taken.
-    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Place, PlaceError> {
+    pub(crate) fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<Place, PlaceError> {
         let admitted = self.admission.admit(ip).map_err(|refusal| {
             if refusal == Refusal::Full {
                 *lock(&self.last_full) = Some(Instant::now());
@@ -289,13 +289,13 @@ impl Places {
 
 impl Place {
     /// Cancelled when a newcomer took this place: the holder ends its stream or flow.
-    pub fn evicted(&self) -> &CancellationToken {
+    pub(crate) fn evicted(&self) -> &CancellationToken {
         self.admitted.evicted()
     }
 
     /// Waits (at most `limit`) for the permit to run threads: at once unless shed holders'
     /// threads are still ending.
-    pub async fn thread(&mut self, limit: Duration) -> Result<(), PlaceError> {
+    pub(crate) async fn thread(&mut self, limit: Duration) -> Result<(), PlaceError> {
         let threads = self.places.threads.clone();
         let permit = tokio::select! {
             p = tokio::time::timeout(limit, threads.acquire_owned()) => p,
@@ -312,7 +312,7 @@ impl Place {
 
     /// Records that the holder has moved `bytes` in all by `now`: a place that moved nothing
     /// for `idle_after` is idle; one that passed its probation is kept.
-    pub fn observe(&mut self, now: Instant, bytes: u64) -> Verdict {
+    pub(crate) fn observe(&mut self, now: Instant, bytes: u64) -> Verdict {
         let rules = self.places.rules;
         if bytes != self.last_bytes {
             (self.last_bytes, self.last_change) = (bytes, now);
@@ -342,12 +342,12 @@ impl Place {
     }
 
     /// Whether the holder passed its probation.
-    pub fn established(&self) -> bool {
+    pub(crate) fn established(&self) -> bool {
         self.established
     }
 
     /// The holder is answering its client now (a UDP report): not idle, whatever it moves.
-    pub fn answering(&mut self) {
+    pub(crate) fn answering(&mut self) {
         self.busy = true;
         self.admitted.set_busy(true);
     }

@@ -7,7 +7,7 @@
 //! - [`client`]: `perfpeer iperf -c`, against a stock `iperf -s`.
 //! - [`server`]: `perfpeer iperf -s`, TCP and UDP on one port, for stock clients.
 
-pub mod client;
-pub mod clients;
-pub use perfpeer_proto::iperf2 as codec;
-pub mod server;
+pub(crate) mod client;
+pub(crate) mod clients;
+pub(crate) use perfpeer_proto::iperf2 as codec;
+pub(crate) mod server;

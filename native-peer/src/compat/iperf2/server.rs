@@ -105,7 +105,7 @@ static FAILED: LogLimit = LogLimit::with_burst(
 /// Why the server turned a stream or flow away.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum Reason {
+pub(crate) enum Reason {
     /// A legacy dual or tradeoff test, or a bounce-back test.
     #[error(
         "refused a dual (-d, -r) or bounce-back test: perfpeer never connects back to a client; use -R or --full-duplex, or two tests"
@@ -142,7 +142,7 @@ impl Reason {
 
 /// Limits of the server.
 #[derive(Debug, Clone)]
-pub struct ServerConfig {
+pub(crate) struct ServerConfig {
     /// Longest test accepted.
     pub max_duration: Duration,
     /// Bytes of buffers the streams may hold at once (`--max-memory`).
@@ -153,13 +153,11 @@ pub struct ServerConfig {
 
 /// What the server reports to its printer.
 #[derive(Debug)]
-pub enum ServerEvent {
+pub(crate) enum ServerEvent {
     /// A stream finished.
     Finished(Box<TestResult>),
     /// The TCP streams one client ran together ended: their sum (`[SUM]`).
     Sum {
-        /// The client's address.
-        from: std::net::IpAddr,
         /// The streams' sum.
         sum: ClientSum,
     },
@@ -208,7 +206,7 @@ struct Shared {
 }
 
 /// Serves TCP and UDP on `addr` until `shutdown`.
-pub async fn run(
+pub(crate) async fn run(
     addr: SocketAddr,
     config: ServerConfig,
     events: tokio::sync::mpsc::UnboundedSender<ServerEvent>,
@@ -412,10 +410,7 @@ async fn tcp_stream(
     };
     shared.report(ServerEvent::Finished(Box::new(result)));
     if let Some(sum) = member.leave(bytes) {
-        shared.report(ServerEvent::Sum {
-            from: from.ip().to_canonical(),
-            sum,
-        });
+        shared.report(ServerEvent::Sum { sum });
     }
     Ok(())
 }

@@ -56,7 +56,7 @@ async fn wait_until_delivered(m: &Measurement, limit: Duration) {
 const UDP_CONNECT_TRIES: usize = 10;
 
 /// Runs `spec` against the stock iperf3 server at `server`.
-pub async fn run(
+pub(crate) async fn run(
     server: SocketAddr,
     spec: &TestSpec,
     asks: Asks,

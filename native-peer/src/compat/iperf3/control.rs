@@ -10,12 +10,12 @@ use tokio::net::TcpStream;
 use super::codec::{COOKIE_LEN, CodecError, Cookie, State, frame_json, frame_len};
 
 /// How long one control read may take outside the running phase.
-pub const STEP_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why an iperf3 exchange failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Iperf3Error {
+pub(crate) enum Iperf3Error {
     /// Socket error.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -45,24 +45,24 @@ pub enum Iperf3Error {
 }
 
 /// An iperf3 control connection.
-pub struct Control {
+pub(crate) struct Control {
     stream: TcpStream,
 }
 
 impl Control {
     /// Wraps a connected control socket (NODELAY, as iperf3 sets it).
-    pub fn new(stream: TcpStream) -> Control {
+    pub(crate) fn new(stream: TcpStream) -> Control {
         let _ = stream.set_nodelay(true);
         Control { stream }
     }
 
     /// Gives the socket back (a connection that turned out to be a data stream).
-    pub fn into_inner(self) -> TcpStream {
+    pub(crate) fn into_inner(self) -> TcpStream {
         self.stream
     }
 
     /// The socket.
-    pub fn stream(&self) -> &TcpStream {
+    pub(crate) fn stream(&self) -> &TcpStream {
         &self.stream
     }
 
@@ -81,7 +81,7 @@ impl Control {
     }
 
     /// Reads the 37-byte cookie.
-    pub async fn read_cookie(&mut self) -> Result<Cookie, Iperf3Error> {
+    pub(crate) async fn read_cookie(&mut self) -> Result<Cookie, Iperf3Error> {
         let mut buf = [0u8; COOKIE_LEN];
         self.timed("cookie", async |s| s.read_exact(&mut buf).await)
             .await?;
@@ -89,24 +89,24 @@ impl Control {
     }
 
     /// Writes raw bytes.
-    pub async fn write(&mut self, bytes: &[u8]) -> Result<(), Iperf3Error> {
+    pub(crate) async fn write(&mut self, bytes: &[u8]) -> Result<(), Iperf3Error> {
         self.timed("write", async |s| s.write_all(bytes).await)
             .await
     }
 
     /// Writes a state byte.
-    pub async fn write_state(&mut self, state: State) -> Result<(), Iperf3Error> {
+    pub(crate) async fn write_state(&mut self, state: State) -> Result<(), Iperf3Error> {
         self.write(&[state.byte()]).await
     }
 
     /// Reads a state byte (with the step time limit).
-    pub async fn read_state(&mut self) -> Result<State, Iperf3Error> {
+    pub(crate) async fn read_state(&mut self) -> Result<State, Iperf3Error> {
         let b = self.timed("state", async |s| s.read_u8().await).await?;
         Ok(State::from_byte(b)?)
     }
 
     /// Reads a state byte with no time limit; cancel-safe (one byte is read or none).
-    pub async fn next_state(&mut self) -> Result<State, Iperf3Error> {
+    pub(crate) async fn next_state(&mut self) -> Result<State, Iperf3Error> {
         let mut b = [0u8; 1];
         match self.stream.read(&mut b).await? {
             0 => Err(Iperf3Error::Closed("during the test")),
@@ -115,7 +115,7 @@ impl Control {
     }
 
     /// Reads a JSON frame of at most `max` bytes.
-    pub async fn read_json(&mut self, max: usize) -> Result<Vec<u8>, Iperf3Error> {
+    pub(crate) async fn read_json(&mut self, max: usize) -> Result<Vec<u8>, Iperf3Error> {
         let mut prefix = [0u8; 4];
         self.timed("JSON length", async |s| s.read_exact(&mut prefix).await)
             .await?;
@@ -127,12 +127,12 @@ impl Control {
     }
 
     /// Writes a JSON frame.
-    pub async fn write_json(&mut self, value: &Value) -> Result<(), Iperf3Error> {
+    pub(crate) async fn write_json(&mut self, value: &Value) -> Result<(), Iperf3Error> {
         self.write(&frame_json(value)).await
     }
 
     /// After SERVER_ERROR: the two error numbers (a short read means only the code was sent).
-    pub async fn read_server_error(&mut self) -> Iperf3Error {
+    pub(crate) async fn read_server_error(&mut self) -> Iperf3Error {
         let mut buf = [0u8; 8];
         let mut got = 0;
         while got < 8 {

@@ -8,7 +8,7 @@
 //! - [`crate::compat::slots`]: the places of its tests (and `perfpeer netserver`'s).
 //! - [`client`]: `perfpeer iperf3 -c`, against a stock `iperf3 -s`.
 
-pub mod client;
-pub use perfpeer_proto::iperf3 as codec;
-pub mod control;
-pub mod server;
+pub(crate) mod client;
+pub(crate) use perfpeer_proto::iperf3 as codec;
+pub(crate) mod control;
+pub(crate) mod server;

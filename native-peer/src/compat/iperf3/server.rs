@@ -46,7 +46,7 @@ use crate::session::measure::Measurement;
 
 /// Limits of the server.
 #[derive(Debug, Clone)]
-pub struct ServerConfig {
+pub(crate) struct ServerConfig {
     /// Tests at once; one more is answered ACCESS_DENIED, as a busy iperf3 does, unless a
     /// test that is stalled in its setup can be shed for it. One client address may hold half
     /// of them (rounded up).
@@ -87,7 +87,7 @@ const LOWEST_HELLO_PORT: u16 = 1024;
 
 /// What the server reports to its printer.
 #[derive(Debug)]
-pub enum ServerEvent {
+pub(crate) enum ServerEvent {
     /// A test's streams are up.
     Started {
         /// The test's number at this server (1, 2, …), for telling concurrent tests apart.
@@ -161,7 +161,7 @@ struct Shared {
 }
 
 /// Binds `addr` for TCP and UDP (the same port) and serves until `shutdown`.
-pub async fn run(
+pub(crate) async fn run(
     addr: SocketAddr,
     config: ServerConfig,
     events: mpsc::UnboundedSender<ServerEvent>,

@@ -30,13 +30,14 @@ use super::codec::{
     socket_type,
 };
 use crate::engine::cpu::CpuSnapshot;
+use crate::engine::patient::{self, Moved, Pause, Want};
 use crate::engine::{POLL, is_retry, payload};
 use crate::session::data_connect::{LocalEnd, new_socket};
 
 /// How long the control and data connections have to open.
-pub const CONNECT_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const CONNECT_WAIT: Duration = Duration::from_secs(10);
 /// How long a netserver has for each answer (after the data phase: for its results).
-pub const ANSWER_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const ANSWER_WAIT: Duration = Duration::from_secs(30);
 /// A UDP_RR request unanswered this long is given up and the next one sent (netperf waits
 /// forever; a lost datagram would stall the test).
 const UDP_ANSWER_WAIT: Duration = Duration::from_millis(200);
@@ -50,7 +51,7 @@ const MAX_READ: usize = 1 << 20;
 
 /// How long a test runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Length {
+pub(crate) enum Length {
     /// Whole seconds (netserver takes no fractions).
     Seconds(u32),
     /// Bytes of a stream test, transactions of the others.
@@ -59,7 +60,7 @@ pub enum Length {
 
 /// One test, as netperf's flags asked for it.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The test.
     pub test: NetperfTest,
     /// The netserver's control address.
@@ -91,7 +92,7 @@ pub struct Plan {
 
 /// Why a test could not run.
 #[derive(Debug, thiserror::Error)]
-pub enum ClientError {
+pub(crate) enum ClientError {
     /// The control connection did not open.
     #[error("cannot reach the netserver at {addr}: {source}")]
     Connect {
@@ -125,11 +126,11 @@ pub enum ClientError {
 }
 
 /// A socket's SO_SNDBUF and SO_RCVBUF (`None` where it could not be read).
-pub type Buffers = (Option<u32>, Option<u32>);
+pub(crate) type Buffers = (Option<u32>, Option<u32>);
 
 /// A finished test.
 #[derive(Debug, Clone)]
-pub struct Finished {
+pub(crate) struct Finished {
     /// The test in perfpeer's report model. Its socket sizes are each end's at the end of the
     /// test, which netperf's `*_SOCKET_SIZE_END` selectors print: Linux grows the buffers of a
     /// TCP socket whose sizes were not set while the connection runs (from 131072 bytes to
@@ -145,7 +146,7 @@ impl Finished {
     /// The result as netperf's classic tables print it: with the sizes each end's data socket
     /// had when it was made (stock netperf 2.7's tables print those: 16384 and 131072 for a
     /// TCP socket on Linux's defaults), not the grown ones.
-    pub fn for_classic_table(&self) -> TestResult {
+    pub(crate) fn for_classic_table(&self) -> TestResult {
         let mut result = self.result.clone();
         (result.local.sndbuf_actual, result.local.rcvbuf_actual) = self.local_initial;
         if let Some(remote) = result.remote.as_mut() {
@@ -292,7 +293,7 @@ impl Plan {
 
 /// Runs the test. `on_ready` is called with the netserver's address once it has accepted the
 /// test (netperf prints its banner then); `stop` ends the data phase early (Ctrl-C).
-pub fn run(
+pub(crate) fn run(
     plan: &Plan,
     stop: &AtomicBool,
     on_ready: impl FnOnce(IpAddr),
@@ -470,7 +471,7 @@ impl Plan {
 
 /// netperf's default send size: the send buffer of a fresh socket (Linux reports twice what
 /// was asked), at most a datagram for UDP; 4096 if it cannot be read.
-pub fn default_send_size(protocol: Protocol, window: Option<u32>, like: SocketAddr) -> u32 {
+pub(crate) fn default_send_size(protocol: Protocol, window: Option<u32>, like: SocketAddr) -> u32 {
     let ty = match protocol {
         Protocol::Tcp => Type::STREAM,
         Protocol::Udp | Protocol::Dccp => Type::DGRAM,
@@ -533,48 +534,42 @@ enum Stop {
     Failed(String),
 }
 
-/// Writes all of `buf`, adding what went out to `sent` as it goes (a write cut short by the
-/// clock still counts what it moved).
+/// Writes all of `buf`, adding what went out to `sent_total` as it goes (a write cut short by
+/// the clock still counts what it moved).
 fn write_all(
     stream: &mut TcpStream,
     buf: &[u8],
     clock: &Clock<'_>,
     sent_total: &mut u64,
 ) -> Result<(), Stop> {
-    let mut sent = 0;
-    while sent < buf.len() {
-        match stream.write(&buf[sent..]) {
-            Ok(n) => {
-                sent += n;
-                *sent_total += n as u64;
-            }
-            Err(e) if is_retry(&e) => {
-                if clock.over() {
-                    return Err(Stop::Clock);
-                }
-            }
-            Err(e) => return Err(Stop::Failed(format!("sending: {e}"))),
-        }
+    let moved = patient::write_all(
+        stream,
+        buf,
+        |n| *sent_total += n as u64,
+        |pause| pause == Pause::TimedOut && clock.over(),
+    )
+    .map_err(|e| Stop::Failed(format!("sending: {e}")))?;
+    match moved {
+        Moved::All => Ok(()),
+        Moved::Closed(_) | Moved::GaveUp(_) => Err(Stop::Clock),
     }
-    Ok(())
 }
 
 /// Reads exactly `buf.len()` bytes; `Ok(false)` at the server's close.
 fn read_exact(stream: &mut TcpStream, buf: &mut [u8], clock: &Clock<'_>) -> Result<bool, Stop> {
-    let mut got = 0;
-    while got < buf.len() {
-        match stream.read(&mut buf[got..]) {
-            Ok(0) => return Ok(false),
-            Ok(n) => got += n,
-            Err(e) if is_retry(&e) => {
-                if clock.overrun() {
-                    return Err(Stop::Clock);
-                }
-            }
-            Err(e) => return Err(Stop::Failed(format!("receiving: {e}"))),
-        }
+    let moved = patient::read(
+        stream,
+        buf,
+        Want::All,
+        |_| {},
+        |pause| pause == Pause::TimedOut && clock.overrun(),
+    )
+    .map_err(|e| Stop::Failed(format!("receiving: {e}")))?;
+    match moved {
+        Moved::All => Ok(true),
+        Moved::Closed(_) => Ok(false),
+        Moved::GaveUp(_) => Err(Stop::Clock),
     }
-    Ok(true)
 }
 
 /// Waits for the server to close a connection of a connection test.

@@ -7,7 +7,7 @@
 //! port netperf's data socket sends from); what comes from another port of the address is
 //! dropped too, and a UDP_RR sends that source no more than 3 times the bytes it sent.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -17,17 +17,18 @@ use crate::admission::LogLimit;
 
 // A blocked socket call comes back every POLL to look at the clock and the stop flag; sends
 // carry the engine's filler bytes (not zeros, which a compressing link would flatter).
+use crate::engine::patient::{self, Moved, Pause, Want};
 use crate::engine::{POLL, is_retry, payload};
 
 /// How long a sending server waits for the client to close after its own FIN.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 /// How long the client has for its first data connection or datagram (netperf sends at once):
 /// a client that asks for a test and sends nothing does not hold its place until the deadline.
-pub const FIRST_DATA_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const FIRST_DATA_WAIT: Duration = Duration::from_secs(10);
 
 /// What the server does with the data connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Counts what arrives (TCP_STREAM, UDP_STREAM).
     Receive,
     /// Sends for the test's time (TCP_MAERTS).
@@ -43,7 +44,7 @@ pub enum Mode {
 
 /// Where the data comes in.
 #[derive(Debug)]
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     /// TCP connections from the client's address, accepted by the caller.
     Tcp(Receiver<TcpStream>),
     /// A bound, unconnected UDP socket.
@@ -57,7 +58,7 @@ const UDP_READ_LEN: usize = 65_536;
 /// what a server sends to an address that has not shown it receives, which no netperf UDP
 /// source ever shows (the server refuses a UDP_RR whose response is over this many times its
 /// request).
-pub const UDP_AMPLIFICATION: usize = 3;
+pub(crate) const UDP_AMPLIFICATION: usize = 3;
 
 static FOREIGN_DATAGRAMS: LogLimit = LogLimit::new(
     "netperf UDP datagrams from another source than their test's client, dropped",
@@ -66,7 +67,7 @@ static FOREIGN_DATAGRAMS: LogLimit = LogLimit::new(
 
 /// One test's data phase.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// What the server does.
     pub mode: Mode,
     /// Bytes per receive (a request's length in transactions).
@@ -91,7 +92,7 @@ impl Plan {
     /// Bytes the data phase takes (what the server's memory budget is charged): its receive
     /// buffer (UDP: one that takes any datagram), its send buffer, and what its thread costs
     /// besides, as the engine counts a stream's.
-    pub fn memory_needed(&self, udp: bool) -> u64 {
+    pub(crate) fn memory_needed(&self, udp: bool) -> u64 {
         let read = if udp {
             UDP_READ_LEN
         } else {
@@ -103,7 +104,7 @@ impl Plan {
 
 /// What the data phase did.
 #[derive(Debug, Clone, Default)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// Payload bytes received.
     pub bytes_received: u64,
     /// Receive calls that returned data.
@@ -139,17 +140,17 @@ pub struct Counts {
 
 impl Counts {
     /// Received payload rate over the elapsed time, bits per second.
-    pub fn received_bps(&self) -> f64 {
+    pub(crate) fn received_bps(&self) -> f64 {
         per_second(self.bytes_received as f64 * 8.0, self.elapsed)
     }
 
     /// Sent payload rate over the elapsed time, bits per second.
-    pub fn sent_bps(&self) -> f64 {
+    pub(crate) fn sent_bps(&self) -> f64 {
         per_second(self.bytes_sent as f64 * 8.0, self.elapsed)
     }
 
     /// Transactions per second over the elapsed time.
-    pub fn transactions_per_s(&self) -> f64 {
+    pub(crate) fn transactions_per_s(&self) -> f64 {
         per_second(self.transactions as f64, self.elapsed)
     }
 }
@@ -180,7 +181,7 @@ struct Run<'a> {
     counts: Counts,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
     /// The client moved data (or connected, where that is the test): the test has begun.
     fn begin(&mut self) {
         if !self.begun {
@@ -190,7 +191,13 @@ impl Run<'_> {
     }
 
     fn over(&self) -> bool {
-        self.stop.load(Ordering::Relaxed) || Instant::now() >= self.deadline
+        self.over_check()()
+    }
+
+    /// [`Run::over`] as a check that does not borrow the run.
+    fn over_check(&self) -> impl Fn() -> bool + use<'a> {
+        let (stop, deadline) = (self.stop, self.deadline);
+        move || stop.load(Ordering::Relaxed) || Instant::now() >= deadline
     }
 
     fn units_reached(&self, so_far: u64) -> bool {
@@ -237,52 +244,45 @@ impl Run<'_> {
 
     /// Reads up to `buf.len()` bytes (all of them if `whole`); `Ok(false)` at the client's FIN.
     fn read(&mut self, stream: &mut TcpStream, buf: &mut [u8], whole: bool) -> Result<bool, End> {
-        let mut got = 0;
-        while got < buf.len() {
-            match stream.read(&mut buf[got..]) {
-                Ok(0) => return Ok(false),
-                Ok(n) => {
-                    self.begin();
-                    got += n;
-                    self.counts.bytes_received += n as u64;
-                    self.counts.recv_calls += 1;
-                    if !whole {
-                        break;
-                    }
-                }
-                Err(e) if is_retry(&e) => {
-                    if self.over() {
-                        return Err(End::Timer);
-                    }
-                }
-                Err(e) => return Err(End::Failed(e)),
-            }
+        let over = self.over_check();
+        let want = if whole { Want::All } else { Want::Some };
+        let moved = patient::read(
+            stream,
+            buf,
+            want,
+            |n| {
+                self.begin();
+                self.counts.bytes_received += n as u64;
+                self.counts.recv_calls += 1;
+            },
+            |pause| pause == Pause::TimedOut && over(),
+        )
+        .map_err(End::Failed)?;
+        match moved {
+            Moved::All if over() => Err(End::Timer),
+            Moved::All => Ok(true),
+            Moved::Closed(_) => Ok(false),
+            Moved::GaveUp(_) => Err(End::Timer),
         }
-        if self.over() {
-            return Err(End::Timer);
-        }
-        Ok(true)
     }
 
     fn write(&mut self, stream: &mut TcpStream, buf: &[u8]) -> Result<(), End> {
-        let mut sent = 0;
-        while sent < buf.len() {
-            match stream.write(&buf[sent..]) {
-                Ok(n) => {
-                    self.begin();
-                    sent += n;
-                    self.counts.bytes_sent += n as u64;
-                    self.counts.send_calls += 1;
-                }
-                Err(e) if is_retry(&e) => {
-                    if self.over() {
-                        return Err(End::Timer);
-                    }
-                }
-                Err(e) => return Err(End::Failed(e)),
-            }
+        let over = self.over_check();
+        let moved = patient::write_all(
+            stream,
+            buf,
+            |n| {
+                self.begin();
+                self.counts.bytes_sent += n as u64;
+                self.counts.send_calls += 1;
+            },
+            |pause| pause == Pause::TimedOut && over(),
+        )
+        .map_err(End::Failed)?;
+        match moved {
+            Moved::All => Ok(()),
+            Moved::Closed(_) | Moved::GaveUp(_) => Err(End::Timer),
         }
-        Ok(())
     }
 
     fn tcp(&mut self, connections: &Receiver<TcpStream>) -> End {
@@ -493,7 +493,7 @@ fn no_data(what: &str) -> End {
 /// or `stop` is set. `on_begun` is called once, when the test begins: at the client's first
 /// byte or datagram (its first connection in a connection test, its connection when the server
 /// sends) — until then the client has only asked, and its place may be given to another.
-pub fn run(
+pub(crate) fn run(
     plan: &Plan,
     endpoint: Endpoint,
     stop: &AtomicBool,
@@ -529,6 +529,6 @@ pub fn run(
 }
 
 /// Whether a data connection or datagram from `from` belongs to the test of `client`.
-pub fn is_client(from: SocketAddr, client: IpAddr) -> bool {
+pub(crate) fn is_client(from: SocketAddr, client: IpAddr) -> bool {
     from.ip().to_canonical() == client
 }

@@ -7,7 +7,7 @@
 //! - [`data`]: a test's data phase on its own thread.
 //! - [`client`]: `perfpeer netperf --netserver`, netperf's side against any netserver.
 
-pub use perfpeer_proto::netperf as codec;
-pub mod client;
-pub mod data;
-pub mod server;
+pub(crate) use perfpeer_proto::netperf as codec;
+pub(crate) mod client;
+pub(crate) mod data;
+pub(crate) mod server;

@@ -69,22 +69,22 @@ static FOREIGN: LogLimit = LogLimit::new(
 
 /// Linux errno values, which netperf prints with strerror: the answer's only words.
 mod errno {
-    pub const ENOENT: i32 = 2;
-    pub const ENOMEM: i32 = 12;
-    pub const EACCES: i32 = 13;
-    pub const EBUSY: i32 = 16;
-    pub const EINVAL: i32 = 22;
-    pub const ERANGE: i32 = 34;
-    pub const EPROTONOSUPPORT: i32 = 93;
-    pub const EOPNOTSUPP: i32 = 95;
-    pub const EAFNOSUPPORT: i32 = 97;
+    pub(super) const ENOENT: i32 = 2;
+    pub(super) const ENOMEM: i32 = 12;
+    pub(super) const EACCES: i32 = 13;
+    pub(super) const EBUSY: i32 = 16;
+    pub(super) const EINVAL: i32 = 22;
+    pub(super) const ERANGE: i32 = 34;
+    pub(super) const EPROTONOSUPPORT: i32 = 93;
+    pub(super) const EOPNOTSUPP: i32 = 95;
+    pub(super) const EAFNOSUPPORT: i32 = 97;
     /// What netserver answers to a request type it does not know.
-    pub const UNKNOWN_TEST: i32 = 998;
+    pub(super) const UNKNOWN_TEST: i32 = 998;
 }
 
 /// Limits of the server.
 #[derive(Debug, Clone)]
-pub struct ServerConfig {
+pub(crate) struct ServerConfig {
     /// Tests at once (one client address may hold half of them, rounded up).
     pub max_tests: u32,
     /// Longest test accepted; also the end of a test by count or of `-l 0`.
@@ -97,7 +97,7 @@ pub struct ServerConfig {
 
 /// What the server reports to its printer.
 #[derive(Debug)]
-pub enum ServerEvent {
+pub(crate) enum ServerEvent {
     /// A test ended.
     Finished {
         /// The test's number at this server (1, 2, …).
@@ -143,7 +143,7 @@ struct Shared {
 }
 
 /// Serves netperf clients on `listener` (from [`listen`]) until `shutdown`.
-pub async fn run(
+pub(crate) async fn run(
     listener: std::net::TcpListener,
     config: ServerConfig,
     events: mpsc::UnboundedSender<ServerEvent>,
@@ -207,7 +207,7 @@ impl Shared {
 }
 
 /// The control listener (bound before the process goes into the background, when it does).
-pub fn listen(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+pub(crate) fn listen(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
     crate::server::tcp_listener(addr, 128)
 }
 
