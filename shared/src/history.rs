@@ -8,7 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::latency::{LatencyRequest, LatencyResult};
-use crate::report::{PeerRole, TestResult};
+use crate::report::{PeerRole, Sending, TestResult};
 use crate::spec::{Direction, Protocol, TestSpec};
 use crate::sweep::SweepResult;
 
@@ -231,6 +231,11 @@ pub struct HistoryEntry {
 }
 
 impl HistoryEntry {
+    /// Which way the data went, seen from the peer that kept the result.
+    pub fn sending_here(&self) -> Sending {
+        Sending::seen_from(self.direction, self.role)
+    }
+
     /// Whether this line is a kept sweep (opened as a table, not overlaid).
     pub fn is_sweep(&self) -> bool {
         self.kind == ResultKind::Sweep

@@ -28,6 +28,55 @@ impl PeerRole {
     }
 }
 
+/// Which way a test's data went, seen from one of its two peers ("this peer": the one that
+/// shows it, which for a kept result is the peer that kept it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sending {
+    /// This peer sent, the other received.
+    ThisPeer,
+    /// The other peer sent, this one received.
+    OtherPeer,
+    /// Both sent.
+    Both,
+}
+
+impl Sending {
+    /// The direction of a test whose spec says `direction`, seen from the end with `role`.
+    pub fn seen_from(direction: crate::spec::Direction, role: PeerRole) -> Sending {
+        let this_sends = match role {
+            PeerRole::Client => direction.client_sends(),
+            PeerRole::Server => direction.server_sends(),
+        };
+        let other_sends = match role {
+            PeerRole::Client => direction.server_sends(),
+            PeerRole::Server => direction.client_sends(),
+        };
+        match (this_sends, other_sends) {
+            (true, true) => Sending::Both,
+            (true, false) => Sending::ThisPeer,
+            (false, _) => Sending::OtherPeer,
+        }
+    }
+
+    /// `TX`, `RX` or `TX+RX`: what this peer did.
+    pub fn short(self) -> &'static str {
+        match self {
+            Sending::ThisPeer => "TX",
+            Sending::OtherPeer => "RX",
+            Sending::Both => "TX+RX",
+        }
+    }
+
+    /// `TX (this peer sends)`, `RX (this peer receives)`, `TX+RX (both send)`.
+    pub fn words(self) -> &'static str {
+        match self {
+            Sending::ThisPeer => "TX (this peer sends)",
+            Sending::OtherPeer => "RX (this peer receives)",
+            Sending::Both => "TX+RX (both send)",
+        }
+    }
+}
+
 /// What one stream does at the end that reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -329,6 +378,40 @@ impl StreamFinal {
 /// Below this share of the host's busy time being the test's own, service demand is not the
 /// test's cost (see [`CpuUsage::demand_is_noise`]).
 pub const MIN_DEMAND_SHARE: f64 = 0.05;
+
+/// An end's service demand as it is shown (see [`TestResult::service_demand`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ServiceDemand {
+    /// µs of the host's CPU time (all CPUs) per KB the end moved, netperf's definition.
+    UsPerKb(f64),
+    /// The test was this share (0–1) of the host's busy CPU time, under [`MIN_DEMAND_SHARE`]:
+    /// the figure would be the cost of the host's other work.
+    NotMeaningful {
+        /// The test's share of the host's busy CPU time.
+        share_of_host_busy: f64,
+    },
+}
+
+impl ServiceDemand {
+    /// The figure, when it is one.
+    pub fn us_per_kb(self) -> Option<f64> {
+        match self {
+            ServiceDemand::UsPerKb(v) => Some(v),
+            ServiceDemand::NotMeaningful { .. } => None,
+        }
+    }
+
+    /// `62.200 µs/KB`, or `not meaningful: this test was 0.4% of the host's busy CPU`.
+    pub fn words(self) -> String {
+        match self {
+            ServiceDemand::UsPerKb(v) => format!("{v:.3} µs/KB"),
+            ServiceDemand::NotMeaningful { share_of_host_busy } => format!(
+                "not meaningful: this test was {:.1}% of the host's busy CPU, the rest other work",
+                share_of_host_busy * 100.0
+            ),
+        }
+    }
+}
 
 /// CPU used at one end over the measured period.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -638,6 +721,16 @@ fn totals(streams: &[&StreamFinal]) -> Option<DirectionTotals> {
 }
 
 impl TestResult {
+    /// Which way the data went, seen from the peer that measured or kept this result (`local`).
+    pub fn sending_here(&self) -> Sending {
+        Sending::seen_from(self.spec.direction, self.local.role)
+    }
+
+    /// Whether the peer that measured or kept this result (`local`) is the sender of `flow`.
+    pub fn sent_from_here(&self, flow: &Flow<'_>) -> bool {
+        flow.client_to_server == (self.local.role == PeerRole::Client)
+    }
+
     /// The client's and the server's reports, whichever of them is local.
     pub fn sides(&self) -> (Option<&SideReport>, Option<&SideReport>) {
         match self.local.role {
@@ -675,6 +768,24 @@ impl TestResult {
             PeerRole::Server => server,
         }?;
         side.cpu.service_demand_us_per_kb(self.bytes_moved_by(end))
+    }
+
+    /// Service demand of `end` as every rendering shows it: the figure, or, where the test was
+    /// under [`MIN_DEMAND_SHARE`] of that host's busy CPU time, why it is not one. The one rule
+    /// for the page, the tool tabs and the CLI.
+    pub fn service_demand(&self, end: PeerRole) -> Option<ServiceDemand> {
+        let us_per_kb = self.service_demand_us_per_kb(end)?;
+        let (client, server) = self.sides();
+        let side = match end {
+            PeerRole::Client => client,
+            PeerRole::Server => server,
+        }?;
+        Some(match side.cpu.share_of_host_busy() {
+            Some(share) if side.cpu.demand_is_noise() => ServiceDemand::NotMeaningful {
+                share_of_host_busy: share,
+            },
+            _ => ServiceDemand::UsPerKb(us_per_kb),
+        })
     }
 
     /// A request/response test's transactions and the seconds they took (from the end that
@@ -856,6 +967,56 @@ mod service_demand_tests {
         let mut quiet = r.clone();
         quiet.local.cpu = CpuUsage::default();
         assert_eq!(quiet.service_demand_us_per_kb(PeerRole::Client), None);
+    }
+
+    #[test]
+    fn service_demand_is_a_figure_or_not_meaningful_by_one_rule() {
+        let mut client = side(PeerRole::Client, vec![stream(1, StreamRole::Sender, MIB)]);
+        // 0.5 s of the host's 2 s busy time (50 % of 2 CPUs for 2 s): a quarter.
+        client.cpu.process_user_s = 0.5;
+        let server = side(PeerRole::Server, vec![stream(1, StreamRole::Receiver, MIB)]);
+        let r = result(TestSpec::new(Protocol::Tcp), client, server);
+        let figure = r.service_demand(PeerRole::Client).unwrap();
+        assert_eq!(
+            figure.us_per_kb(),
+            r.service_demand_us_per_kb(PeerRole::Client)
+        );
+        assert!(figure.words().ends_with(" µs/KB"), "{}", figure.words());
+        // The far end's process took none of its host's busy time: not the test's cost.
+        let noise = r.service_demand(PeerRole::Server).unwrap();
+        assert_eq!(
+            noise,
+            ServiceDemand::NotMeaningful {
+                share_of_host_busy: 0.0
+            }
+        );
+        assert_eq!(noise.us_per_kb(), None);
+        assert!(noise.words().starts_with("not meaningful"));
+    }
+
+    #[test]
+    fn the_direction_is_told_from_the_peer_that_shows_it() {
+        use Sending::{Both, OtherPeer, ThisPeer};
+        for (direction, client_sees, server_sees) in [
+            (Direction::Normal, ThisPeer, OtherPeer),
+            (Direction::Reverse, OtherPeer, ThisPeer),
+            (Direction::Bidir, Both, Both),
+        ] {
+            assert_eq!(Sending::seen_from(direction, PeerRole::Client), client_sees);
+            assert_eq!(Sending::seen_from(direction, PeerRole::Server), server_sees);
+        }
+        let mut spec = TestSpec::new(Protocol::Udp);
+        spec.direction = Direction::Normal;
+        let client = side(PeerRole::Client, vec![stream(1, StreamRole::Sender, MIB)]);
+        let server = side(PeerRole::Server, vec![stream(1, StreamRole::Receiver, MIB)]);
+        let mut kept_by_far_end = result(spec, client, server);
+        std::mem::swap(
+            &mut kept_by_far_end.local,
+            kept_by_far_end.remote.as_mut().unwrap(),
+        );
+        assert_eq!(kept_by_far_end.sending_here(), OtherPeer);
+        let flows = kept_by_far_end.flows();
+        assert!(!kept_by_far_end.sent_from_here(&flows[0]));
     }
 }
 

@@ -18,6 +18,7 @@ use perfpeer_tests::{Peer, TOKEN, wait_for};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
+mod far_end_side;
 mod history;
 mod latency;
 mod modes;

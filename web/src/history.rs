@@ -6,7 +6,7 @@
 use perfpeer_shared::format::chart::{self, Series};
 use perfpeer_shared::history::{Notes, ResultKind, RunStatus, from_word};
 use perfpeer_shared::latency::LatencyResult;
-use perfpeer_shared::report::{PeerRole, TestResult};
+use perfpeer_shared::report::{PeerRole, Sending, TestResult};
 use perfpeer_shared::spec::{Direction, Protocol};
 
 use crate::present::rate;
@@ -39,7 +39,8 @@ pub struct Filter {
     pub peer: String,
     /// Only this protocol.
     pub protocol: Option<Protocol>,
-    /// Only this direction.
+    /// Only this direction, as the form words it from this peer's side (`normal`: this peer
+    /// sent): a result this peer kept as the far end of a `reverse` test passes `normal`.
     pub direction: Option<Direction>,
 }
 
@@ -59,7 +60,9 @@ impl Filter {
         let peer = self.peer.trim().to_lowercase();
         (peer.is_empty() || e.peer.to_lowercase().contains(&peer))
             && self.protocol.is_none_or(|p| e.protocol == p)
-            && self.direction.is_none_or(|d| e.direction == d)
+            && self
+                .direction
+                .is_none_or(|d| e.sending_here() == Sending::seen_from(d, PeerRole::Client))
     }
 }
 
@@ -191,15 +194,6 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
-/// The direction as the form words it: TX, RX or both.
-pub fn direction_word(direction: Direction) -> &'static str {
-    match direction {
-        Direction::Normal => "TX",
-        Direction::Reverse => "RX",
-        Direction::Bidir => "both",
-    }
-}
-
 /// One history row as shown.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -207,7 +201,7 @@ pub struct Row {
     pub id: String,
     /// Local date and time.
     pub when: String,
-    /// `TCP TX`, and `(far end)` when this peer served it.
+    /// `TCP TX` (TX: this peer, which kept it, sent), and `(far end)` when this peer served it.
     pub what: String,
     /// The other end.
     pub peer: String,
@@ -224,7 +218,7 @@ pub fn row(e: &Entry, tz_offset_min: i32) -> Row {
     let mut what = format!(
         "{} {}",
         e.protocol.upper_name(),
-        direction_word(e.direction)
+        e.sending_here().short()
     );
     if e.role == PeerRole::Server {
         what.push_str(" (far end)");
@@ -409,7 +403,7 @@ pub fn overlay_label(e: &Entry, tz_offset_min: i32) -> String {
         "{time} {} {} {}{}",
         e.peer,
         e.protocol.upper_name(),
-        direction_word(e.direction),
+        e.sending_here().short(),
         tags_suffix(&e.notes)
     )
 }

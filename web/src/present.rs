@@ -3,8 +3,8 @@
 //! strings and small structs; no statistic is computed here that `perfpeer_shared::report` has.
 
 use perfpeer_shared::control::ErrorCode;
-use perfpeer_shared::report::{PeerRole, TestResult, TestStatus};
-use perfpeer_shared::spec::{Direction, EndCondition, Protocol, TestSpec};
+use perfpeer_shared::report::{PeerRole, Sending, TestResult, TestStatus};
+use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
 use perfpeer_shared::units::{format_bits, format_bytes};
 
 /// A rate as iperf3 prints it: `941 Mbits/sec`.
@@ -47,10 +47,7 @@ pub fn describe_spec_at(spec: &TestSpec, role: PeerRole) -> String {
         1 => "1 stream".to_string(),
         n => format!("{n} streams"),
     };
-    let direction = match role {
-        PeerRole::Client => direction(spec.direction),
-        PeerRole::Server => far_direction(spec.direction),
-    };
+    let direction = Sending::seen_from(spec.direction, role).words();
     let mut text = format!(
         "{} {direction}, {end}, {streams}, length {}",
         transport(spec),
@@ -72,18 +69,21 @@ fn transport(spec: &TestSpec) -> String {
     }
 }
 
-/// The direction words at the far end of the test (the peer that was asked to take part).
-fn far_direction(d: Direction) -> &'static str {
-    match d {
-        Direction::Normal => "RX (this peer receives)",
-        Direction::Reverse => "TX (this peer sends)",
-        Direction::Bidir => "TX+RX (both send)",
+/// A result's title from the side of the peer that measured or kept it: `TCP TX (this peer
+/// sends), 10 s, … → pc:5210`, or for a test this peer was the far end of, `UDP RX (this peer
+/// receives), … · started by laptop (192.168.1.5)`.
+pub fn result_title(result: &TestResult) -> String {
+    let what = describe_spec_at(&result.spec, result.local.role);
+    match result.local.role {
+        PeerRole::Client => format!("{what} → {}", result.server_addr),
+        PeerRole::Server => format!("{what} · started by {}", result.server_addr),
     }
 }
 
 /// The one figure a result is read for: the rate each direction's receiver saw (the sender's
-/// where no receiver reported), `TX 941 Mbits/sec · RX 12.0 Mbits/sec`; request/response
-/// tests give their transactions per second.
+/// where no receiver reported), `TX 941 Mbits/sec · RX 12.0 Mbits/sec`, TX being what the peer
+/// that measured or kept the result sent; request/response tests give their transactions per
+/// second.
 pub fn headline(result: &TestResult) -> String {
     if let Some((rr, seconds)) = result.rr_final() {
         return format!(
@@ -95,7 +95,7 @@ pub fn headline(result: &TestResult) -> String {
         .flows()
         .iter()
         .filter_map(|f| {
-            let dir = if f.client_to_server { "TX" } else { "RX" };
+            let dir = if result.sent_from_here(f) { "TX" } else { "RX" };
             f.received
                 .or(f.sent)
                 .map(|t| (dir, rate(t.bits_per_second)))
@@ -113,21 +113,13 @@ pub fn headline(result: &TestResult) -> String {
     }
 }
 
-fn direction(d: Direction) -> &'static str {
-    match d {
-        Direction::Normal => "TX (this peer sends)",
-        Direction::Reverse => "RX (this peer receives)",
-        Direction::Bidir => "TX+RX (both send)",
-    }
-}
-
 /// A one-line description of a sweep: `UDP packet-size sweep, TX (this peer sends), 2 s per
 /// size, 10 Mbits/sec, 8 sizes 16–1420 B`.
 pub fn describe_sweep(spec: &TestSpec, sizes: &[u32]) -> String {
     let mut text = format!(
         "{} packet-size sweep, {}",
         transport(spec),
-        direction(spec.direction)
+        Sending::seen_from(spec.direction, PeerRole::Client).words()
     );
     if let Some(t) = spec.total_time() {
         text.push_str(&format!(", {} s per size", t.as_secs_f64()));
@@ -176,8 +168,10 @@ fn row(key: impl Into<String>, label: impl Into<String>, value: impl Into<String
     }
 }
 
-/// The summary card: status, then per direction the sender's and receiver's rates, bytes and
-/// retransmits or loss/jitter, then CPU and service demand at each end.
+/// The summary card, from the side of the peer that measured or kept the result ("this peer",
+/// its `local` report): status, then per direction (TX: this peer sent) the sender's and
+/// receiver's rates, bytes and retransmits or loss/jitter, then CPU and service demand at this
+/// peer and the other.
 pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
     let mut rows = vec![match &result.status {
         TestStatus::Complete => row("status", "Status", "complete"),
@@ -185,7 +179,7 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
         TestStatus::Cancelled => row("status", "Status", "cancelled"),
     }];
     for (i, flow) in result.flows().iter().enumerate() {
-        let dir = if flow.client_to_server { "TX" } else { "RX" };
+        let dir = if result.sent_from_here(flow) { "TX" } else { "RX" };
         if let Some(sent) = flow.sent {
             rows.push(row(
                 format!("flow{i}-sent"),
@@ -232,20 +226,13 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
             }
         }
     }
-    let moved: u64 = result
-        .flows()
-        .iter()
-        .filter_map(|f| f.received.or(f.sent))
-        .map(|t| t.bytes)
-        .sum();
-    let (client, server) = result.sides();
-    for (side, name) in [(client, "this peer"), (server, "other peer")] {
+    let this = result.local.role;
+    for (side, end, name) in [
+        (Some(&result.local), this, "this peer"),
+        (result.remote.as_ref(), this.other(), "other peer"),
+    ] {
         let Some(side) = side else { continue };
-        let key = if side.role == PeerRole::Client {
-            "client"
-        } else {
-            "server"
-        };
+        let key = if end == this { "this" } else { "other" };
         let cpu = side.cpu;
         rows.push(row(
             format!("cpu-{key}"),
@@ -257,19 +244,11 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
                 cpu.process_total_percent()
             ),
         ));
-        if let Some(sd) = cpu.service_demand_us_per_kb(moved) {
-            let value = match cpu.share_of_host_busy() {
-                Some(share) if cpu.demand_is_noise() => format!(
-                    "not meaningful: this test was {:.1}% of the host's busy CPU, the rest \
-                     other work",
-                    share * 100.0
-                ),
-                _ => format!("{sd:.3} µs/KB"),
-            };
+        if let Some(sd) = result.service_demand(end) {
             rows.push(row(
                 format!("sd-{key}"),
                 format!("Service demand {name}"),
-                value,
+                sd.words(),
             ));
         }
     }
@@ -513,22 +492,50 @@ pub(crate) mod tests {
         );
         assert_eq!(value("flow0-bytes").as_deref(), Some("358 MBytes"));
         assert!(
-            value("cpu-client")
+            value("cpu-this")
                 .unwrap()
                 .starts_with("25.0% host (2 CPUs)")
         );
-        assert!(value("sd-server").unwrap().ends_with("µs/KB"));
+        assert!(value("sd-other").unwrap().ends_with("µs/KB"));
         // A trickle on a busy host: the figure would be the host's other work.
         let mut trickle = r.clone();
         trickle.local.cpu.process_user_s = 0.001;
         trickle.local.cpu.process_system_s = 0.001;
         let rows = summary(&trickle);
-        let sd = rows.iter().find(|row| row.key == "sd-client").unwrap();
+        let sd = rows.iter().find(|row| row.key == "sd-this").unwrap();
         assert!(
             sd.value.starts_with("not meaningful: this test was 0.2%"),
             "{sd:?}"
         );
         assert!(value("flow0-loss").is_none(), "no UDP figures for TCP");
+    }
+
+    #[test]
+    fn a_result_kept_by_the_far_end_is_told_from_its_side() {
+        let mut kept_by_far_end = tcp_result();
+        let client = kept_by_far_end.remote.take().unwrap();
+        kept_by_far_end.remote = Some(std::mem::replace(&mut kept_by_far_end.local, client));
+        kept_by_far_end.local.cpu.process_user_s = 0.1;
+        kept_by_far_end.local.cpu.process_system_s = 0.1;
+        kept_by_far_end.server_addr = "laptop (192.168.1.5)".into();
+        let rows = summary(&kept_by_far_end);
+        let label = |key: &str| rows.iter().find(|r| r.key == key).unwrap().label.clone();
+        assert_eq!(label("flow0-sent"), "RX sender", "the other peer sent");
+        assert_eq!(label("flow0-received"), "RX receiver");
+        assert_eq!(label("cpu-this"), "CPU this peer");
+        let cpu_this = rows.iter().find(|r| r.key == "cpu-this").unwrap();
+        assert!(
+            cpu_this.value.contains("process 10.0%"),
+            "this peer's own CPU: {cpu_this:?}"
+        );
+        assert!(headline(&kept_by_far_end).starts_with("RX "));
+        let title = result_title(&kept_by_far_end);
+        assert!(
+            title.starts_with("TCP RX (this peer receives)")
+                && title.ends_with("started by laptop (192.168.1.5)"),
+            "{title}"
+        );
+        assert!(result_title(&tcp_result()).starts_with("TCP TX (this peer sends)"));
     }
 
     #[test]

@@ -277,14 +277,7 @@ impl View {
             return;
         }
         self.shown = Some(result.id.clone());
-        set_text(
-            "result-title",
-            &format!(
-                "{} → {}",
-                present::describe_spec(&result.spec),
-                result.server_addr
-            ),
-        );
+        set_text("result-title", &present::result_title(result));
         let rows: String = present::summary(result)
             .iter()
             .map(|r| {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use perfpeer_shared::control::{ClientMsg, ErrorCode, ServerMsg};
-use perfpeer_shared::report::{PeerRole, StreamRole, TestResult, TestStatus};
+use perfpeer_shared::report::{PeerRole, SideReport, StreamRole, TestResult, TestStatus};
 use perfpeer_shared::spec::{EndCondition, TestSpec};
 use socket2::SockRef;
 use tokio::sync::mpsc;
@@ -246,7 +246,7 @@ async fn run_accepted(
                 id: test_id,
                 spec,
                 started_unix_ms,
-                server_addr: client.to_string(),
+                server_addr: client_name(client, remote.as_ref()),
                 local: report,
                 remote,
                 status,
@@ -262,6 +262,26 @@ async fn run_accepted(
         stream_errors: finished.stream_errors,
     })?;
     Ok(())
+}
+
+/// How a result this peer kept as the far end names its client: the host name the client
+/// reported (at most 64 characters, control characters dropped) and its address, e.g.
+/// `laptop (192.168.1.5)`; the address alone without a report. Not the control connection's
+/// port: that is the client's ephemeral one, which names nothing.
+fn client_name(client: SocketAddr, remote: Option<&SideReport>) -> String {
+    let ip = client.ip().to_canonical();
+    let name: String = remote
+        .map(|r| r.host.hostname.trim())
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        ip.to_string()
+    } else {
+        format!("{name} ({ip})")
+    }
 }
 
 async fn collect_streams(
@@ -406,5 +426,25 @@ async fn run_until_stop(
                 return Err(refuse(ErrorCode::Internal, "the peer is shutting down"));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use perfpeer_shared::report::HostInfo;
+
+    #[test]
+    fn a_client_is_named_by_its_host_name_and_address() {
+        let client: SocketAddr = "[::ffff:192.168.1.5]:49348".parse().unwrap();
+        assert_eq!(client_name(client, None), "192.168.1.5");
+        let mut report = SideReport::empty(PeerRole::Client, HostInfo::default());
+        report.host.hostname = " laptop\u{1b}[31m ".into();
+        assert_eq!(client_name(client, Some(&report)), "laptop[31m (192.168.1.5)");
+        report.host.hostname = "x".repeat(1000);
+        assert_eq!(
+            client_name(client, Some(&report)),
+            format!("{} (192.168.1.5)", "x".repeat(64))
+        );
     }
 }

@@ -351,9 +351,12 @@ impl Store {
         let (bytes, bps) = headline(result);
         let mut conn = self.conn();
         let tx = conn.transaction()?;
+        // A far end learns its client's name from the client's final report: the row's peer
+        // becomes it then (a client's row keeps the target it was given).
+        let peer = (result.local.role == PeerRole::Server).then_some(result.server_addr.as_str());
         tx.execute(
-            "UPDATE results SET status = ?2, reason = ?3, bytes = ?4, bits_per_second = ?5, result_json = ?6, test_id = CASE WHEN ?7 = '' THEN test_id ELSE ?7 END WHERE id = ?1",
-            params![id, status, reason, bytes.map(sql_int), bps, serde_json::to_string(&slim)?, result.id],
+            "UPDATE results SET status = ?2, reason = ?3, bytes = ?4, bits_per_second = ?5, result_json = ?6, test_id = CASE WHEN ?7 = '' THEN test_id ELSE ?7 END, peer = COALESCE(?8, peer) WHERE id = ?1",
+            params![id, status, reason, bytes.map(sql_int), bps, serde_json::to_string(&slim)?, result.id, peer],
         )?;
         // Intervals not written live (the short tail, the far end's) are added now.
         for side in [Some(&result.local), result.remote.as_ref()]

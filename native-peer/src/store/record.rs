@@ -73,7 +73,8 @@ impl Recording {
                 test_id: test_id.to_string(),
                 origin: Origin::FarEnd,
                 role: PeerRole::Server,
-                peer: client.to_string(),
+                // Its name comes with its final report (see the result's server_addr).
+                peer: client.ip().to_canonical().to_string(),
                 spec: spec.clone(),
                 source: Some(Source::of(client.ip())),
             },

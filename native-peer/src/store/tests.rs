@@ -297,6 +297,32 @@ async fn the_database_is_the_owners_alone() {
 }
 
 #[tokio::test]
+async fn a_served_result_names_its_client_by_name_and_address_not_its_port() {
+    let dir = temp_dir("served-peer");
+    let (store, _) = Store::open(&dir).unwrap();
+    let store = Arc::new(store);
+    let spec = TestSpec::new(Protocol::Tcp);
+    let client: std::net::SocketAddr = "192.168.1.5:49348".parse().unwrap();
+    let mut rec = Recording::begin_served(&store, "t", client, &spec).unwrap();
+    rec.interval(PeerRole::Server, &interval(0, 1000));
+    store.flush().await;
+    assert_eq!(store.list(10).unwrap()[0].peer, "192.168.1.5", "while it runs");
+    // Kept by the far end: its report is local, the client's (with its name) remote.
+    let mut r = result(&spec);
+    std::mem::swap(&mut r.local, r.remote.as_mut().unwrap());
+    r.server_addr = "laptop (192.168.1.5)".into();
+    rec.finish(&r).await;
+    let row = &store.list(10).unwrap()[0];
+    assert_eq!(row.peer, "laptop (192.168.1.5)");
+    assert_eq!(row.role, PeerRole::Server);
+    // A client's row keeps the target it was given.
+    let id = owned(&store, &spec, 1).await;
+    let rows = store.list(10).unwrap();
+    assert_eq!(rows.iter().find(|e| e.id == id).unwrap().peer, "pc");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
 async fn retention_keeps_the_newest_results_within_count_and_size() {
     let dir = temp_dir("retention");
     let (mut store, _) = Store::open(&dir).unwrap();

@@ -11,7 +11,7 @@ use crate::format::{chart, iperf3, latency, sweep};
 use crate::history::Notes;
 use crate::latency::LatencyResult;
 use crate::report::{PeerRole, TestResult, TestStatus};
-use crate::spec::{Direction, EndCondition};
+use crate::spec::EndCondition;
 use crate::sweep::{SweepPoint, SweepResult};
 use crate::units::{format_bits, format_bytes};
 
@@ -94,19 +94,6 @@ fn utc_words(unix_ms: u64) -> String {
     )
 }
 
-/// The test's direction from the side of the peer that kept the result ("this peer").
-fn direction_from(result: &TestResult) -> &'static str {
-    let this_sends = match result.local.role {
-        PeerRole::Client => result.spec.direction.client_sends(),
-        PeerRole::Server => result.spec.direction.server_sends(),
-    };
-    match (result.spec.direction, this_sends) {
-        (Direction::Bidir, _) => "both ways",
-        (_, true) => "TX (this peer sends)",
-        (_, false) => "RX (the other peer sends)",
-    }
-}
-
 fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
     let spec = &result.spec;
     let mut rows = vec![
@@ -115,7 +102,7 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
             format!(
                 "{} — {}",
                 spec.protocol.upper_name(),
-                direction_from(result)
+                result.sending_here().words()
             ),
         ),
         ("Streams".into(), spec.streams.to_string()),
@@ -132,9 +119,8 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
             host_words(result, result.local.role.other()),
         ),
     ];
-    let this_is_client = result.local.role == PeerRole::Client;
     for flow in result.flows() {
-        let dir = if flow.client_to_server == this_is_client {
+        let dir = if result.sent_from_here(&flow) {
             "this peer → other peer"
         } else {
             "other peer → this peer"
@@ -249,7 +235,7 @@ fn headline(result: &TestResult) -> String {
     format!(
         "{} {}{rate}",
         result.spec.protocol.upper_name(),
-        direction_from(result)
+        result.sending_here().words()
     )
 }
 
@@ -499,7 +485,7 @@ mod tests {
         // Kept at the far end, the same test reads from that side.
         let mut far = r.clone();
         std::mem::swap(&mut far.local, far.remote.as_mut().unwrap());
-        assert!(page_of(&far).contains("TCP — RX (the other peer sends)"));
+        assert!(page_of(&far).contains("TCP — RX (this peer receives)"));
         // The token holder's notes, escaped, under the heading.
         let notes = Notes::from_input("fw 1.2 <b>", "ch36").unwrap();
         let noted = super::page(&r, &notes);

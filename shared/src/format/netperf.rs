@@ -11,7 +11,9 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use crate::report::{CpuUsage, DirectionTotals, PeerRole, SideReport, TestResult, bits_per_second};
+use crate::report::{
+    CpuUsage, DirectionTotals, PeerRole, ServiceDemand, SideReport, TestResult, bits_per_second,
+};
 use crate::rr::RrFinal;
 use crate::spec::{ConnectionTest, Direction, Protocol, TestSpec};
 
@@ -284,19 +286,17 @@ fn size(v: Option<u32>) -> i64 {
 
 impl Ends<'_> {
     /// Both ends' CPU columns of a stream test: each end's service demand over the bytes it
-    /// moved (the model's [`TestResult::service_demand_us_per_kb`], as every tab shows it).
+    /// moved (the model's [`TestResult::service_demand`], as every tab shows it: where it is not
+    /// meaningful, netperf's "not known", -1).
     fn stream_cpu(&self, result: &TestResult) -> (Cpu, Cpu) {
+        let demand = |end| {
+            result
+                .service_demand(end)
+                .and_then(ServiceDemand::us_per_kb)
+        };
         (
-            cpu_of(
-                self.local,
-                self.opts.local_cpu,
-                result.service_demand_us_per_kb(PeerRole::Client),
-            ),
-            cpu_of(
-                self.remote,
-                self.opts.remote_cpu,
-                result.service_demand_us_per_kb(PeerRole::Server),
-            ),
+            cpu_of(self.local, self.opts.local_cpu, demand(PeerRole::Client)),
+            cpu_of(self.remote, self.opts.remote_cpu, demand(PeerRole::Server)),
         )
     }
 

@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::{click, js, open_ui, rate, save_screenshot, select, text, wait_shown, with_browser};
 
 /// A plain HTTP/1.0 GET without any token: (status, body).
-fn http_get(addr: &str, path: &str) -> (u16, String) {
+pub(super) fn http_get(addr: &str, path: &str) -> (u16, String) {
     let mut s = std::net::TcpStream::connect(addr).expect("connect to the peer");
     write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
     let mut answer = String::new();
@@ -29,7 +29,7 @@ fn http_get(addr: &str, path: &str) -> (u16, String) {
 }
 
 /// Runs `perfpeer test` against `peer` and returns the id of the result the peer stored.
-fn stored_test(peer: &Peer, args: &[&str]) -> String {
+pub(super) fn stored_test(peer: &Peer, args: &[&str]) -> String {
     let mut full = vec![peer.control.as_str()];
     full.extend_from_slice(args);
     let out = perfpeer_tests::perfpeer_test(&full);
@@ -49,7 +49,7 @@ fn stored_result(peer: &Peer, id: &str) -> TestResult {
 }
 
 /// Waits until `script` returns `true`.
-async fn wait_true(c: &Client, what: &str, script: &str) {
+pub(super) async fn wait_true(c: &Client, what: &str, script: &str) {
     for _ in 0..100 {
         if js(c, script).await == Value::Bool(true) {
             return;
@@ -135,8 +135,9 @@ async fn the_browser_history_lists_overlays_and_shares_stored_results() {
         .await;
         assert_eq!(lines, Value::from(2));
         let legend = text(&c, "overlay-chart").await;
+        // The DUT kept both as the far end of tests that sent to it: it received.
         assert!(
-            legend.contains("TCP TX") && legend.contains("UDP TX"),
+            legend.contains("TCP RX") && legend.contains("UDP RX"),
             "{legend}"
         );
         js(&c, "window.scrollTo(0, 0);").await;

@@ -52,7 +52,9 @@ fn filters_by_peer_text_protocol_and_direction() {
     assert!(ids(peer("nowhere")).is_empty());
     let fields = |p: &str, d: &str| Filter::from_fields(String::new(), p, d);
     assert_eq!(ids(fields("tcp", "")), ["bb22"]);
-    assert_eq!(ids(fields("", "reverse")), ["aa11"]);
+    // Directions from this peer's side: bb22 was the other peer's TX, so this peer received.
+    assert_eq!(ids(fields("", "reverse")), ["aa11", "bb22"]);
+    assert!(ids(fields("", "normal")).is_empty());
     assert!(ids(fields("udp", "normal")).is_empty());
     assert_eq!(ids(fields("", "")), ["aa11", "bb22"], "empty fields: any");
 }
@@ -67,7 +69,8 @@ fn rows_say_time_test_peer_throughput_and_status() {
     assert_eq!(r.throughput, "20.0 Mbits/sec");
     assert_eq!(r.status, "complete");
     let r = row(&h.entries[1], 0);
-    assert_eq!(r.what, "TCP TX (far end)");
+    // Kept as the far end of the other peer's TX test: this peer received.
+    assert_eq!(r.what, "TCP RX (far end)");
     assert_eq!(r.throughput, "–");
     assert_eq!(r.status, "cancelled · link off");
 }
@@ -155,7 +158,7 @@ fn picking_fetching_and_the_overlay_lines() {
     let lines = h.overlay(0).expect("all fetched");
     // In the order picked, labelled with time, peer and test.
     assert_eq!(lines[0].label, "14:03:07 pc.lan:5210 UDP RX");
-    assert_eq!(lines[1].label, "14:00:00 10.0.0.7 TCP TX");
+    assert_eq!(lines[1].label, "14:00:00 10.0.0.7 TCP RX", "kept as the far end");
     // The fixture sends 125 MB then 250 MB in 1-s intervals: 1 and 2 Gbit/s.
     assert_eq!(lines[0].points, vec![(1.0, 1e9), (2.0, 2e9)]);
     assert_eq!(lines[1].points, vec![(1.0, 1e9)]);

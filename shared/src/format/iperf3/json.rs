@@ -5,8 +5,9 @@ use serde_json::{Map, Value};
 
 use crate::calendar::http_date;
 use crate::report::{
-    DirectionTotals, Flow, HostInfo, IntervalReport, IntervalSum, PeerRole, SideReport, SocketInfo,
-    StreamFinal, StreamInterval, StreamRole, TestResult, UdpRxFinal, bits_per_second,
+    DirectionTotals, Flow, HostInfo, IntervalReport, IntervalSum, PeerRole, ServiceDemand,
+    SideReport, SocketInfo, StreamFinal, StreamInterval, StreamRole, TestResult, UdpRxFinal,
+    bits_per_second,
 };
 use crate::spec::{Direction, EndCondition, Protocol, TestSpec};
 
@@ -585,12 +586,28 @@ fn perfpeer_json(result: &TestResult) -> Value {
             put(&mut m, "partial_reason", reason);
         }
     }
+    // The figure where it is one; where the test was too small a share of its host's busy CPU,
+    // that share (percent) under service_demand_not_meaningful instead.
     let (sd_local, sd_remote) = service_demands(result);
+    let figure = |sd: Option<ServiceDemand>| sd.and_then(ServiceDemand::us_per_kb);
+    let noise = |sd: Option<ServiceDemand>| match sd {
+        Some(ServiceDemand::NotMeaningful { share_of_host_busy }) => {
+            Some(share_of_host_busy * 100.0)
+        }
+        _ => None,
+    };
     put(
         &mut m,
         "service_demand_us_per_kb",
-        local_remote_json(sd_local, sd_remote),
+        local_remote_json(figure(sd_local), figure(sd_remote)),
     );
+    if noise(sd_local).is_some() || noise(sd_remote).is_some() {
+        put(
+            &mut m,
+            "service_demand_not_meaningful",
+            local_remote_json(noise(sd_local), noise(sd_remote)),
+        );
+    }
     let host_remote = result
         .remote
         .as_ref()

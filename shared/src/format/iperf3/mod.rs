@@ -6,7 +6,7 @@
 //! of a test, and the helpers (which end sends, which flow iperf3 reports first, service demand,
 //! addresses, iperf3's stream numbers).
 
-use crate::report::{Flow, PeerRole, SocketInfo, TestResult};
+use crate::report::{Flow, PeerRole, ServiceDemand, SocketInfo, TestResult};
 use crate::spec::{Direction, TestSpec};
 
 mod json;
@@ -79,16 +79,13 @@ fn split_flows<'f, 'a>(
     (flows.iter().find(tx), flows.iter().find(|f| !tx(f)))
 }
 
-/// Service demand of the local and the remote end, from the model.
-fn service_demands(result: &TestResult) -> (Option<f64>, Option<f64>) {
+/// Service demand of the local and the remote end, from the model (the one rule: a figure,
+/// or not meaningful).
+fn service_demands(result: &TestResult) -> (Option<ServiceDemand>, Option<ServiceDemand>) {
     let local = result.local.role;
-    let remote = match local {
-        PeerRole::Client => PeerRole::Server,
-        PeerRole::Server => PeerRole::Client,
-    };
     (
-        result.service_demand_us_per_kb(local),
-        result.service_demand_us_per_kb(remote),
+        result.service_demand(local),
+        result.service_demand(local.other()),
     )
 }
 

@@ -539,6 +539,28 @@ fn bidir_tags_and_reverse_sums() {
 }
 
 #[test]
+fn service_demand_that_is_not_meaningful_is_said_so_in_text_and_json() {
+    let mut r = tcp_single();
+    // The far end's process was a sliver of its host's busy time.
+    let remote = r.remote.as_mut().unwrap();
+    remote.cpu.process_user_s = 0.0;
+    remote.cpu.process_system_s = 0.001;
+    let text = text_summary(&r);
+    let summary = lines(&text);
+    assert!(
+        summary.iter().any(|l| l.starts_with(
+            "Service demand: local 0.328 us/KB, remote not meaningful (0.0% of the host's busy CPU)"
+        )),
+        "{summary:?}"
+    );
+    let j = json(&r);
+    let pp = &j["perfpeer"];
+    assert!(pp["service_demand_us_per_kb"]["local"].as_f64().is_some());
+    assert!(pp["service_demand_us_per_kb"].get("remote").is_none(), "{pp}");
+    assert!(pp["service_demand_not_meaningful"]["remote"].as_f64().unwrap() < 5.0);
+}
+
+#[test]
 fn partial_result_says_why() {
     let mut r = tcp_single();
     r.remote = None;

@@ -2,8 +2,8 @@
 //! closing summary (in perfpeer's voice or stock iperf3's).
 
 use crate::report::{
-    CpuUsage, Flow, IntervalReport, IntervalSum, PeerRole, StreamFinal, StreamInterval, StreamRole,
-    TestResult, UdpRxFinal, UdpRxSample, bits_per_second,
+    CpuUsage, Flow, IntervalReport, IntervalSum, PeerRole, ServiceDemand, StreamFinal,
+    StreamInterval, StreamRole, TestResult, UdpRxFinal, UdpRxSample, bits_per_second,
 };
 use crate::spec::{Direction, Protocol, TestSpec};
 use crate::units::{format_bits, format_bytes, format_rate_in};
@@ -359,7 +359,15 @@ fn service_demand_line(result: &TestResult) -> Option<String> {
     let (local, remote) = service_demands(result);
     let parts: Vec<String> = [("local", local), ("remote", remote)]
         .into_iter()
-        .filter_map(|(name, v)| v.map(|v| format!("{name} {v:.3} us/KB")))
+        .filter_map(|(name, v)| {
+            v.map(|v| match v {
+                ServiceDemand::UsPerKb(v) => format!("{name} {v:.3} us/KB"),
+                ServiceDemand::NotMeaningful { share_of_host_busy } => format!(
+                    "{name} not meaningful ({:.1}% of the host's busy CPU)",
+                    share_of_host_busy * 100.0
+                ),
+            })
+        })
         .collect();
     (!parts.is_empty()).then(|| {
         format!(

@@ -133,6 +133,25 @@ fn unasked_cpu_prints_minus_one_and_no_headers_leave_the_line() {
 }
 
 #[test]
+fn service_demand_that_is_not_meaningful_is_not_known_in_the_table() {
+    let opts = Options {
+        local_cpu: true,
+        remote_cpu: true,
+        headers: false,
+        ..OPTS
+    };
+    // The far end's process was a sliver of its host's busy time: the same rule as the page.
+    let mut r = tcp(Direction::Normal);
+    let remote = r.remote.as_mut().unwrap();
+    remote.cpu.process_user_s = 0.0;
+    remote.cpu.process_system_s = 0.0;
+    assert_eq!(
+        render(&r, &opts).unwrap(),
+        "131072  16384  16384    10.00      9375.00   25.00    30.00    0.874   -1.000 \n"
+    );
+}
+
+#[test]
 fn tcp_stream_and_maerts_without_cpu() {
     let header = "Recv   Send    Send                          \n\
 Socket Socket  Message  Elapsed              \n\
