@@ -215,11 +215,7 @@ pub struct Row {
 
 /// The row for `e`.
 pub fn row(e: &Entry, tz_offset_min: i32) -> Row {
-    let mut what = format!(
-        "{} {}",
-        e.protocol.upper_name(),
-        e.sending_here().short()
-    );
+    let mut what = format!("{} {}", e.protocol.upper_name(), e.sending_here().short());
     if e.role == PeerRole::Server {
         what.push_str(" (far end)");
     }

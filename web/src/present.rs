@@ -135,13 +135,19 @@ pub fn describe_sweep(spec: &TestSpec, sizes: &[u32]) -> String {
     text
 }
 
-/// The one big figure of a latency run: the worst loaded phase's latency over idle and its RPM,
-/// e.g. `+232 ms under upload · 259 RPM`.
+/// The one big figure of a latency run: the worst loaded phase's latency added over idle and
+/// its RPM, e.g. `+232 ms added under upload · 259 RPM`.
 pub fn latency_headline(r: &perfpeer_shared::latency::LatencyResult) -> String {
     match r.worst_loaded() {
         Some(w) => match (w.added_rtt, w.rpm) {
             (Some(added), Some(rpm)) => {
-                format!("{added:+.1} ms under {} · {rpm:.0} RPM", w.phase.name())
+                use perfpeer_shared::format::latency::{added_ms_text, rpm_text};
+                format!(
+                    "{} ms added under {} · {} RPM",
+                    added_ms_text(added),
+                    w.phase.name(),
+                    rpm_text(rpm)
+                )
             }
             _ => format!("{} phase: no round trip measured", w.phase.name()),
         },
@@ -179,7 +185,11 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
         TestStatus::Cancelled => row("status", "Status", "cancelled"),
     }];
     for (i, flow) in result.flows().iter().enumerate() {
-        let dir = if result.sent_from_here(flow) { "TX" } else { "RX" };
+        let dir = if result.sent_from_here(flow) {
+            "TX"
+        } else {
+            "RX"
+        };
         if let Some(sent) = flow.sent {
             rows.push(row(
                 format!("flow{i}-sent"),

@@ -224,7 +224,7 @@ impl View {
         let Some(so_far) = live.snapshot(None) else {
             return;
         };
-        el("run-latency-rows").set_inner_html(&latency_text::html_table(&so_far));
+        el("run-latency-rows").set_inner_html(&latency_text::html_table_so_far(&so_far));
         el("run-chart").set_inner_html(&latency_text::svg_timeline(&so_far));
         el("run-latency-cdf").set_inner_html(&latency_text::svg_cdf(&so_far));
     }

@@ -108,7 +108,8 @@ const COLORS: [&str; 8] = [
 /// Each line colour's label colour: on a light background (a darker shade where the line's
 /// own colour reads under 4.5:1 on white) and on a dark one (the page's dark theme swaps them
 /// with [`dark_legend_css`]). Labels are text, so they need text contrast; lines do not.
-pub const LEGEND_TEXT: [(&str, &str); 8] = [
+/// The ninth, last, is the gray of a line that is neither a stream nor a run (the idle phase).
+pub const LEGEND_TEXT: [(&str, &str); 9] = [
     ("#1f77b4", "#478fc2"),
     ("#b55a0a", "#ff7f0e"),
     ("#258525", "#2ca02c"),
@@ -117,7 +118,20 @@ pub const LEGEND_TEXT: [(&str, &str); 8] = [
     ("#8c564b", "#a87f76"),
     ("#a85890", "#e377c2"),
     ("#0f7f8b", "#17becf"),
+    ("#6b6b6b", "#a6a6a6"),
 ];
+
+/// The gray line whose label is [`LEGEND_TEXT`]'s last.
+pub(super) const GRAY_LINE: &str = "#7f7f7f";
+
+/// The label colour (on a light background) of a line drawn in `line`, one of the stream
+/// colours or [`GRAY_LINE`]; the dark theme swaps it for its [`LEGEND_TEXT`] partner.
+pub(super) fn legend_colour(line: &str) -> &'static str {
+    COLORS
+        .iter()
+        .position(|c| *c == line)
+        .map_or(LEGEND_TEXT[8].0, |i| LEGEND_TEXT[i].0)
+}
 
 /// CSS for a dark theme: each legend label in its dark-background colour (the page's own
 /// rules go inside its `prefers-color-scheme: dark` block).

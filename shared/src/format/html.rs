@@ -42,6 +42,7 @@ table{border-collapse:collapse;width:100%}td{padding:3px 6px;border-bottom:1px s
 td:first-child{color:#555;width:40%}pre{overflow-x:auto;font:12px/1.35 ui-monospace,monospace;background:#fafafa;padding:8px}\
 details>summary{cursor:pointer;font-weight:600;padding:4px 0}.chart{width:100%;height:auto}\
 .chart .grid{stroke:#ddd}.chart .tick,.chart .legend{font:10px sans-serif;fill:#444}.chart .legend.sum{fill:#111}\
+.chart.latency text{font-size:14px}\
 .status-partial{color:#a40}footer{color:#777;font-size:.85em}\
 table.latency td:first-child{width:auto;color:inherit}table.latency td,table.latency th{text-align:right}\
 table.latency td:first-child,table.latency th:first-child{text-align:left}\

@@ -10,7 +10,7 @@ use crate::latency::{
     Baseline, LatencyResult, Percentiles, Phase, PhaseFigures, ProbePoint, ThroughputPoint,
 };
 
-use super::chart::nice_max;
+use super::chart::{legend_colour as legend_text, nice_max};
 
 fn mbits(bps: Option<f64>) -> String {
     bps.map_or_else(|| "-".into(), |b| format!("{:.1}", b / 1e6))
@@ -22,6 +22,28 @@ pub fn ms_text(v: f64) -> String {
         a if a < 1.0 => format!("{v:.2}"),
         a if a < 100.0 => format!("{v:.1}"),
         _ => format!("{v:.0}"),
+    }
+}
+
+/// A delay added over idle, signed: `+4.2`, `-1.3`, and `+0.00` for what rounds to nothing
+/// (never `-0.00`).
+pub fn added_ms_text(v: f64) -> String {
+    let magnitude = ms_text(v.abs());
+    let rounds_to_zero = magnitude.chars().all(|c| c == '0' || c == '.');
+    if v < 0.0 && !rounds_to_zero {
+        format!("-{magnitude}")
+    } else {
+        format!("+{magnitude}")
+    }
+}
+
+/// Round trips per minute as a reader can take them in: `231`, `12345`, and `> 1 M` past a
+/// million (a round trip under 60 µs, where the figure says more about timers than the link).
+pub fn rpm_text(rpm: f64) -> String {
+    if rpm >= 1e6 {
+        "> 1 M".into()
+    } else {
+        format!("{rpm:.0}")
     }
 }
 
@@ -43,9 +65,11 @@ pub fn title(r: &LatencyResult) -> String {
         .and_then(|w| w.added_rtt.zip(w.rpm).map(|a| (w, a)))
     {
         Some((w, (added, rpm))) => format!(
-            "Latency under load: {}, {added:+.1} ms under {} ({rpm:.0} RPM)",
+            "Latency under load: {}, {} ms under {} ({} RPM)",
             r.target,
-            w.phase.name()
+            added_ms_text(added),
+            w.phase.name(),
+            rpm_text(rpm)
         ),
         None => format!("Latency under load: {}", r.target),
     }
@@ -79,7 +103,8 @@ pub fn header(r: &LatencyResult) -> String {
     }
     let _ = write!(
         out,
-        "\nProbe: UDP every {} ms, {} B, {:.1} kbit/s each way on the wire",
+        "\nProbe: UDP every {} ms, {} B, {:.1} kbit/s each way on the wire (with IP, UDP and \
+         Ethernet headers)",
         s.probe_interval_ms,
         s.probe_bytes,
         s.probe_bits_per_second / 1e3
@@ -150,14 +175,8 @@ pub fn phase_row(f: &PhaseFigures) -> String {
         pick(|p| p.p90),
         pick(|p| p.p99),
         pick(|p| p.max),
-        f.added_rtt.map_or_else(
-            || "-".into(),
-            |a| {
-                let t = ms_text(a);
-                if a >= 0.0 { format!("+{t}") } else { t }
-            }
-        ),
-        f.rpm.map_or_else(|| "-".into(), |r| format!("{r:.0}")),
+        f.added_rtt.map_or_else(|| "-".into(), added_ms_text),
+        f.rpm.map_or_else(|| "-".into(), rpm_text),
         p50_p99(f.up_delay),
         p50_p99(f.down_delay),
         lost,
@@ -184,13 +203,27 @@ pub fn table(r: &LatencyResult) -> String {
     if let Some(worst) = r.worst_loaded()
         && let (Some(added), Some(rpm)) = (worst.added_rtt, worst.rpm)
     {
+        let idle = r
+            .phase(Phase::Idle)
+            .and_then(|f| f.rtt)
+            .map_or_else(String::new, |p| format!(" (idle {} ms", ms_text(p.p50)));
+        let loaded = worst.rtt.map_or_else(String::new, |p| {
+            format!(", {} {} ms)", worst.phase.name(), ms_text(p.p50))
+        });
         let _ = writeln!(
             out,
-            "Under load ({}): {} ms median round trip over idle; responsiveness {rpm:.0} RPM",
+            "Under load ({}): {} ms added to the median round trip{idle}{}; responsiveness {} RPM",
             worst.phase.name(),
-            ms_text(added)
+            added_ms_text(added),
+            if idle.is_empty() {
+                String::new()
+            } else {
+                loaded
+            },
+            rpm_text(rpm)
         );
     }
+    out.push_str(&notes(r));
     out.push_str(match r.baseline {
         Baseline::IdleMinimum => {
             "One-way delays (up, dn) are above the idle phase's minimum: the peers' clocks are \
@@ -208,6 +241,37 @@ pub fn table(r: &LatencyResult) -> String {
     );
     if let Some(e) = &r.error {
         let _ = writeln!(out, "(ended early: {e})");
+    }
+    out
+}
+
+/// The lines a reader needs beside the table: a loaded phase that ran past its seconds (its
+/// queue draining after the senders stopped), and why both directions at once collapse.
+pub fn notes(r: &LatencyResult) -> String {
+    let mut out = String::new();
+    let drained: Vec<String> = r
+        .phases
+        .iter()
+        .filter_map(|f| {
+            r.drain_seconds(f)
+                .map(|d| format!("{} +{d:.1} s", f.phase.name()))
+        })
+        .collect();
+    if !drained.is_empty() {
+        let _ = writeln!(
+            out,
+            "Draining: a loaded phase runs past its {:.0} s ({}): after its senders stop, the \
+             queue they built drains, and the probes in it are counted in their phase.",
+            r.settings.load_seconds,
+            drained.join(", ")
+        );
+    }
+    if r.phase(Phase::Both).is_some() {
+        out.push_str(
+            "Both: each direction's TCP acknowledgements wait in the other direction's full \
+             queue, so throughput each way falls well below the one-way phases; that is the link \
+             under load, not a fault.\n",
+        );
     }
     out
 }
@@ -247,10 +311,27 @@ fn rate_text(bps: Option<f64>) -> String {
 /// and 99th percentile, the latency added over idle and RPM, and a second line with the
 /// throughput each way, the one-way delays and the probes lost.
 pub fn html_table(r: &LatencyResult) -> String {
+    html_table_captioned(
+        r,
+        "Final figures: every probe counted, the late ones too (they replace the live figures)",
+    )
+}
+
+/// The phases so far, while the run goes on: the same table, said to be provisional (a phase's
+/// figures settle when the probes still queued at its end come in).
+pub fn html_table_so_far(r: &LatencyResult) -> String {
+    html_table_captioned(
+        r,
+        "So far: a phase's figures settle when its last queued probes are in",
+    )
+}
+
+fn html_table_captioned(r: &LatencyResult, caption: &str) -> String {
     use super::markup::escape;
-    let mut out = String::from(
-        "<table class='latency'><thead><tr><th>Phase</th>\
+    let mut out = format!(
+        "<table class='latency'><caption>{}</caption><thead><tr><th>Phase</th>\
          <th>RTT ms p50 (p99)</th><th>Added ms</th><th>RPM</th></tr></thead><tbody>",
+        escape(caption)
     );
     for f in &r.phases {
         let colour = phase_colour(f.phase);
@@ -258,20 +339,14 @@ pub fn html_table(r: &LatencyResult) -> String {
             || "-".into(),
             |p| format!("{} ({})", ms_text(p.p50), ms_text(p.p99)),
         );
-        let added = f.added_rtt.map_or_else(
-            || "-".into(),
-            |a| {
-                let t = ms_text(a);
-                if a >= 0.0 { format!("+{t}") } else { t }
-            },
-        );
+        let added = f.added_rtt.map_or_else(|| "-".into(), added_ms_text);
         let _ = write!(
             out,
             "<tr data-phase='{name}'><td><span style='color:{colour}'>■</span> {name}</td>\
              <td>{rtt}</td><td>{added}</td><td>{}</td></tr>\
              <tr class='detail' data-phase='{name}'><td colspan='4'>↓ {} ↑ {} · one-way up {} · \
              down {} ms (p50/p99) · lost {}/{} of {}{}</td></tr>",
-            f.rpm.map_or_else(|| "-".into(), |r| format!("{r:.0}")),
+            f.rpm.map_or_else(|| "-".into(), rpm_text),
             rate_text(f.down_bits_per_second),
             rate_text(f.up_bits_per_second),
             p50_p99(f.up_delay),
@@ -298,8 +373,9 @@ const RUN_COLOURS: [&str; 6] = [
 /// under load (download, upload and both together) as a CDF, one line per run, labelled with
 /// its median round trip added over idle.
 pub fn svg_compare(runs: &[(String, &LatencyResult)]) -> String {
-    let height = 230.0;
-    let (pw, ph) = (W - LEFT - RIGHT, height - TOP - 2.0 * BOTTOM - 14.0);
+    let (pw, ph, top) = (W - LEFT - RIGHT, PLOT_H, FIRST_ROW + LINE);
+    // Below the plot: its axis labels, then one legend row per run.
+    let height = top + ph + LINE + 6.0 + LINE * runs.len() as f64;
     let loaded: Vec<Vec<f64>> = runs
         .iter()
         .map(|(_, r)| {
@@ -325,24 +401,24 @@ pub fn svg_compare(runs: &[(String, &LatencyResult)]) -> String {
             .fold(0.0, f64::max),
     );
     let x = |ms: f64| LEFT + ms / x_max * pw;
-    let y = |share: f64| TOP + ph - share * ph;
+    let y = |share: f64| top + ph - share * ph;
     let mut s = format!(
         "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {height}' role='img' \
-         aria-label='loaded round trips of the compared runs' class='chart latency-compare'>\
-         <text x='{LEFT}' y='{:.1}' class='legend'>probe RTT under load, share of probes at or below:</text>",
-        TOP - 8.0
+         aria-label='loaded round trips of the compared runs' class='chart latency latency-compare'>\
+         <text x='4' y='{FIRST_ROW}' class='legend'>probe RTT under load, share at or below:</text>"
     );
-    cdf_axes(&mut s, x_max, ph);
+    cdf_axes(&mut s, x_max, top, ph);
     for (i, ((label, r), values)) in runs.iter().zip(&loaded).enumerate() {
         let colour = RUN_COLOURS[i % RUN_COLOURS.len()];
         let added = r
             .worst_loaded()
             .and_then(|w| w.added_rtt)
-            .map_or_else(|| "-".into(), ms_text);
+            .map_or_else(|| "-".into(), added_ms_text);
         let _ = write!(
             s,
-            "<text x='{LEFT}' y='{:.1}' class='legend' style='fill:{colour}'>{}: +{added} ms</text>",
-            TOP + ph + 28.0 + 12.0 * i as f64,
+            "<text x='4' y='{:.1}' class='legend' style='fill:{}'>{}: {added} ms added</text>",
+            top + ph + LINE + 6.0 + LINE * (i + 1) as f64 - 4.0,
+            legend_text(colour),
             super::markup::escape(label)
         );
         let n = values.len();
@@ -362,21 +438,15 @@ pub fn svg_compare(runs: &[(String, &LatencyResult)]) -> String {
         );
     }
     s.push_str("</svg>");
-    s.replace(
-        &format!("viewBox='0 0 {W} {height}'"),
-        &format!(
-            "viewBox='0 0 {W} {}'",
-            height + 12.0 * runs.len().saturating_sub(1) as f64
-        ),
-    )
+    s
 }
 
 /// A CDF's grid (0, 50, 90 and 100 % of the probes) and its round-trip axis up to `x_max` ms,
-/// in a plot `ph` high.
-fn cdf_axes(s: &mut String, x_max: f64, ph: f64) {
+/// in a plot from `top`, `ph` high.
+fn cdf_axes(s: &mut String, x_max: f64, top: f64, ph: f64) {
     let pw = W - LEFT - RIGHT;
     for share in [0.0, 0.5, 0.9, 1.0] {
-        let y = TOP + ph - share * ph;
+        let y = top + ph - share * ph;
         super::chart::grid_line(s, y, (LEFT, W - RIGHT), &format!("{:.0}%", share * 100.0));
     }
     for i in 0..=5 {
@@ -386,7 +456,7 @@ fn cdf_axes(s: &mut String, x_max: f64, ph: f64) {
             s,
             "<text x='{:.1}' y='{:.1}' class='tick' text-anchor='{anchor}'>{} ms</text>",
             LEFT + v / x_max * pw,
-            TOP + ph + 13.0,
+            top + ph + LINE,
             tick_label(v)
         );
     }
@@ -395,20 +465,24 @@ fn cdf_axes(s: &mut String, x_max: f64, ph: f64) {
 /// The colour of each phase, in pictures and legends.
 pub fn phase_colour(phase: Phase) -> &'static str {
     match phase {
-        Phase::Idle => "#7f7f7f",
+        Phase::Idle => super::chart::GRAY_LINE,
         Phase::Download => "#1f77b4",
         Phase::Upload => "#ff7f0e",
         Phase::Both => "#2ca02c",
     }
 }
 
-/// Width of the pictures: a phone's, so their 10-unit text stays readable there.
+/// Width of the pictures: a phone's. Their text is 14 units (class `latency`: the pages' CSS
+/// sets it), 12 px or more on a 390 px phone, and every legend sits outside the plots.
 const W: f64 = 400.0;
-const LEFT: f64 = 40.0;
+const LEFT: f64 = 44.0;
 const RIGHT: f64 = 12.0;
-const PANEL_H: f64 = 150.0;
-const TOP: f64 = 22.0;
-const BOTTOM: f64 = 20.0;
+/// One row of 14-unit text.
+const LINE: f64 = 18.0;
+/// Height of a plot.
+const PLOT_H: f64 = 110.0;
+/// The first text row's baseline.
+const FIRST_ROW: f64 = 15.0;
 const DOWN_COLOUR: &str = "#1f77b4";
 const UP_COLOUR: &str = "#ff7f0e";
 const RTT_COLOUR: &str = "#9467bd";
@@ -434,7 +508,12 @@ fn tick_label(v: f64) -> String {
 /// marks on the axis) and the one-way delays above the idle minimum; the phases shaded and named
 /// across both.
 pub fn svg_timeline(r: &LatencyResult) -> String {
-    let height = 2.0 * PANEL_H + 16.0;
+    // Rows, top down: the rate legend, the phase names, the rate plot, two rows of latency
+    // legend, the latency plot, the time axis.
+    let ph = PLOT_H;
+    let top1 = FIRST_ROW + 2.0 * LINE - 6.0;
+    let top2 = top1 + ph + 2.0 * LINE + 8.0;
+    let height = top2 + ph + LINE + 4.0;
     let t_end = r
         .phases
         .iter()
@@ -442,25 +521,32 @@ pub fn svg_timeline(r: &LatencyResult) -> String {
         .chain(r.probes.iter().map(|p| p.t))
         .chain(r.throughput.iter().map(|p| p.t))
         .fold(1.0, f64::max);
-    let (pw, ph) = (W - LEFT - RIGHT, PANEL_H - TOP - BOTTOM);
+    let pw = W - LEFT - RIGHT;
     let x = |t: f64| LEFT + t / t_end * pw;
     let mut s = format!(
-        "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {height}' role='img' \
-         aria-label='throughput and latency over time, phases marked' class='chart latency-timeline'>"
+        "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {height:.1}' role='img' \
+         aria-label='throughput and latency over time, phases marked' class='chart latency latency-timeline'>"
     );
     // Phase bands across both panels, named at the top.
     for f in &r.phases {
+        let name_x = (x(f.start) + x(f.end)) / 2.0;
         let _ = write!(
             s,
-            "<rect x='{:.1}' y='{TOP}' width='{:.1}' height='{:.1}' fill='{}' fill-opacity='0.08'/>\
-             <text x='{:.1}' y='{:.1}' class='tick' text-anchor='middle' style='fill:{}'>{}</text>",
+            "<rect x='{:.1}' y='{top1:.1}' width='{:.1}' height='{:.1}' fill='{}' fill-opacity='0.08'/>\
+             <text x='{:.1}' y='{:.1}' class='legend' text-anchor='{}' style='fill:{}'>{}</text>",
             x(f.start),
             (x(f.end) - x(f.start)).max(0.0),
-            PANEL_H + ph,
+            top2 + ph - top1,
             phase_colour(f.phase),
-            (x(f.start) + x(f.end)) / 2.0,
-            TOP - 4.0,
-            phase_colour(f.phase),
+            name_x.min(W - RIGHT),
+            top1 - 5.0,
+            // A name near the right edge ends there instead of running off it.
+            if name_x > W - RIGHT - 40.0 {
+                "end"
+            } else {
+                "middle"
+            },
+            legend_text(phase_colour(f.phase)),
             f.phase.name()
         );
     }
@@ -494,7 +580,7 @@ pub fn svg_timeline(r: &LatencyResult) -> String {
         } else {
             v / top_v
         };
-        TOP + ph - share * ph
+        top1 + ph - share * ph
     };
     let mut ticks_v = vec![bottom_v, top_v];
     if log {
@@ -511,10 +597,14 @@ pub fn svg_timeline(r: &LatencyResult) -> String {
     }
     let _ = write!(
         s,
-        "<text x='{LEFT}' y='{:.1}' class='legend'>{unit}{}: \
-         <tspan style='fill:{DOWN_COLOUR}'>download</tspan> <tspan style='fill:{UP_COLOUR}'>upload</tspan></text>",
-        TOP + 10.0,
-        if log { " (log)" } else { "" }
+        "<text x='4' y='{FIRST_ROW}' class='legend'>{unit}{}: </text>\
+         <text x='{:.1}' y='{FIRST_ROW}' class='legend' style='fill:{}'>download</text>\
+         <text x='{:.1}' y='{FIRST_ROW}' class='legend' style='fill:{}'>upload</text>",
+        if log { " (log)" } else { "" },
+        LEFT + 80.0,
+        legend_text(DOWN_COLOUR),
+        LEFT + 170.0,
+        legend_text(UP_COLOUR),
     );
     for (colour, pick) in [
         (
@@ -541,7 +631,6 @@ pub fn svg_timeline(r: &LatencyResult) -> String {
         }
     }
     // Latency.
-    let top2 = PANEL_H;
     let lat_max = nice_max(
         r.probes
             .iter()
@@ -549,17 +638,26 @@ pub fn svg_timeline(r: &LatencyResult) -> String {
             .flatten()
             .fold(0.0, f64::max),
     );
-    let y_ms = |v: f64| top2 + TOP + ph - v.max(0.0) / lat_max * ph;
+    let y_ms = |v: f64| top2 + ph - v.max(0.0) / lat_max * ph;
     for i in 0..=2 {
         let v = lat_max * f64::from(i) / 2.0;
         super::chart::grid_line(&mut s, y_ms(v), (LEFT, W - RIGHT), &tick_label(v));
     }
+    let (row1, row2) = (top1 + ph + LINE + 4.0, top1 + ph + 2.0 * LINE + 4.0);
     let _ = write!(
         s,
-        "<text x='{LEFT}' y='{:.1}' class='legend'>ms: <tspan style='fill:{RTT_COLOUR}'>RTT</tspan> \
-         <tspan style='fill:{UP_COLOUR}'>up</tspan> <tspan style='fill:{DOWN_COLOUR}'>down</tspan> \
-         (one-way, above idle min.) <tspan style='fill:#d62728'>| lost</tspan></text>",
-        top2 + TOP + 10.0
+        "<text x='4' y='{row1:.1}' class='legend'>ms: </text>\
+         <text x='{LEFT}' y='{row1:.1}' class='legend' style='fill:{}'>● round trip</text>\
+         <text x='{:.1}' y='{row1:.1}' class='legend' style='fill:#d62728'>| lost probe</text>\
+         <text x='4' y='{row2:.1}' class='legend'>one-way above idle min.: </text>\
+         <text x='{:.1}' y='{row2:.1}' class='legend' style='fill:{}'>up</text>\
+         <text x='{:.1}' y='{row2:.1}' class='legend' style='fill:{}'>down</text>",
+        legend_text(RTT_COLOUR),
+        LEFT + 140.0,
+        LEFT + 170.0,
+        legend_text(UP_COLOUR),
+        LEFT + 210.0,
+        legend_text(DOWN_COLOUR),
     );
     // One-way delays as thin lines, round trips as dots; thinned to about one mark per pixel.
     let step = r.probes.len().div_ceil(PLOT_PIXELS).max(1);
@@ -645,8 +743,10 @@ fn polyline_runs(s: &mut String, points: impl Iterator<Item = Option<(f64, f64)>
 /// The probe round trip's distribution per phase (a CDF: the share of probes at or below each
 /// round trip), one line per phase in its colour.
 pub fn svg_cdf(r: &LatencyResult) -> String {
-    let height = 220.0;
-    let (pw, ph) = (W - LEFT - RIGHT, height - TOP - 2.0 * BOTTOM);
+    // Rows, top down: the title, the plot, its axis, two columns of phase legends.
+    let (pw, ph, top) = (W - LEFT - RIGHT, PLOT_H, FIRST_ROW + LINE);
+    let legend_rows = r.phases.len().div_ceil(2) as f64;
+    let height = top + ph + LINE + 6.0 + LINE * legend_rows;
     let per_phase: Vec<(Phase, Vec<f64>)> = r
         .phases
         .iter()
@@ -668,29 +768,25 @@ pub fn svg_cdf(r: &LatencyResult) -> String {
             .fold(0.0, f64::max),
     );
     let x = |ms: f64| LEFT + ms / x_max * pw;
-    let y = |share: f64| TOP + ph - share * ph;
+    let y = |share: f64| top + ph - share * ph;
     let mut s = format!(
-        "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {height}' role='img' \
-         aria-label='round-trip distribution per phase' class='chart latency-cdf'>"
+        "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {height:.1}' role='img' \
+         aria-label='round-trip distribution per phase' class='chart latency latency-cdf'>\
+         <text x='4' y='{FIRST_ROW}' class='legend'>probe RTT, share of probes at or below:</text>"
     );
-    cdf_axes(&mut s, x_max, ph);
-    let mut legend_x = LEFT;
-    let _ = write!(
-        s,
-        "<text x='{LEFT}' y='{:.1}' class='legend'>probe RTT, share of probes at or below:</text>",
-        TOP - 8.0
-    );
-    for (phase, values) in &per_phase {
+    cdf_axes(&mut s, x_max, top, ph);
+    for (i, (phase, values)) in per_phase.iter().enumerate() {
         let n = values.len();
         let colour = phase_colour(*phase);
+        // Two columns, a phase each, its probe count beside its name.
         let _ = write!(
             s,
-            "<text x='{:.1}' y='{:.1}' class='legend' style='fill:{colour}'>{} ({n})</text>",
-            legend_x,
-            height - 6.0,
+            "<text x='{:.1}' y='{:.1}' class='legend' style='fill:{}'>{} ({n} probes)</text>",
+            if i % 2 == 0 { 4.0 } else { W / 2.0 },
+            top + ph + LINE + 6.0 + LINE * (i / 2 + 1) as f64 - 4.0,
+            legend_text(colour),
             phase.name()
         );
-        legend_x += 88.0;
         if n == 0 {
             continue;
         }
@@ -800,10 +896,35 @@ mod tests {
             assert!(upload.contains(want), "{want} in {upload}");
         }
         assert!(
-            t.contains("Under load (upload): 50.0 ms median round trip over idle"),
+            t.contains(
+                "Under load (upload): +50.0 ms added to the median round trip (idle 2.0 ms, \
+                 upload 52.0 ms); responsiveness 1154 RPM"
+            ),
             "{t}"
         );
         assert!(t.contains("above the idle phase's minimum"));
+    }
+
+    #[test]
+    fn signs_millions_and_draining_are_said_plainly() {
+        assert_eq!(added_ms_text(-0.001), "+0.00", "never -0.00");
+        assert_eq!(added_ms_text(-1.26), "-1.3");
+        assert_eq!(added_ms_text(4.2), "+4.2");
+        assert_eq!(rpm_text(2_300_000.0), "> 1 M");
+        assert_eq!(rpm_text(1154.4), "1154");
+        let mut r = result();
+        // The upload phase ran 1.6 s for a 1 s load: its queue drained for 0.6 s.
+        if let Some(up) = r.phases.iter_mut().find(|f| f.phase == Phase::Upload) {
+            up.end = up.start + 1.6;
+        }
+        let t = table(&r);
+        assert!(
+            t.contains("Draining: a loaded phase runs past its 1 s (upload +0.6 s)"),
+            "{t}"
+        );
+        assert!(!t.contains("Both: "), "no both phase ran: {t}");
+        assert!(html_table(&r).contains("<caption>Final figures"));
+        assert!(html_table_so_far(&r).contains("<caption>So far"));
     }
 
     #[test]
@@ -835,6 +956,40 @@ mod tests {
         assert!(svg.contains(">0.01<") && svg.contains(">100<"), "{svg}");
     }
 
+    /// The `y` of every element of `class` in `svg`.
+    fn ys_of(svg: &str, class: &str) -> Vec<f64> {
+        svg.split('<')
+            .filter(|e| e.contains(&format!("class='{class}'")))
+            .filter_map(|e| {
+                let attr = if class == "grid" { "y1='" } else { " y='" };
+                let v = e.split(attr).nth(1)?.split('\'').next()?;
+                v.parse().ok()
+            })
+            .collect()
+    }
+
+    /// No legend's baseline falls inside a plot (the span of one run of grid lines), nor closer
+    /// than a text row to another legend on the same row.
+    fn legends_are_outside_the_plots(svg: &str) {
+        let mut grid = ys_of(svg, "grid");
+        grid.sort_by(f64::total_cmp);
+        let mut plots: Vec<(f64, f64)> = Vec::new();
+        for y in grid {
+            match plots.last_mut() {
+                Some(p) if y - p.1 < LINE => p.1 = y,
+                _ => plots.push((y, y)),
+            }
+        }
+        for y in ys_of(svg, "legend") {
+            assert!(
+                plots
+                    .iter()
+                    .all(|&(top, bottom)| y < top || y > bottom + 4.0),
+                "a legend at y={y} inside a plot {plots:?}: {svg}"
+            );
+        }
+    }
+
     #[test]
     fn pictures_mark_the_phases_and_every_probe() {
         let r = result();
@@ -845,13 +1000,16 @@ mod tests {
         assert_eq!(timeline.matches("h0.1").count(), 200);
         let cdf = svg_cdf(&r);
         assert!(
-            cdf.contains(">idle (100)<") && cdf.contains(">upload (100)<"),
+            cdf.contains(">idle (100 probes)<") && cdf.contains(">upload (100 probes)<"),
             "{cdf}"
         );
         assert_eq!(cdf.matches("<polyline").count(), 2);
         let compare = svg_compare(&[("before".into(), &r), ("after".into(), &r)]);
         assert_eq!(compare.matches("<polyline").count(), 2);
-        assert!(compare.contains(">before: +50.0 ms<"), "{compare}");
+        assert!(compare.contains(">before: +50.0 ms added<"), "{compare}");
+        for svg in [&timeline, &cdf, &compare] {
+            legends_are_outside_the_plots(svg);
+        }
         let table = html_table(&r);
         assert!(
             table.contains("<td>52.0 (52.0)</td><td>+50.0</td><td>1154</td>"),

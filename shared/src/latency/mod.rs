@@ -29,7 +29,7 @@ pub use request::{
     MAX_PROBES,
 };
 pub use result::{
-    Baseline, LatencyInputs, LatencyResult, LoadSettings, LostWay, Percentiles, Phase,
-    PhaseFigures, PhaseLoad, PhaseWindow, ProbeEcho, ProbePoint, ProbeSample, ThroughputPoint,
-    probe_bits_per_second,
+    Baseline, ETHERNET_FRAMING, LatencyInputs, LatencyResult, LoadSettings, LostWay, Percentiles,
+    Phase, PhaseFigures, PhaseLoad, PhaseWindow, ProbeEcho, ProbePoint, ProbeSample,
+    ThroughputPoint, probe_bits_per_second,
 };

@@ -88,7 +88,8 @@ pub struct LoadSettings {
     pub probe_interval_ms: f64,
     /// Probe request and answer payload, bytes.
     pub probe_bytes: u32,
-    /// The probe's rate each way on the wire (payload and IP/UDP headers), bit/s.
+    /// The probe's rate each way on the wire (payload, IP/UDP headers and Ethernet framing),
+    /// bit/s.
     pub probe_bits_per_second: f64,
     /// IP TOS / DSCP byte of the probe, if set.
     pub probe_tos: Option<u8>,
@@ -411,6 +412,14 @@ impl LatencyResult {
         self.phases.iter().find(|f| f.phase == phase)
     }
 
+    /// How long loaded phase `f` ran past its load's seconds: after its senders stopped, the
+    /// queue they built drains and the probes in it come in late. `None` for the idle phase and
+    /// for less than half a second.
+    pub fn drain_seconds(&self, f: &PhaseFigures) -> Option<f64> {
+        let past = (f.end - f.start) - self.settings.load_seconds;
+        (f.phase != Phase::Idle && past >= 0.5).then_some(past)
+    }
+
     /// The loaded phase with the highest median round trip: the headline.
     pub fn worst_loaded(&self) -> Option<&PhaseFigures> {
         self.phases
@@ -459,11 +468,15 @@ fn lost_ways(probes: &[ProbeSample]) -> std::collections::HashMap<u64, LostWay> 
     ways
 }
 
-/// The probe's rate each way on the wire: `payload` bytes plus `overhead` of IP and UDP headers,
-/// one datagram each `interval_ms`.
+/// What Ethernet adds to each datagram on the wire: its header (14 B) and frame check (4 B),
+/// the preamble (8 B) and the gap before the next frame (12 B).
+pub const ETHERNET_FRAMING: u32 = 38;
+
+/// The probe's rate each way on the wire: `payload` bytes plus `overhead` of IP and UDP headers
+/// plus Ethernet's framing, one datagram each `interval_ms`.
 pub fn probe_bits_per_second(payload: u32, overhead: u32, interval_ms: f64) -> f64 {
     if interval_ms <= 0.0 {
         return 0.0;
     }
-    f64::from(payload + overhead) * 8.0 * 1000.0 / interval_ms
+    f64::from(payload + overhead + ETHERNET_FRAMING) * 8.0 * 1000.0 / interval_ms
 }

@@ -29,7 +29,9 @@ async fn summary_label(c: &Client, key: &str) -> String {
 async fn row_words(c: &Client, id: &str) -> String {
     let got = js(
         c,
-        &format!("return document.querySelector(\"#history-list li[data-id='{id}'] .peer\").textContent;"),
+        &format!(
+            "return document.querySelector(\"#history-list li[data-id='{id}'] .peer\").textContent;"
+        ),
     )
     .await;
     got.as_str().unwrap_or_default().to_string()
@@ -76,7 +78,11 @@ async fn a_result_kept_as_the_far_end_is_told_from_this_peers_side() {
             .unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(
-            js(&c, "return document.querySelectorAll('#history-list li').length;").await,
+            js(
+                &c,
+                "return document.querySelectorAll('#history-list li').length;"
+            )
+            .await,
             Value::from(2)
         );
 

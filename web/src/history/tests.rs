@@ -158,7 +158,10 @@ fn picking_fetching_and_the_overlay_lines() {
     let lines = h.overlay(0).expect("all fetched");
     // In the order picked, labelled with time, peer and test.
     assert_eq!(lines[0].label, "14:03:07 pc.lan:5210 UDP RX");
-    assert_eq!(lines[1].label, "14:00:00 10.0.0.7 TCP RX", "kept as the far end");
+    assert_eq!(
+        lines[1].label, "14:00:00 10.0.0.7 TCP RX",
+        "kept as the far end"
+    );
     // The fixture sends 125 MB then 250 MB in 1-s intervals: 1 and 2 Gbit/s.
     assert_eq!(lines[0].points, vec![(1.0, 1e9), (2.0, 2e9)]);
     assert_eq!(lines[1].points, vec![(1.0, 1e9)]);

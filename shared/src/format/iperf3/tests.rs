@@ -556,8 +556,16 @@ fn service_demand_that_is_not_meaningful_is_said_so_in_text_and_json() {
     let j = json(&r);
     let pp = &j["perfpeer"];
     assert!(pp["service_demand_us_per_kb"]["local"].as_f64().is_some());
-    assert!(pp["service_demand_us_per_kb"].get("remote").is_none(), "{pp}");
-    assert!(pp["service_demand_not_meaningful"]["remote"].as_f64().unwrap() < 5.0);
+    assert!(
+        pp["service_demand_us_per_kb"].get("remote").is_none(),
+        "{pp}"
+    );
+    assert!(
+        pp["service_demand_not_meaningful"]["remote"]
+            .as_f64()
+            .unwrap()
+            < 5.0
+    );
 }
 
 #[test]
