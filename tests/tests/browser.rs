@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
 mod far_end_side;
+mod first_use;
 mod history;
 mod latency;
 mod modes;
@@ -530,10 +531,17 @@ async fn an_unreachable_target_and_a_wrong_token_are_said_plainly() {
         wait_shown(&c, "form-error", Duration::from_secs(2)).await;
         assert!(text(&c, "form-error").await.contains("port"));
 
+        // A fresh load in a browser with no working token to fall back on (with one, the page
+        // goes on with it: `first_use`).
+        js(
+            &c,
+            "localStorage.removeItem('perfpeer-token'); return true;",
+        )
+        .await;
+        c.goto("about:blank").await.unwrap();
         c.goto(&format!("http://{}/#token=not-the-token", dut.control))
             .await
             .unwrap();
-        c.refresh().await.unwrap();
         wait_shown(&c, "token-error", Duration::from_secs(20)).await;
         assert!(
             text(&c, "token-error")

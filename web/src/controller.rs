@@ -110,10 +110,12 @@ pub fn dispatch(shared: &Rc<Shared>, msg: Msg) {
     loop {
         let next = shared.queue.borrow_mut().pop_front();
         let Some(msg) = next else { break };
-        // A place the user went gets its own history entry (Back returns from it); where the
-        // page moved by itself (a result arriving, Back itself), the entry is replaced.
-        let user_moved = msg.is_navigation();
+        // A place the user went gets its own history entry (Back returns from it), also when
+        // it comes with a reply (a result opened from History); where the page moved by itself
+        // (a run's result arriving, Back itself), the entry is replaced.
+        let is_navigation = msg.is_navigation();
         let cmds = app.model.update(msg);
+        let user_moved = is_navigation || cmds.contains(&Cmd::NewEntry);
         for cmd in cmds {
             app.run(cmd, shared);
         }
@@ -162,6 +164,7 @@ impl App {
                     let _ = s.ws.send_with_str(&msg.to_json());
                 }
             }
+            // Only a token the peer accepted: a refused one never replaces the one that works.
             Cmd::SaveToken(t) => {
                 if let Some(s) = storage() {
                     let _ = s.set_item(TOKEN_KEY, &t);
@@ -185,6 +188,8 @@ impl App {
             Cmd::Fetch(request) => {
                 fetch(Rc::downgrade(shared), request, self.model.token.as_deref())
             }
+            // `dispatch` writes the URL once the update's commands are carried out.
+            Cmd::NewEntry => {}
         }
     }
 }

@@ -25,9 +25,15 @@ pub use shown::{FinishedLatency, FinishedSweep, Share, Shown};
 pub struct Model {
     /// Connection state.
     pub link: Link,
-    /// The token in use.
+    /// The token in use (being tried, or accepted).
     pub token: Option<String>,
-    /// Whether the peer accepted it.
+    /// The token remembered in this browser: the last one the peer accepted. A new token (from
+    /// a link or typed) replaces it only once accepted; refused, this one is tried again.
+    pub saved_token: Option<String>,
+    /// A new token was refused and the remembered one is being tried instead.
+    pub falling_back: bool,
+    /// Whether the peer lets this page run tests and read its results: the token is accepted,
+    /// or the peer is open (`--open`) and needs none.
     pub authorized: bool,
     /// The peer said the token is wrong.
     pub token_rejected: bool,
@@ -65,6 +71,9 @@ pub struct Model {
     pub attaching: Option<String>,
     /// Where the URL pointed at load, to go once the peer has greeted this page.
     pub pending_route: Option<Route>,
+    /// A stored result the user opened from the History screen, not arrived yet: when it
+    /// comes, its place gets a new entry in the browser's history (Back returns to History).
+    pub opening: Option<String>,
 }
 
 /// Something that happened.
@@ -74,9 +83,9 @@ pub struct Model {
 pub enum Msg {
     /// Page loaded: the token from the URL fragment and the remembered one.
     Boot {
-        /// From `#token=…`.
+        /// From `#token=…`: tried first, remembered once the peer accepts it.
         fragment: Option<String>,
-        /// From localStorage.
+        /// From localStorage (the last token the peer accepted).
         stored: Option<String>,
         /// The place the URL names (`#/run/<id>`, …), if it names one.
         route: Option<Route>,
@@ -161,13 +170,13 @@ pub enum Msg {
 }
 
 impl Msg {
-    /// Whether this is the user going somewhere in the page (a screen, a result, a run): the
-    /// URL then gets a new history entry, so Back returns. Not for Back itself.
+    /// Whether this is the user going somewhere in the page (a screen, a run): the URL then
+    /// gets a new history entry, so Back returns. Not for Back itself. A result opened from
+    /// History moves the page only when it arrives: that reply says so ([`Cmd::NewEntry`]).
     pub fn is_navigation(&self) -> bool {
         matches!(
             self,
             Msg::Show(_)
-                | Msg::Open(_)
                 | Msg::Start(_)
                 | Msg::RunAgain
                 | Msg::QuickTest
@@ -187,7 +196,7 @@ pub enum Cmd {
     ReconnectIn(u32),
     /// Send a message.
     Send(ClientMsg),
-    /// Remember the token in localStorage.
+    /// Remember the token in localStorage (the peer accepted it).
     SaveToken(String),
     /// Remember the recent peers and the last test's form in localStorage.
     SaveRecent(Vec<String>, FormInput),
@@ -197,6 +206,9 @@ pub enum Cmd {
     ExpireDeleteIn(u32),
     /// Ask this peer's result API, with the token.
     Fetch(Request),
+    /// The place the page moved to is the user's doing, though it came with a reply (a result
+    /// opened from History): give it a new entry in the browser's history, so Back returns.
+    NewEntry,
 }
 
 impl Default for Model {
@@ -204,6 +216,8 @@ impl Default for Model {
         Model {
             link: Link::Connecting,
             token: None,
+            saved_token: None,
+            falling_back: false,
             authorized: false,
             token_rejected: false,
             peer: None,
@@ -222,6 +236,7 @@ impl Default for Model {
             preset_note: None,
             attaching: None,
             pending_route: None,
+            opening: None,
         }
     }
 }
@@ -278,7 +293,7 @@ impl Model {
                 Vec::new()
             }
             Msg::Compare => self.compare(),
-            Msg::Open(id) => self.open(id),
+            Msg::Open(id) => self.open_from_history(id),
             Msg::ToggleLink => self.toggle_link(),
             Msg::Delete => self.delete(),
             Msg::SaveNotes { text, tags } => self.save_notes(&text, &tags),

@@ -1,9 +1,10 @@
 //! Draws a [`Model`] into the page's markup (wasm32 only): shows the front screen, fills texts,
 //! lists and the chart. It reads the model and never changes it; the heavy result rendering is
-//! redone only when a different result arrives.
+//! redone only when a different result (or its newly saved notes) arrives.
 
 use perfpeer_shared::control::PeerInfo;
 use perfpeer_shared::format::{cbr, sweep as sweep_text};
+use perfpeer_shared::history::Notes;
 use perfpeer_shared::report::{IntervalReport, TestResult, TestStatus};
 use perfpeer_shared::spec::{EndCondition, Protocol};
 use wasm_bindgen::{JsCast, JsValue};
@@ -23,9 +24,10 @@ use perfpeer_shared::format::{chart, html};
 /// What the view keeps between renders.
 #[derive(Default)]
 pub struct View {
-    /// The run whose result is drawn (a test's, sweep's or latency run's id): the heavy
-    /// rendering is redone only when another one comes.
-    shown: Option<String>,
+    /// The run whose result is drawn (a test's, sweep's or latency run's id) with the notes
+    /// drawn into its downloaded file: the heavy rendering is redone only when another one, or
+    /// newly saved notes, come.
+    shown: Option<(String, Notes)>,
     latency_json_url: Option<String>,
     latency_html_url: Option<String>,
     /// Probes and phases drawn on the Running screen last (redrawn when they change).
@@ -136,10 +138,12 @@ impl View {
         show("result-latency", latency);
         show("result-headline", test);
         show("result-test", !sweep && !latency);
+        // Its notes go into "Download as a file", as on the peer's page `/r/<id>`.
+        let notes = model.shown_notes();
         match &model.shown {
-            Some(Shown::Test(result)) => self.render_result(result, model.tab),
-            Some(Shown::Sweep(sweep)) => self.render_sweep(sweep),
-            Some(Shown::Latency(latency)) => self.render_latency(latency),
+            Some(Shown::Test(result)) => self.render_result(result, model.tab, notes),
+            Some(Shown::Sweep(sweep)) => self.render_sweep(sweep, notes),
+            Some(Shown::Latency(latency)) => self.render_latency(latency, notes),
             None => {}
         }
         render_share(model);
@@ -171,12 +175,12 @@ impl View {
         }
     }
 
-    fn render_sweep(&mut self, done: &FinishedSweep) {
-        if self.shown.as_ref() == Some(&done.sweep_id) {
+    fn render_sweep(&mut self, done: &FinishedSweep, notes: Notes) {
+        let drawn = (done.sweep_id.clone(), notes);
+        if self.shown.as_ref() == Some(&drawn) {
             return;
         }
         let sweep = &done.result;
-        self.shown = Some(done.sweep_id.clone());
         let sizes: Vec<u32> = sweep.points.iter().map(|p| p.len).collect();
         let title = format!(
             "{} → {}",
@@ -207,10 +211,11 @@ impl View {
         set_download(
             &mut self.sweep_html_url,
             "sweep-html-download",
-            &html::sweep_page(sweep, &title, &Default::default()),
+            &html::sweep_page(sweep, &title, &drawn.1),
             "text/html",
             "perfpeer-sweep.html",
         );
+        self.shown = Some(drawn);
     }
 
     /// A latency run while it runs: the phases so far as a table, and the timeline.
@@ -229,12 +234,12 @@ impl View {
         el("run-latency-cdf").set_inner_html(&latency_text::svg_cdf(&so_far));
     }
 
-    fn render_latency(&mut self, done: &FinishedLatency) {
-        if self.shown.as_ref() == Some(&done.latency_id) {
+    fn render_latency(&mut self, done: &FinishedLatency, notes: Notes) {
+        let drawn = (done.latency_id.clone(), notes);
+        if self.shown.as_ref() == Some(&drawn) {
             return;
         }
         let r = &done.result;
-        self.shown = Some(done.latency_id.clone());
         let title = latency_text::title(r);
         set_text(
             "result-title",
@@ -256,13 +261,14 @@ impl View {
         set_download(
             &mut self.latency_html_url,
             "latency-html-download",
-            &html::latency_page(r, &title, &Default::default()),
+            &html::latency_page(r, &title, &drawn.1),
             "text/html",
             "perfpeer-latency.html",
         );
+        self.shown = Some(drawn);
     }
 
-    fn render_result(&mut self, result: &TestResult, selected: Layout) {
+    fn render_result(&mut self, result: &TestResult, selected: Layout, notes: Notes) {
         show("tab-stream", result.spec.protocol != Protocol::Tcp);
         for tab in Layout::ALL {
             let id = format!("tab-{}", tab.id());
@@ -273,10 +279,10 @@ impl View {
             );
             show(&format!("text-{}", tab.id()), selected == tab);
         }
-        if self.shown.as_deref() == Some(result.id.as_str()) {
+        let drawn = (result.id.clone(), notes);
+        if self.shown.as_ref() == Some(&drawn) {
             return;
         }
-        self.shown = Some(result.id.clone());
         set_text("result-title", &present::result_title(result));
         let rows: String = present::summary(result)
             .iter()
@@ -311,8 +317,9 @@ impl View {
             "application/json",
             &format!("perfpeer-{id}.json"),
         );
-        // The same self-contained page the peer serves at /r/<id>: it opens offline from disk.
-        let page = html::page(result, &Default::default());
+        // The same self-contained page the peer serves at /r/<id>, notes and tags included: it
+        // opens offline from disk.
+        let page = html::page(result, &drawn.1);
         set_download(
             &mut self.html_url,
             "html-download",
@@ -320,12 +327,13 @@ impl View {
             "text/html",
             &format!("perfpeer-{id}.html"),
         );
+        self.shown = Some(drawn);
     }
 
     /// The notes card: the notes as kept; with the token, an editor filled from them whenever a
     /// different result or a newly saved version comes.
     fn render_notes(&mut self, model: &Model) {
-        let share = model.share.as_ref().filter(|s| shown_share(model, s));
+        let share = model.shown_share();
         show(
             "notes",
             share.is_some_and(|s| model.authorized || !s.notes.is_empty()),
@@ -436,17 +444,9 @@ fn history_row(e: &history::Entry, tz: i32, picked: bool) -> String {
     )
 }
 
-/// Whether `share` belongs to the result shown.
-fn shown_share(model: &Model, share: &crate::store::Share) -> bool {
-    model
-        .shown
-        .as_ref()
-        .is_some_and(|shown| shown.id() == share.test_id)
-}
-
 /// The share box: shown with a stored result; its switches only for the token holder.
 fn render_share(model: &Model) {
-    let share = model.share.as_ref().filter(|s| shown_share(model, s));
+    let share = model.shown_share();
     show("share", share.is_some());
     let Some(share) = share else { return };
     let origin = crate::dom::window().location().origin().unwrap_or_default();

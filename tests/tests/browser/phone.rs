@@ -97,7 +97,7 @@ for (const e of all) {
 return problems;
 "#;
 
-async fn audit(c: &Client, screen: &str, theme: &str) {
+pub(super) async fn audit(c: &Client, screen: &str, theme: &str) {
     let shot = save_screenshot(c, &format!("phone-{screen}-{theme}")).await;
     let problems = js(c, AUDIT).await;
     let problems: Vec<String> = problems
@@ -116,7 +116,7 @@ async fn audit(c: &Client, screen: &str, theme: &str) {
     );
 }
 
-async fn hash(c: &Client) -> String {
+pub(super) async fn hash(c: &Client) -> String {
     js(c, "return location.hash;")
         .await
         .as_str()

@@ -1,4 +1,5 @@
-//! The model's side of the connection and the token: the token at load and as typed, the
+//! The model's side of the connection and the token: the token at load and as typed (tried
+//! first, remembered once accepted, the remembered one tried again when it is refused), the
 //! WebSocket opening, dropping and reconnecting with backoff, and the peer's greeting and
 //! refusals (`welcome`, `error`).
 
@@ -34,21 +35,18 @@ pub fn backoff_ms(attempt: u32) -> u32 {
 }
 
 impl Model {
-    /// Page loaded: the token from the URL fragment (remembered) wins over the stored one.
+    /// Page loaded: the token from the URL fragment is tried before the stored one, which is
+    /// kept until the new one is accepted.
     pub(super) fn boot(
         &mut self,
         fragment: Option<String>,
         stored: Option<String>,
         route: Option<Route>,
     ) -> Vec<Cmd> {
-        let mut cmds = Vec::new();
-        if let Some(t) = &fragment {
-            cmds.push(Cmd::SaveToken(t.clone()));
-        }
-        self.token = fragment.or(stored);
+        self.token = fragment.or_else(|| stored.clone());
+        self.saved_token = stored;
         self.pending_route = route;
-        cmds.push(Cmd::Connect);
-        cmds
+        vec![Cmd::Connect]
     }
 
     pub(super) fn socket_open(&self) -> Vec<Cmd> {
@@ -79,11 +77,12 @@ impl Model {
         if t.is_empty() {
             return Vec::new();
         }
-        self.token = Some(t.clone());
+        self.token = Some(t);
         self.token_rejected = false;
+        self.falling_back = false;
         self.link = Link::Connecting;
         // `hello` is the first message only: a new token needs a new connection.
-        vec![Cmd::SaveToken(t), Cmd::Connect]
+        vec![Cmd::Connect]
     }
 
     /// Whether messages that need the token can go: the link is open and the token accepted.
@@ -91,16 +90,56 @@ impl Model {
         self.link == Link::Open && self.authorized
     }
 
+    /// The peer refused the token in use: the remembered one is tried when it is another (a new
+    /// token never loses the one that works); otherwise the Connect screen says so.
+    fn token_refused(&mut self) -> Vec<Cmd> {
+        let other = self
+            .saved_token
+            .clone()
+            .filter(|saved| self.token.as_ref() != Some(saved));
+        if let Some(saved) = other {
+            self.token = Some(saved);
+            self.falling_back = true;
+            self.link = Link::Connecting;
+            return vec![Cmd::Connect];
+        }
+        self.falling_back = false;
+        self.token_rejected = self.token.is_some();
+        self.screen = Screen::Connect;
+        Vec::new()
+    }
+
+    /// The peer accepted the token in use: remembered when it is new; when it is the
+    /// remembered one after a new one was refused, the page says so.
+    fn token_accepted(&mut self) -> Vec<Cmd> {
+        self.token_rejected = false;
+        if std::mem::take(&mut self.falling_back) {
+            self.notice = Some(Notice {
+                title: "The peer did not accept the new token".into(),
+                detail: "This page goes on with the token it remembered, which the peer accepts."
+                    .into(),
+                hint: "If the peer was restarted with a new token, open the URL it printed then."
+                    .into(),
+            });
+        }
+        match &self.token {
+            Some(t) if self.saved_token.as_ref() != Some(t) => {
+                self.saved_token = Some(t.clone());
+                vec![Cmd::SaveToken(t.clone())]
+            }
+            _ => Vec::new(),
+        }
+    }
+
     pub(super) fn on_welcome(&mut self, peer: PeerInfo, authorized: bool) -> Vec<Cmd> {
         self.peer = Some(peer);
         self.link = Link::Open;
         self.authorized = authorized;
-        self.token_rejected = self.token.is_some() && !authorized;
         if !authorized {
-            self.screen = Screen::Connect;
-            return Vec::new();
+            return self.token_refused();
         }
-        let mut cmds = vec![Cmd::Send(ClientMsg::ListTests)];
+        let mut cmds = self.token_accepted();
+        cmds.push(Cmd::Send(ClientMsg::ListTests));
         if self.run.is_none()
             && let Some(id) = &self.attaching
         {

@@ -3,7 +3,7 @@
 
 use perfpeer_shared::control::ClientMsg;
 
-use super::{Cmd, Model, Msg, Shown};
+use super::{Cmd, Model, Msg};
 use crate::route::Route;
 
 /// Which screen is in front.
@@ -19,13 +19,15 @@ pub enum Screen {
     Running,
     /// The last result.
     Result,
-    /// The results this peer keeps (needs the token).
+    /// The results this peer keeps (needs the token, unless the peer is open).
     History,
 }
 
 impl Model {
     /// The user picked a screen.
     pub(super) fn show(&mut self, screen: Screen) -> Vec<Cmd> {
+        // Gone elsewhere: a result still on its way no longer takes a place of its own.
+        self.opening = None;
         self.screen = screen;
         self.form_error = None;
         if screen != Screen::NewTest {
@@ -42,6 +44,7 @@ impl Model {
 
     /// Goes where a route points (Back, Forward, or the URL at load once greeted).
     pub(super) fn navigate(&mut self, route: Route) -> Vec<Cmd> {
+        self.opening = None;
         if !self.can_send() && !matches!(route, Route::Connect | Route::Peer) {
             self.pending_route = Some(route);
             return Vec::new();
@@ -87,12 +90,7 @@ impl Model {
                 Some(id) => Route::Run(id),
                 None => Route::Starting,
             },
-            Screen::Result => Route::Result(
-                self.share
-                    .as_ref()
-                    .filter(|s| self.shown.as_ref().map(Shown::id) == Some(s.test_id.as_str()))
-                    .map(|s| s.result_id.clone()),
-            ),
+            Screen::Result => Route::Result(self.shown_share().map(|s| s.result_id.clone())),
         }
     }
 }

@@ -14,7 +14,8 @@ use perfpeer_shared::latency::LatencyResult;
 impl Model {
     /// Asks for the list again (each time the screen opens: new tests may have been stored).
     pub(super) fn load_history(&mut self) -> Vec<Cmd> {
-        if self.token.is_none() || !self.authorized {
+        // An open peer (`--open`) authorizes this page without a token.
+        if !self.authorized {
             self.history.error = Some("The history needs this peer's token.".into());
             return Vec::new();
         }
@@ -40,6 +41,14 @@ impl Model {
             .collect()
     }
 
+    /// The user tapped a History row: the result is asked for, and its arrival is a place of
+    /// its own (Back returns to History).
+    pub(super) fn open_from_history(&mut self, id: String) -> Vec<Cmd> {
+        self.opening = Some(id.clone());
+        self.open(id)
+    }
+
+    /// Asks for stored result `id`, to show on the Result screen.
     pub(super) fn open(&mut self, id: String) -> Vec<Cmd> {
         vec![Cmd::Fetch(Request::Get {
             id,
@@ -120,35 +129,19 @@ impl Model {
                     }
                 }
             }
-            Request::Get { id, purpose } => match history::parse_opened(body).ok().filter(|_| ok) {
-                Some(history::Opened {
-                    summary,
-                    sweep: Some(sweep),
-                    ..
-                }) if purpose == Purpose::Open => self.show_stored_sweep(id, &summary, sweep),
-                Some(history::Opened {
-                    summary,
-                    latency: Some(kept),
-                    ..
-                }) if purpose == Purpose::Open => {
-                    self.show_stored_latency(id, &summary, kept.result)
-                }
-                Some(history::Opened {
-                    summary,
-                    result: Some(result),
-                    ..
-                }) if purpose == Purpose::Open => self.show_stored(id, &summary, result),
+            Request::Get {
+                id,
+                purpose: Purpose::Open,
+            } => return self.on_opened(id, status, body),
+            Request::Get { id, .. } => match history::parse_opened(body).ok().filter(|_| ok) {
                 Some(history::Opened {
                     result: Some(result),
                     ..
-                }) if purpose == Purpose::Compare => self.history.keep(&id, result),
+                }) => self.history.keep(&id, result),
                 Some(history::Opened {
                     latency: Some(kept),
                     ..
-                }) if purpose == Purpose::Compare => self.history.keep_latency(&id, kept.result),
-                _ if purpose == Purpose::Open => {
-                    self.notice = Some(failed("Could not open the result", status, body));
-                }
+                }) => self.history.keep_latency(&id, kept.result),
                 _ => {
                     self.history.comparing = false;
                     self.history.error = Some(format!(
@@ -200,6 +193,45 @@ impl Model {
             }
         }
         Vec::new()
+    }
+
+    /// A stored result asked for to be shown arrived (or not). One the user tapped in History
+    /// is a place of their own: the URL gets a new entry. One asked for before the row tapped
+    /// last is not shown over it.
+    fn on_opened(&mut self, id: String, status: u16, body: &str) -> Vec<Cmd> {
+        if self.opening.as_ref().is_some_and(|tapped| *tapped != id) {
+            return Vec::new();
+        }
+        let tapped = self.opening.take().is_some();
+        let opened = history::parse_opened(body)
+            .ok()
+            .filter(|_| (200..300).contains(&status));
+        match opened {
+            Some(history::Opened {
+                summary,
+                sweep: Some(sweep),
+                ..
+            }) => self.show_stored_sweep(id, &summary, sweep),
+            Some(history::Opened {
+                summary,
+                latency: Some(kept),
+                ..
+            }) => self.show_stored_latency(id, &summary, kept.result),
+            Some(history::Opened {
+                summary,
+                result: Some(result),
+                ..
+            }) => self.show_stored(id, &summary, result),
+            _ => {
+                self.notice = Some(failed("Could not open the result", status, body));
+                return Vec::new();
+            }
+        }
+        if tapped {
+            vec![Cmd::NewEntry]
+        } else {
+            Vec::new()
+        }
     }
 
     fn show_stored_sweep(

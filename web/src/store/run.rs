@@ -2,7 +2,7 @@
 //! a preset), following one by id, cancelling, and the peer's messages while it runs (started,
 //! intervals, sweep points, latency events). Its end is in `shown`.
 
-use perfpeer_shared::control::ClientMsg;
+use perfpeer_shared::control::{ClientMsg, ErrorCode};
 use perfpeer_shared::format::layout::Layout;
 use perfpeer_shared::latency::{LatencyEvent, LatencyRequest, Live, Phase};
 use perfpeer_shared::report::{IntervalReport, PeerRole};
@@ -11,7 +11,7 @@ use perfpeer_shared::sweep::SweepPoint;
 
 use super::{Cmd, Link, Model, Screen};
 use crate::form::{self, FormError, FormInput, TestRequest};
-use crate::present::Notice;
+use crate::present::{Notice, explain};
 use crate::route::Route;
 
 /// A test started from this page.
@@ -182,7 +182,7 @@ impl Model {
                 Vec::new()
             }
             Ok(_) if !self.can_send() => {
-                self.notice = Some(not_connected(self.link == Link::Open));
+                self.notice = Some(not_connected(self.link == Link::Open, self.token_rejected));
                 Vec::new()
             }
             Ok((run, message)) => {
@@ -363,9 +363,17 @@ impl Model {
     }
 }
 
-/// Starting a test needs the connection and the token: says which one is missing.
-fn not_connected(link_open: bool) -> Notice {
-    if link_open {
+/// Starting a test needs the connection and the token: says which one is missing, or that the
+/// peer refused the token this page has (in the Connect screen's words).
+fn not_connected(link_open: bool, token_rejected: bool) -> Notice {
+    if link_open && token_rejected {
+        Notice {
+            detail: "Running tests from a browser needs the token the peer printed at start; \
+                     it refused the one this page has."
+                .into(),
+            ..explain(ErrorCode::Unauthorized, "", None)
+        }
+    } else if link_open {
         Notice {
             title: "This page has no token for the peer".into(),
             detail: "Running tests from a browser needs the token the peer printed at start."

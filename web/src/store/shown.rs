@@ -98,6 +98,20 @@ impl Model {
         self.shown.is_some()
     }
 
+    /// The share facts of the result shown, when the peer keeps it (not another run's).
+    pub fn shown_share(&self) -> Option<&Share> {
+        let shown = self.shown.as_ref()?;
+        self.share.as_ref().filter(|s| s.test_id == shown.id())
+    }
+
+    /// The notes on the result shown, as kept (none when it is not kept): its page, `/r/<id>`
+    /// and the downloaded file alike, carries them.
+    pub fn shown_notes(&self) -> Notes {
+        self.shown_share()
+            .map(|s| s.notes.clone())
+            .unwrap_or_default()
+    }
+
     /// `stored`: the run (still running or just finished) is kept; its share link.
     pub(super) fn on_stored(&mut self, test_id: String, result_id: String) {
         self.share = Some(Share::new(result_id, test_id, true, Notes::default()));

@@ -79,16 +79,43 @@ fn start_run(m: &mut Model) -> Vec<Cmd> {
     }))
 }
 
+/// The socket opens and the peer accepts the token: it is remembered then.
+fn accepted_and_remembered(m: &mut Model, token: &str) {
+    m.update(Msg::SocketOpen);
+    let cmds = m.update(welcome(true));
+    assert_eq!(
+        cmds.first(),
+        Some(&Cmd::SaveToken(token.into())),
+        "{cmds:?}"
+    );
+    assert_eq!(m.saved_token.as_deref(), Some(token));
+}
+
 #[test]
-fn the_fragment_token_wins_and_is_remembered() {
+fn the_fragment_token_is_tried_first_and_remembered_once_accepted() {
     let mut m = Model::default();
     let cmds = m.update(Msg::Boot {
         fragment: Some("new".into()),
         stored: Some("old".into()),
         route: None,
     });
-    assert_eq!(cmds, vec![Cmd::SaveToken("new".into()), Cmd::Connect]);
+    assert_eq!(
+        cmds,
+        vec![Cmd::Connect],
+        "nothing remembered before the peer accepts it"
+    );
     assert_eq!(m.token.as_deref(), Some("new"));
+    accepted_and_remembered(&mut m, "new");
+    assert_eq!(m.notice, None);
+    // Accepted again after a blip: already remembered.
+    m.update(Msg::SocketClosed);
+    m.update(Msg::ReconnectDue);
+    m.update(Msg::SocketOpen);
+    let cmds = m.update(welcome(true));
+    assert!(
+        !cmds.iter().any(|c| matches!(c, Cmd::SaveToken(_))),
+        "{cmds:?}"
+    );
     let mut m = Model::default();
     m.update(Msg::Boot {
         fragment: None,
@@ -120,12 +147,72 @@ fn a_wrong_token_is_said_plainly_and_a_new_one_reconnects() {
     )));
     assert!(m.token_rejected && m.screen == Screen::Connect);
     let cmds = m.update(Msg::SubmitToken(" right ".into()));
-    assert_eq!(cmds, vec![Cmd::SaveToken("right".into()), Cmd::Connect]);
+    assert_eq!(cmds, vec![Cmd::Connect]);
     assert!(!m.token_rejected);
+    accepted_and_remembered(&mut m, "right");
     // No token at all is not "wrong".
     let mut m = booted(None);
     m.update(welcome(false));
     assert!(!m.token_rejected && m.screen == Screen::Connect);
+}
+
+/// Boots with `fragment` over the remembered `stored` token; the socket opens.
+fn booted_over(fragment: &str, stored: &str) -> Model {
+    let mut m = Model::default();
+    m.update(Msg::Boot {
+        fragment: Some(fragment.into()),
+        stored: Some(stored.into()),
+        route: None,
+    });
+    m.update(Msg::SocketOpen);
+    m
+}
+
+/// The `hello` the page sends when its socket opens.
+fn hello(m: &Model, token: &str) -> Vec<Cmd> {
+    assert_eq!(m.token.as_deref(), Some(token));
+    vec![Cmd::Send(ClientMsg::Hello {
+        protocol_version: PROTOCOL_VERSION,
+        token: Some(token.into()),
+    })]
+}
+
+#[test]
+fn a_refused_new_token_never_loses_the_one_that_works() {
+    // A `#token=` link with a wrong token over a working remembered one.
+    let mut m = booted_over("wrong", "good");
+    assert_eq!(m.update(welcome(false)), vec![Cmd::Connect]);
+    assert!(!m.token_rejected && m.link == Link::Connecting, "{m:?}");
+    assert_eq!(m.saved_token.as_deref(), Some("good"), "not replaced");
+    assert_eq!(m.update(Msg::SocketOpen), hello(&m, "good"));
+    let cmds = m.update(welcome(true));
+    assert!(
+        !cmds.iter().any(|c| matches!(c, Cmd::SaveToken(_))),
+        "{cmds:?}"
+    );
+    assert_eq!((m.authorized, m.screen), (true, Screen::Peer));
+    let n = m.notice.clone().expect("the refusal is said");
+    assert_eq!(n.title, "The peer did not accept the new token");
+    assert!(n.detail.contains("token it remembered"), "{n:?}");
+    // A typed token that is refused falls back the same way.
+    m.update(Msg::Dismiss);
+    m.update(Msg::SubmitToken("typo".into()));
+    assert_eq!(m.update(Msg::SocketOpen), hello(&m, "typo"));
+    assert_eq!(m.update(welcome(false)), vec![Cmd::Connect]);
+    assert_eq!(m.update(Msg::SocketOpen), hello(&m, "good"));
+    m.update(welcome(true));
+    assert!(m.authorized && m.notice.is_some());
+    // Both refused (the peer has a new token): said on the Connect screen, no loop.
+    let mut m = booted_over("wrong", "stale");
+    assert_eq!(m.update(welcome(false)), vec![Cmd::Connect]);
+    m.update(Msg::SocketOpen);
+    assert!(m.update(welcome(false)).is_empty());
+    assert!(m.token_rejected && m.screen == Screen::Connect);
+    assert_eq!(m.notice, None);
+    // The same token in the link as remembered: refused once, said at once.
+    let mut m = booted_over("good", "good");
+    assert!(m.update(welcome(false)).is_empty());
+    assert!(m.token_rejected);
 }
 
 #[test]
@@ -302,6 +389,38 @@ fn starting_needs_the_token() {
     assert!(m.run.is_none() && m.notice.is_some());
 }
 
+#[test]
+fn starting_with_a_refused_token_says_it_was_refused() {
+    let mut m = booted(Some("wrong"));
+    m.update(welcome(false));
+    m.update(Msg::Show(Screen::NewTest));
+    assert!(start_run(&mut m).is_empty());
+    let n = m.notice.clone().unwrap();
+    // In the Connect screen's words, not "no token".
+    assert_eq!(n.title, "This peer did not accept the token");
+    assert!(n.detail.contains("refused the one this page has"), "{n:?}");
+    assert!(n.hint.contains("#token="), "{n:?}");
+    assert_eq!((m.run.as_ref(), m.screen), (None, Screen::NewTest));
+}
+
+#[test]
+fn an_open_peer_authorizes_a_page_without_a_token() {
+    let mut m = booted(None);
+    let cmds = m.update(welcome(true));
+    assert_eq!(cmds, vec![Cmd::Send(ClientMsg::ListTests)]);
+    assert!(m.authorized && !m.token_rejected && m.screen == Screen::Peer);
+    // Everything that needs the peer's say-so works without a token: History, a run.
+    assert_eq!(
+        m.update(Msg::Show(Screen::History)),
+        vec![Cmd::Fetch(crate::history::Request::List)]
+    );
+    assert_eq!(m.history.error, None);
+    assert!(matches!(
+        start_run(&mut m).first(),
+        Some(Cmd::Send(ClientMsg::Run { .. }))
+    ));
+}
+
 mod stored {
     //! The history screen, the comparison, the share box and its switches.
 
@@ -457,6 +576,81 @@ mod stored {
             "Could not open the result"
         );
         assert_eq!(m.screen, Screen::Peer);
+    }
+
+    #[test]
+    fn a_result_opened_from_history_is_a_place_back_returns_from() {
+        let mut m = connected();
+        m.update(Msg::Show(Screen::History));
+        reply(&mut m, Request::List, 200, LIST);
+        let open = Msg::Open("r1".into());
+        // The tap itself moves nowhere yet: the page stays on History until the result comes.
+        assert!(!open.is_navigation());
+        m.update(open);
+        assert_eq!(m.route(), Route::History);
+        // It comes: a new entry for #/result/r1, so Back returns to #/history.
+        let cmds = reply(&mut m, get("r1", Purpose::Open), 200, &opened(true));
+        assert_eq!(cmds, vec![Cmd::NewEntry]);
+        assert_eq!(m.route(), Route::Result(Some("r1".into())));
+        // Back, then Forward to it: the URL is already there, no new entry.
+        m.update(Msg::Navigate(Route::History));
+        assert_eq!(m.screen, Screen::History);
+        m.update(Msg::Navigate(Route::Result(Some("r1".into()))));
+        assert_eq!(m.screen, Screen::Result);
+        // A reload on #/result/r2 asks for it by itself: its arrival replaces the entry.
+        m.update(Msg::Navigate(Route::Result(Some("r2".into()))));
+        assert!(reply(&mut m, get("r2", Purpose::Open), 200, &opened(true)).is_empty());
+        // Two rows tapped quickly: only the last one is shown, with its entry.
+        m.update(Msg::Show(Screen::History));
+        m.update(Msg::Open("r1".into()));
+        m.update(Msg::Open("r2".into()));
+        assert!(reply(&mut m, get("r1", Purpose::Open), 200, &opened(true)).is_empty());
+        assert_eq!(
+            m.screen,
+            Screen::History,
+            "the first tap's result is not shown"
+        );
+        let cmds = reply(&mut m, get("r2", Purpose::Open), 200, &opened(true));
+        assert_eq!((cmds, m.screen), (vec![Cmd::NewEntry], Screen::Result));
+        // A failed open stays on History, with no entry of its own.
+        m.update(Msg::Show(Screen::History));
+        m.update(Msg::Open("r9".into()));
+        assert!(reply(&mut m, get("r9", Purpose::Open), 404, "").is_empty());
+        assert_eq!((m.screen, m.opening.as_ref()), (Screen::History, None));
+        assert!(m.notice.is_some());
+    }
+
+    #[test]
+    fn the_result_shown_carries_its_notes_into_its_file() {
+        let mut m = connected();
+        // A run's result the peer did not keep has none.
+        m.update(Msg::Server(ServerMsg::Result {
+            result: tcp_result(),
+        }));
+        assert!(m.shown_notes().is_empty());
+        // A kept one opened from History: the notes it was kept with.
+        let mut body: serde_json::Value = serde_json::from_str(&opened(true)).unwrap();
+        body["summary"]["notes"] = serde_json::json!({"text": "fw 1.2", "tags": ["ch36"]});
+        reply(&mut m, get("r1", Purpose::Open), 200, &body.to_string());
+        let kept = perfpeer_shared::history::Notes::from_input("fw 1.2", "ch36").unwrap();
+        assert_eq!(m.shown_notes(), kept);
+        assert_eq!(m.shown_share().map(|s| s.result_id.as_str()), Some("r1"));
+        // Saved anew: the new ones.
+        let cmds = m.update(Msg::SaveNotes {
+            text: "fw 1.3".into(),
+            tags: "ch40 lab".into(),
+        });
+        let [Cmd::Fetch(put)] = &cmds[..] else {
+            panic!("{cmds:?}")
+        };
+        reply(&mut m, put.clone(), 204, "");
+        assert_eq!(m.shown_notes().tags, vec!["ch40", "lab"]);
+        assert_eq!(m.shown_notes().text, "fw 1.3");
+        // Another run's result takes the screen: the notes were not its.
+        let mut other = tcp_result();
+        other.id = "t2".into();
+        m.update(Msg::Server(ServerMsg::Result { result: other }));
+        assert!(m.shown_notes().is_empty());
     }
 
     #[test]
