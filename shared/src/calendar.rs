@@ -25,6 +25,30 @@ pub fn http_date(unix_secs: u64) -> String {
     )
 }
 
+/// A Unix time as every page and screen prints a date: `2026-12-02 14:03:07 UTC+2`, in the zone
+/// `offset_east_min` minutes east of UTC (`UTC` for 0, `UTC-5`, `UTC+5:30`), the zone always
+/// shown.
+pub fn date_words(unix_secs: u64, offset_east_min: i32) -> String {
+    let local = unix_secs.saturating_add_signed(i64::from(offset_east_min) * 60);
+    let t = UtcTime::of(local);
+    let zone = match offset_east_min {
+        0 => "UTC".to_string(),
+        m => {
+            let sign = if m > 0 { '+' } else { '-' };
+            let (h, min) = (m.unsigned_abs() / 60, m.unsigned_abs() % 60);
+            if min == 0 {
+                format!("UTC{sign}{h}")
+            } else {
+                format!("UTC{sign}{h}:{min:02}")
+            }
+        }
+    };
+    format!(
+        "{}-{:02}-{:02} {:02}:{:02}:{:02} {zone}",
+        t.year, t.month, t.day, t.hour, t.minute, t.second
+    )
+}
+
 /// A Unix time in seconds as UTC calendar fields: year, month 1–12, day 1–31, hour, minute,
 /// second. Every printed date (HTTP, iperf 2's CSV, the result page) starts here.
 pub(crate) struct UtcTime {
@@ -74,6 +98,16 @@ pub(crate) fn civil_from_days(days: u64) -> (u64, u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dates_say_their_zone() {
+        assert_eq!(date_words(0, 0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(date_words(1_764_684_187, 120), "2025-12-02 16:03:07 UTC+2");
+        assert_eq!(date_words(1_764_684_187, -300), "2025-12-02 09:03:07 UTC-5");
+        assert_eq!(date_words(1_764_684_187, 330), "2025-12-02 19:33:07 UTC+5:30");
+        assert_eq!(date_words(951_782_400, 0), "2000-02-29 00:00:00 UTC");
+        assert_eq!(date_words(0, -60), "1970-01-01 00:00:00 UTC-1", "never before 1970");
+    }
 
     #[test]
     fn http_dates_follow_the_calendar() {

@@ -153,6 +153,23 @@ pub fn format_bits(bits: f64) -> String {
     format!("{} {}", adaptive_number(value), UNITS[unit])
 }
 
+/// A rate in the one spelling of perfpeer's own pages and screens: `941 Mbit/s`, `1.50 Gbit/s`,
+/// `640 kbit/s`, `0 bit/s` (powers of 1000, iperf3's three significant digits). The tool tabs
+/// and the CLI's iperf3-shaped text keep their tools' `Mbits/sec`.
+pub fn format_rate(bits_per_second: f64) -> String {
+    const UNITS: [&str; 5] = ["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"];
+    if bits_per_second == 0.0 {
+        return "0 bit/s".into();
+    }
+    let mut value = bits_per_second;
+    let mut unit = 0;
+    while value >= 999.5 && unit < UNITS.len() - 1 {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{} {}", adaptive_number(value).trim(), UNITS[unit])
+}
+
 /// Serde helper: a [`Duration`] on the wire as fractional seconds (`2.5`), readable from JS.
 pub mod serde_secs {
     use super::*;
@@ -173,6 +190,16 @@ pub mod serde_secs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_have_one_spelling() {
+        assert_eq!(format_rate(941e6), "941 Mbit/s");
+        assert_eq!(format_rate(1.5e9), "1.50 Gbit/s");
+        assert_eq!(format_rate(640e3), "640 kbit/s");
+        assert_eq!(format_rate(999.7e6), "1.00 Gbit/s", "no 1000 Mbit/s");
+        assert_eq!(format_rate(0.0), "0 bit/s");
+        assert_eq!(format_rate(48.0), "48.0 bit/s");
+    }
 
     #[test]
     fn rates_in_iperf3s_fixed_units() {

@@ -13,7 +13,7 @@ use futures_util::{FutureExt, SinkExt, StreamExt};
 use perfpeer_shared::control::{ClientMsg, ServerMsg};
 use perfpeer_shared::format::{iperf2, iperf3, ttcp};
 use perfpeer_shared::report::TestResult;
-use perfpeer_shared::units::{format_bits, format_bytes};
+use perfpeer_shared::units::{format_bytes, format_rate};
 use perfpeer_tests::{Peer, TOKEN, wait_for};
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
@@ -320,7 +320,7 @@ fn same_json(a: &Value, b: &Value) -> bool {
 }
 
 fn rate(bps: f64) -> String {
-    format!("{}/sec", format_bits(bps).trim())
+    format_rate(bps)
 }
 
 /// Starts the test described by the form values and returns the peer's result for it, after
@@ -349,7 +349,7 @@ async fn run_from_form(c: &Client, dut: &Peer, pc: &Peer, udp: bool) -> (TestRes
     wait_shown(c, "screen-run", Duration::from_secs(5)).await;
     let mut live = false;
     for _ in 0..60 {
-        if text(c, "live-current").await.contains("bits/sec") {
+        if text(c, "live-current").await.contains("bit/s") {
             live = true;
             break;
         }
@@ -580,9 +580,9 @@ async fn a_result_page_and_its_exported_file_show_the_stored_numbers() {
         .received
         .expect("the far end's receive figures");
     let expected = format!(
-        "{}, {}/s",
+        "{}, {}",
         format_bytes(received.bytes as f64).trim(),
-        format_bits(received.bits_per_second).trim()
+        format_rate(received.bits_per_second)
     );
     let file = peer.dir.join("result.html");
     let export = perfpeer_tests::Running::spawn(

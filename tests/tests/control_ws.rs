@@ -293,7 +293,7 @@ async fn sigterm_keeps_a_browsers_running_test_before_the_peer_exits() {
         .find(|l| l.contains("browser"))
         .unwrap_or_else(|| panic!("the run is in the history: {list}"));
     assert!(
-        line.contains("cancelled") && line.contains("bits/s"),
+        line.contains("cancelled") && line.contains("bit/s"),
         "kept as cancelled with its figures: {line}\n{}",
         dut.log()
     );

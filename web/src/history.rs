@@ -158,40 +158,11 @@ pub fn share_url(origin: &str, id: &str) -> String {
     format!("{}/r/{id}", origin.trim_end_matches('/'))
 }
 
-/// `2026-12-02 14:03:07` in the browser's time zone (`tz_offset_min` is JavaScript's
-/// `getTimezoneOffset()`: minutes to add to local time to get UTC).
-#[allow(
-    clippy::cast_possible_wrap,
-    reason = "milliseconds since 1970 divided to seconds fit an i64"
-)]
+/// `2026-12-02 14:03:07 UTC+2` in the browser's time zone, the zone said (`tz_offset_min` is
+/// JavaScript's `getTimezoneOffset()`: minutes to add to local time to get UTC, so UTC+2 is
+/// -120).
 pub fn when(created_ms: u64, tz_offset_min: i32) -> String {
-    let secs = (created_ms / 1000) as i64 - i64::from(tz_offset_min) * 60;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-#[allow(
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    reason = "day and month of a civil date are in 1..=31 and 1..=12"
-)]
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+    perfpeer_shared::calendar::date_words(created_ms / 1000, -tz_offset_min)
 }
 
 /// One history row as shown.
@@ -205,7 +176,7 @@ pub struct Row {
     pub what: String,
     /// The other end.
     pub peer: String,
-    /// `941 Mbits/sec`, or a dash.
+    /// `941 Mbit/s`, or a dash.
     pub throughput: String,
     /// `complete`, `cancelled: reason`, … ; `link off` appended when the share link is off.
     pub status: String,

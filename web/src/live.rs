@@ -185,8 +185,8 @@ mod tests {
         assert_eq!((empty.current.as_str(), empty.progress), ("—", 0.0));
         let client = &r.local.intervals;
         let l = live(spec, client, &r.remote.as_ref().unwrap().intervals);
-        assert_eq!(l.current, "2.00 Gbits/sec");
-        assert_eq!(l.average, "1.50 Gbits/sec");
+        assert_eq!(l.current, "2.00 Gbit/s");
+        assert_eq!(l.average, "1.50 Gbit/s");
         assert_eq!(l.extra, "7 retransmits");
         assert_eq!((l.elapsed.as_str(), l.remaining.as_str()), ("2 s", "8 s"));
         assert!((l.progress - 0.2).abs() < 1e-9);

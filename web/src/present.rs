@@ -5,11 +5,11 @@
 use perfpeer_shared::control::ErrorCode;
 use perfpeer_shared::report::{PeerRole, Sending, TestResult, TestStatus};
 use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
-use perfpeer_shared::units::{format_bits, format_bytes};
+use perfpeer_shared::units::{format_bytes, format_rate};
 
-/// A rate as iperf3 prints it: `941 Mbits/sec`.
+/// A rate in the pages' one spelling: `941 Mbit/s` (the tool tabs keep their tools' own).
 pub fn rate(bits_per_second: f64) -> String {
-    format!("{}/sec", format_bits(bits_per_second).trim())
+    format_rate(bits_per_second)
 }
 
 /// A byte count as iperf3 prints it: `1.10 GBytes`.
@@ -81,15 +81,12 @@ pub fn result_title(result: &TestResult) -> String {
 }
 
 /// The one figure a result is read for: the rate each direction's receiver saw (the sender's
-/// where no receiver reported), `TX 941 Mbits/sec · RX 12.0 Mbits/sec`, TX being what the peer
+/// where no receiver reported), `TX 941 Mbit/s · RX 12.0 Mbit/s`, TX being what the peer
 /// that measured or kept the result sent; request/response tests give their transactions per
 /// second.
 pub fn headline(result: &TestResult) -> String {
     if let Some((rr, seconds)) = result.rr_final() {
-        return format!(
-            "{:.0} transactions/sec",
-            rr.transactions_per_second(seconds)
-        );
+        return format!("{:.0} transactions/s", rr.transactions_per_second(seconds));
     }
     let parts: Vec<String> = result
         .flows()
@@ -114,7 +111,7 @@ pub fn headline(result: &TestResult) -> String {
 }
 
 /// A one-line description of a sweep: `UDP packet-size sweep, TX (this peer sends), 2 s per
-/// size, 10 Mbits/sec, 8 sizes 16–1420 B`.
+/// size, 10.0 Mbit/s, 8 sizes 16–1420 B`.
 pub fn describe_sweep(spec: &TestSpec, sizes: &[u32]) -> String {
     let mut text = format!(
         "{} packet-size sweep, {}",
@@ -276,13 +273,30 @@ pub struct Notice {
     pub hint: String,
 }
 
+/// The control port a target names: its `:port`, else perfpeer's 5210 (`host`, `[v6]`).
+fn control_port_of(target: &str) -> u16 {
+    let port = match target.rsplit_once(']') {
+        Some((_, tail)) => tail.strip_prefix(':'),
+        None => target
+            .rsplit_once(':')
+            .filter(|(host, _)| !host.contains(':'))
+            .map(|(_, p)| p),
+    };
+    port.and_then(|p| p.parse().ok()).unwrap_or(5210)
+}
+
 /// Plain words for an `error` message from the peer.
 pub fn explain(code: ErrorCode, message: &str, target: Option<&str>) -> Notice {
     let target = target.unwrap_or("the other peer");
     let (title, hint) = match code {
         ErrorCode::Unreachable => (
             format!("Could not reach {target}"),
-            "Check the address and port, that perfpeer serve runs there, and that no firewall blocks ports 5210 and 5211.".to_string(),
+            format!(
+                "Check the address and port, that perfpeer serve runs there, and that no firewall \
+                 blocks its control port {} or its data port (5211 unless it was started with \
+                 --data-port).",
+                control_port_of(target)
+            ),
         ),
         ErrorCode::Unauthorized => (
             "This peer did not accept the token".into(),
@@ -386,7 +400,7 @@ pub(crate) mod tests {
         let rows = perfpeer_shared::format::html::sweep_rows(&result.points);
         assert_eq!(rows.matches("<tr").count(), 2);
         assert!(
-            rows.contains("1.00 Mbits/sec") && (rows.contains(">7812<") || rows.contains(">7813<")),
+            rows.contains("1.00 Mbit/s") && (rows.contains(">7812<") || rows.contains(">7813<")),
             "{rows}"
         );
         assert!(rows.contains("failed: &lt;too big&gt;"), "escaped: {rows}");
@@ -461,8 +475,8 @@ pub(crate) mod tests {
 
     #[test]
     fn units_read_like_iperf3() {
-        assert_eq!(rate(941_000_000.0), "941 Mbits/sec");
-        assert_eq!(rate(1.5e9), "1.50 Gbits/sec");
+        assert_eq!(rate(941_000_000.0), "941 Mbit/s");
+        assert_eq!(rate(1.5e9), "1.50 Gbit/s");
         assert_eq!(bytes(375_000_000), "358 MBytes");
     }
 
@@ -492,8 +506,8 @@ pub(crate) mod tests {
                 .map(|row| row.value.clone())
         };
         assert_eq!(value("status").as_deref(), Some("complete"));
-        assert_eq!(value("flow0-sent").as_deref(), Some("1.50 Gbits/sec"));
-        assert_eq!(value("flow0-received").as_deref(), Some("1.50 Gbits/sec"));
+        assert_eq!(value("flow0-sent").as_deref(), Some("1.50 Gbit/s"));
+        assert_eq!(value("flow0-received").as_deref(), Some("1.50 Gbit/s"));
         assert_eq!(value("flow0-retr").as_deref(), Some("7"));
         // The sender's own RTT (TCP_INFO), measured and now shown.
         assert_eq!(
@@ -518,6 +532,15 @@ pub(crate) mod tests {
             "{sd:?}"
         );
         assert!(value("flow0-loss").is_none(), "no UDP figures for TCP");
+    }
+
+    #[test]
+    fn an_unreachable_peer_s_hint_names_the_port_typed() {
+        let hint = |t: &str| explain(ErrorCode::Unreachable, "", Some(t)).hint;
+        assert!(hint("192.168.1.5:5310").contains("control port 5310"));
+        assert!(hint("[fe80::1]:6000").contains("control port 6000"));
+        assert!(hint("dut.lan").contains("control port 5210"));
+        assert!(hint("fe80::1").contains("control port 5210"));
     }
 
     #[test]

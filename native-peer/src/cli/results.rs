@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use perfpeer_shared::format::layout::Layout;
 use perfpeer_shared::format::{html, sweep};
-use perfpeer_shared::units::{format_bits, format_bytes};
+use perfpeer_shared::units::format_bytes;
 
 use crate::server::token;
 use crate::store::{Kept, Store};
@@ -136,7 +136,7 @@ fn list(store: &Store, limit: u32) -> anyhow::Result<()> {
         let when = perfpeer_shared::calendar::http_date(r.created_ms / 1000);
         let rate = r
             .bits_per_second
-            .map(|b| format!("{}/s", format_bits(b).trim()))
+            .map(perfpeer_shared::units::format_rate)
             .unwrap_or_else(|| "-".into());
         let bytes = r
             .bytes

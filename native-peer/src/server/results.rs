@@ -205,8 +205,7 @@ fn not_found_json() -> Response {
 }
 
 fn not_found_page() -> Response {
-    let body = "<!doctype html><meta charset='utf-8'><meta name='viewport' content='width=device-width'><title>Not found</title>\
-                <h1>No such result</h1><p>This link is wrong, or the result was deleted or its link turned off.</p>";
+    let body = perfpeer_shared::format::html::not_found_page();
     warp::reply::with_status(warp::reply::html(body), StatusCode::NOT_FOUND).into_response()
 }
 

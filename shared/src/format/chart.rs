@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use crate::report::{IntervalReport, StreamRole};
-use crate::units::format_bits;
+use crate::units::format_rate;
 
 use super::markup::escape;
 
@@ -142,6 +142,11 @@ pub fn dark_legend_css() -> String {
         .collect()
 }
 
+/// A rate on an axis: `0` at the origin, else the pages' one spelling (`500 Mbit/s`).
+pub(super) fn axis_rate(v: f64) -> String {
+    if v == 0.0 { "0".into() } else { format_rate(v) }
+}
+
 /// A sum line's colour; the page's dark theme turns it light (`polyline[stroke="#111"]`).
 const SUM_COLOR: &str = "#111";
 
@@ -198,12 +203,7 @@ fn draw(series: &[Series], x_max: Option<f64>, legend_rows: bool) -> String {
     for i in 0..=4 {
         let v = y_max * f64::from(i) / 4.0;
         let yy = y(v);
-        grid_line(
-            &mut s,
-            yy,
-            (LEFT, W - RIGHT),
-            &format!("{}/s", format_bits(v).trim()),
-        );
+        grid_line(&mut s, yy, (LEFT, W - RIGHT), &axis_rate(v));
     }
     // Time ticks at a round step, and the test's end.
     let step = time_step(x_max);
@@ -439,7 +439,7 @@ mod tests {
             )),
             "{svg}"
         );
-        assert!(svg.contains("10.0 Mbits/s"), "{svg}");
+        assert!(svg.contains(">10.0 Mbit/s<") && svg.contains(">0<"), "{svg}");
         assert!(svg.contains(">4 s<"));
         assert_eq!(svg.matches("<polyline").count(), 1);
         // No data: an empty frame, no NaN.

@@ -13,7 +13,7 @@ use crate::latency::LatencyResult;
 use crate::report::{PeerRole, TestResult, TestStatus};
 use crate::spec::EndCondition;
 use crate::sweep::{SweepPoint, SweepResult};
-use crate::units::{format_bits, format_bytes};
+use crate::units::{format_bytes, format_rate};
 
 /// The content security policy of a result page, served with `/r/<id>`: no script, nothing
 /// fetched, inline styles and data images only, never framed.
@@ -68,6 +68,15 @@ fn head(title: &str) -> String {
     h
 }
 
+/// The page a result link that leads nowhere answers with, in the result pages' style (both
+/// themes) with a way back to the peer's page.
+pub fn not_found_page() -> String {
+    head("No such result")
+        + "<h1>No such result</h1><section class='card'><p>This link is wrong, or the result was \
+           deleted or its link turned off.</p><p><a href='/'>Open this peer's page</a> to see the \
+           results it keeps.</p></section></main></body></html>"
+}
+
 /// The token holder's notes on a kept result, as a card (nothing when there are none).
 fn notes_html(notes: &Notes) -> String {
     if notes.is_empty() {
@@ -86,13 +95,9 @@ fn notes_html(notes: &Notes) -> String {
     format!("<section class='card notes'><p>{tags}</p>{text}</section>")
 }
 
-/// `2026-12-04 13:45 UTC` (the page cannot run a script to say it in the reader's zone).
+/// `2026-12-04 13:45:07 UTC` (the page cannot run a script to say it in the reader's zone).
 fn utc_words(unix_ms: u64) -> String {
-    let t = crate::calendar::UtcTime::of(unix_ms / 1000);
-    format!(
-        "{}-{:02}-{:02} {:02}:{:02} UTC",
-        t.year, t.month, t.day, t.hour, t.minute
-    )
+    crate::calendar::date_words(unix_ms / 1000, 0)
 }
 
 fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
@@ -130,9 +135,9 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
             rows.push((
                 format!("Sent ({dir})"),
                 format!(
-                    "{}, {}/s",
+                    "{}, {}",
                     format_bytes(sent.bytes as f64).trim(),
-                    format_bits(sent.bits_per_second).trim()
+                    format_rate(sent.bits_per_second)
                 ),
             ));
             if let Some(r) = sent.retransmits {
@@ -146,9 +151,9 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
             rows.push((
                 format!("Received ({dir})"),
                 format!(
-                    "{}, {}/s",
+                    "{}, {}",
                     format_bytes(rx.bytes as f64).trim(),
-                    format_bits(rx.bits_per_second).trim()
+                    format_rate(rx.bits_per_second)
                 ),
             ));
             if let Some(u) = rx.udp_rx {
@@ -231,7 +236,7 @@ fn headline(result: &TestResult) -> String {
         .and_then(|f| f.received.or(f.sent))
         .map(|t| t.bits_per_second);
     let rate = bps
-        .map(|b| format!(" · {}/s", format_bits(b).trim()))
+        .map(|b| format!(" · {}", format_rate(b)))
         .unwrap_or_default();
     format!(
         "{} {}{rate}",
@@ -320,11 +325,11 @@ pub fn sweep_rows(points: &[SweepPoint]) -> String {
             ),
             None => write!(
                 h,
-                "<tr data-len='{}' data-bps='{}'><td>{} B</td><td>{}/sec</td><td>{:.0}</td><td>{}/{} ({:.2}%)</td></tr>",
+                "<tr data-len='{}' data-bps='{}'><td>{} B</td><td>{}</td><td>{:.0}</td><td>{}/{} ({:.2}%)</td></tr>",
                 p.len,
                 p.bits_per_second,
                 p.len,
-                escape(format_bits(p.bits_per_second).trim()),
+                escape(&format_rate(p.bits_per_second)),
                 p.packets_per_second,
                 p.lost,
                 p.lost + p.packets,
@@ -441,7 +446,7 @@ mod tests {
         assert!(META_POLICY.contains("default-src 'none'") && !META_POLICY.contains("script"));
         assert!(page.contains("<h1>UDP sweep → pc</h1>"));
         assert!(
-            page.contains("<td>64 B</td><td>2.00 Mbits/sec</td><td>3906</td>"),
+            page.contains("<td>64 B</td><td>2.00 Mbit/s</td><td>3906</td>"),
             "{page}"
         );
         assert!(page.contains("failed: &lt;/script&gt;&lt;b&gt;"), "escaped");
@@ -456,6 +461,14 @@ mod tests {
     }
 
     #[test]
+    fn a_link_to_nothing_answers_in_the_pages_style_with_a_way_back() {
+        let page = not_found_page();
+        assert!(page.starts_with("<!doctype html>") && page.contains("<h1>No such result</h1>"));
+        assert!(page.contains("prefers-color-scheme:dark") && page.contains("href='/'"));
+        assert!(page.ends_with("</html>"));
+    }
+
+    #[test]
     fn a_result_page_says_when_who_and_which_way_in_both_themes() {
         let mut r = crate::format::iperf3::tests::tcp_single();
         r.local.host.hostname = "dut".into();
@@ -465,7 +478,7 @@ mod tests {
         let page = page(&r, &Notes::default());
         // 1_796_220_497_250 ms after the epoch.
         assert!(
-            page.contains("<p class='when'>2026-12-02 14:08 UTC</p>"),
+            page.contains("<p class='when'>2026-12-02 14:08:17 UTC</p>"),
             "{page}"
         );
         assert!(

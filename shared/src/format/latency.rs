@@ -297,14 +297,9 @@ pub fn flow_rtt_text(result: &crate::report::TestResult) -> String {
     out
 }
 
-/// A rate as a phone has room for it: `39.9 Gbit/s`, `19.2 Mbit/s`, `–`.
+/// A rate as the pages spell it: `39.9 Gbit/s`, `19.2 Mbit/s`, `–`.
 fn rate_text(bps: Option<f64>) -> String {
-    match bps {
-        None => "–".into(),
-        Some(b) if b >= 1e9 => format!("{:.1} Gbit/s", b / 1e9),
-        Some(b) if b >= 1e6 => format!("{:.1} Mbit/s", b / 1e6),
-        Some(b) => format!("{:.0} kbit/s", b / 1e3),
-    }
+    bps.map_or_else(|| "–".into(), crate::units::format_rate)
 }
 
 /// The phases as an HTML table narrow enough for a phone: per phase the round trip's median

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::dccp::service_name;
 use crate::sweep::SweepResult;
-use crate::units::format_bits;
+use crate::units::format_rate;
 
 use super::chart::nice_max;
 
@@ -20,9 +20,11 @@ pub fn title(result: &SweepResult, service: Option<u32>) -> String {
     if let Some(code) = service {
         title += &format!(" (service {})", service_name(code));
     }
-    let rate = result.bitrate.map_or("unlimited".to_string(), |b| {
-        format!("{}/sec", format_bits(b as f64))
-    });
+    // An unpaced sweep (no rate, or a rate of 0: as fast as it goes) says so.
+    let rate = result
+        .bitrate
+        .filter(|b| *b > 0)
+        .map_or("not paced".to_string(), |b| format_rate(b as f64));
     title += &format!(", {rate}, {:.1} s per size", result.seconds_per_size);
     title
 }
@@ -39,9 +41,9 @@ pub fn text(result: &SweepResult, service: Option<u32>) -> String {
             None => {
                 let total = p.lost + p.packets;
                 format!(
-                    "{:>6} B  {:>13}/s  {:>12.0}    {}/{} ({:.2}%)",
+                    "{:>6} B  {:>15}  {:>12.0}    {}/{} ({:.2}%)",
                     p.len,
-                    format_bits(p.bits_per_second),
+                    format_rate(p.bits_per_second),
                     p.packets_per_second,
                     p.lost,
                     total,
@@ -70,7 +72,7 @@ pub fn svg(result: &SweepResult) -> String {
         "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {height}' role='img' \
          aria-label='throughput and packets per second by packet size' class='chart sweep-chart'>"
     );
-    let rate = |v: f64| format!("{}/s", format_bits(v).trim());
+    let rate = super::chart::axis_rate;
     let count = |v: f64| format!("{v:.0}/s");
     let bps: Vec<Option<f64>> = result
         .points
@@ -193,11 +195,11 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
             lines[0],
-            "Packet-size sweep: DCCP CCID 3 (service PERF), unlimited, 2.0 s per size"
+            "Packet-size sweep: DCCP CCID 3 (service PERF), not paced, 2.0 s per size"
         );
         assert_eq!(
             lines[2],
-            "    16 B      640 Kbits/s          5000    0/10000 (0.00%)"
+            "    16 B       640 kbit/s          5000    0/10000 (0.00%)"
         );
         assert!(lines[3].contains("1420 B   failed: CCID 3"), "{t}");
         let chart = svg(&result);

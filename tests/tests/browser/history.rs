@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use fantoccini::Client;
 use perfpeer_shared::report::TestResult;
-use perfpeer_shared::units::{format_bits, format_bytes};
+use perfpeer_shared::units::{format_bytes, format_rate};
 use perfpeer_tests::Peer;
 use serde_json::Value;
 
@@ -168,9 +168,9 @@ async fn the_browser_history_lists_overlays_and_shares_stored_results() {
         // "Download as a file" is the self-contained page, with the stored numbers.
         let received = tcp.flows()[0].received.unwrap();
         let expected = format!(
-            "{}, {}/s",
+            "{}, {}",
             format_bytes(received.bytes as f64).trim(),
-            format_bits(received.bits_per_second).trim()
+            format_rate(received.bits_per_second)
         );
         let file = js(
             &c,

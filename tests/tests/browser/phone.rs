@@ -166,7 +166,7 @@ async fn every_screen(c: &Client, dut: &Peer, pc: &Peer, theme: &str) {
     wait_true(
         c,
         "live figures",
-        "return document.getElementById('live-current').textContent.includes('bits/sec');",
+        "return document.getElementById('live-current').textContent.includes('bit/s');",
         Duration::from_secs(10),
     )
     .await;

@@ -63,10 +63,10 @@ fn filters_by_peer_text_protocol_and_direction() {
 fn rows_say_time_test_peer_throughput_and_status() {
     let h = history();
     let r = row(&h.entries[0], 0);
-    assert_eq!(r.when, "2025-12-02 14:03:07");
+    assert_eq!(r.when, "2025-12-02 14:03:07 UTC");
     assert_eq!(r.what, "UDP RX");
     assert_eq!(r.peer, "pc.lan:5210");
-    assert_eq!(r.throughput, "20.0 Mbits/sec");
+    assert_eq!(r.throughput, "20.0 Mbit/s");
     assert_eq!(r.status, "complete");
     let r = row(&h.entries[1], 0);
     // Kept as the far end of the other peer's TX test: this peer received.
@@ -77,12 +77,12 @@ fn rows_say_time_test_peer_throughput_and_status() {
 
 #[test]
 fn times_are_local_dates() {
-    assert_eq!(when(0, 0), "1970-01-01 00:00:00");
+    assert_eq!(when(0, 0), "1970-01-01 00:00:00 UTC");
     // UTC+2 (JavaScript says -120) and UTC-5 (300).
-    assert_eq!(when(1_764_684_187_000, -120), "2025-12-02 16:03:07");
-    assert_eq!(when(1_764_684_187_000, 300), "2025-12-02 09:03:07");
-    assert_eq!(when(951_782_400_000, 0), "2000-02-29 00:00:00");
-    assert_eq!(when(1_767_225_599_000, 0), "2025-12-31 23:59:59");
+    assert_eq!(when(1_764_684_187_000, -120), "2025-12-02 16:03:07 UTC+2");
+    assert_eq!(when(1_764_684_187_000, 300), "2025-12-02 09:03:07 UTC-5");
+    assert_eq!(when(951_782_400_000, 0), "2000-02-29 00:00:00 UTC");
+    assert_eq!(when(1_767_225_599_000, 0), "2025-12-31 23:59:59 UTC");
 }
 
 #[test]
@@ -188,7 +188,7 @@ fn a_kept_sweep_is_a_row_that_opens_as_a_sweep_and_is_not_overlaid() {
     );
     let r = row(&h.entries[0], 0);
     assert_eq!(r.what, "DCCP TX size sweep");
-    assert_eq!(r.throughput, "best 4.50 Mbits/sec");
+    assert_eq!(r.throughput, "best 4.50 Mbit/s");
     assert_eq!(r.status, "failed: 1 of 8 sizes failed");
     h.toggle("cc33");
     assert!(h.picked.is_empty(), "sweeps are not overlaid");
@@ -229,7 +229,7 @@ fn latency_runs_are_overlaid_with_latency_runs_only() {
     };
     let r = row(&h.entries[0], 0);
     assert_eq!(r.what, "Latency under load");
-    assert_eq!(r.throughput, "best 19.0 Mbits/sec");
+    assert_eq!(r.throughput, "best 19.0 Mbit/s");
     h.toggle("L1");
     h.toggle("aa11");
     assert_eq!(
