@@ -7,9 +7,10 @@
 
 use std::time::{Duration, Instant};
 
+use perfpeer_shared::control::{GroupKind, TestGroup};
 use perfpeer_shared::latency::{
-    LatencyEvent, LatencyRequest, LatencyResult, Live, LoadSettings, Phase, PhaseLoad, PhaseWindow,
-    ProbeSample, ThroughputPoint, probe_bits_per_second,
+    LatencyEvent, LatencyRequest, LatencyResult, Live, Phase, PhaseLoad, PhaseWindow, ProbeSample,
+    ThroughputPoint, sender_rtts_ms,
 };
 use perfpeer_shared::report::{PeerRole, StreamRole, TestResult};
 use perfpeer_shared::spec::{TestSpec, ValidSpec};
@@ -99,6 +100,15 @@ pub(crate) async fn run(
                 .into(),
         ));
     }
+    // Every test of the run names it, so a perfpeer far end keeps the run as one result.
+    let opts = &ClientOptions {
+        group: Some(TestGroup {
+            id: crate::util::random_id(),
+            kind: GroupKind::Latency,
+            tests: req.tests(),
+        }),
+        ..opts.clone()
+    };
     let started_unix_ms = crate::util::unix_ms_now();
     let probe_secs = req.total_seconds() + PROBE_SLACK.as_secs_f64();
     let probe_spec =
@@ -111,7 +121,7 @@ pub(crate) async fn run(
     out.emit(LatencyEvent::Started {
         target: target.to_string(),
         started_unix_ms,
-        settings: settings(req, probe.ipv6),
+        settings: req.settings(probe.ipv6),
     });
     let mut error = None;
     for phase in Phase::ALL {
@@ -167,28 +177,6 @@ pub(crate) async fn run(
     out.live
         .snapshot(error)
         .ok_or_else(|| SessionError::Internal("the run has no start".into()))
-}
-
-/// The settings as the run starts (the congestion control as asked; each phase says what the
-/// kernel used).
-fn settings(req: &LatencyRequest, ipv6: bool) -> LoadSettings {
-    let overhead = if ipv6 { 48 } else { 28 };
-    LoadSettings {
-        idle_seconds: req.idle_seconds,
-        load_seconds: req.load_seconds,
-        streams: req.streams,
-        congestion: req.congestion.clone(),
-        udp_bits_per_second: req.udp_bits_per_second,
-        load_bits_per_second: req.load_bits_per_second,
-        probe_interval_ms: req.probe_interval_ms,
-        probe_bytes: req.probe_bytes,
-        probe_bits_per_second: probe_bits_per_second(
-            req.probe_bytes,
-            overhead,
-            req.probe_interval_ms,
-        ),
-        probe_tos: req.probe_tos,
-    }
 }
 
 /// Starts the probe's test and waits until its streams run.
@@ -278,14 +266,10 @@ async fn run_phase(
             }
         }
     );
-    let mut load = tcp_out.load;
-    if let Some(u) = udp_out {
-        load.down_bits_per_second = add(load.down_bits_per_second, u.load.down_bits_per_second);
-        load.up_bits_per_second = add(load.up_bits_per_second, u.load.up_bits_per_second);
-        load.error = load
-            .error
-            .or(u.load.error.map(|e| format!("UDP load: {e}")));
-    }
+    let load = match udp_out {
+        Some(u) => tcp_out.load.with_udp(u.load),
+        None => tcp_out.load,
+    };
     let window = PhaseWindow {
         phase,
         start: tcp_out.start.unwrap_or_else(|| since(Instant::now())),
@@ -293,13 +277,6 @@ async fn run_phase(
         load,
     };
     (window, tcp_out.congestion)
-}
-
-fn add(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (None, None) => None,
-        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-    }
 }
 
 /// What one load test gave.
@@ -346,14 +323,7 @@ async fn one_load(
         }
         TestEvent::Interval { role, report } => {
             let Some(start) = out.start else { return };
-            for s in &report.streams {
-                if s.role == StreamRole::Sender
-                    && let Some(tcp) = s.tcp
-                    && tcp.rtt_us > 0
-                {
-                    out.load.flow_rtt_ms.push(f64::from(tcp.rtt_us) / 1000.0);
-                }
-            }
+            out.load.flow_rtt_ms.extend(sender_rtts_ms(&report));
             if let Some(sum) = report.sum(StreamRole::Receiver) {
                 let bps = Some(sum.bits_per_second);
                 let point = ThroughputPoint {
@@ -381,22 +351,12 @@ async fn one_load(
     match result {
         Err(e) => out.load.error = Some(e.to_string()),
         Ok(r) => {
-            if let Some(why) = r.status.ended_early() {
-                out.load.error = Some(why.to_string());
-            }
             out.congestion = r.local.congestion_used.clone();
-            let mut longest = 0.0f64;
-            for flow in r.flows() {
-                let Some(received) = flow.received.or(flow.sent) else {
-                    continue;
-                };
-                longest = longest.max(received.seconds);
-                if flow.client_to_server {
-                    out.load.up_bits_per_second = Some(received.bits_per_second);
-                } else {
-                    out.load.down_bits_per_second = Some(received.bits_per_second);
-                }
-            }
+            let (load, longest) = PhaseLoad::of_test(&r);
+            out.load = PhaseLoad {
+                flow_rtt_ms: std::mem::take(&mut out.load.flow_rtt_ms),
+                ..load
+            };
             out.end = out.start.map(|s| s + longest);
         }
     }

@@ -3,7 +3,8 @@
 //! `perfpeer test --sweep-len` and a browser's `sweep` run, which differ only in what they do
 //! with the [`SweepEvent`]s.
 
-use perfpeer_shared::report::{TestResult, TestStatus};
+use perfpeer_shared::control::{GroupKind, TestGroup};
+use perfpeer_shared::report::TestResult;
 use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use perfpeer_shared::sweep::{SweepPoint, SweepResult};
 use tokio::sync::mpsc;
@@ -14,7 +15,8 @@ use crate::session::events::SweepEvent;
 
 /// Runs `spec` once per size (its `len` replaced), sending events to `events`; a cancel ends the
 /// running size's test early and skips the rest. A size whose test fails is a row saying why,
-/// and the sweep goes on.
+/// and the sweep goes on. Every size's test names the sweep ([`TestGroup`]), so a perfpeer far
+/// end keeps the sweep as one result.
 pub(crate) async fn run(
     target: &str,
     spec: &TestSpec,
@@ -23,33 +25,40 @@ pub(crate) async fn run(
     events: mpsc::UnboundedSender<SweepEvent>,
     cancel: CancellationToken,
 ) -> SweepResult {
+    // Each size is a new spec, checked as its own: one that does not fit fails alone.
+    let specs: Vec<(u32, Result<ValidSpec, _>)> = sizes
+        .iter()
+        .map(|&len| {
+            let mut one = spec.clone();
+            one.len = len;
+            (len, ValidSpec::new(one))
+        })
+        .collect();
+    let opts = ClientOptions {
+        group: Some(TestGroup {
+            id: crate::util::random_id(),
+            kind: GroupKind::Sweep,
+            tests: u32::try_from(specs.iter().filter(|(_, s)| s.is_ok()).count())
+                .unwrap_or(u32::MAX),
+        }),
+        ..opts.clone()
+    };
     let mut points = Vec::with_capacity(sizes.len());
-    for &len in sizes {
+    for (len, one) in specs {
         if cancel.is_cancelled() {
             break;
         }
-        let mut one = spec.clone();
-        one.len = len;
-        // Each size is a new spec, checked as its own: one that does not fit fails alone.
-        let point = match ValidSpec::new(one) {
+        let point = match one {
             Err(e) => SweepPoint::failed(len, e.to_string()),
-            Ok(one) => match one_size(target, &one, opts, &events, cancel.clone()).await {
-                Ok(r) if r.status == TestStatus::Complete => SweepPoint::from_result(len, &r)
-                    .unwrap_or_else(|| SweepPoint::failed(len, "no receiver report")),
-                Ok(r) => SweepPoint::failed(len, partial_reason(&r)),
+            Ok(one) => match one_size(target, &one, &opts, &events, cancel.clone()).await {
+                Ok(r) => SweepPoint::of_test(len, &r),
                 Err(e) => SweepPoint::failed(len, e.to_string()),
             },
         };
         let _ = events.send(SweepEvent::Point(point.clone()));
         points.push(point);
     }
-    SweepResult {
-        protocol: spec.protocol,
-        ccid: spec.dccp.and_then(|d| d.ccid),
-        bitrate: spec.bitrate.map(|b| b.0),
-        seconds_per_size: spec.total_time().map_or(0.0, |t| t.as_secs_f64()),
-        points,
-    }
+    SweepResult::new(spec, points)
 }
 
 /// One size's test, its events forwarded as [`SweepEvent::Test`].
@@ -73,8 +82,4 @@ async fn one_size(
         let _ = events.send(SweepEvent::Test(ev));
     }
     outcome
-}
-
-fn partial_reason(r: &TestResult) -> String {
-    r.status.ended_early().unwrap_or_default().to_string()
 }

@@ -229,7 +229,7 @@ impl HandClient {
 
     /// Opens `spec` (one TCP stream); the cookie and the data port.
     async fn open(&mut self, spec: TestSpec) -> ([u8; 16], u16) {
-        self.send(&ClientMsg::Open { spec }).await;
+        self.send(&ClientMsg::Open { spec, group: None }).await;
         match self.recv().await {
             Some(ServerMsg::Accepted {
                 cookie, data_port, ..

@@ -244,7 +244,10 @@ fn netperf_decoders() {
 fn control_messages_from_a_websocket() {
     let spec = TestSpec::new(Protocol::Udp);
     let seeds: Vec<Vec<u8>> = [
-        ClientMsg::Open { spec: spec.clone() },
+        ClientMsg::Open {
+            spec: spec.clone(),
+            group: None,
+        },
         ClientMsg::Run {
             target: "pc".into(),
             spec,
@@ -259,7 +262,7 @@ fn control_messages_from_a_websocket() {
     .collect();
     each_case(&seeds, |b| {
         if let Ok(msg) = ClientMsg::parse(&String::from_utf8_lossy(b)) {
-            if let ClientMsg::Open { spec } | ClientMsg::Run { spec, .. } = &msg {
+            if let ClientMsg::Open { spec, .. } | ClientMsg::Run { spec, .. } = &msg {
                 let _ = spec.validate();
                 let _ = spec.stream_plan();
             }

@@ -46,6 +46,11 @@ crate::tagged_enum! {
         Open {
             /// The test.
             spec: TestSpec,
+            /// The run this test belongs to (a sweep's sizes, a latency run's probe and loads),
+            /// so the far end keeps the run as one result instead of one per test. Absent from
+            /// older clients and for a single test; an older far end ignores it.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            group: Option<TestGroup>,
         },
         /// All streams are up: start measuring now.
         Begin,
@@ -238,6 +243,33 @@ crate::tagged_enum! {
     }
 }
 
+/// The run a test belongs to, as its client tells the far end in `open`: the same `id` on each
+/// of the run's tests. The far end keeps the run as one result when the last of its `tests`
+/// ends (or when none has run for a while); an id it does not know (or no longer holds) starts
+/// a new one. What a far end holds for it is bounded there, not here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestGroup {
+    /// The client's random id of the run (32 hex digits from perfpeer).
+    pub id: String,
+    /// What the run is.
+    pub kind: GroupKind,
+    /// How many tests the run opens at this far end.
+    pub tests: u32,
+}
+
+/// What kind of run a [`TestGroup`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupKind {
+    /// A packet-size sweep: one test per size.
+    Sweep,
+    /// Latency under load: the probe's test and each phase's load tests.
+    Latency,
+    /// A kind this peer does not know (a newer client's): its tests are kept one by one.
+    #[serde(other)]
+    Unknown,
+}
+
 /// What a peer tells about itself.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PeerInfo {
@@ -380,6 +412,7 @@ mod tests {
     fn messages_are_tagged_json() {
         let open = ClientMsg::Open {
             spec: TestSpec::new(Protocol::Tcp),
+            group: None,
         };
         let json = open.to_json();
         assert!(
@@ -399,6 +432,81 @@ mod tests {
                 token: None
             }
         );
+    }
+
+    #[test]
+    fn a_group_is_an_optional_field_of_open_both_ways() {
+        let spec = TestSpec::new(Protocol::Udp);
+        let spec_json = serde_json::to_string(&spec).unwrap();
+        // A single test (and an older client) sends no group: the bytes are as before.
+        let single = ClientMsg::Open {
+            spec: spec.clone(),
+            group: None,
+        };
+        assert_eq!(
+            single.to_json(),
+            format!(r#"{{"type":"open","spec":{spec_json}}}"#)
+        );
+        // An older client's bytes: no group.
+        assert_eq!(
+            ClientMsg::parse(&format!(r#"{{"type":"open","spec":{spec_json}}}"#)),
+            Ok(single)
+        );
+        // A newer client's bytes.
+        let text = format!(
+            r#"{{"type":"open","spec":{spec_json},"group":{{"id":"0123456789abcdef0123456789abcdef","kind":"sweep","tests":8}}}}"#
+        );
+        let grouped = ClientMsg::Open {
+            spec: spec.clone(),
+            group: Some(TestGroup {
+                id: "0123456789abcdef0123456789abcdef".into(),
+                kind: GroupKind::Sweep,
+                tests: 8,
+            }),
+        };
+        assert_eq!(ClientMsg::parse(&text), Ok(grouped.clone()));
+        assert_eq!(grouped.to_json(), text);
+        // An older far end reads `open` with only `spec`: the group is a field it does not
+        // know, which it ignores (as the tagged enum's derive does).
+        crate::tagged_enum! {
+            tag = "type", rename_all = "snake_case";
+            #[derive(Debug, PartialEq, Serialize)]
+            enum OldClientMsg {
+                Open { spec: TestSpec },
+            }
+        }
+        assert_eq!(
+            crate::tagged::from_json::<OldClientMsg>(&text).unwrap(),
+            OldClientMsg::Open { spec: spec.clone() }
+        );
+        // ... and so is a field a later client may add to the group.
+        let later = text.replace(r#""tests":8"#, r#""tests":8,"index":3"#);
+        assert!(matches!(
+            ClientMsg::parse(&later),
+            Ok(ClientMsg::Open { group: Some(_), .. })
+        ));
+        let kind = |text: &str| serde_json::from_str::<TestGroup>(text).unwrap().kind;
+        assert_eq!(
+            kind(r#"{"id":"x","kind":"latency","tests":4}"#),
+            GroupKind::Latency
+        );
+        // A kind a later client may add still opens the test (kept alone).
+        assert_eq!(
+            kind(r#"{"id":"x","kind":"cbr","tests":4}"#),
+            GroupKind::Unknown
+        );
+        // A malformed group is a malformed message.
+        for bad in [
+            r#""group":{"id":"x","kind":"sweep"}"#,
+            r#""group":{"id":"x","kind":"sweep","tests":-1}"#,
+            r#""group":"x""#,
+        ] {
+            let text = format!(r#"{{"type":"open","spec":{spec_json},{bad}}}"#);
+            assert!(
+                matches!(ClientMsg::parse(&text), Err(ControlError::Malformed(_))),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

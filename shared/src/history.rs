@@ -247,14 +247,15 @@ impl HistoryEntry {
     }
 }
 
-/// A kept sweep.
+/// A kept sweep: one this peer ran, or one it served as the far end (its rows then are each
+/// size's test as this peer kept it: the receiving end's figures).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KeptSweep {
     /// Result id (`/r/<id>`).
     pub id: String,
     /// When it was kept, Unix ms.
     pub created_ms: u64,
-    /// The other peer, as given.
+    /// The other peer: as given, or the client this peer was the far end of.
     pub peer: String,
     /// What each size ran (its `len` replaced by each size).
     pub spec: TestSpec,
@@ -262,20 +263,24 @@ pub struct KeptSweep {
     pub result: SweepResult,
     /// Whether `/r/<id>` answers.
     pub link_enabled: bool,
+    /// Who started it here: a browser's run, or a client this peer was the far end of.
+    #[serde(default = "browser")]
+    pub origin: Origin,
     /// What the token holder wrote on it.
     #[serde(default, skip_serializing_if = "Notes::is_empty")]
     pub notes: Notes,
 }
 
 impl KeptSweep {
-    /// Its page heading: the table's title line and the other peer.
+    /// Its page heading: the table's title line and the other peer (the client, where this
+    /// peer was the far end).
     pub fn title(&self) -> String {
         let service = self.spec.dccp.map(|d| d.service);
-        format!(
-            "{} → {}",
-            crate::format::sweep::title(&self.result, service),
-            self.peer
-        )
+        let table = crate::format::sweep::title(&self.result, service);
+        match self.origin {
+            Origin::FarEnd => format!("{table} from {} (this peer was its far end)", self.peer),
+            _ => format!("{table} → {}", self.peer),
+        }
     }
 
     /// Its line in the history list: kind `sweep`, its total bytes and its best size's rate;
@@ -287,8 +292,8 @@ impl KeptSweep {
             id: self.id.clone(),
             kind: ResultKind::Sweep,
             created_ms: self.created_ms,
-            origin: Origin::Browser,
-            role: PeerRole::Client,
+            origin: self.origin,
+            role: self.origin.role(),
             peer: self.peer.clone(),
             protocol: self.spec.protocol,
             direction: self.spec.direction,
@@ -327,7 +332,8 @@ pub struct OpenedResult {
     pub latency: Option<KeptLatency>,
 }
 
-/// A kept latency-under-load run.
+/// A kept latency-under-load run: one this peer ran, or one it served as the far end (the load
+/// alone then: the probe's round trips are the client's to measure, so there are none).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KeptLatency {
     /// Result id (`/r/<id>`).
@@ -342,7 +348,8 @@ pub struct KeptLatency {
     pub result: LatencyResult,
     /// Whether `/r/<id>` answers.
     pub link_enabled: bool,
-    /// Who started it here (a browser's run or `perfpeer test` on this machine).
+    /// Who started it here (a browser's run or `perfpeer test` on this machine), or the
+    /// far end's client.
     #[serde(default = "browser")]
     pub origin: Origin,
     /// What the token holder wrote on it.
@@ -354,10 +361,27 @@ fn browser() -> Origin {
     Origin::Browser
 }
 
+impl Origin {
+    /// This peer's end of what it started so: the far end's, or the client's.
+    pub fn role(self) -> PeerRole {
+        match self {
+            Origin::FarEnd => PeerRole::Server,
+            Origin::Cli | Origin::Browser => PeerRole::Client,
+        }
+    }
+}
+
 impl KeptLatency {
-    /// Its page heading.
+    /// Its page heading; a far end's says that it has the load alone.
     pub fn title(&self) -> String {
-        crate::format::latency::title(&self.result)
+        match self.origin {
+            Origin::FarEnd => format!(
+                "Latency under load from {}, as its far end saw it: the load only (the probe's \
+                 round trips are measured by the client, not here)",
+                self.peer
+            ),
+            _ => crate::format::latency::title(&self.result),
+        }
     }
 
     /// Its line in the history list: kind `latency`, TCP both ways; `complete` when every phase
@@ -374,7 +398,7 @@ impl KeptLatency {
             kind: ResultKind::Latency,
             created_ms: self.created_ms,
             origin: self.origin,
-            role: PeerRole::Client,
+            role: self.origin.role(),
             peer: self.peer.clone(),
             protocol: Protocol::Tcp,
             direction: Direction::Bidir,
@@ -457,6 +481,35 @@ mod tests {
             tags: vec!["two words".into()],
         };
         assert!(sent.checked().is_err());
+    }
+
+    #[test]
+    fn a_kept_sweep_says_whose_it_is() {
+        let spec = serde_json::to_string(&TestSpec::new(Protocol::Udp)).unwrap();
+        let result = r#"{"protocol":"udp","bitrate":null,"seconds_per_size":1.0,"points":[]}"#;
+        // A peer's JSON from before far ends kept sweeps: the browser's.
+        let old = format!(
+            r#"{{"id":"ab","created_ms":5,"peer":"pc","spec":{spec},"result":{result},"link_enabled":true}}"#
+        );
+        let mut sweep: KeptSweep = serde_json::from_str(&old).unwrap();
+        assert_eq!(
+            (sweep.summary().origin, sweep.summary().role),
+            (Origin::Browser, PeerRole::Client)
+        );
+        assert!(sweep.title().ends_with("→ pc"), "{}", sweep.title());
+        sweep.origin = Origin::FarEnd;
+        sweep.peer = "laptop (10.0.0.2)".into();
+        assert_eq!(
+            (sweep.summary().origin, sweep.summary().role),
+            (Origin::FarEnd, PeerRole::Server)
+        );
+        assert!(
+            sweep
+                .title()
+                .ends_with("from laptop (10.0.0.2) (this peer was its far end)"),
+            "{}",
+            sweep.title()
+        );
     }
 
     #[test]

@@ -62,6 +62,16 @@ impl SweepPoint {
         })
     }
 
+    /// The row of one size's test, whatever became of it: its figures when it completed,
+    /// else why not (what it ended early for, or that no end reported receiving).
+    pub fn of_test(len: u32, result: &TestResult) -> SweepPoint {
+        match result.status.ended_early() {
+            None => SweepPoint::from_result(len, result)
+                .unwrap_or_else(|| SweepPoint::failed(len, "no receiver report")),
+            Some(why) => SweepPoint::failed(len, why),
+        }
+    }
+
     /// A row for a size whose test failed.
     pub fn failed(len: u32, error: impl Into<String>) -> SweepPoint {
         SweepPoint {
@@ -92,6 +102,19 @@ pub struct SweepResult {
     pub seconds_per_size: f64,
     /// The rows.
     pub points: Vec<SweepPoint>,
+}
+
+impl SweepResult {
+    /// The sweep of `spec` (its `len` replaced by each size) with these rows.
+    pub fn new(spec: &TestSpec, points: Vec<SweepPoint>) -> SweepResult {
+        SweepResult {
+            protocol: spec.protocol,
+            ccid: spec.dccp.and_then(|d| d.ccid),
+            bitrate: spec.bitrate.map(|b| b.0),
+            seconds_per_size: spec.total_time().map_or(0.0, |t| t.as_secs_f64()),
+            points,
+        }
+    }
 }
 
 /// Checks a sweep request as a whole (a size that does not suit the spec fails alone, as its

@@ -169,6 +169,7 @@ async fn privileged_requests_need_the_token() {
         &mut ws,
         &ClientMsg::Open {
             spec: short_spec(Protocol::Tcp),
+            group: None,
         },
     )
     .await;

@@ -85,9 +85,11 @@ fn peer_info_says_dccp_is_unavailable_and_why() {
             ccid: Some(2),
             ..DccpSpec::default()
         });
-        ws.send(Message::text(ClientMsg::Open { spec }.to_json()))
-            .await
-            .unwrap();
+        ws.send(Message::text(
+            ClientMsg::Open { spec, group: None }.to_json(),
+        ))
+        .await
+        .unwrap();
         (welcome, next(&mut ws).await)
     });
     match welcome {

@@ -75,7 +75,11 @@ impl FarClient {
 
     /// Opens a test; returns its cookie and data port.
     async fn open(&mut self, spec: &TestSpec) -> ([u8; 16], u16) {
-        self.send(&ClientMsg::Open { spec: spec.clone() }).await;
+        self.send(&ClientMsg::Open {
+            spec: spec.clone(),
+            group: None,
+        })
+        .await;
         match self.recv().await {
             ServerMsg::Accepted {
                 cookie, data_port, ..
@@ -409,7 +413,7 @@ async fn buffers_beyond_the_memory_budget_are_refused() {
     spec.direction = Direction::Reverse;
     spec.streams = 128;
     spec.len = 16 << 20;
-    client.send(&ClientMsg::Open { spec }).await;
+    client.send(&ClientMsg::Open { spec, group: None }).await;
     match client.recv().await {
         ServerMsg::Error { code, message } => {
             assert_eq!(code, ErrorCode::OverLimit);
@@ -640,7 +644,11 @@ async fn a_flood_of_refused_opens_writes_a_bounded_log() {
         } else {
             &one_second_tcp()
         };
-        c.send(&ClientMsg::Open { spec: spec.clone() }).await;
+        c.send(&ClientMsg::Open {
+            spec: spec.clone(),
+            group: None,
+        })
+        .await;
         assert!(
             matches!(c.recv().await, ServerMsg::Error { .. }),
             "the open was not refused"

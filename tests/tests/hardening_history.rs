@@ -19,14 +19,15 @@ use tokio_tungstenite::tungstenite::Message;
 type Ws = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
 
 /// A far-end client on `/ws` from a loopback address of its choice, speaking the control
-/// protocol by hand so that its final report says whatever the test wants.
-struct Stranger {
+/// protocol by hand so that its final report says whatever the test wants (and its `open` is
+/// what an older client sends: no `group`).
+pub(super) struct Stranger {
     ws: Ws,
     from: [u8; 4],
 }
 
 impl Stranger {
-    async fn connect(from: [u8; 4], control: &str) -> Stranger {
+    pub(super) async fn connect(from: [u8; 4], control: &str) -> Stranger {
         let to: SocketAddr = control.parse().expect("a loopback control address");
         let tcp = tokio::task::spawn_blocking(move || connect_from(from, to))
             .await
@@ -69,12 +70,12 @@ impl Stranger {
     }
 
     /// One short forward TCP test whose final report names `host`; the far end's result id.
-    async fn one_test(mut self, host: HostInfo) -> String {
+    pub(super) async fn one_test(mut self, host: HostInfo) -> String {
         let mut spec = TestSpec::new(Protocol::Tcp);
         spec.end = EndCondition::Time {
             duration: Duration::from_secs(1),
         };
-        self.send(&ClientMsg::Open { spec }).await;
+        self.send(&ClientMsg::Open { spec, group: None }).await;
         let (cookie, data_port) = match self.recv().await {
             ServerMsg::Accepted {
                 cookie, data_port, ..
@@ -127,7 +128,7 @@ impl Stranger {
     }
 }
 
-fn host(name: String) -> HostInfo {
+pub(super) fn host(name: String) -> HostInfo {
     HostInfo {
         hostname: name,
         system: "Linux 6.1 x86_64".into(),

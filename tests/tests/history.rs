@@ -297,3 +297,133 @@ fn the_token_holder_writes_notes_that_the_list_and_the_page_show() {
     let list: serde_json::Value = serde_json::from_str(&list).unwrap();
     assert!(list[0].get("notes").is_none(), "cleared: {list}");
 }
+
+/// The far end's history as JSON lines (with the token).
+fn far_history(peer: &Peer) -> Vec<serde_json::Value> {
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    let (status, list) = http(peer, "GET", "/api/results", &auth, "");
+    assert_eq!(status, 200, "{list}");
+    serde_json::from_str::<serde_json::Value>(&list)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn a_far_end_keeps_a_sweep_and_a_latency_run_as_one_result_each() {
+    let peer = Peer::start(&[]);
+    // A sweep, then a latency run (paced, so its load does not take both cores from the
+    // tests beside it).
+    for run in [
+        "--sweep-len 64,...,256 -t 1 -b 5M",
+        "--latency-under-load --idle-time 1 -t 1 -P 1 -b 100M",
+    ] {
+        let mut args = vec![peer.control.as_str()];
+        args.extend(run.split(' '));
+        let out = perfpeer_test(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{run}: {err}");
+    }
+    // Kept before the client's last test ended: one row for each run, of its kind.
+    let list = far_history(&peer);
+    let rows: Vec<(&str, &str, &str)> = list
+        .iter()
+        .map(|e| {
+            let text = |k: &str| e[k].as_str().unwrap_or_default();
+            (text("kind"), text("origin"), text("role"))
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("latency", "far_end", "server"),
+            ("sweep", "far_end", "server")
+        ],
+        "{list:#?}"
+    );
+    for line in &list {
+        let peer_name = line["peer"].as_str().unwrap();
+        assert!(
+            peer_name.ends_with("(127.0.0.1)"),
+            "named as its client: {peer_name}"
+        );
+    }
+    let (latency, sweep) = (
+        list[0]["id"].as_str().unwrap(),
+        list[1]["id"].as_str().unwrap(),
+    );
+    // The sweep's page and JSON: a row per size, as this peer received it.
+    let (status, json) = http(&peer, "GET", &format!("/r/{sweep}.json"), "", "");
+    assert_eq!(status, 200, "{json}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let lens: Vec<u64> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["len"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lens, [64, 128, 256], "{v}");
+    assert!(
+        v["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p.get("error").is_none() && u64_at(p, "/packets") > 0),
+        "{v}"
+    );
+    let (status, page) = http(&peer, "GET", &format!("/r/{sweep}"), "", "");
+    assert_eq!(status, 200);
+    assert!(page.contains("this peer was its far end"), "{page}");
+    // The latency run's: its phases' load, and no probe figures (the client times the probe).
+    let (status, json) = http(&peer, "GET", &format!("/r/{latency}.json"), "", "");
+    assert_eq!(status, 200, "{json}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let phases: Vec<&str> = v["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, ["idle", "download", "upload", "both"], "{v}");
+    assert_eq!(v["probes"].as_array().map(Vec::len), Some(0));
+    assert!(v["phases"][1]["down_bits_per_second"].as_f64().unwrap() > 0.0);
+    assert!(v["phases"][2]["up_bits_per_second"].as_f64().unwrap() > 0.0);
+    assert!(
+        v["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["rtt"].is_null())
+    );
+    let (status, page) = http(&peer, "GET", &format!("/r/{latency}"), "", "");
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("round trips are measured by the client"),
+        "{page}"
+    );
+}
+
+#[tokio::test]
+async fn an_older_clients_tests_are_kept_one_by_one() {
+    use super::hardening_history::{Stranger, host};
+    let peer = Peer::start(&[]);
+    // An older client names no run in its `open`: each of its tests is a result of its own.
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let stranger = Stranger::connect([127, 0, 0, 1], &peer.control).await;
+        ids.push(stranger.one_test(host("old".into())).await);
+    }
+    let list = far_history(&peer);
+    assert_eq!(list.len(), 2, "{list:#?}");
+    for line in &list {
+        assert_eq!(
+            (line["kind"].as_str(), line["origin"].as_str()),
+            (Some("test"), Some("far_end"))
+        );
+        assert!(ids.iter().any(|id| line["id"] == id.as_str()));
+    }
+    for id in &ids {
+        assert_eq!(http(&peer, "GET", &format!("/r/{id}.json"), "", "").0, 200);
+    }
+}

@@ -349,8 +349,8 @@ fn latency_under_load_flags_refusals_and_json_over_loopback() {
     assert_eq!(names, ["idle", "download", "upload", "both"]);
     assert_eq!(lul["settings"]["streams"], 2);
     assert_eq!(lul["settings"]["probe_tos"], 0xb8);
-    // 69 B on the wire... 64 + 28 bytes at 200 a second: 147.2 kbit/s.
-    assert_eq!(lul["settings"]["probe_bits_per_second"], 147_200.0);
+    // 64 B + 28 of IPv4 and UDP + 38 of Ethernet framing, 200 a second: 208 kbit/s.
+    assert_eq!(lul["settings"]["probe_bits_per_second"], 208_000.0);
     let probes = lul["probes"].as_array().expect("probes");
     // About 200 a second through idle (1 s), three phases (≥ 1 s each) and the pauses.
     assert!(probes.len() > 700, "{} probes", probes.len());

@@ -345,6 +345,7 @@ impl TestFlags {
             bind: self.bind,
             device: self.bind_dev.clone(),
             data_port: None,
+            group: None,
         })
     }
 

@@ -1,14 +1,15 @@
 //! The far end of a test (what `iperf3 -s` is): accept a spec within the caps, collect the data
 //! streams, measure until the client says stop, report. A client that vanishes ends the test
 //! within [`crate::session::channel::PEER_TIMEOUT`] and frees its slot. Every line a test logs
-//! goes through a [`LogLimit`]: a client cycling short tests cannot flood the log.
+//! goes through a [`LogLimit`]: a client cycling short tests cannot flood the log. A test that
+//! names its run (`open{group}`) is kept as part of that run (`far_groups`), not alone.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use perfpeer_shared::control::{ClientMsg, ErrorCode, ServerMsg};
+use perfpeer_shared::control::{ClientMsg, ErrorCode, ServerMsg, TestGroup};
 use perfpeer_shared::report::{PeerRole, SideReport, StreamRole, TestResult, TestStatus};
 use perfpeer_shared::spec::{EndCondition, TestSpec};
 use socket2::SockRef;
@@ -119,10 +120,11 @@ pub(crate) fn check_caps(
     Ok(())
 }
 
-/// Serves one test for the client on `chan`, which has just sent `open{spec}`.
+/// Serves one test for the client on `chan`, which has just sent `open{spec, group}`.
 pub(crate) async fn serve(
     chan: &mut ControlChannel,
     spec: TestSpec,
+    group: Option<TestGroup>,
     state: &Arc<ServerState>,
     client: SocketAddr,
 ) -> Result<(), SessionError> {
@@ -154,15 +156,16 @@ pub(crate) async fn serve(
     let test_id = cookie_to_hex(&random_cookie())[..12].to_string();
     // Every log line of the test carries its id and client through this span.
     let span = tracing::info_span!("far_end_test", test_id = %test_id, %client);
-    run_accepted(chan, spec, state, client, cookie, test_id)
+    run_accepted(chan, spec, group, state, client, cookie, test_id)
         .instrument(span)
         .await
 }
 
-/// The accepted test, from its `accepted` to its `final`.
+/// The accepted test (of the run `group`, if it names one), from its `accepted` to its `final`.
 async fn run_accepted(
     chan: &mut ControlChannel,
     spec: TestSpec,
+    group: Option<TestGroup>,
     state: &Arc<ServerState>,
     client: SocketAddr,
     cookie: Cookie,
@@ -201,9 +204,18 @@ async fn run_accepted(
     let started_unix_ms = crate::util::unix_ms_now();
     let mut m = Measurement::start(PeerRole::Server, &spec, setups)?;
     let limit = far_end_limit(&spec, state.config.max_duration);
-    let mut rec = state
-        .store()
-        .and_then(|s| Recording::begin_served(s, &test_id, client, &spec));
+    // Part of a run (kept whole when the run ends), or kept alone.
+    let member = group.as_ref().and_then(|g| {
+        state
+            .far_groups
+            .join(state.keeper().as_ref(), g, client, &spec)
+    });
+    let mut rec = match member {
+        Some(_) => None,
+        None => state
+            .store()
+            .and_then(|s| Recording::begin_served(s, &test_id, client, &spec)),
+    };
     let outcome = run_until_stop(chan, &mut m, &test_id, limit, state, &mut rec).await;
     let finished = m.finish(outcome.is_err()).await;
     outcome?;
@@ -239,22 +251,24 @@ async fn run_accepted(
     TEST_ENDED.info(source, how);
     let mut summary = report.clone();
     summary.intervals.clear();
-    let result_id = match rec {
-        Some(rec) => {
+    let result = TestResult {
+        id: test_id,
+        spec,
+        started_unix_ms,
+        server_addr: client_name(client, remote.as_ref()),
+        local: report,
+        remote,
+        status,
+    };
+    let result_id = match (rec, member) {
+        (Some(rec), _) => {
             let id = rec.id().to_string();
-            let result = TestResult {
-                id: test_id,
-                spec,
-                started_unix_ms,
-                server_addr: client_name(client, remote.as_ref()),
-                local: report,
-                remote,
-                status,
-            };
             rec.finish(&result).await;
             Some(id)
         }
-        None => None,
+        // The run's id once its last test ends (the run is kept first).
+        (None, Some(member)) => member.end(&result).await,
+        (None, None) => None,
     };
     chan.send(&ServerMsg::Final {
         report: summary,
@@ -440,7 +454,10 @@ mod tests {
         assert_eq!(client_name(client, None), "192.168.1.5");
         let mut report = SideReport::empty(PeerRole::Client, HostInfo::default());
         report.host.hostname = " laptop\u{1b}[31m ".into();
-        assert_eq!(client_name(client, Some(&report)), "laptop[31m (192.168.1.5)");
+        assert_eq!(
+            client_name(client, Some(&report)),
+            "laptop[31m (192.168.1.5)"
+        );
         report.host.hostname = "x".repeat(1000);
         assert_eq!(
             client_name(client, Some(&report)),

@@ -146,10 +146,10 @@ async fn serve_socket(
             Err(_) => break,
         };
         let result = match msg {
-            ClientMsg::Open { spec } => {
+            ClientMsg::Open { spec, group } => {
                 // One test per connection: the connection ends with it.
                 let _busy = place.busy();
-                let r = far_end::serve(&mut chan, spec, &state, remote).await;
+                let r = far_end::serve(&mut chan, spec, group, &state, remote).await;
                 if let Err(e) = &r {
                     FAR_END_ERRORS.info(remote, e);
                     reply_error(&chan, e);

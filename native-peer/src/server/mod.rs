@@ -5,6 +5,7 @@ pub(crate) mod assets;
 pub(crate) mod data_listener;
 pub(crate) mod dccp_listener;
 pub(crate) mod far_end;
+pub(crate) mod far_groups;
 pub(crate) mod filters;
 pub(crate) mod guard;
 pub(crate) mod handlers;

@@ -1,5 +1,5 @@
 //! Shared state of a serving peer: its configuration and caps, the tests waiting for their data
-//! streams (by cookie), and the tests running now.
+//! streams (by cookie), the tests running now and the runs served as the far end.
 
 use crate::util::lock;
 use std::collections::HashMap;
@@ -109,6 +109,8 @@ pub struct ServerState {
     /// Tests this peer is the far end of, by the client's address: one address may hold half
     /// the slots (rounded up), so it cannot keep every other client out.
     pub(crate) far_tests: Arc<Admission>,
+    /// The runs (sweeps, latency runs) this peer serves as the far end, each kept as one result.
+    pub(crate) far_groups: Arc<super::far_groups::FarGroups>,
     pending: Mutex<HashMap<Cookie, PendingTest>>,
     store: std::sync::OnceLock<Arc<crate::store::Store>>,
     running: Mutex<HashMap<String, (RunningTest, Instant)>>,
@@ -135,6 +137,7 @@ impl ServerState {
                 total: config.max_tests as usize,
                 per_source: (config.max_tests as usize).div_ceil(2),
             }),
+            far_groups: Arc::default(),
             config,
             info,
             shutdown,
@@ -167,6 +170,15 @@ impl ServerState {
     /// The result store, if this peer keeps results.
     pub(crate) fn store(&self) -> Option<&Arc<crate::store::Store>> {
         self.store.get()
+    }
+
+    /// Where the runs this peer serves as the far end are kept, if it keeps results.
+    pub(crate) fn keeper(&self) -> Option<super::far_groups::Keeper> {
+        self.store().map(|store| super::far_groups::Keeper {
+            store: store.clone(),
+            shutdown: self.shutdown.clone(),
+            tasks: self.tasks.clone(),
+        })
     }
 
     /// Whether `token`, sent from `ip`, grants privileged requests; [`TooManyFailures`] while

@@ -5,7 +5,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use perfpeer_shared::PROTOCOL_VERSION;
-use perfpeer_shared::control::{ApiError, ClientMsg, ErrorCode, MAX_CONTROL_MESSAGE, ServerMsg};
+use perfpeer_shared::control::{
+    ApiError, ClientMsg, ErrorCode, MAX_CONTROL_MESSAGE, ServerMsg, TestGroup,
+};
 use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, TestResult};
 use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use tokio::sync::mpsc;
@@ -38,6 +40,9 @@ pub struct ClientOptions {
     /// Local port of the first data stream, the next ones for further streams (iperf3's
     /// `--cport`, netperf's `-- -P`).
     pub data_port: Option<u16>,
+    /// The run the test belongs to (a sweep, a latency run), told to a perfpeer far end so it
+    /// keeps the run as one result; stock tools are not told.
+    pub group: Option<TestGroup>,
 }
 
 impl Default for ClientOptions {
@@ -49,6 +54,7 @@ impl Default for ClientOptions {
             data_port: None,
             bind: None,
             device: None,
+            group: None,
         }
     }
 }
@@ -279,6 +285,7 @@ pub(crate) async fn open(
     hello(&mut chan, opts.token.clone()).await?;
     chan.send(&ClientMsg::Open {
         spec: TestSpec::clone(spec),
+        group: opts.group.clone(),
     })?;
     let (test_id, cookie, data_port) = match answer(&mut chan, "open").await? {
         ServerMsg::Accepted {

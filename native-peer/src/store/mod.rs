@@ -15,7 +15,8 @@
 //! `/api/info` to show.
 //! - [`record`]: the recorder a running test writes through.
 //! - [`sweeps`]: packet-size sweeps and latency-under-load runs, kept whole with a share link
-//!   of their own.
+//!   of their own (those this peer served as the far end among them, within the far end's
+//!   share).
 
 mod owner;
 mod plausible;
@@ -38,6 +39,7 @@ use serde::{Deserialize, Serialize};
 
 pub(crate) use record::Recording;
 pub(crate) use retention::Retention;
+pub(crate) use sweeps::Served;
 
 /// Name of the database file in the data directory.
 pub(crate) const FILE_NAME: &str = "results.db";
@@ -289,6 +291,11 @@ impl Store {
         r
     }
 
+    /// Whether results can be written here (not a read-only database).
+    pub(crate) fn writable(&self) -> bool {
+        !self.read_only
+    }
+
     /// The database file.
     pub(crate) fn path(&self) -> &Path {
         &self.path
@@ -505,7 +512,7 @@ impl Store {
 
 /// `result` with its far side's free text cut to its bounds, and the report dropped if it does
 /// not fit the test (the reason goes into the status).
-fn checked_remote(result: &TestResult) -> TestResult {
+pub(crate) fn checked_remote(result: &TestResult) -> TestResult {
     static IMPLAUSIBLE: crate::admission::LogLimit = crate::admission::LogLimit::with_burst(
         "a far side's report does not fit its test; kept without it",
         std::time::Duration::from_secs(10),

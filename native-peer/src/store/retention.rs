@@ -3,8 +3,9 @@
 //! whole budget. The results this peer kept as the far end of an anonymous client's test get a
 //! share of it, and each client source (an IPv4 address or an IPv6 /64) a share of that; they
 //! are pruned among themselves, so a stranger's tests evict a stranger's, never the owner's.
-//! The owner's own results go only when they alone fill the budget. A running test is never
-//! pruned, nor counted.
+//! A sweep or latency run served for a stranger, kept whole, counts as one of that stranger's
+//! results. The owner's own results go only when they alone fill the budget. A running test is
+//! never pruned, nor counted.
 
 use rusqlite::Connection;
 
@@ -65,9 +66,31 @@ impl Retention {
     }
 }
 
-/// Which `results` rows are an anonymous client's: kept as its far end, without the token
-/// holder's notes.
+/// Which `results` and `sweeps` rows are an anonymous client's: kept as its far end, without the
+/// token holder's notes.
 const ANONYMOUS: &str = "origin = 'far_end' AND notes_json IS NULL";
+
+/// The finished anonymous results of both tables as `id, source, bytes, created_ms, rowid`
+/// (a run kept whole: its text's bytes).
+fn anonymous_sql() -> String {
+    format!(
+        "SELECT id, COALESCE(source, ''), COALESCE(kept_bytes, {ROW_BYTES}), created_ms, rowid
+         FROM results WHERE {ANONYMOUS} AND status != 'running'
+         UNION ALL
+         SELECT id, COALESCE(source, ''), COALESCE(kept_bytes, {WHOLE_BYTES}), created_ms, rowid
+         FROM sweeps WHERE {ANONYMOUS}"
+    )
+}
+
+/// The bytes of a `sweeps` row's text, as SQL on that row.
+const WHOLE_BYTES: &str = "length(CAST(spec_json AS BLOB)) + length(CAST(result_json AS BLOB))
+    + length(CAST(peer AS BLOB))";
+
+/// Deletes a kept result from whichever table holds it; how many rows went.
+fn delete_kept(conn: &Connection, id: &str) -> Result<usize, StoreError> {
+    Ok(conn.execute("DELETE FROM results WHERE id = ?1", [id])?
+        + conn.execute("DELETE FROM sweeps WHERE id = ?1", [id])?)
+}
 
 /// The bytes of a `results` row's text and its intervals', as SQL on that row.
 pub(super) const ROW_BYTES: &str = "length(CAST(spec_json AS BLOB)) + length(CAST(host_json AS BLOB))
@@ -122,11 +145,7 @@ pub(super) fn beyond_shares(newest_first: &[AnonymousRow], retention: &Retention
 /// The finished anonymous results, newest first, with their sizes (counted when they were
 /// written; rows of older versions and tests that ended without a result, now).
 pub(super) fn anonymous_rows(conn: &Connection) -> Result<Vec<AnonymousRow>, StoreError> {
-    let mut stmt = conn.prepare(&format!(
-        "SELECT id, COALESCE(source, ''), COALESCE(kept_bytes, {ROW_BYTES})
-         FROM results WHERE {ANONYMOUS} AND status != 'running'
-         ORDER BY created_ms DESC, rowid DESC"
-    ))?;
+    let mut stmt = conn.prepare(&format!("{} ORDER BY 4 DESC, 5 DESC", anonymous_sql()))?;
     let rows = stmt.query_map([], |r| {
         Ok(AnonymousRow {
             id: r.get(0)?,
@@ -139,14 +158,18 @@ pub(super) fn anonymous_rows(conn: &Connection) -> Result<Vec<AnonymousRow>, Sto
 
 /// Deletes the `n` oldest finished anonymous results; how many went.
 fn delete_oldest_anonymous(conn: &Connection, n: i64) -> Result<usize, StoreError> {
-    Ok(conn.execute(
-        &format!(
-            "DELETE FROM results WHERE id IN (
-                 SELECT id FROM results WHERE {ANONYMOUS} AND status != 'running'
-                 ORDER BY created_ms ASC, rowid ASC LIMIT ?1)"
-        ),
-        [n],
-    )?)
+    let oldest: Vec<String> = conn
+        .prepare(&format!(
+            "{} ORDER BY 4 ASC, 5 ASC LIMIT ?1",
+            anonymous_sql()
+        ))?
+        .query_map([n], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut removed = 0;
+    for id in oldest {
+        removed += delete_kept(conn, &id)?;
+    }
+    Ok(removed)
 }
 
 /// Deletes the `n` oldest of the owner's finished results and kept runs; how many went.
@@ -154,7 +177,7 @@ fn delete_oldest_owned(conn: &Connection, n: i64) -> Result<usize, StoreError> {
     let oldest: Vec<(String, bool)> = conn
         .prepare(&format!(
             "SELECT id, 1, created_ms, rowid FROM results WHERE NOT ({ANONYMOUS}) AND status != 'running'
-             UNION ALL SELECT id, 0, created_ms, rowid FROM sweeps
+             UNION ALL SELECT id, 0, created_ms, rowid FROM sweeps WHERE NOT ({ANONYMOUS})
              ORDER BY 3 ASC, 4 ASC LIMIT ?1"
         ))?
         .query_map([n], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -179,10 +202,9 @@ impl Store {
     pub(super) fn prune(&self) -> Result<(), StoreError> {
         let conn = self.conn();
         for id in beyond_shares(&anonymous_rows(&conn)?, &self.retention) {
-            conn.execute("DELETE FROM results WHERE id = ?1", [id])?;
+            delete_kept(&conn, &id)?;
         }
-        let anonymous_sql =
-            format!("SELECT count(*) FROM results WHERE {ANONYMOUS} AND status != 'running'");
+        let anonymous_sql = format!("SELECT count(*) FROM ({})", anonymous_sql());
         let total = count(
             &conn,
             "SELECT (SELECT count(*) FROM results WHERE status != 'running') + (SELECT count(*) FROM sweeps)",

@@ -62,6 +62,12 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "ALTER TABLE results ADD COLUMN source TEXT;
      ALTER TABLE results ADD COLUMN kept_bytes INTEGER;
      CREATE INDEX results_by_origin ON results(origin, created_ms);",
+    // 9: runs kept whole for anonymous clients too (a sweep or latency run this peer served as
+    // the far end: origin `far_end`), with their client source and bytes, so they are pruned
+    // within the far end's share as its tests are.
+    "ALTER TABLE sweeps ADD COLUMN source TEXT;
+     ALTER TABLE sweeps ADD COLUMN kept_bytes INTEGER;
+     CREATE INDEX sweeps_by_origin ON sweeps(origin, created_ms);",
 ];
 
 /// The schema version this build writes.

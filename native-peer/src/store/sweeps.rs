@@ -3,7 +3,9 @@
 //! `LatencyRequest` and the `LatencyResult`), each when it ends, in one table told apart by its
 //! `kind`, under a 128-bit random id that is also its share link (`/r/<id>`), which the token
 //! holder can turn off or delete like a test's (`Store::set_link`, `Store::delete` cover both
-//! tables).
+//! tables). A sweep or latency run this peer served as the far end of an anonymous client is
+//! kept here too (origin `far_end`, with the client's source), within the far end's share of
+//! the history like that client's tests.
 
 use perfpeer_shared::history::KeptLatency;
 use perfpeer_shared::latency::{LatencyRequest, LatencyResult};
@@ -12,10 +14,20 @@ use perfpeer_shared::sweep::SweepResult;
 use rusqlite::{OptionalExtension, params};
 
 use super::{HistoryEntry, KeptSweep, Origin, Store, StoreError, now_ms};
+use crate::admission::Source;
 use perfpeer_shared::history::from_word;
 
 const SWEEP: &str = "sweep";
 const LATENCY: &str = "latency";
+
+/// A run this peer served as the far end, as it keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Served {
+    /// A sweep: the spec its sizes ran (the first one's `len`) and its rows.
+    Sweep(TestSpec, SweepResult),
+    /// A latency run: the request its tests tell, and its load.
+    Latency(LatencyRequest, LatencyResult),
+}
 
 impl Store {
     /// Keeps a finished sweep; returns its new result id.
@@ -27,10 +39,39 @@ impl Store {
     ) -> Result<String, StoreError> {
         self.save_whole(
             SWEEP,
-            Origin::Browser,
+            (Origin::Browser, None),
             peer,
             serde_json::to_string(spec)?,
             serde_json::to_string(result)?,
+        )
+    }
+
+    /// Keeps a run this peer served as the far end of `peer`, an anonymous client from
+    /// `source`; returns its new result id.
+    pub(crate) fn save_served(
+        &self,
+        source: Source,
+        peer: &str,
+        run: &Served,
+    ) -> Result<String, StoreError> {
+        let (kind, spec_json, result_json) = match run {
+            Served::Sweep(spec, result) => (
+                SWEEP,
+                serde_json::to_string(spec)?,
+                serde_json::to_string(result)?,
+            ),
+            Served::Latency(request, result) => (
+                LATENCY,
+                serde_json::to_string(request)?,
+                serde_json::to_string(result)?,
+            ),
+        };
+        self.save_whole(
+            kind,
+            (Origin::FarEnd, Some(source)),
+            peer,
+            spec_json,
+            result_json,
         )
     }
 
@@ -44,26 +85,33 @@ impl Store {
     ) -> Result<String, StoreError> {
         self.save_whole(
             LATENCY,
-            origin,
+            (origin, None),
             peer,
             serde_json::to_string(request)?,
             serde_json::to_string(result)?,
         )
     }
 
+    /// Writes a run kept whole, started by `origin` (with the anonymous client's source, for a
+    /// run this peer served), then prunes to the retention.
     fn save_whole(
         &self,
         kind: &str,
-        origin: Origin,
+        (origin, source): (Origin, Option<Source>),
         peer: &str,
         spec_json: String,
         result_json: String,
     ) -> Result<String, StoreError> {
         let id = crate::util::random_id();
-        self.conn().execute(
-            "INSERT INTO sweeps (id, created_ms, peer, spec_json, result_json, kind, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![id, super::sql_int(now_ms()), peer, spec_json, result_json, kind, origin.word()],
-        )?;
+        let bytes = spec_json.len() + result_json.len() + peer.len();
+        let inserted = self.conn().execute(
+            "INSERT INTO sweeps (id, created_ms, peer, spec_json, result_json, kind, origin, source, kept_bytes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![id, super::sql_int(now_ms()), peer, spec_json, result_json, kind, origin.word(), source.map(|s| s.to_string()), super::sql_int(bytes as u64)],
+        );
+        self.noted(inserted.map_err(StoreError::from))?;
+        // Kept whatever pruning meets (it is said in the peer's store problem).
+        let _ = self.noted(self.prune());
         Ok(id)
     }
 
@@ -147,6 +195,7 @@ impl WholeRow {
             spec: serde_json::from_str(&self.spec_json)?,
             result: serde_json::from_str(&self.result_json)?,
             link_enabled: self.link_enabled,
+            origin: from_word(&self.origin).unwrap_or(Origin::Browser),
             notes: super::notes_of(self.notes_json),
         })
     }

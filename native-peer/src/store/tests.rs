@@ -306,7 +306,11 @@ async fn a_served_result_names_its_client_by_name_and_address_not_its_port() {
     let mut rec = Recording::begin_served(&store, "t", client, &spec).unwrap();
     rec.interval(PeerRole::Server, &interval(0, 1000));
     store.flush().await;
-    assert_eq!(store.list(10).unwrap()[0].peer, "192.168.1.5", "while it runs");
+    assert_eq!(
+        store.list(10).unwrap()[0].peer,
+        "192.168.1.5",
+        "while it runs"
+    );
     // Kept by the far end: its report is local, the client's (with its name) remote.
     let mut r = result(&spec);
     std::mem::swap(&mut r.local, r.remote.as_mut().unwrap());
@@ -322,15 +326,20 @@ async fn a_served_result_names_its_client_by_name_and_address_not_its_port() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-#[tokio::test]
-async fn retention_keeps_the_newest_results_within_count_and_size() {
-    let dir = temp_dir("retention");
+/// A fresh store in a temporary directory that keeps `max_results` results (in 64 MiB).
+fn keeping(tag: &str, max_results: u32) -> (Arc<Store>, PathBuf) {
+    let dir = temp_dir(tag);
     let (mut store, _) = Store::open(&dir).unwrap();
     store.set_retention(Retention {
-        max_results: 5,
+        max_results,
         max_bytes: 64 << 20,
     });
-    let store = Arc::new(store);
+    (Arc::new(store), dir)
+}
+
+#[tokio::test]
+async fn retention_keeps_the_newest_results_within_count_and_size() {
+    let (store, dir) = keeping("retention", 5);
     let spec = TestSpec::new(Protocol::Tcp);
     let mut ids = Vec::new();
     for _ in 0..12 {
@@ -453,13 +462,7 @@ fn anonymous_by_source(store: &Store) -> std::collections::HashMap<String, (usiz
 
 #[tokio::test]
 async fn strangers_results_keep_to_their_share_and_never_evict_the_owners() {
-    let dir = temp_dir("share-count");
-    let (mut store, _) = Store::open(&dir).unwrap();
-    store.set_retention(Retention {
-        max_results: 8,
-        max_bytes: 64 << 20,
-    });
-    let store = Arc::new(store);
+    let (store, dir) = keeping("share-count", 8);
     let spec = TestSpec::new(Protocol::Tcp);
     let mut owners = Vec::new();
     for _ in 0..3 {
@@ -611,5 +614,98 @@ fn far_end_rows_of_an_older_version_share_one_unknown_source() {
     });
     // One source's share of 8: a quarter, the newest.
     assert_eq!(kept_ids(&store), vec!["old3", "old2"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The one history line of `id`.
+fn listed(store: &Store, id: &str) -> HistoryEntry {
+    let list = store.list(100).unwrap();
+    assert_eq!(list.iter().filter(|l| l.id == id).count(), 1, "{list:?}");
+    list.into_iter().find(|l| l.id == id).unwrap()
+}
+
+/// A sweep this peer served as the far end of `client` (one failed size).
+fn served_sweep(store: &Store, client: &str) -> String {
+    use perfpeer_shared::sweep::{SweepPoint, SweepResult};
+    let spec = TestSpec::new(Protocol::Udp);
+    let sweep = SweepResult::new(&spec, vec![SweepPoint::failed(64, "refused")]);
+    let ip: std::net::IpAddr = client.parse().unwrap();
+    let source = crate::admission::Source::of(ip);
+    store
+        .save_served(
+            source,
+            &format!("laptop ({client})"),
+            &Served::Sweep(spec, sweep),
+        )
+        .unwrap()
+}
+
+#[tokio::test]
+async fn served_runs_are_kept_whole_within_their_clients_share() {
+    use perfpeer_shared::latency::{LatencyRequest, ServedTest, served_run};
+    let (store, dir) = keeping("served-runs", 8);
+    let spec = TestSpec::new(Protocol::Tcp);
+    let mut owners = Vec::new();
+    for _ in 0..3 {
+        owners.push(owned(&store, &spec, 2).await);
+    }
+    let owners_sweep = store
+        .save_sweep(
+            "pc:5210",
+            &TestSpec::new(Protocol::Udp),
+            &perfpeer_shared::sweep::SweepResult::new(&TestSpec::new(Protocol::Udp), Vec::new()),
+        )
+        .unwrap();
+    owners.push(owners_sweep);
+    // One latency run from 10.0.0.3, kept as its far end served it.
+    let request = LatencyRequest::default();
+    let probe = ServedTest::failed(&request.probe_spec(30.0), 0.0, "x");
+    let (req, result) = served_run("phone (10.0.0.3)", 1, false, &[probe]);
+    let source = crate::admission::Source::of("10.0.0.3".parse().unwrap());
+    let neighbour = store
+        .save_served(source, "phone (10.0.0.3)", &Served::Latency(req, result))
+        .unwrap();
+    // Listed once, as the far end's, and opened as a latency run.
+    let line = listed(&store, &neighbour);
+    assert_eq!(line.peer, "phone (10.0.0.3)");
+    assert_eq!(
+        (line.kind, line.origin, line.role),
+        (ResultKind::Latency, Origin::FarEnd, PeerRole::Server)
+    );
+    assert!(
+        matches!(store.kept(&neighbour).unwrap(), Some(Kept::Latency(l)) if l.origin == Origin::FarEnd)
+    );
+    // 10.0.0.2 runs sweeps and tests: together they keep to its share (2 of 8), and evict
+    // neither the owner's results nor its neighbour's.
+    for i in 0..6 {
+        served_sweep(&store, "10.0.0.2");
+        served(&store, &spec, 2, &format!("10.0.0.2:{}", 4000 + i)).await;
+    }
+    let last = served_sweep(&store, "10.0.0.2");
+    let kept = kept_ids(&store);
+    assert!(
+        owners.iter().all(|id| kept.contains(id)),
+        "the owner's results and sweep stay: {kept:?}"
+    );
+    assert!(kept.contains(&neighbour), "one address evicts no other's");
+    assert!(kept.contains(&last), "the newest served run stays");
+    let by = anonymous_by_source(&store);
+    assert_eq!(by.get("10.0.0.2").map(|(n, _)| *n), Some(2), "{by:?}");
+    assert_eq!(by.get("10.0.0.3").map(|(n, _)| *n), Some(1), "{by:?}");
+    let line = listed(&store, &last);
+    assert_eq!(
+        (line.kind, line.origin, line.role),
+        (ResultKind::Sweep, Origin::FarEnd, PeerRole::Server)
+    );
+    match store.kept(&last).unwrap() {
+        Some(Kept::Sweep(s)) => assert_eq!(s.origin, Origin::FarEnd),
+        other => panic!("{other:?}"),
+    }
+    // The owner may take the whole budget: served runs make room like served tests.
+    for _ in 0..8 {
+        owners.push(owned(&store, &spec, 2).await);
+    }
+    assert!(anonymous_by_source(&store).is_empty());
+    assert_eq!(kept_ids(&store).len(), 8);
     std::fs::remove_dir_all(&dir).unwrap();
 }

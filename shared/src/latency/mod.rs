@@ -14,11 +14,13 @@
 //!
 //! `request` holds what a person asks for ([`LatencyRequest`], its bounds, the probe's and the
 //! loads' specs), `result` what was measured and every figure derived from it
-//! ([`LatencyResult`]), `live` the events of a running test and their folding ([`Live`]).
+//! ([`LatencyResult`]), `live` the events of a running test and their folding ([`Live`]),
+//! `served` the run as its far end served it and keeps it ([`served_run`]: the load alone).
 
 mod live;
 mod request;
 mod result;
+mod served;
 
 #[cfg(test)]
 mod tests;
@@ -31,5 +33,6 @@ pub use request::{
 pub use result::{
     Baseline, ETHERNET_FRAMING, LatencyInputs, LatencyResult, LoadSettings, LostWay, Percentiles,
     Phase, PhaseFigures, PhaseLoad, PhaseWindow, ProbeEcho, ProbePoint, ProbeSample,
-    ThroughputPoint, probe_bits_per_second,
+    ThroughputPoint, probe_bits_per_second, sender_rtts_ms,
 };
+pub use served::{ServedTest, is_probe, load_phase, served_run};

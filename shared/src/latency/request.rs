@@ -148,6 +148,43 @@ impl LatencyRequest {
         spec
     }
 
+    /// How many tests the run opens at its far end: the probe's, and each loaded phase's TCP
+    /// load (and UDP load, if asked).
+    pub fn tests(&self) -> u32 {
+        let loads = Phase::ALL
+            .iter()
+            .filter(|&&p| self.tcp_load_spec(p).is_some())
+            .count()
+            * if self.udp_bits_per_second.is_some() {
+                2
+            } else {
+                1
+            };
+        1 + u32::try_from(loads).unwrap_or(0)
+    }
+
+    /// The settings as the run states them, over IPv6 or IPv4 (the probe's headers); the
+    /// congestion control as asked (each phase says what the kernel used).
+    pub fn settings(&self, ipv6: bool) -> super::LoadSettings {
+        let overhead = if ipv6 { 48 } else { 28 };
+        super::LoadSettings {
+            idle_seconds: self.idle_seconds,
+            load_seconds: self.load_seconds,
+            streams: self.streams,
+            congestion: self.congestion.clone(),
+            udp_bits_per_second: self.udp_bits_per_second,
+            load_bits_per_second: self.load_bits_per_second,
+            probe_interval_ms: self.probe_interval_ms,
+            probe_bytes: self.probe_bytes,
+            probe_bits_per_second: super::probe_bits_per_second(
+                self.probe_bytes,
+                overhead,
+                self.probe_interval_ms,
+            ),
+            probe_tos: self.probe_tos,
+        }
+    }
+
     /// The TCP load of a loaded phase (`None` for idle).
     pub fn tcp_load_spec(&self, phase: Phase) -> Option<crate::spec::TestSpec> {
         let mut spec = self.load_spec(phase, crate::spec::Protocol::Tcp)?;

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::report::{IntervalReport, StreamRole, TestResult};
+
 /// One probe as its requester saw it: every probe sent has exactly one sample, answered or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProbeSample {
@@ -145,6 +147,58 @@ pub struct PhaseLoad {
     pub flow_rtt_ms: Vec<f64>,
     /// Why the load failed or ended early, if it did.
     pub error: Option<String>,
+}
+
+impl PhaseLoad {
+    /// A load test's figures from its result: each direction's throughput as its receivers
+    /// measured it (its senders' where no receiver reported) and why it ended early; with how
+    /// long its longest flow ran, seconds. The flows' RTTs are not in it (see
+    /// [`sender_rtts_ms`]).
+    pub fn of_test(result: &TestResult) -> (PhaseLoad, f64) {
+        let mut load = PhaseLoad {
+            error: result.status.ended_early().map(str::to_string),
+            ..PhaseLoad::default()
+        };
+        let mut longest = 0.0f64;
+        for flow in result.flows() {
+            let Some(totals) = flow.received.or(flow.sent) else {
+                continue;
+            };
+            longest = longest.max(totals.seconds);
+            if flow.client_to_server {
+                load.up_bits_per_second = Some(totals.bits_per_second);
+            } else {
+                load.down_bits_per_second = Some(totals.bits_per_second);
+            }
+        }
+        (load, longest)
+    }
+
+    /// This (TCP) load with a UDP load that ran beside it: their rates added each way, the
+    /// UDP load's failure said as such where the TCP load had none.
+    pub fn with_udp(self, udp: PhaseLoad) -> PhaseLoad {
+        let add = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+        PhaseLoad {
+            down_bits_per_second: add(self.down_bits_per_second, udp.down_bits_per_second),
+            up_bits_per_second: add(self.up_bits_per_second, udp.up_bits_per_second),
+            error: self.error.or(udp.error.map(|e| format!("UDP load: {e}"))),
+            flow_rtt_ms: self.flow_rtt_ms,
+        }
+    }
+}
+
+/// The smoothed RTTs (TCP_INFO) of an interval's TCP senders that have one, ms.
+pub fn sender_rtts_ms(report: &IntervalReport) -> impl Iterator<Item = f64> + '_ {
+    report
+        .streams
+        .iter()
+        .filter(|s| s.role == StreamRole::Sender)
+        .filter_map(|s| s.tcp)
+        .filter(|tcp| tcp.rtt_us > 0)
+        .map(|tcp| f64::from(tcp.rtt_us) / 1000.0)
 }
 
 /// One phase as the runner ran it.

@@ -252,3 +252,80 @@ fn probe_rate_on_the_wire() {
     // 64 bytes + 28 of IPv4 and UDP + 38 of Ethernet framing, 100 a second: 104 kbit/s.
     assert!((probe_bits_per_second(64, 28, 10.0) - 104_000.0).abs() < 1e-6);
 }
+
+#[test]
+fn a_served_run_is_its_load_told_by_its_specs_and_no_probe_figures() {
+    let req = LatencyRequest {
+        udp_bits_per_second: Some(10_000_000),
+        ..LatencyRequest::default()
+    };
+    assert_eq!(
+        req.tests(),
+        7,
+        "the probe, and a TCP and a UDP load per phase"
+    );
+    assert_eq!(LatencyRequest::default().tests(), 4);
+    let probe_spec = req.probe_spec(30.0);
+    assert!(is_probe(&probe_spec) && load_phase(&probe_spec).is_none());
+    let loaded = |phase: Phase, start: f64, tcp_bps: f64, udp_error: Option<&str>| {
+        let tcp = req.tcp_load_spec(phase).unwrap();
+        let udp = req.udp_load_spec(phase).unwrap();
+        assert_eq!(
+            (load_phase(&tcp), load_phase(&udp)),
+            (Some(phase), Some(phase))
+        );
+        let load = |bps: f64, error: Option<&str>| PhaseLoad {
+            down_bits_per_second: (phase != Phase::Upload).then_some(bps),
+            up_bits_per_second: (phase != Phase::Download).then_some(bps),
+            flow_rtt_ms: Vec::new(),
+            error: error.map(str::to_string),
+        };
+        [
+            ServedTest {
+                spec: tcp,
+                start,
+                load: load(tcp_bps, None),
+                seconds: 5.0,
+                congestion: Some("bbr".into()),
+            },
+            ServedTest {
+                spec: udp,
+                start: start + 0.01,
+                load: load(1e7, udp_error),
+                seconds: 5.0,
+                congestion: None,
+            },
+        ]
+    };
+    let mut tests = vec![ServedTest::failed(&probe_spec, 0.0, "answered only")];
+    tests.extend(loaded(Phase::Download, 2.5, 9e7, None));
+    tests.extend(loaded(Phase::Upload, 8.0, 4e7, Some("refused")));
+    let (request, r) = served_run("laptop (10.0.0.2)", 7, false, &tests);
+    assert_eq!(
+        (
+            request.idle_seconds,
+            request.load_seconds,
+            request.streams,
+            request.udp_bits_per_second,
+            request.probe_bytes,
+            request.probe_interval_ms
+        ),
+        (2.5, 5.0, 4, Some(10_000_000), 64, 10.0)
+    );
+    assert_eq!(
+        r.settings.congestion.as_deref(),
+        Some("bbr"),
+        "as its kernel used"
+    );
+    assert_eq!(r.target, "laptop (10.0.0.2)");
+    let phases: Vec<Phase> = r.phases.iter().map(|p| p.phase).collect();
+    assert_eq!(phases, [Phase::Idle, Phase::Download, Phase::Upload]);
+    let down = r.phase(Phase::Download).unwrap();
+    assert_eq!((down.start, down.end), (2.5, 7.5));
+    assert_eq!(down.down_bits_per_second, Some(1e8), "TCP and UDP added");
+    assert_eq!(down.up_bits_per_second, None);
+    let up = r.phase(Phase::Upload).unwrap();
+    assert_eq!(up.error.as_deref(), Some("UDP load: refused"));
+    assert!(r.probes.is_empty() && r.phases.iter().all(|p| p.rtt.is_none()));
+    assert_eq!(r.worst_loaded(), None, "no round trip, no headline");
+}
