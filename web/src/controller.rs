@@ -401,6 +401,16 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
         "submit",
         Box::new(|| Some(Msg::Start(view::read_form()))),
     );
+    on(
+        "first-test",
+        "submit",
+        Box::new(|| {
+            Some(Msg::FirstTest {
+                target: dom::value("first-target"),
+                here: dom::page_address(),
+            })
+        }),
+    );
     on("cancel", "click", Box::new(|| Some(Msg::Cancel)));
     on("run-again", "click", Box::new(|| Some(Msg::RunAgain)));
     on("refresh-tests", "click", Box::new(|| Some(Msg::Refresh)));

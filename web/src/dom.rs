@@ -1,6 +1,7 @@
 //! Small DOM wrappers (wasm32 only): element lookup with the one allowed `expect` (for markup we
-//! ship in index.html), typed casts, and [`Listener`] / [`Timeout`] guards that unregister their
-//! closures when dropped instead of leaking them with `forget()`.
+//! ship in index.html), typed casts, text panes filled line by line, the page's own address, and
+//! [`Listener`] / [`Timeout`] guards that unregister their closures when dropped instead of
+//! leaking them with `forget()`.
 
 use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
@@ -33,6 +34,45 @@ pub fn el(id: &str) -> Element {
 /// Sets the text of `#id`.
 pub fn set_text(id: &str, text: &str) {
     el(id).set_text_content(Some(text));
+}
+
+/// Sets the text of the text pane `#id` one line per `span.line`, so a line too long for the
+/// pane wraps under a hanging indent (CSS) instead of scrolling sideways. The text (copied,
+/// read by `textContent`) is `text` unchanged: each span keeps its line's newline.
+pub fn set_lines(id: &str, text: &str) {
+    let pane = el(id);
+    pane.set_text_content(None);
+    let document = document();
+    for line in text.split_inclusive('\n') {
+        if let Ok(span) = document.create_element("span") {
+            span.set_class_name("line");
+            span.set_text_content(Some(line));
+            let _ = pane.append_child(&span);
+        }
+    }
+}
+
+/// The port this page came from (the peer's control port), named even when it is the
+/// scheme's default.
+pub fn page_port() -> String {
+    let location = window().location();
+    location
+        .port()
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| {
+            if location.protocol().as_deref() == Ok("https:") {
+                "443".into()
+            } else {
+                "80".into()
+            }
+        })
+}
+
+/// This peer's control address as this page reached it: `host:port` (`[v6]:port`).
+pub fn page_address() -> String {
+    let host = window().location().hostname().unwrap_or_default();
+    format!("{host}:{}", page_port())
 }
 
 /// Shows or hides `#id` (the `hidden` attribute).

@@ -122,6 +122,13 @@ pub enum Msg {
     /// The big "Test to <peer>" button: the last test again, or a default test to the peer
     /// tested last.
     QuickTest,
+    /// The Peer screen's Start on a first open: a default test to the other peer typed.
+    FirstTest {
+        /// The other peer's address as typed.
+        target: String,
+        /// This peer's control address as this page reached it (`host:port`).
+        here: String,
+    },
     /// A preset was tapped (its id; the target as typed in the form): fill in and start.
     Preset {
         /// Preset id.
@@ -180,6 +187,7 @@ impl Msg {
                 | Msg::Start(_)
                 | Msg::RunAgain
                 | Msg::QuickTest
+                | Msg::FirstTest { .. }
                 | Msg::Preset { .. }
                 | Msg::AttachTo(_)
         )
@@ -200,7 +208,7 @@ pub enum Cmd {
     SaveToken(String),
     /// Remember the recent peers and the last test's form in localStorage.
     SaveRecent(Vec<String>, FormInput),
-    /// Put these values in the form (a preset's).
+    /// Put these values in the form (a preset's, or the Peer screen's first test).
     FillForm(FormInput),
     /// Send [`Msg::DeleteExpired`] after this many milliseconds (replacing any earlier one).
     ExpireDeleteIn(u32),
@@ -275,6 +283,7 @@ impl Model {
             }
             Msg::RunAgain => self.run_again(),
             Msg::QuickTest => self.run_quick_test(),
+            Msg::FirstTest { target, here } => self.first_test(&target, &here),
             Msg::Preset { id, target } => self.preset(&id, target),
             Msg::AttachTo(id) => self.attach(id),
             Msg::Cancel => self.cancel(),

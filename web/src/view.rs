@@ -10,7 +10,7 @@ use perfpeer_shared::spec::{EndCondition, Protocol};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Blob, BlobPropertyBag, HtmlAnchorElement, HtmlElement, Url};
 
-use crate::dom::{by_id, el, set_text, set_value, show, toggle_class, value};
+use crate::dom::{by_id, el, set_lines, set_text, set_value, show, toggle_class, value};
 use crate::form::{Choice, EndsAfter, FormInput, FormRows, RunKind};
 use crate::history::{self, Filter};
 use crate::present::{self, escape};
@@ -110,6 +110,7 @@ impl View {
             }
         }
         render_quick(model);
+        render_first_test(model);
         render_form_error(model);
         match &model.preset_note {
             Some(note) => set_text("preset-note", note),
@@ -191,7 +192,7 @@ impl View {
         el("sweep-rows").set_inner_html(&html::sweep_rows(&sweep.points));
         el("sweep-chart").set_inner_html(&sweep_text::svg(sweep));
         let text = sweep_text::text(sweep, done.spec.dccp.map(|d| d.service));
-        set_text("sweep-text", &text);
+        set_lines("sweep-text", &text);
         let json = serde_json::to_string_pretty(sweep).unwrap_or_default();
         set_download(
             &mut self.sweep_json_url,
@@ -249,7 +250,7 @@ impl View {
         el("latency-table").set_inner_html(&latency_text::html_table(r));
         el("latency-timeline").set_inner_html(&latency_text::svg_timeline(r));
         el("latency-cdf").set_inner_html(&latency_text::svg_cdf(r));
-        set_text("latency-text", &latency_text::text(r));
+        set_lines("latency-text", &latency_text::text(r));
         let json = serde_json::to_string_pretty(r).unwrap_or_default();
         set_download(
             &mut self.latency_json_url,
@@ -306,7 +307,7 @@ impl View {
         el("result-chart")
             .set_inner_html(&chart::svg(&chart::series(&result.local.intervals), x_max));
         for tab in Layout::ALL {
-            set_text(&format!("text-{}", tab.id()), &tab.text(result));
+            set_lines(&format!("text-{}", tab.id()), &tab.text(result));
         }
         let id = &result.id;
         let json = Layout::Json.text(result);
@@ -560,6 +561,18 @@ fn render_quick(model: &Model) {
     }
 }
 
+/// The Peer screen's Start on a first open: the other peer's address, and why it was refused.
+fn render_first_test(model: &Model) {
+    show("first-test", model.offers_first_test());
+    let error = model
+        .form_error
+        .as_ref()
+        .filter(|_| model.screen == Screen::Peer);
+    toggle_class("first-target", "invalid", error.is_some());
+    set_text("first-error", error.map_or("", |e| e.message.as_str()));
+    show("first-error", error.is_some());
+}
+
 fn render_link(model: &Model) {
     let text = match model.link {
         Link::Connecting => "Connecting to the peer…".to_string(),
@@ -607,18 +620,7 @@ fn render_peer(peer: &PeerInfo, model: &Model) {
     };
     el("peer-addresses").set_inner_html(&list(&peer.addresses));
     // The control port is the one this page came from.
-    let location = crate::dom::window().location();
-    let control = location
-        .port()
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| {
-            if location.protocol().as_deref() == Ok("https:") {
-                "443".into()
-            } else {
-                "80".into()
-            }
-        });
+    let control = crate::dom::page_port();
     set_text(
         "peer-ports",
         &format!(
@@ -792,7 +794,7 @@ fn render_run(run: &RunState) {
     let datagrams = run.spec.protocol != Protocol::Tcp && sweep.is_none();
     show("run-lines", datagrams);
     if datagrams {
-        set_text("run-lines", &stream_lines(&run.client, &run.server));
+        set_lines("run-lines", &stream_lines(&run.client, &run.server));
     }
     set_text(
         "cancel",
@@ -908,8 +910,10 @@ pub fn prefill_target(recent: &[String]) {
     }
 }
 
-/// Puts a preset's values in the form, keeping the target.
+/// Puts a form's values in the form: a preset's (with the target as typed there), or the
+/// Peer screen's first test (with the other peer typed on that screen).
 pub fn fill_form(input: &FormInput) {
+    set_value("f-target", &input.target);
     set_value("f-mode", &input.mode.value());
     set_value("f-protocol", &input.protocol.value());
     set_value("f-ccid", &input.ccid);

@@ -18,16 +18,21 @@ async fn new_test(c: &Client, pc: &Peer, mode: &str) {
     select(c, "f-mode", mode).await;
 }
 
-async fn sweep_from_the_form(c: &Client, pc: &Peer) {
+/// A UDP sweep of `sizes` at `bitrate` ("0": unpaced), 1 s a size, from the form to its Result.
+pub(super) async fn udp_sweep(c: &Client, pc: &Peer, sizes: &str, bitrate: &str) {
     new_test(c, pc, "sweep").await;
     select(c, "f-protocol", "udp").await;
     wait_shown(c, "row-sizes", Duration::from_secs(2)).await;
-    fill(c, "f-sizes", "200,1000").await;
+    fill(c, "f-sizes", sizes).await;
     fill(c, "f-seconds", "1").await;
-    fill(c, "f-bitrate", "2M").await;
+    fill(c, "f-bitrate", bitrate).await;
     click(c, "#start").await;
     wait_shown(c, "run-sweep", Duration::from_secs(5)).await;
     wait_shown(c, "result-sweep", Duration::from_secs(40)).await;
+}
+
+async fn sweep_from_the_form(c: &Client, pc: &Peer) {
+    udp_sweep(c, pc, "200,1000", "2M").await;
     let rows = js(
         c,
         "return [...document.querySelectorAll('#sweep-rows tr')].map(r => \

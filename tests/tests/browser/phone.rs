@@ -1,11 +1,15 @@
 //! The page as a person next to a DUT uses it on a 390 px phone: every screen (Peer, New test
-//! with its settings open, Running, Result, History), in the light and the dark theme, is
-//! checked from the rendered styles — nothing wider than the screen, every tap target at least
-//! 44 × 44 px, every text at WCAG AA contrast (4.5:1, 3:1 for large text) against the background
-//! it is drawn on. Then the flows a phone needs: a preset that starts at once, a reload mid-test
-//! that comes back to the running test, Back through the screens, a cancelled audio stream that
-//! keeps the receiver's loss and jitter, one tap from the printed URL to a running test against
-//! the last peer, and a running test on the Peer screen that a tap follows.
+//! with its settings open, Running, Result, History, a sweep's Result), in the light and the
+//! dark theme, is checked from the rendered styles — nothing wider than the screen, every tap
+//! target at least 44 × 44 px, every text at WCAG AA contrast (4.5:1, 3:1 for large text)
+//! against the background it is drawn on. On the way: a fresh profile's Peer screen starts a
+//! test to the other peer typed there; Cancel stays on screen while a UDP test's lines grow;
+//! Run again and Share are in the Result's first screenful; each tool's text (iperf3's
+//! sender/receiver tags included) and a real sweep's table fit without a sideways swipe.
+//! Then the flows a phone needs: a preset that starts at once, a reload mid-test that comes
+//! back to the running test, Back through the screens, a cancelled audio stream that keeps the
+//! receiver's loss and jitter, one tap from the printed URL to a running test against the last
+//! peer, and a running test on the Peer screen that a tap follows.
 //! Screenshots (light and dark) go to tests/artifacts/phone-*.png.
 
 use std::time::Duration;
@@ -15,7 +19,7 @@ use perfpeer_tests::{Peer, TOKEN};
 use serde_json::Value;
 
 use super::{
-    click, fill, js, open_ui, save_screenshot, select, summary_value, text, wait_shown,
+    PHONE, click, fill, js, open_ui, save_screenshot, select, summary_value, text, wait_shown,
     with_browser, with_browser_flags,
 };
 
@@ -23,7 +27,8 @@ use super::{
 /// contrast. Computed from the rendered boxes and styles.
 const AUDIT: &str = r#"
 const problems = [];
-const vw = window.innerWidth;
+// The phone's width: a page wider than it can widen innerWidth under mobile emulation.
+const vw = Math.min(window.innerWidth, arguments[0]);
 const visible = e => {
   if (e.closest('[hidden]')) return false;
   const r = e.getBoundingClientRect(), cs = getComputedStyle(e);
@@ -99,7 +104,10 @@ return problems;
 
 pub(super) async fn audit(c: &Client, screen: &str, theme: &str) {
     let shot = save_screenshot(c, &format!("phone-{screen}-{theme}")).await;
-    let problems = js(c, AUDIT).await;
+    let problems = c
+        .execute(AUDIT, vec![Value::from(PHONE.0)])
+        .await
+        .expect("script runs");
     let problems: Vec<String> = problems
         .as_array()
         .map(|a| {
@@ -138,6 +146,127 @@ async fn wait_true(c: &Client, what: &str, script: &str, limit: Duration) {
     }
 }
 
+/// The box of the element `css` selects (left, top, right, bottom) and the viewport's size.
+async fn box_of(c: &Client, css: &str) -> ([f64; 4], f64, f64) {
+    let script = format!(
+        "const r = document.querySelector(\"{css}\").getBoundingClientRect(); \
+         return [r.left, r.top, r.right, r.bottom, innerWidth, innerHeight];"
+    );
+    let b: Vec<f64> = serde_json::from_value(js(c, &script).await).expect("a box");
+    // A page wider than the phone can widen innerWidth under mobile emulation.
+    let (width, height) = (b[4].min(PHONE.0.into()), b[5].min(PHONE.1.into()));
+    ([b[0], b[1], b[2], b[3]], width, height)
+}
+
+/// Fails unless the element `css` selects lies inside the viewport as the page is scrolled now
+/// (`across`: only from left to right).
+async fn assert_in_view(c: &Client, css: &str, across: bool, what: &str) {
+    let ([left, top, right, bottom], width, height) = box_of(c, css).await;
+    let inside = right > left
+        && left >= -0.5
+        && right <= width + 0.5
+        && (across || (top >= -0.5 && bottom <= height + 0.5));
+    if !inside {
+        let shot = save_screenshot(c, "phone-out-of-view").await;
+        panic!(
+            "{what}: {css} at {left:.0},{top:.0}..{right:.0},{bottom:.0}, out of the \
+             {width}x{height} viewport (screenshot {})",
+            shot.display()
+        );
+    }
+}
+
+/// What keeps a text pane's lines out of reach: the pane scrolling sideways, or one of the
+/// words given (each expected) outside the pane or the viewport.
+const PANE_REACH: &str = r#"
+const [id, words, vw] = arguments;
+const pane = document.getElementById(id);
+const problems = [];
+if (pane.scrollWidth > pane.clientWidth + 1)
+  problems.push('#' + id + ' scrolls sideways: ' + pane.scrollWidth + ' px in ' + pane.clientWidth);
+const box = pane.getBoundingClientRect();
+for (const word of words) {
+  let found = 0;
+  const walk = document.createTreeWalker(pane, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    for (let i = n.data.indexOf(word); i >= 0; i = n.data.indexOf(word, i + 1)) {
+      found++;
+      const range = document.createRange();
+      range.setStart(n, i);
+      range.setEnd(n, i + word.length);
+      const r = range.getBoundingClientRect();
+      if (r.left < box.left - 0.5 || r.right > Math.min(box.right, vw) + 0.5)
+        problems.push("'" + word + "' at " + Math.round(r.left) + '..' + Math.round(r.right) +
+          ' px, the pane ' + Math.round(box.left) + '..' + Math.round(box.right));
+    }
+  }
+  if (!found) problems.push("no '" + word + "' in #" + id);
+}
+return problems;
+"#;
+
+/// Fails unless every line of the text pane `#id` is in reach without a sideways swipe, the
+/// `words` (a line's last) included.
+async fn assert_pane_in_reach(c: &Client, id: &str, words: &[&str]) {
+    let problems = c
+        .execute(
+            PANE_REACH,
+            vec![
+                Value::from(id),
+                Value::from(words.to_vec()),
+                Value::from(PHONE.0),
+            ],
+        )
+        .await
+        .expect("script runs");
+    if problems.as_array().is_some_and(|p| !p.is_empty()) {
+        let shot = save_screenshot(c, &format!("phone-{id}")).await;
+        panic!("{problems} (screenshot {})", shot.display());
+    }
+}
+
+/// A fresh profile's Peer screen: "Test this peer to [other peer] [Start]" on top, which
+/// refuses this peer's own address and starts a default TCP test to the other peer; after it,
+/// the one-tap "Test to <peer>" takes its place.
+async fn first_open_starts_a_test(c: &Client, dut: &Peer, pc: &Peer, theme: &str) {
+    wait_shown(c, "first-test", Duration::from_secs(5)).await;
+    assert_in_view(c, "#first-start", false, "Start on the first screen").await;
+    audit(c, "peer", theme).await;
+    fill(c, "first-target", &dut.control).await;
+    click(c, "#first-start").await;
+    wait_shown(c, "first-error", Duration::from_secs(2)).await;
+    assert!(text(c, "first-error").await.contains("is this peer"));
+    fill(c, "first-target", &pc.control).await;
+    click(c, "#first-start").await;
+    wait_shown(c, "screen-run", Duration::from_secs(5)).await;
+    let title = text(c, "run-title").await;
+    assert!(
+        title.starts_with("TCP TX") && title.ends_with(&format!("→ {}", pc.control)),
+        "{title}"
+    );
+    wait_true(
+        c,
+        "live figures of the first test",
+        "return document.getElementById('live-current').textContent.includes('bit/s');",
+        Duration::from_secs(10),
+    )
+    .await;
+    click(c, "#cancel").await;
+    wait_shown(c, "screen-result", Duration::from_secs(20)).await;
+    assert_eq!(summary_value(c, "status").await, "cancelled");
+    click(c, "#nav-peer").await;
+    wait_shown(c, "quick", Duration::from_secs(5)).await;
+    assert_eq!(
+        text(c, "quick-test").await,
+        format!("Test to {}", pc.control)
+    );
+    assert_eq!(
+        js(c, "return document.getElementById('first-test').hidden;").await,
+        Value::Bool(true),
+        "the first-open Start gives way to the one-tap test"
+    );
+}
+
 /// Every screen in one theme: a short paced UDP test gives Running, Result and History.
 async fn every_screen(c: &Client, dut: &Peer, pc: &Peer, theme: &str) {
     open_ui(c, dut).await;
@@ -150,7 +279,7 @@ async fn every_screen(c: &Client, dut: &Peer, pc: &Peer, theme: &str) {
         "{ports}"
     );
     assert!(ports.contains("(data, TCP and UDP)"), "{ports}");
-    audit(c, "peer", theme).await;
+    first_open_starts_a_test(c, dut, pc, theme).await;
     click(c, "#nav-new").await;
     wait_shown(c, "screen-new", Duration::from_secs(5)).await;
     click(c, "#more-settings summary").await;
@@ -159,7 +288,7 @@ async fn every_screen(c: &Client, dut: &Peer, pc: &Peer, theme: &str) {
     audit(c, "new", theme).await;
     fill(c, "f-target", &pc.control).await;
     select(c, "f-protocol", "udp").await;
-    fill(c, "f-seconds", "4").await;
+    fill(c, "f-seconds", "6").await;
     fill(c, "f-bitrate", "5M").await;
     click(c, "#start").await;
     wait_shown(c, "screen-run", Duration::from_secs(5)).await;
@@ -170,17 +299,71 @@ async fn every_screen(c: &Client, dut: &Peer, pc: &Peer, theme: &str) {
         Duration::from_secs(10),
     )
     .await;
+    // Cancel is on screen while the test runs, also once the stream's lines have grown.
+    assert_in_view(c, "#cancel", false, "Cancel as the test starts").await;
     audit(c, "running", theme).await;
+    wait_true(
+        c,
+        "the stream's lines grown",
+        "return document.getElementById('run-lines').textContent.split('\\n').length > 6;",
+        Duration::from_secs(10),
+    )
+    .await;
+    assert_in_view(c, "#cancel", false, "Cancel with the stream's lines grown").await;
+    assert_pane_in_reach(c, "run-lines", &[]).await;
+    // At the end of the screen, Cancel sits below the lines, covering none of them.
+    js(
+        c,
+        "window.scrollTo(0, document.documentElement.scrollHeight); return true;",
+    )
+    .await;
+    let (lines, _, _) = box_of(c, "#run-lines").await;
+    let (cancel, _, _) = box_of(c, "#cancel").await;
+    assert!(
+        lines[3] <= cancel[1],
+        "Cancel over the lines: {lines:?} {cancel:?}"
+    );
     wait_shown(c, "screen-result", Duration::from_secs(30)).await;
     assert!(
         !text(c, "text-iperf3").await.contains("? port ?"),
         "the iperf3 tab names both ends: {}",
         text(c, "text-iperf3").await
     );
+    // Run again and Share in the first screenful, under the headline.
+    wait_shown(c, "share", Duration::from_secs(10)).await;
+    js(c, "window.scrollTo(0, 0); return true;").await;
+    assert_in_view(
+        c,
+        "#run-again",
+        false,
+        "Run again on the Result's first screen",
+    )
+    .await;
+    assert_in_view(
+        c,
+        "#share-copy",
+        false,
+        "Share on the Result's first screen",
+    )
+    .await;
     audit(c, "result", theme).await;
-    click(c, "#tab-netperf").await;
-    wait_shown(c, "text-netperf", Duration::from_secs(2)).await;
-    audit(c, "result-netperf", theme).await;
+    // Each tool's text: its lines, the iperf3 sender/receiver tags at their ends, in reach.
+    for (tool, words) in [
+        ("iperf3", &["sender", "receiver"][..]),
+        ("iperf2", &[]),
+        ("ttcp", &[]),
+        ("netperf", &[]),
+    ] {
+        click(c, &format!("#tab-{tool}")).await;
+        wait_shown(c, &format!("text-{tool}"), Duration::from_secs(2)).await;
+        assert_pane_in_reach(c, &format!("text-{tool}"), words).await;
+        js(
+            c,
+            "document.getElementById('tab-iperf3').scrollIntoView(); return true;",
+        )
+        .await;
+        audit(c, &format!("result-{tool}"), theme).await;
+    }
     click(c, "#nav-history").await;
     wait_true(
         c,
@@ -190,6 +373,18 @@ async fn every_screen(c: &Client, dut: &Peer, pc: &Peer, theme: &str) {
     )
     .await;
     audit(c, "history", theme).await;
+    // A sweep's table, its last column (Lost/Total) included, and its text table. Unpaced, the
+    // smallest and the largest size give the widest figures (six- and seven-digit counts).
+    super::modes::udp_sweep(c, pc, "16,1420", "0").await;
+    let (table, width, _) = box_of(c, "#result-sweep table.sweep").await;
+    let (column, _, _) = box_of(c, "#result-sweep").await;
+    assert!(
+        table[0] >= column[0] - 0.5 && table[2] <= column[2].min(width) + 0.5,
+        "the sweep table {table:?} is wider than its column {column:?}: {}",
+        text(c, "sweep-rows").await
+    );
+    assert_pane_in_reach(c, "sweep-text", &[]).await;
+    audit(c, "sweep", theme).await;
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! The model's side of the run in progress: starting one (from the form, again, by one tap, by
-//! a preset), following one by id, cancelling, and the peer's messages while it runs (started,
-//! intervals, sweep points, latency events). Its end is in `shown`.
+//! a preset, by the Peer screen's first-open Start to the other peer typed), following one by
+//! id, cancelling, and the peer's messages while it runs (started, intervals, sweep points,
+//! latency events). Its end is in `shown`.
 
 use perfpeer_shared::control::{ClientMsg, ErrorCode};
 use perfpeer_shared::format::layout::Layout;
@@ -140,6 +141,54 @@ impl Model {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// Whether the Peer screen asks for the other peer's address: a first open (no peer tested
+    /// from this page, so no "Test to <peer>"), nothing running, and the page may run tests.
+    pub fn offers_first_test(&self) -> bool {
+        self.authorized
+            && self.run.is_none()
+            && self.attaching.is_none()
+            && self.quick_test().is_none()
+    }
+
+    /// The Peer screen's Start on a first open: a default test (TCP, this peer sends, 10 s) to
+    /// the other peer typed, which the New test form then holds too. This peer's own address
+    /// (`here`, or one of its addresses at that port) is refused: the other peer is the one
+    /// at the far end of the link.
+    pub(super) fn first_test(&mut self, typed: &str, here: &str) -> Vec<Cmd> {
+        let input = FormInput {
+            target: typed.trim().to_string(),
+            ..FormInput::default()
+        };
+        if !input.target.is_empty() && self.is_this_peer(&input.target, here) {
+            self.form_error = Some(FormError {
+                field: "target",
+                message: format!(
+                    "{} is this peer: type the other peer's address, the peer at the far end \
+                     of the link to test",
+                    input.target
+                ),
+            });
+            return Vec::new();
+        }
+        let cmds = self.start_as_typed(&input);
+        if !cmds.iter().any(|c| matches!(c, Cmd::Send(_))) {
+            return cmds;
+        }
+        std::iter::once(Cmd::FillForm(input)).chain(cmds).collect()
+    }
+
+    /// Whether `target` names this peer: the address this page came from, or one of the peer's
+    /// addresses at the same port.
+    fn is_this_peer(&self, target: &str, here: &str) -> bool {
+        let (host, port) = host_and_port(target);
+        let (here_host, here_port) = host_and_port(here);
+        let listed = self
+            .peer
+            .as_ref()
+            .is_some_and(|p| p.addresses.iter().any(|a| a.eq_ignore_ascii_case(&host)));
+        port == here_port && (host == here_host || listed)
     }
 
     pub(super) fn cancel(&mut self) -> Vec<Cmd> {
@@ -361,6 +410,28 @@ impl Model {
             PeerRole::Server => run.server.push(report),
         }
     }
+}
+
+/// The control port of a peer whose address names none (`perfpeer serve`'s default).
+const CONTROL_PORT: u16 = 5210;
+
+/// An address's host (lower case, without IPv6 brackets) and port (the control port when it
+/// names none): `pc.lan`, `pc.lan:5210`, `[fd00::1]:5210`, `fd00::1`.
+fn host_and_port(address: &str) -> (String, u16) {
+    let address = address.trim();
+    let (host, port) = match address.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((host, after)) => (host, after.strip_prefix(':')),
+            None => (rest, None),
+        },
+        // One colon is host:port; more are a bare IPv6 address.
+        None => match address.split_once(':') {
+            Some((host, port)) if !port.contains(':') => (host, Some(port)),
+            _ => (address, None),
+        },
+    };
+    let port = port.and_then(|p| p.parse().ok()).unwrap_or(CONTROL_PORT);
+    (host.to_ascii_lowercase(), port)
 }
 
 /// Starting a test needs the connection and the token: says which one is missing, or that the

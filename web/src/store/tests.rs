@@ -1118,6 +1118,70 @@ fn peers_tested_are_remembered_newest_first_and_a_run_starts_again_as_it_was() {
     assert_eq!(m.recent_peers, ["h6", "h5", "h4", "h3", "h2"]);
 }
 
+#[test]
+fn a_first_open_starts_a_default_test_to_the_other_peer_typed() {
+    // Without the token, the Peer screen has no Start.
+    let mut m = booted(None);
+    m.update(welcome(false));
+    assert!(!m.offers_first_test());
+    let mut m = connected();
+    if let Some(peer) = &mut m.peer {
+        peer.addresses = vec!["192.168.1.20".into(), "fd00::20".into()];
+    }
+    assert!(m.offers_first_test(), "nothing tested from this page yet");
+    let here = "dut.lan:5210";
+    let first = |m: &mut Model, typed: &str| {
+        m.update(Msg::FirstTest {
+            target: typed.into(),
+            here: here.into(),
+        })
+    };
+    // Nothing typed, or this peer itself (as the page reached it, or by another of its
+    // addresses at its port): nothing starts, and the field says why.
+    for typed in [
+        " ",
+        "DUT.lan",
+        "dut.lan:5210",
+        "192.168.1.20",
+        "[fd00::20]:5210",
+    ] {
+        m.form_error = None;
+        assert!(first(&mut m, typed).is_empty(), "{typed}");
+        assert_eq!(m.form_error.as_ref().map(|e| e.field), Some("target"));
+        assert_eq!(m.screen, Screen::Peer);
+    }
+    assert!(
+        m.form_error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("is this peer"),
+        "{:?}",
+        m.form_error
+    );
+    // Another peer on this peer's host (another port) is another peer: TCP, this peer sends.
+    let cmds = first(&mut m, " 192.168.1.20:5211 ");
+    let expected = FormInput {
+        target: "192.168.1.20:5211".into(),
+        ..FormInput::default()
+    };
+    assert_eq!(cmds.first(), Some(&Cmd::FillForm(expected.clone())));
+    assert!(
+        cmds.iter()
+            .any(|c| matches!(c, Cmd::Send(ClientMsg::Run { target, spec })
+            if target == "192.168.1.20:5211"
+                && spec.protocol == Protocol::Tcp
+                && spec.direction == perfpeer_shared::spec::Direction::Normal)),
+        "{cmds:?}"
+    );
+    assert_eq!((m.screen, m.form_error.clone()), (Screen::Running, None));
+    assert!(!m.offers_first_test(), "a test runs");
+    // After it, the one-tap "Test to <peer>" takes its place.
+    m.run = None;
+    assert!(!m.offers_first_test());
+    assert_eq!(m.quick_test(), Some(expected));
+}
+
 /// What kind of result is shown (each kind named, so a new kind is a compile error here too).
 fn shown_kind(m: &Model) -> Option<&'static str> {
     m.shown.as_ref().map(|shown| match shown {
