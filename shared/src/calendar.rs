@@ -104,9 +104,16 @@ mod tests {
         assert_eq!(date_words(0, 0), "1970-01-01 00:00:00 UTC");
         assert_eq!(date_words(1_764_684_187, 120), "2025-12-02 16:03:07 UTC+2");
         assert_eq!(date_words(1_764_684_187, -300), "2025-12-02 09:03:07 UTC-5");
-        assert_eq!(date_words(1_764_684_187, 330), "2025-12-02 19:33:07 UTC+5:30");
+        assert_eq!(
+            date_words(1_764_684_187, 330),
+            "2025-12-02 19:33:07 UTC+5:30"
+        );
         assert_eq!(date_words(951_782_400, 0), "2000-02-29 00:00:00 UTC");
-        assert_eq!(date_words(0, -60), "1970-01-01 00:00:00 UTC-1", "never before 1970");
+        assert_eq!(
+            date_words(0, -60),
+            "1970-01-01 00:00:00 UTC-1",
+            "never before 1970"
+        );
     }
 
     #[test]

@@ -271,7 +271,32 @@ pub struct KeptSweep {
     pub notes: Notes,
 }
 
+/// What a sweep's page says besides its table: when it was kept, which way the data went from
+/// the page's peer, and the other peer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepContext {
+    /// When it was kept, Unix ms (none for a sweep shown before it was kept).
+    pub kept_unix_ms: Option<u64>,
+    /// Which way the data went, seen from the page's peer.
+    pub sending: crate::report::Sending,
+    /// The other peer: the target as given, or the client this peer was the far end of.
+    pub other_peer: String,
+    /// This peer's part: it started the sweep, or it was the far end.
+    pub role: PeerRole,
+}
+
 impl KeptSweep {
+    /// What its page says besides the table.
+    pub fn context(&self) -> SweepContext {
+        let role = self.origin.role();
+        SweepContext {
+            kept_unix_ms: Some(self.created_ms),
+            sending: crate::report::Sending::seen_from(self.spec.direction, role),
+            other_peer: self.peer.clone(),
+            role,
+        }
+    }
+
     /// Its page heading: the table's title line and the other peer (the client, where this
     /// peer was the far end).
     pub fn title(&self) -> String {

@@ -170,6 +170,23 @@ pub fn format_rate(bits_per_second: f64) -> String {
     format!("{} {}", adaptive_number(value).trim(), UNITS[unit])
 }
 
+/// A count in groups of three digits joined by narrow no-break spaces (U+202F), so it reads at a
+/// glance and never breaks across lines: `1 439 552`; under 10 000 it stays whole (`1250`).
+pub fn group_digits(n: u64) -> String {
+    let digits = n.to_string();
+    if digits.len() <= 4 {
+        return digits;
+    }
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3 * 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            grouped.push('\u{202F}');
+        }
+        grouped.push(c);
+    }
+    grouped
+}
+
 /// Serde helper: a [`Duration`] on the wire as fractional seconds (`2.5`), readable from JS.
 pub mod serde_secs {
     use super::*;
@@ -190,6 +207,15 @@ pub mod serde_secs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_grouped_in_threes_from_ten_thousand() {
+        assert_eq!(group_digits(0), "0");
+        assert_eq!(group_digits(9999), "9999");
+        assert_eq!(group_digits(10_000), "10\u{202F}000");
+        assert_eq!(group_digits(1_439_552), "1\u{202F}439\u{202F}552");
+        assert_eq!(group_digits(u64::MAX).matches('\u{202F}').count(), 6);
+    }
 
     #[test]
     fn rates_have_one_spelling() {

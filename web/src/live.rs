@@ -101,6 +101,33 @@ pub fn live(spec: &TestSpec, client: &[IntervalReport], server: &[IntervalReport
     }
 }
 
+/// Live numbers for a packet-size sweep: the running size's rates, and elapsed, remaining and
+/// progress for the whole sweep (`done` of `sizes` sizes finished, each its spec's seconds), so
+/// they agree with the progress bar instead of starting again at each size.
+pub fn sweep_live(
+    spec: &TestSpec,
+    client: &[IntervalReport],
+    server: &[IntervalReport],
+    done: usize,
+    sizes: usize,
+) -> LiveFigures {
+    let mut figures = live(spec, client, server);
+    let per_size = spec.total_time().map_or(0.0, |t| t.as_secs_f64());
+    let running = client
+        .last()
+        .map_or(0.0, |r| r.end.as_secs_f64().min(per_size));
+    let total = per_size * sizes.max(1) as f64;
+    let elapsed = (per_size * done as f64 + running).min(total);
+    figures.elapsed = format!("{elapsed:.0} s");
+    figures.remaining = format!("{:.0} s", (total - elapsed).max(0.0));
+    figures.progress = if total > 0.0 {
+        (elapsed / total).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    figures
+}
+
 /// Bytes sent so far by the busiest sending direction.
 fn sent_so_far(client: &[IntervalReport], server: &[IntervalReport], spec: &TestSpec) -> u64 {
     let total = |side: &[IntervalReport]| -> u64 {
@@ -190,6 +217,21 @@ mod tests {
         assert_eq!(l.extra, "7 retransmits");
         assert_eq!((l.elapsed.as_str(), l.remaining.as_str()), ("2 s", "8 s"));
         assert!((l.progress - 0.2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_sweeps_time_counts_the_whole_sweep() {
+        let r = crate::present::tests::tcp_result();
+        // 10 s a size; 3 of 8 sizes done, the fourth 2 s in: 32 s of 80.
+        let l = sweep_live(&r.spec, &r.local.intervals, &[], 3, 8);
+        assert_eq!((l.elapsed.as_str(), l.remaining.as_str()), ("32 s", "48 s"));
+        assert!((l.progress - 0.4).abs() < 1e-9);
+        assert_eq!(l.current, "2.00 Gbit/s", "the running size's own rate");
+        let none_yet = sweep_live(&r.spec, &[], &[], 0, 8);
+        assert_eq!(
+            (none_yet.elapsed.as_str(), none_yet.remaining.as_str()),
+            ("0 s", "80 s")
+        );
     }
 
     #[test]

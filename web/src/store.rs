@@ -62,6 +62,9 @@ pub struct Model {
     /// The last form that started a run, for "Run again" and "Test to <peer>" (remembered
     /// across reloads).
     pub last_input: Option<FormInput>,
+    /// The peer and form of the run just started, remembered among the recent peers only once
+    /// that peer answered (a target that never did is not offered again).
+    pub unconfirmed_peer: Option<(String, FormInput)>,
     /// The result tab a run's result opens on (its preset's tool; iperf3 otherwise).
     pub run_tab: Layout,
     /// What the last preset tap did, in words.
@@ -240,6 +243,7 @@ impl Default for Model {
             share: None,
             recent_peers: Vec::new(),
             last_input: None,
+            unconfirmed_peer: None,
             run_tab: Layout::Iperf3,
             preset_note: None,
             attaching: None,
@@ -350,14 +354,19 @@ impl Model {
             }
             ServerMsg::LatencyEvent { latency_id, event } => {
                 self.on_latency_event(&latency_id, &event);
-                Vec::new()
+                self.peer_answered()
             }
             ServerMsg::LatencyResult { latency_id, result } => {
                 self.on_latency_result(latency_id, result)
             }
             ServerMsg::SweepPoint { sweep_id, point } => {
+                let measured = point.error.is_none();
                 self.on_sweep_point(&sweep_id, point);
-                Vec::new()
+                if measured {
+                    self.peer_answered()
+                } else {
+                    Vec::new()
+                }
             }
             ServerMsg::SweepResult { sweep_id, result } => self.on_sweep_result(sweep_id, result),
             ServerMsg::Interval {
@@ -366,13 +375,22 @@ impl Model {
                 report,
             } => {
                 self.on_interval(&test_id, role, report);
-                Vec::new()
+                self.peer_answered()
             }
             ServerMsg::Stored { test_id, result_id } => {
                 self.on_stored(test_id, result_id);
                 Vec::new()
             }
-            ServerMsg::Result { result } => self.on_result(result),
+            ServerMsg::Result { result } => {
+                // A result with the far end's report, or complete, is an answer from the peer.
+                let answered = result.remote.is_some()
+                    || result.status == perfpeer_shared::report::TestStatus::Complete;
+                let mut cmds = self.on_result(result);
+                if answered {
+                    cmds.extend(self.peer_answered());
+                }
+                cmds
+            }
             ServerMsg::Tests { tests } => {
                 self.tests = tests;
                 Vec::new()

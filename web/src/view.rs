@@ -212,7 +212,7 @@ impl View {
         set_download(
             &mut self.sweep_html_url,
             "sweep-html-download",
-            &html::sweep_page(sweep, &title, &drawn.1),
+            &html::sweep_page(sweep, &title, &done.context, &drawn.1),
             "text/html",
             "perfpeer-sweep.html",
         );
@@ -759,22 +759,25 @@ fn render_run(run: &RunState) {
         None => format!("{} → {}", present::describe_spec(&run.spec), run.target),
     };
     set_text("run-title", &title);
-    let live = crate::live::live(&run.spec, &run.client, &run.server);
+    // A sweep's time and bar count the whole sweep; a test's its own.
+    let live = match sweep {
+        Some(sweep) => crate::live::sweep_live(
+            &run.spec,
+            &run.client,
+            &run.server,
+            sweep.points.len(),
+            sweep.sizes.len(),
+        ),
+        None => crate::live::live(&run.spec, &run.client, &run.server),
+    };
     set_text("live-current", &live.current);
     set_text("live-average", &live.average);
     set_text("live-extra", &live.extra);
     set_text("live-elapsed", &live.elapsed);
     set_text("live-remaining", &live.remaining);
-    let progress = match sweep {
-        // A sweep's bar counts sizes, with the running one's share.
-        Some(sweep) => {
-            (sweep.points.len() as f64 + live.progress) / sweep.sizes.len().max(1) as f64
-        }
-        None => live.progress,
-    };
     let _ = by_id::<HtmlElement>("progress-bar")
         .style()
-        .set_property("width", &format!("{:.1}%", progress * 100.0));
+        .set_property("width", &format!("{:.1}%", live.progress * 100.0));
     let x_max = match run.spec.end {
         EndCondition::Time { duration } => Some((duration + run.spec.omit).as_secs_f64()),
         EndCondition::Bytes { .. } => None,

@@ -245,6 +245,7 @@ async fn result_page(name: String, state: Arc<ServerState>) -> Response {
                     page(html::sweep_page(
                         &sweep.result,
                         &sweep.title(),
+                        &sweep.context(),
                         &sweep.notes,
                     ))
                 }

@@ -439,7 +439,10 @@ mod tests {
             )),
             "{svg}"
         );
-        assert!(svg.contains(">10.0 Mbit/s<") && svg.contains(">0<"), "{svg}");
+        assert!(
+            svg.contains(">10.0 Mbit/s<") && svg.contains(">0<"),
+            "{svg}"
+        );
         assert!(svg.contains(">4 s<"));
         assert_eq!(svg.matches("<polyline").count(), 1);
         // No data: an empty frame, no NaN.

@@ -8,12 +8,12 @@ use std::fmt::Write;
 use crate::format::layout::Layout;
 use crate::format::markup::escape;
 use crate::format::{chart, iperf3, latency, sweep};
-use crate::history::Notes;
+use crate::history::{Notes, SweepContext};
 use crate::latency::LatencyResult;
 use crate::report::{PeerRole, TestResult, TestStatus};
 use crate::spec::EndCondition;
 use crate::sweep::{SweepPoint, SweepResult};
-use crate::units::{format_bytes, format_rate};
+use crate::units::{format_bytes, format_rate, group_digits};
 
 /// The content security policy of a result page, served with `/r/<id>`: no script, nothing
 /// fetched, inline styles and data images only, never framed.
@@ -40,12 +40,14 @@ main{max-width:900px;margin:0 auto;padding:12px}h1{font-size:1.25em;margin:.4em 
 .card{background:#fff;border-radius:10px;padding:12px;margin:10px 0;box-shadow:0 1px 3px #0002}\
 table{border-collapse:collapse;width:100%}td{padding:3px 6px;border-bottom:1px solid #eee;vertical-align:top}\
 td:first-child{color:#555;width:40%}pre{overflow-x:auto;font:12px/1.35 ui-monospace,monospace;background:#fafafa;padding:8px}\
-details>summary{cursor:pointer;font-weight:600;padding:4px 0}.chart{width:100%;height:auto}\
+details>summary{cursor:pointer;font-weight:600;padding:12px 0}.chart{width:100%;height:auto}\
 .chart .grid{stroke:#ddd}.chart .tick,.chart .legend{font:10px sans-serif;fill:#444}.chart .legend.sum{fill:#111}\
 .chart.latency text{font-size:14px}\
 .status-partial{color:#a40}footer{color:#777;font-size:.85em}\
 table.latency td:first-child{width:auto;color:inherit}table.latency td,table.latency th{text-align:right}\
 table.latency td:first-child,table.latency th:first-child{text-align:left}\
+table.sweep{font-size:.85em;font-variant-numeric:tabular-nums}table.sweep td{text-align:right;padding:3px 4px}\
+table.sweep td:first-child{width:auto;text-align:left;white-space:nowrap}\
 table.latency tr.detail td{color:#666;font-size:.85em;text-align:left}\
 .when{color:#555;margin:0 0 .4em}.note{white-space:pre-wrap;margin:.3em 0}\
 .tag{display:inline-block;border:1px solid #999;border-radius:9px;padding:0 8px;margin:0 4px 2px 0;font-size:.9em}\
@@ -309,6 +311,16 @@ pub fn page(result: &TestResult, notes: &Notes) -> String {
     h
 }
 
+/// A rate of packets as a whole count (negative or NaN as 0).
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "a packet rate is far below 2^64 and clamped at 0 first; `as` saturates"
+)]
+fn whole(v: f64) -> u64 {
+    v.max(0.0).round() as u64
+}
+
 /// A sweep's rows as table rows: size, throughput, packets/s and lost/total, or why the size
 /// failed. Each row carries its size (`data-len`) and, with figures, its bit/s (`data-bps`). The
 /// page below and the browser's tables use it.
@@ -325,14 +337,14 @@ pub fn sweep_rows(points: &[SweepPoint]) -> String {
             ),
             None => write!(
                 h,
-                "<tr data-len='{}' data-bps='{}'><td>{} B</td><td>{}</td><td>{:.0}</td><td>{}/{} ({:.2}%)</td></tr>",
+                "<tr data-len='{}' data-bps='{}'><td>{} B</td><td>{}</td><td>{}</td><td>{}/<wbr>{} ({:.2}%)</td></tr>",
                 p.len,
                 p.bits_per_second,
                 p.len,
                 escape(&format_rate(p.bits_per_second)),
-                p.packets_per_second,
-                p.lost,
-                p.lost + p.packets,
+                group_digits(whole(p.packets_per_second)),
+                group_digits(p.lost),
+                group_digits(p.lost + p.packets),
                 p.lost_percent
             ),
         };
@@ -343,14 +355,31 @@ pub fn sweep_rows(points: &[SweepPoint]) -> String {
 /// A sweep as one self-contained page: `title` (what ran, against which peer), the rows as a
 /// table, the two-panel chart, the CLI's text table and the `SweepResult` JSON (also embedded
 /// for tools as `<script id='perfpeer-sweep'>`).
-pub fn sweep_page(result: &SweepResult, title: &str, notes: &Notes) -> String {
+pub fn sweep_page(
+    result: &SweepResult,
+    title: &str,
+    context: &SweepContext,
+    notes: &Notes,
+) -> String {
     let mut h = head(&format!("perfpeer sweep: {title}"));
+    let when = context.kept_unix_ms.map_or_else(String::new, |ms| {
+        format!("<p class='when'>{}</p>", escape(&utc_words(ms)))
+    });
+    let (this, other) = match context.role {
+        PeerRole::Client => ("started the sweep", "its far end"),
+        PeerRole::Server => ("the far end", "started the sweep"),
+    };
     let _ = write!(
         h,
-        "<h1>{t}</h1>{notes}\
-         <section class='card'><table><tr><td>Size</td><td>Throughput</td><td>Packets/s</td><td>Lost/Total</td></tr>",
+        "<h1>{t}</h1>{when}{notes}\
+         <section class='card'><table><tr><td>Direction</td><td>{sending}</td></tr>\
+         <tr><td>This peer</td><td>{this}</td></tr>\
+         <tr><td>Other peer</td><td>{peer}, {other}</td></tr></table></section>\
+         <section class='card'><table class='sweep'><tr><td>Size</td><td>Throughput</td><td>Packets/s</td><td>Lost/Total</td></tr>",
         t = escape(title),
-        notes = notes_html(notes)
+        notes = notes_html(notes),
+        sending = context.sending.words(),
+        peer = escape(&context.other_peer),
     );
     h.push_str(&sweep_rows(&result.points));
     let json = serde_json::to_string_pretty(result).unwrap_or_default();
@@ -435,7 +464,19 @@ mod tests {
             seconds_per_size: 1.0,
             points: vec![ok, SweepPoint::failed(1400, "</script><b>")],
         };
-        let page = sweep_page(&result, "UDP sweep → pc", &Notes::default());
+        let context = SweepContext {
+            kept_unix_ms: Some(1_796_220_497_250),
+            sending: crate::report::Sending::OtherPeer,
+            other_peer: "pc".into(),
+            role: PeerRole::Server,
+        };
+        let page = sweep_page(&result, "UDP sweep → pc", &context, &Notes::default());
+        assert!(
+            page.contains("<p class='when'>2026-12-02 14:08:17 UTC</p>"),
+            "{page}"
+        );
+        assert!(page.contains("<td>RX (this peer receives)</td>"), "{page}");
+        assert!(page.contains("<td>pc, started the sweep</td>"), "{page}");
         assert!(page.starts_with("<!doctype html>") && page.ends_with("</html>"));
         assert!(
             page.contains(&format!(

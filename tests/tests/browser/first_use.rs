@@ -132,6 +132,17 @@ async fn a_wrong_token_after_start_is_said_to_be_refused() {
                 .contains("refused the one this page has")
         );
         assert!(text(&c, "notice-hint").await.contains("#token="));
+        // The error box follows the dark theme: a dark ground, not the light theme's pink.
+        let ground = js(
+            &c,
+            "const [r, g, b] = getComputedStyle(document.getElementById('notice')).backgroundColor \
+               .match(/\\d+/g).map(Number); return r + g + b;",
+        )
+        .await;
+        assert!(
+            ground.as_f64().is_some_and(|sum| sum < 200.0),
+            "the notice's background in the dark theme: {ground}"
+        );
         audit(&c, "new-token-refused", "dark").await;
     })
     .await;

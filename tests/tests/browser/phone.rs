@@ -385,6 +385,25 @@ async fn every_screen(c: &Client, dut: &Peer, pc: &Peer, theme: &str) {
     );
     assert_pane_in_reach(c, "sweep-text", &[]).await;
     audit(c, "sweep", theme).await;
+    // The sweep's own page, /r/<id>, when, which way and who, its table within its card.
+    wait_shown(c, "share", Duration::from_secs(10)).await;
+    let url = js(c, "return document.getElementById('share-url').value;").await;
+    c.goto(url.as_str().expect("the share link"))
+        .await
+        .expect("open the sweep's page");
+    let (table, width, _) = box_of(c, "table.sweep").await;
+    let (card, _, _) = box_of(c, "section.card:has(table.sweep)").await;
+    assert!(
+        table[2] <= card[2].min(width) + 0.5,
+        "the /r/ sweep table {table:?} is wider than its card {card:?}"
+    );
+    let page = js(c, "return document.body.innerText;").await;
+    let page = page.as_str().unwrap_or_default();
+    assert!(
+        page.contains(" UTC") && page.contains("TX (this peer sends)") && page.contains("its far end"),
+        "{page}"
+    );
+    audit(c, "sweep-page", theme).await;
 }
 
 #[tokio::test]

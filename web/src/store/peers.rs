@@ -1,6 +1,7 @@
 //! The model's side of the other peers tested from this page: the few remembered across
-//! reloads (most recent first) with the last test's form, recalled at load, recorded when a run
-//! starts, and the one-tap "Test to <peer>" they make.
+//! reloads (most recent first) with the last test's form, recalled at load, recorded once the
+//! peer of a run answers (a target that never answered is not kept), and the one-tap "Test to
+//! <peer>" they make.
 
 use super::{Cmd, Model};
 use crate::form::{self, FormInput};
@@ -24,9 +25,24 @@ impl Model {
         });
     }
 
-    /// A run to `target` from `input` starts: the peer goes first in the list, the form is the
-    /// last one; both are to be stored.
-    pub(super) fn remember_run(&mut self, target: String, input: &FormInput) -> Cmd {
+    /// A run to `target` from `input` starts: the form is the last one ("Run again"), and the
+    /// peer waits to be remembered until it answers ([`Model::peer_answered`]).
+    pub(super) fn run_started(&mut self, target: String, input: &FormInput) {
+        self.last_input = Some(input.clone());
+        self.unconfirmed_peer = Some((target, input.clone()));
+    }
+
+    /// The peer of the run just started answered (figures came from it): it goes first in the
+    /// list with its form, both to be stored.
+    pub(super) fn peer_answered(&mut self) -> Vec<Cmd> {
+        match self.unconfirmed_peer.take() {
+            Some((target, input)) => vec![self.remember_run(target, &input)],
+            None => Vec::new(),
+        }
+    }
+
+    /// `target` goes first in the list and `input` is the last form; both are to be stored.
+    fn remember_run(&mut self, target: String, input: &FormInput) -> Cmd {
         self.recent_peers.retain(|p| *p != target);
         self.recent_peers.insert(0, target);
         self.recent_peers.truncate(RECENT_PEERS);

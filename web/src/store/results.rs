@@ -242,6 +242,7 @@ impl Model {
     ) {
         self.share = Some(shared(&id, &id, summary));
         self.shown = Some(Shown::Sweep(FinishedSweep {
+            context: kept.context(),
             sweep_id: id,
             target: kept.peer,
             spec: kept.spec,

@@ -237,11 +237,11 @@ impl Model {
             Ok((run, message)) => {
                 self.form_error = None;
                 self.notice = None;
-                let save = self.remember_run(run.target.clone(), input);
+                self.run_started(run.target.clone(), input);
                 self.run = Some(run);
                 self.attaching = None;
                 self.screen = Screen::Running;
-                vec![Cmd::Send(message), save]
+                vec![Cmd::Send(message)]
             }
         }
     }

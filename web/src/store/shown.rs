@@ -4,9 +4,9 @@
 
 use perfpeer_shared::control::ClientMsg;
 use perfpeer_shared::format::layout::Layout;
-use perfpeer_shared::history::Notes;
+use perfpeer_shared::history::{Notes, SweepContext};
 use perfpeer_shared::latency::LatencyResult;
-use perfpeer_shared::report::TestResult;
+use perfpeer_shared::report::{PeerRole, Sending, TestResult};
 use perfpeer_shared::spec::{Protocol, TestSpec};
 use perfpeer_shared::sweep::SweepResult;
 
@@ -56,6 +56,8 @@ pub struct FinishedSweep {
     pub spec: TestSpec,
     /// The rows.
     pub result: SweepResult,
+    /// When it was kept, which way, and the peers, for its page.
+    pub context: SweepContext,
 }
 
 /// A stored result's share facts, for the Result screen.
@@ -133,11 +135,18 @@ impl Model {
             Some(run) => (run.target, run.spec),
             None => (String::new(), TestSpec::new(result.protocol)),
         };
+        let context = SweepContext {
+            kept_unix_ms: None,
+            sending: Sending::seen_from(spec.direction, PeerRole::Client),
+            other_peer: target.clone(),
+            role: PeerRole::Client,
+        };
         self.finished(Shown::Sweep(FinishedSweep {
             sweep_id,
             target,
             spec,
             result,
+            context,
         }))
     }
 

@@ -221,19 +221,11 @@ fn a_test_runs_to_its_result() {
     let cmds = start_run(&mut m);
     assert_eq!(
         cmds,
-        vec![
-            Cmd::Send(ClientMsg::Run {
-                target: "pc:5210".into(),
-                spec: TestSpec::new(Protocol::Tcp)
-            }),
-            Cmd::SaveRecent(
-                vec!["pc:5210".into()],
-                FormInput {
-                    target: "pc:5210".into(),
-                    ..FormInput::default()
-                }
-            )
-        ]
+        vec![Cmd::Send(ClientMsg::Run {
+            target: "pc:5210".into(),
+            spec: TestSpec::new(Protocol::Tcp)
+        })],
+        "the peer is remembered once it answers, not yet"
     );
     assert_eq!(m.screen, Screen::Running);
     m.update(Msg::Server(ServerMsg::Started {
@@ -241,17 +233,29 @@ fn a_test_runs_to_its_result() {
         target: "pc:5210".into(),
         spec: TestSpec::new(Protocol::Tcp),
     }));
+    let mut saved = Vec::new();
     for (i, role) in [
         (0, PeerRole::Client),
         (0, PeerRole::Server),
         (1, PeerRole::Client),
     ] {
-        m.update(Msg::Server(ServerMsg::Interval {
+        saved.extend(m.update(Msg::Server(ServerMsg::Interval {
             test_id: "t1".into(),
             role,
             report: interval(i),
-        }));
+        })));
     }
+    // Its first figures: the peer answered, and is remembered with the form, once.
+    assert_eq!(
+        saved,
+        vec![Cmd::SaveRecent(
+            vec!["pc:5210".into()],
+            FormInput {
+                target: "pc:5210".into(),
+                ..FormInput::default()
+            }
+        )]
+    );
     // An interval of another test is not ours.
     m.update(Msg::Server(ServerMsg::Interval {
         test_id: "other".into(),
@@ -828,11 +832,7 @@ fn a_sweep_shows_each_size_and_attaches_again_after_a_drop() {
         seconds: "1".into(),
         ..FormInput::default()
     }));
-    let [
-        Cmd::Send(ClientMsg::Sweep { sizes, spec, .. }),
-        Cmd::SaveRecent(..),
-    ] = &cmds[..]
-    else {
+    let [Cmd::Send(ClientMsg::Sweep { sizes, spec, .. })] = &cmds[..] else {
         panic!("{cmds:?}")
     };
     assert_eq!(
@@ -938,7 +938,7 @@ fn dccp_is_refused_at_the_form_when_this_peer_has_none() {
     m.peer.as_mut().unwrap().dccp.available = true;
     let cmds = m.update(Msg::Start(dccp));
     assert!(
-        matches!(&cmds[..], [Cmd::Send(ClientMsg::Run { spec, .. }), Cmd::SaveRecent(..)] if spec.protocol == Protocol::Dccp),
+        matches!(&cmds[..], [Cmd::Send(ClientMsg::Run { spec, .. })] if spec.protocol == Protocol::Dccp),
         "{cmds:?}"
     );
 }
@@ -975,10 +975,7 @@ fn a_latency_run_goes_live_survives_a_reconnect_and_ends_on_the_result_screen() 
         ..FormInput::default()
     }));
     let request = match cmds.as_slice() {
-        [
-            Cmd::Send(ClientMsg::Latency { target, request }),
-            Cmd::SaveRecent(..),
-        ] => {
+        [Cmd::Send(ClientMsg::Latency { target, request })] => {
             assert_eq!(target, "pc:5210");
             assert_eq!((request.load_seconds, request.streams), (3.0, 2));
             request.clone()
@@ -1092,6 +1089,11 @@ fn peers_tested_are_remembered_newest_first_and_a_run_starts_again_as_it_was() {
     );
     let cmds = start_run(&mut m);
     assert!(
+        !cmds.iter().any(|c| matches!(c, Cmd::SaveRecent(..))),
+        "not before the peer answers: {cmds:?}"
+    );
+    let cmds = answer(&mut m);
+    assert!(
         cmds.iter()
             .any(|c| matches!(c, Cmd::SaveRecent(peers, input)
             if peers == &["pc:5210", "old:5210"] && input.target == "pc:5210")),
@@ -1114,8 +1116,30 @@ fn peers_tested_are_remembered_newest_first_and_a_run_starts_again_as_it_was() {
             target: format!("h{i}"),
             ..FormInput::default()
         }));
+        answer(&mut m);
     }
     assert_eq!(m.recent_peers, ["h6", "h5", "h4", "h3", "h2"]);
+    // A target that never answers (refused, unreachable) is not remembered.
+    m.run = None;
+    m.update(Msg::Start(FormInput {
+        target: "nobody:5210".into(),
+        ..FormInput::default()
+    }));
+    m.update(Msg::Server(ServerMsg::error(
+        perfpeer_shared::control::ErrorCode::Unreachable,
+        "connection refused",
+    )));
+    assert_eq!(m.recent_peers, ["h6", "h5", "h4", "h3", "h2"]);
+    assert!(!m.recent_peers.iter().any(|p| p == "nobody:5210"));
+}
+
+/// The running test's first figures arrive: its peer answered.
+fn answer(m: &mut Model) -> Vec<Cmd> {
+    m.update(Msg::Server(ServerMsg::Interval {
+        test_id: "t1".into(),
+        role: PeerRole::Server,
+        report: interval(0),
+    }))
 }
 
 #[test]
