@@ -63,7 +63,15 @@ impl Layout {
                     headers: true,
                     units: netperf::Units::default(),
                 };
-                netperf::render(result, &opts).map_err(|e| e.to_string())
+                let table = netperf::render(result, &opts).map_err(|e| e.to_string())?;
+                // netperf's table is its client's report: said so where this peer served.
+                Ok(match result.local.role {
+                    crate::report::PeerRole::Client => table,
+                    crate::report::PeerRole::Server => format!(
+                        "(This peer was the far end, netserver's part: netperf's \"local\" \
+                         columns are the other peer's, \"remote\" this peer's.)\n{table}"
+                    ),
+                })
             }
             Layout::Stream => stream_text(result),
             Layout::Json => Ok(json_text(result)),
