@@ -400,7 +400,9 @@ async fn every_screen(c: &Client, dut: &Peer, pc: &Peer, theme: &str) {
     let page = js(c, "return document.body.innerText;").await;
     let page = page.as_str().unwrap_or_default();
     assert!(
-        page.contains(" UTC") && page.contains("TX (this peer sends)") && page.contains("its far end"),
+        page.contains(" UTC")
+            && page.contains("TX (this peer sends)")
+            && page.contains("its far end"),
         "{page}"
     );
     audit(c, "sweep-page", theme).await;
