@@ -308,6 +308,35 @@ fn trim_float(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// WCAG 2 relative luminance of `#rrggbb`.
+    fn luminance(hex: &str) -> f64 {
+        let channel = |i: usize| {
+            let c = f64::from(u8::from_str_radix(&hex[i..i + 2], 16).unwrap()) / 255.0;
+            if c <= 0.03928 {
+                c / 12.92
+            } else {
+                ((c + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5)
+    }
+
+    fn contrast(a: &str, b: &str) -> f64 {
+        let (la, lb) = (luminance(a), luminance(b));
+        (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
+    }
+
+    #[test]
+    fn every_legend_colour_reads_at_4_5_to_1_in_both_themes() {
+        // The cards the charts sit on: the page's light card and dark card (style.css, html.rs).
+        for (light, dark) in LEGEND_TEXT {
+            assert!(contrast(light, "#ffffff") >= 4.5, "{light} on white");
+            assert!(contrast(dark, "#1e1e1e") >= 4.5, "{dark} on the dark card");
+        }
+        assert_eq!(legend_colour(GRAY_LINE), "#6b6b6b");
+        assert_eq!(legend_colour("#ff7f0e"), "#b55a0a", "the orange line's text is darker");
+    }
     use crate::report::StreamInterval;
     use std::time::Duration;
 
