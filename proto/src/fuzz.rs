@@ -10,7 +10,7 @@
     reason = "random bytes and indices: keeping the low bits of a random u64 is the intent"
 )]
 
-use perfpeer_shared::control::ClientMsg;
+use perfpeer_shared::control::{ClientMsg, GroupKind, TestGroup};
 use perfpeer_shared::report::{PeerRole, SideReport};
 use perfpeer_shared::spec::{Protocol, TestSpec};
 
@@ -247,6 +247,15 @@ fn control_messages_from_a_websocket() {
         ClientMsg::Open {
             spec: spec.clone(),
             group: None,
+        },
+        // A sweep's test, as the far end groups it.
+        ClientMsg::Open {
+            spec: spec.clone(),
+            group: Some(TestGroup {
+                id: "0123456789abcdef0123456789abcdef".into(),
+                kind: GroupKind::Sweep,
+                tests: 8,
+            }),
         },
         ClientMsg::Run {
             target: "pc".into(),
