@@ -474,11 +474,13 @@ impl CpuUsage {
         Some(self.host_busy_us() / (bytes as f64 / 1024.0))
     }
     /// The share (0–1) of the host's busy CPU time that was this process's own; `None` without
-    /// host figures or with a host that was not busy at all.
+    /// host figures, with a host that was not busy at all, or without the process's own times
+    /// (a stock far end, such as netserver, reports the host's alone: its share is unknown, not
+    /// nothing, and its service demand is not judged).
     pub fn share_of_host_busy(&self) -> Option<f64> {
         let busy = self.host_busy_us();
-        (self.host_measured() && busy > 0.0)
-            .then(|| ((self.process_user_s + self.process_system_s) * 1e6 / busy).min(1.0))
+        let own = self.process_user_s + self.process_system_s;
+        (self.host_measured() && busy > 0.0 && own > 0.0).then(|| (own * 1e6 / busy).min(1.0))
     }
     /// Whether service demand at this end mostly measures other work: the test's process was
     /// under [`MIN_DEMAND_SHARE`] of the host's busy time (a 48 kbit/s stream on a busy PC).
@@ -982,16 +984,22 @@ mod service_demand_tests {
             r.service_demand_us_per_kb(PeerRole::Client)
         );
         assert!(figure.words().ends_with(" µs/KB"), "{}", figure.words());
-        // The far end's process took none of its host's busy time: not the test's cost.
+        // A far end whose process took 2 ms of its host's 2 s busy time: not the test's cost.
+        let mut r = r;
+        r.remote.as_mut().unwrap().cpu.process_user_s = 0.002;
         let noise = r.service_demand(PeerRole::Server).unwrap();
-        assert_eq!(
-            noise,
-            ServiceDemand::NotMeaningful {
-                share_of_host_busy: 0.0
-            }
+        assert!(
+            matches!(noise, ServiceDemand::NotMeaningful { share_of_host_busy } if (share_of_host_busy - 0.001).abs() < 1e-9),
+            "{noise:?}"
         );
         assert_eq!(noise.us_per_kb(), None);
         assert!(noise.words().starts_with("not meaningful"));
+        // A stock far end (netserver) reports its host's time alone: a figure, not judged.
+        r.remote.as_mut().unwrap().cpu.process_user_s = 0.0;
+        assert!(matches!(
+            r.service_demand(PeerRole::Server),
+            Some(ServiceDemand::UsPerKb(_))
+        ));
     }
 
     #[test]

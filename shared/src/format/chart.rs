@@ -335,7 +335,11 @@ mod tests {
             assert!(contrast(dark, "#1e1e1e") >= 4.5, "{dark} on the dark card");
         }
         assert_eq!(legend_colour(GRAY_LINE), "#6b6b6b");
-        assert_eq!(legend_colour("#ff7f0e"), "#b55a0a", "the orange line's text is darker");
+        assert_eq!(
+            legend_colour("#ff7f0e"),
+            "#b55a0a",
+            "the orange line's text is darker"
+        );
     }
     use crate::report::StreamInterval;
     use std::time::Duration;

@@ -144,7 +144,7 @@ fn service_demand_that_is_not_meaningful_is_not_known_in_the_table() {
     let mut r = tcp(Direction::Normal);
     let remote = r.remote.as_mut().unwrap();
     remote.cpu.process_user_s = 0.0;
-    remote.cpu.process_system_s = 0.0;
+    remote.cpu.process_system_s = 0.001;
     assert_eq!(
         render(&r, &opts).unwrap(),
         "131072  16384  16384    10.00      9375.00   25.00    30.00    0.874   -1.000 \n"
