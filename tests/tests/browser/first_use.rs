@@ -70,7 +70,7 @@ async fn an_open_peers_history_lists_its_results_without_a_token() {
                 .expect("open the page");
             wait_shown(&c, "screen-peer", Duration::from_secs(20)).await;
             wait_shown(&c, "open-history", Duration::from_secs(5)).await;
-            history_with(&c, &id).await;
+            history_with(&c, id).await;
             let status = text(&c, "history-status").await;
             assert!(status.starts_with("1 of 1 results"), "{status}");
             audit(&c, "open-peer-history", theme).await;
@@ -88,8 +88,8 @@ async fn back_from_a_result_opened_from_history_returns_to_history() {
     let (peer, id) = (&peer, &id);
     for (theme, flags) in THEMES {
         with_browser_flags(flags, |c| async move {
-            open_ui(&c, &peer).await;
-            history_with(&c, &id).await;
+            open_ui(&c, peer).await;
+            history_with(&c, id).await;
             assert_eq!(hash(&c).await, "#/history");
             click(&c, &format!("button[data-open='{id}']")).await;
             wait_shown(&c, "screen-result", Duration::from_secs(10)).await;
@@ -171,7 +171,7 @@ async fn a_token_link_does_not_lose_a_working_token() {
     let peer = &peer;
     for (theme, flags) in THEMES {
         with_browser_flags(flags, |c| async move {
-            open_ui(&c, &peer).await;
+            open_ui(&c, peer).await;
             assert_eq!(remembered_token(&c).await, Value::from(TOKEN));
             // A link with a wrong token, opened as a new page (a tap on a phone).
             c.goto("about:blank").await.expect("leave the page");
@@ -212,8 +212,8 @@ async fn the_downloaded_file_carries_the_notes_and_tags() {
         with_browser_flags(flags, |c| async move {
             let download =
                 "return fetch(document.getElementById('html-download').href).then(r => r.text());";
-            open_ui(&c, &peer).await;
-            open_from_history(&c, &id).await;
+            open_ui(&c, peer).await;
+            open_from_history(&c, id).await;
             wait_shown(&c, "notes-edit", Duration::from_secs(10)).await;
             fill(&c, "notes-text", "fw 1.2 on the lab board").await;
             fill(&c, "notes-tags", "ch36 lab").await;
@@ -230,8 +230,8 @@ async fn the_downloaded_file_carries_the_notes_and_tags() {
             audit(&c, "result-notes-saved", theme).await;
             // Opened afresh from History: the notes it was kept with.
             c.goto("about:blank").await.expect("leave the page");
-            open_ui(&c, &peer).await;
-            open_from_history(&c, &id).await;
+            open_ui(&c, peer).await;
+            open_from_history(&c, id).await;
             wait_shown(&c, "notes", Duration::from_secs(10)).await;
             let file = js(&c, download).await;
             assert_eq!(
