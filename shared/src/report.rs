@@ -741,6 +741,15 @@ impl TestResult {
         }
     }
 
+    /// The report of `end` (client or server), whichever of the two is local.
+    pub fn side(&self, end: PeerRole) -> Option<&SideReport> {
+        let (client, server) = self.sides();
+        match end {
+            PeerRole::Client => client,
+            PeerRole::Server => server,
+        }
+    }
+
     /// The bytes `end` moved: in each flow, what it sent if it is the sender, what it received
     /// if it is the receiver (the other view where its own is missing). For TCP the two views
     /// agree; for UDP a sender counts what it sent and a receiver what arrived.
@@ -764,12 +773,9 @@ impl TestResult {
     /// counts both directions). The one figure every rendering shows. `None` without host CPU
     /// figures for that end.
     pub fn service_demand_us_per_kb(&self, end: PeerRole) -> Option<f64> {
-        let (client, server) = self.sides();
-        let side = match end {
-            PeerRole::Client => client,
-            PeerRole::Server => server,
-        }?;
-        side.cpu.service_demand_us_per_kb(self.bytes_moved_by(end))
+        self.side(end)?
+            .cpu
+            .service_demand_us_per_kb(self.bytes_moved_by(end))
     }
 
     /// Service demand of `end` as every rendering shows it: the figure, or, where the test was
@@ -777,13 +783,9 @@ impl TestResult {
     /// for the page, the tool tabs and the CLI.
     pub fn service_demand(&self, end: PeerRole) -> Option<ServiceDemand> {
         let us_per_kb = self.service_demand_us_per_kb(end)?;
-        let (client, server) = self.sides();
-        let side = match end {
-            PeerRole::Client => client,
-            PeerRole::Server => server,
-        }?;
-        Some(match side.cpu.share_of_host_busy() {
-            Some(share) if side.cpu.demand_is_noise() => ServiceDemand::NotMeaningful {
+        let cpu = self.side(end)?.cpu;
+        Some(match cpu.share_of_host_busy() {
+            Some(share) if cpu.demand_is_noise() => ServiceDemand::NotMeaningful {
                 share_of_host_busy: share,
             },
             _ => ServiceDemand::UsPerKb(us_per_kb),

@@ -187,6 +187,17 @@ pub fn group_digits(n: u64) -> String {
     grouped
 }
 
+/// A non-negative figure (a packet rate) as a whole count, grouped as [`group_digits`] does:
+/// `1 016 862`; negative or NaN as 0.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "clamped at 0 first; a packet rate is far below 2^64, and `as` saturates"
+)]
+pub fn group_rounded(v: f64) -> String {
+    group_digits(v.max(0.0).round() as u64)
+}
+
 /// Serde helper: a [`Duration`] on the wire as fractional seconds (`2.5`), readable from JS.
 pub mod serde_secs {
     use super::*;
@@ -215,6 +226,11 @@ mod tests {
         assert_eq!(group_digits(10_000), "10\u{202F}000");
         assert_eq!(group_digits(1_439_552), "1\u{202F}439\u{202F}552");
         assert_eq!(group_digits(u64::MAX).matches('\u{202F}').count(), 6);
+        assert_eq!(group_rounded(1_016_861.6), "1\u{202F}016\u{202F}862");
+        assert_eq!(
+            (group_rounded(-3.0), group_rounded(f64::NAN)),
+            ("0".into(), "0".into())
+        );
     }
 
     #[test]

@@ -434,6 +434,28 @@ pub fn check_target(target: &str) -> Result<String, FormError> {
     Ok(t.to_string())
 }
 
+/// The control port of a peer whose address names none (`perfpeer serve`'s default).
+const CONTROL_PORT: u16 = 5210;
+
+/// An address's host (lower case, without IPv6 brackets) and port (the control port when it
+/// names none): `pc.lan`, `pc.lan:5210`, `[fd00::1]:5210`, `fd00::1`.
+pub fn host_and_port(address: &str) -> (String, u16) {
+    let address = address.trim();
+    let (host, port) = match address.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((host, after)) => (host, after.strip_prefix(':')),
+            None => (rest, None),
+        },
+        // One colon is host:port; more are a bare IPv6 address.
+        None => match address.split_once(':') {
+            Some((host, port)) if !port.contains(':') => (host, Some(port)),
+            _ => (address, None),
+        },
+    };
+    let port = port.and_then(|p| p.parse().ok()).unwrap_or(CONTROL_PORT);
+    (host.to_ascii_lowercase(), port)
+}
+
 fn positive_number(field: &'static str, text: &str, what: &str) -> Result<f64, FormError> {
     match text.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),

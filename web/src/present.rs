@@ -273,18 +273,6 @@ pub struct Notice {
     pub hint: String,
 }
 
-/// The control port a target names: its `:port`, else perfpeer's 5210 (`host`, `[v6]`).
-fn control_port_of(target: &str) -> u16 {
-    let port = match target.rsplit_once(']') {
-        Some((_, tail)) => tail.strip_prefix(':'),
-        None => target
-            .rsplit_once(':')
-            .filter(|(host, _)| !host.contains(':'))
-            .map(|(_, p)| p),
-    };
-    port.and_then(|p| p.parse().ok()).unwrap_or(5210)
-}
-
 /// Plain words for an `error` message from the peer.
 pub fn explain(code: ErrorCode, message: &str, target: Option<&str>) -> Notice {
     let target = target.unwrap_or("the other peer");
@@ -295,7 +283,7 @@ pub fn explain(code: ErrorCode, message: &str, target: Option<&str>) -> Notice {
                 "Check the address and port, that perfpeer serve runs there, and that no firewall \
                  blocks its control port {} or its data port (5211 unless it was started with \
                  --data-port).",
-                control_port_of(target)
+                crate::form::host_and_port(target).1
             ),
         ),
         ErrorCode::Unauthorized => (

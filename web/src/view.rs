@@ -186,7 +186,7 @@ impl View {
         let title = format!(
             "{} → {}",
             present::describe_sweep(&done.spec, &sizes),
-            done.target
+            done.context.other_peer
         );
         set_text("result-title", &title);
         el("sweep-rows").set_inner_html(&html::sweep_rows(&sweep.points));

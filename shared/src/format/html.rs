@@ -13,7 +13,7 @@ use crate::latency::LatencyResult;
 use crate::report::{PeerRole, TestResult, TestStatus};
 use crate::spec::EndCondition;
 use crate::sweep::{SweepPoint, SweepResult};
-use crate::units::{format_bytes, format_rate, group_digits};
+use crate::units::{format_bytes, format_rate, group_digits, group_rounded};
 
 /// The content security policy of a result page, served with `/r/<id>`: no script, nothing
 /// fetched, inline styles and data images only, never framed.
@@ -311,16 +311,6 @@ pub fn page(result: &TestResult, notes: &Notes) -> String {
     h
 }
 
-/// A rate of packets as a whole count (negative or NaN as 0).
-#[allow(
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    reason = "a packet rate is far below 2^64 and clamped at 0 first; `as` saturates"
-)]
-fn whole(v: f64) -> u64 {
-    v.max(0.0).round() as u64
-}
-
 /// A sweep's rows as table rows: size, throughput, packets/s and lost/total, or why the size
 /// failed. Each row carries its size (`data-len`) and, with figures, its bit/s (`data-bps`). The
 /// page below and the browser's tables use it.
@@ -342,7 +332,7 @@ pub fn sweep_rows(points: &[SweepPoint]) -> String {
                 p.bits_per_second,
                 p.len,
                 escape(&format_rate(p.bits_per_second)),
-                group_digits(whole(p.packets_per_second)),
+                group_rounded(p.packets_per_second),
                 group_digits(p.lost),
                 group_digits(p.lost + p.packets),
                 p.lost_percent

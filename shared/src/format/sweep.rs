@@ -73,11 +73,7 @@ pub fn svg(result: &SweepResult) -> String {
          aria-label='throughput and packets per second by packet size' class='chart sweep-chart'>"
     );
     let rate = super::chart::axis_rate;
-    let count = |v: f64| {
-        let whole = format!("{:.0}", v.max(0.0));
-        let grouped = whole.parse().map_or(whole, crate::units::group_digits);
-        format!("{grouped}/s")
-    };
+    let count = |v: f64| format!("{}/s", crate::units::group_rounded(v));
     let bps: Vec<Option<f64>> = result
         .points
         .iter()

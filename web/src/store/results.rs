@@ -244,7 +244,6 @@ impl Model {
         self.shown = Some(Shown::Sweep(FinishedSweep {
             context: kept.context(),
             sweep_id: id,
-            target: kept.peer,
             spec: kept.spec,
             result: kept.result,
         }));

@@ -11,7 +11,7 @@ use perfpeer_shared::spec::{Protocol, TestSpec};
 use perfpeer_shared::sweep::SweepPoint;
 
 use super::{Cmd, Link, Model, Screen};
-use crate::form::{self, FormError, FormInput, TestRequest};
+use crate::form::{self, FormError, FormInput, TestRequest, host_and_port};
 use crate::present::{Notice, explain};
 use crate::route::Route;
 
@@ -410,28 +410,6 @@ impl Model {
             PeerRole::Server => run.server.push(report),
         }
     }
-}
-
-/// The control port of a peer whose address names none (`perfpeer serve`'s default).
-const CONTROL_PORT: u16 = 5210;
-
-/// An address's host (lower case, without IPv6 brackets) and port (the control port when it
-/// names none): `pc.lan`, `pc.lan:5210`, `[fd00::1]:5210`, `fd00::1`.
-fn host_and_port(address: &str) -> (String, u16) {
-    let address = address.trim();
-    let (host, port) = match address.strip_prefix('[') {
-        Some(rest) => match rest.split_once(']') {
-            Some((host, after)) => (host, after.strip_prefix(':')),
-            None => (rest, None),
-        },
-        // One colon is host:port; more are a bare IPv6 address.
-        None => match address.split_once(':') {
-            Some((host, port)) if !port.contains(':') => (host, Some(port)),
-            _ => (address, None),
-        },
-    };
-    let port = port.and_then(|p| p.parse().ok()).unwrap_or(CONTROL_PORT);
-    (host.to_ascii_lowercase(), port)
 }
 
 /// Starting a test needs the connection and the token: says which one is missing, or that the

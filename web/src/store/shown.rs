@@ -50,13 +50,11 @@ pub struct FinishedLatency {
 pub struct FinishedSweep {
     /// Its id from `sweep_started` (a `stored` message with it gives the share link).
     pub sweep_id: String,
-    /// The other peer.
-    pub target: String,
     /// Each size's test.
     pub spec: TestSpec,
     /// The rows.
     pub result: SweepResult,
-    /// When it was kept, which way, and the peers, for its page.
+    /// When it was kept, which way, and the peers (the other one is its target), for its page.
     pub context: SweepContext,
 }
 
@@ -138,12 +136,11 @@ impl Model {
         let context = SweepContext {
             kept_unix_ms: None,
             sending: Sending::seen_from(spec.direction, PeerRole::Client),
-            other_peer: target.clone(),
+            other_peer: target,
             role: PeerRole::Client,
         };
         self.finished(Shown::Sweep(FinishedSweep {
             sweep_id,
-            target,
             spec,
             result,
             context,

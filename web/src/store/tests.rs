@@ -908,7 +908,7 @@ fn a_sweep_shows_each_size_and_attaches_again_after_a_drop() {
         panic!("the sweep is not shown: {:?}", m.shown)
     };
     assert_eq!(
-        (done.result, done.target, done.spec),
+        (done.result, done.context.other_peer, done.spec),
         (result, "pc".to_string(), spec)
     );
 }
