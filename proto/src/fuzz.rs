@@ -195,7 +195,17 @@ fn iperf2_decoders() {
             }
         }
         let _ = iperf2::Header::decode(b);
-        let _ = iperf2::ServerReport::decode(b);
+        if let Ok(report) = iperf2::ServerReport::decode(b) {
+            // A report we would send back for it encodes without a panic.
+            let _ = report.encode();
+        }
+        if let Ok(bb) = iperf2::BounceBack::decode(b) {
+            let mut reply = b.to_vec();
+            iperf2::BounceBack::stamp_read(&mut reply, std::time::Duration::from_secs(1));
+            iperf2::BounceBack::stamp_write(&mut reply, std::time::Duration::from_secs(2));
+            let _ = iperf2::BounceBack::times(&reply);
+            assert_eq!(reply.len(), b.len(), "stamps never grow a reply ({bb:?})");
+        }
     });
 }
 

@@ -26,8 +26,16 @@ pub mod flags {
     pub const VERSION2: u32 = 0x0400_0000;
     /// The client wants the ack (`-X`).
     pub const V2PEERDETECT: u32 = 0x0200_0000;
-    /// Bounce-back test (a different header).
+    /// Bounce-back test (a different header: [`super::BounceBack`]).
     pub const BOUNCEBACK: u32 = 0x0080_0000;
+    /// UDP: settings travel in every datagram (isochronous, trip-times, no fin).
+    pub const UDPTESTS: u32 = 0x2000_0000;
+    /// Permit key present (`--permit-key`).
+    pub const KEYCHECK: u32 = 0x1000_0000;
+    /// UDP trip-times with a datagram too small for the full header.
+    pub const SMALL_TRIPTIMES: u32 = 0x0002_0000;
+    /// The server report has the latency extension (same bit as EXTEND).
+    pub const SERVER_EXTEND: u32 = 0x4000_0000;
     /// Bits 1..8 carry the header length.
     pub const LEN_BIT: u32 = 0x0001_0000;
     /// Mask of the length field.
@@ -40,6 +48,26 @@ pub mod upper {
     pub const REVERSE: u16 = 0x0400;
     /// Both send (`--full-duplex`).
     pub const FULLDUPLEX: u16 = 0x0800;
+    /// Frames of video-like sizes (`--isochronous`).
+    pub const ISOCH: u16 = 0x0001;
+    /// No final report wanted (`--no-udp-fin`).
+    pub const NOUDPFIN: u16 = 0x0008;
+    /// The client stamps its writes for one-way delays (`--trip-times`).
+    pub const TRIPTIME: u16 = 0x0010;
+    /// A start time on the wall clock follows (`--txstart-time`).
+    pub const EPOCH_START: u16 = 0x1000;
+}
+
+/// Bounce-back flags (u16 at offset 12 of [`BounceBack`]'s bytes).
+pub mod bb {
+    /// The server should set TCP_QUICKACK.
+    pub const QUICKACK: u16 = 0x8000;
+    /// The client's clock is taken as synchronised with the server's (`--trip-times`).
+    pub const CLOCK_SYNCED: u16 = 0x4000;
+    /// The TOS field is set.
+    pub const TOS: u16 = 0x2000;
+    /// The client's last message: no reply.
+    pub const STOP: u16 = 0x1000;
 }
 
 /// Version words of the iperf2 we claim to be: 2.1.8 final.
@@ -247,6 +275,11 @@ impl Header {
         self.flags & flags::VERSION2 != 0 && self.upper & upper::FULLDUPLEX != 0
     }
 
+    /// The client stamps its datagrams or writes for one-way delays (`--trip-times`).
+    pub fn wants_trip_times(&self) -> bool {
+        self.flags & flags::EXTEND != 0 && self.upper & upper::TRIPTIME != 0
+    }
+
     /// Whether a 2.1 server acks this header.
     pub fn wants_ack(&self) -> bool {
         (self.flags & flags::EXTEND != 0 && self.flags & flags::VERSION2 == 0)
@@ -283,6 +316,50 @@ pub struct ServerReport {
     pub datagrams: u64,
     /// Jitter.
     pub jitter: Duration,
+    /// One-way delays, when the client asked for them (`--trip-times`).
+    pub transit: Option<TransitReport>,
+}
+
+/// The latency extension of a UDP server report: what a 2.1 server measured of the datagrams'
+/// one-way delays (`--trip-times`), each figure as whole seconds and microseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TransitReport {
+    /// Smallest delay, s.
+    pub min_s: f64,
+    /// Largest delay, s.
+    pub max_s: f64,
+    /// Sum of the delays, s (the client's mean is sum / count).
+    pub sum_s: f64,
+    /// Mean delay, s.
+    pub mean_s: f64,
+    /// Welford's M2 of the delays, s² (the client's stdev is √(M2 / (count − 1))).
+    pub m2_s2: f64,
+    /// Delays measured.
+    pub count: u32,
+    /// Datagrams per second over the test.
+    pub packets_per_second: u32,
+}
+
+/// A figure as iperf 2 splits it: its whole part and its millionths (rounded, where iperf 2
+/// truncates: a figure that went through a unit change would lose one), each a 32-bit word
+/// (the whole part wraps as the C cast does).
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "iperf 2 casts a double to long and sends its low 32 bits: this is that cast"
+)]
+fn split_figure(x: f64) -> (u32, u32) {
+    let whole = x.trunc();
+    ((whole as i64) as u32, (((x - whole) * 1e6).round() as i64) as u32)
+}
+
+/// The inverse of [`split_figure`], reading the words as signed (a negative delay stays one).
+#[allow(
+    clippy::cast_possible_wrap,
+    reason = "the words are the two's-complement bits of iperf 2's signed parts"
+)]
+fn join_figure(whole: u32, millionths: u32) -> f64 {
+    f64::from(whole as i32) + f64::from(millionths as i32) / 1e6
 }
 
 impl ServerReport {
@@ -306,6 +383,19 @@ impl ServerReport {
         put(&mut b, 44, self.datagrams as u32);
         put(&mut b, 48, self.jitter.as_secs() as u32);
         put(&mut b, 52, self.jitter.subsec_micros());
+        if let Some(t) = &self.transit {
+            put(&mut b, 16, flags::VERSION1 | flags::SEQNO64B | flags::SERVER_EXTEND);
+            let figures = [t.min_s, t.max_s, t.sum_s, t.mean_s, t.m2_s2 * 1e12];
+            for (i, x) in figures.into_iter().enumerate() {
+                let (whole, millionths) = split_figure(x);
+                put(&mut b, 56 + 8 * i, whole);
+                put(&mut b, 60 + 8 * i, millionths);
+            }
+            put(&mut b, 104, t.count);
+            put(&mut b, 108, t.packets_per_second);
+            // The client divides the count by this "sum of gaps": one second.
+            put(&mut b, 112, 1);
+        }
         put(&mut b, 116, (self.lost >> 32) as u32);
         put(&mut b, 120, (self.out_of_order >> 32) as u32);
         put(&mut b, 124, (self.datagrams >> 32) as u32);
@@ -336,7 +426,22 @@ impl ServerReport {
                 u32_at(b, at + 4).min(999_999) * 1000,
             )
         };
+        let transit = (u32_at(b, 16) & flags::SERVER_EXTEND != 0 && b.len() >= 116).then(|| {
+            let figure = |i: usize| join_figure(u32_at(b, 56 + 8 * i), u32_at(b, 60 + 8 * i));
+            let gaps = u32_at(b, 112).max(1);
+            TransitReport {
+                min_s: figure(0),
+                max_s: figure(1),
+                sum_s: figure(2),
+                mean_s: figure(3),
+                // M2 is never negative: its words are read unsigned, as a 2.1 client reads them.
+                m2_s2: (f64::from(u32_at(b, 88)) + f64::from(u32_at(b, 92)) / 1e6) * 1e-12,
+                count: u32_at(b, 104),
+                packets_per_second: u32_at(b, 108) / gaps,
+            }
+        });
         Ok(ServerReport {
+            transit,
             bytes: (u64::from(u32_at(b, 20)) << 32) | u64::from(u32_at(b, 24)),
             duration: time(28),
             lost: pair(36, 116),
@@ -345,6 +450,105 @@ impl ServerReport {
             jitter: time(48),
         })
     }
+}
+
+/// Bytes of a bounce-back message a 2.1 server reads before the payload: the flag word and the
+/// 60-byte bounce-back header (a 2.1 server refuses shorter messages).
+pub const BOUNCEBACK_MIN: usize = 64;
+/// Bytes up to the end of the size field: a shorter message cannot be answered. Messages
+/// shorter than [`BOUNCEBACK_MIN`] are answered with the fields and stamps that fit.
+pub const BOUNCEBACK_SMALLEST: usize = 8;
+
+/// The bounce-back header at the start of each request of a `--bounceback` test; the server
+/// stamps its read and write times into it and sends the whole message back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BounceBack {
+    /// Bytes of each request and each reply (the header included).
+    pub size: u32,
+    /// Running number of the request.
+    pub id: u32,
+    /// [`bb`] flags.
+    pub bb_flags: u16,
+    /// TOS the server should reply with (when [`bb::TOS`] is set).
+    pub tos: u16,
+    /// Delay the server should hold each reply, µs (`--bounceback-hold`). A field the message
+    /// is too short to carry reads 0.
+    pub hold_us: u32,
+}
+
+impl BounceBack {
+    /// Whether a connection's first word opens a bounce-back test (checked before any other
+    /// header, as a 2.1 server does).
+    pub fn opens(word: u32) -> bool {
+        word & flags::BOUNCEBACK != 0
+    }
+
+    /// Reads the header from a message's first bytes (at least [`BOUNCEBACK_SMALLEST`]), as many
+    /// as the message has, up to [`BOUNCEBACK_MIN`].
+    pub fn decode(b: &[u8]) -> Result<BounceBack, CodecError> {
+        if b.len() < BOUNCEBACK_SMALLEST {
+            return Err(CodecError::Truncated {
+                what: "bounce-back header",
+                got: b.len(),
+                need: BOUNCEBACK_SMALLEST,
+            });
+        }
+        let has = |end: usize| b.len() >= end;
+        Ok(BounceBack {
+            size: u32_at(b, 4),
+            id: if has(12) { u32_at(b, 8) } else { 0 },
+            bb_flags: if has(14) { u16_at(b, 12) } else { 0 },
+            tos: if has(16) { u16_at(b, 14) } else { 0 },
+            hold_us: if has(48) { u32_at(b, 44) } else { 0 },
+        })
+    }
+
+    /// Writes the header of request `self.id` sent at `sent` (wall clock) into `buf` (at least
+    /// [`BOUNCEBACK_MIN`] bytes); the server's times are left unset (all ones), as 2.1 does.
+    pub fn encode(&self, sent: Duration, buf: &mut [u8]) {
+        buf[0..4].copy_from_slice(&flags::BOUNCEBACK.to_be_bytes());
+        buf[4..8].copy_from_slice(&self.size.to_be_bytes());
+        buf[8..12].copy_from_slice(&self.id.to_be_bytes());
+        buf[12..14].copy_from_slice(&self.bb_flags.to_be_bytes());
+        buf[14..16].copy_from_slice(&self.tos.to_be_bytes());
+        buf[16..20].fill(0);
+        put_time(buf, 20, sent);
+        buf[28..44].fill(0xFF);
+        buf[44..48].copy_from_slice(&self.hold_us.to_be_bytes());
+    }
+
+    /// Stamps the server's read time of a request into its bytes (if they have room).
+    pub fn stamp_read(buf: &mut [u8], wall: Duration) {
+        if buf.len() >= 36 {
+            put_time(buf, 28, wall);
+        }
+    }
+
+    /// Stamps the server's write time of the reply into its bytes (if they have room).
+    pub fn stamp_write(buf: &mut [u8], wall: Duration) {
+        if buf.len() >= 44 {
+            put_time(buf, 36, wall);
+        }
+    }
+
+    /// The client's send time and the server's read and write times a reply carries.
+    pub fn times(buf: &[u8]) -> Option<[Duration; 3]> {
+        let time = |at: usize| {
+            let (s, us) = (u32_at(buf, at), u32_at(buf, at + 4));
+            (us < 1_000_000).then(|| Duration::new(u64::from(s), us * 1000))
+        };
+        (buf.len() >= BOUNCEBACK_MIN).then_some(())?;
+        Some([time(20)?, time(28)?, time(36)?])
+    }
+}
+
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "iperf 2 sends the low 32 bits of the seconds since 1970"
+)]
+fn put_time(buf: &mut [u8], at: usize, wall: Duration) {
+    buf[at..at + 4].copy_from_slice(&(wall.as_secs() as u32).to_be_bytes());
+    buf[at + 4..at + 8].copy_from_slice(&wall.subsec_micros().to_be_bytes());
 }
 
 #[cfg(test)]
@@ -425,11 +629,60 @@ mod tests {
             out_of_order: 1,
             datagrams: 449,
             jitter: Duration::from_micros(6),
+            transit: None,
         };
         let b = r.encode();
         assert_eq!(&b[16..20], &[0x88, 0, 0, 0]);
         assert_eq!(ServerReport::decode(&b), Ok(r));
         assert!(ServerReport::decode(&b[..40]).is_err());
         assert_eq!(&ack()[..8], &[0, 0, 0, 2, 0, 0, 0, 28]);
+    }
+
+    /// The report Debian's iperf 2.1.8 server sent for `iperf -c … -u --trip-times -t 1 -b 1M`
+    /// (its client printed `0.186/0.090/0.473/0.080 ms 91 pps`).
+    const STOCK_TRIP_TIMES_REPORT: &str = "00000000000000000000000000000000c80000000000000000021606000000010000527000000000000000000000005d0000000000000051000000000000005a00000000000001d900000000000043a400000000000000ba0008e48a0007e02100000000000000400000005d0000005b00000001000000000000000000000000";
+    /// The first 100 bytes of `iperf -c … --bounceback --bounceback-hold 5 -S 0x20`.
+    const STOCK_BOUNCEBACK: &str = "008000000000006400000001a0000020000000006b151e920004c87fffffffffffffffffffffffffffffffff000013885a5a5a5a5a5a5a5a5a5a5a5a30313233343536373839303132333435363738393031323334353637383930313233343536373839";
+
+    #[test]
+    fn stock_trip_times_report_decodes_and_encodes() {
+        let b = hex(STOCK_TRIP_TIMES_REPORT);
+        let r = ServerReport::decode(&b).unwrap();
+        assert_eq!((r.bytes, r.datagrams, r.lost), (136_710, 93, 0));
+        let t = r.transit.unwrap();
+        assert_eq!((t.count, t.packets_per_second), (93, 91));
+        assert!((t.min_s - 90e-6).abs() < 1e-9 && (t.max_s - 473e-6).abs() < 1e-9);
+        assert!((t.sum_s / f64::from(t.count) * 1e3 - 0.186).abs() < 5e-4);
+        let stdev_ms = (t.m2_s2 / f64::from(t.count - 1)).sqrt() * 1e3;
+        assert!((stdev_ms - 0.080).abs() < 5e-4, "{stdev_ms}");
+        // Ours carries the same words (iperf 2's vdTransit, which no client reads, stays 0).
+        let mut ours = r.encode();
+        ours[100..104].copy_from_slice(&b[100..104]);
+        assert_eq!(ours.to_vec(), b);
+    }
+
+    #[test]
+    fn stock_bounceback_header() {
+        let b = hex(STOCK_BOUNCEBACK);
+        assert!(BounceBack::opens(u32_at(&b, 0)));
+        assert!(!BounceBack::opens(u32_at(&hex(STOCK_TCP), 0)));
+        let h = BounceBack::decode(&b).unwrap();
+        assert_eq!((h.size, h.id, h.tos, h.hold_us), (100, 1, 0x20, 5000));
+        assert_eq!(h.bb_flags, bb::QUICKACK | bb::TOS);
+        assert_eq!(BounceBack::times(&b), None, "the server's times are unset");
+        let sent = Duration::new(0x6b15_1e92, 0x0004_c87f * 1000);
+        let mut ours = vec![0x5A; 100];
+        h.encode(sent, &mut ours);
+        assert_eq!(ours[..48], b[..48]);
+        BounceBack::stamp_read(&mut ours, Duration::from_secs(7));
+        BounceBack::stamp_write(&mut ours, Duration::from_micros(7_000_010));
+        assert_eq!(
+            BounceBack::times(&ours),
+            Some([sent, Duration::from_secs(7), Duration::from_micros(7_000_010)])
+        );
+        let short = BounceBack::decode(&b[..40]).unwrap();
+        assert_eq!((short.size, short.hold_us), (100, 0), "a short message holds nothing");
+        assert_eq!(BounceBack::decode(&b[..10]).unwrap().bb_flags, 0);
+        assert!(BounceBack::decode(&b[..7]).is_err());
     }
 }

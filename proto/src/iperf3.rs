@@ -644,6 +644,7 @@ fn stream_final(
                 duplicates: 0,
                 jitter_ms: s.jitter * 1000.0,
                 max_gap_ms: None,
+                one_way: None,
             }
         }),
         rr: None,

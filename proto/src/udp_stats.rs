@@ -5,6 +5,7 @@
 use std::cell::Cell;
 use std::time::Duration;
 
+use perfpeer_shared::one_way::{ClockBasis, OneWayDelays};
 use perfpeer_shared::report::{UdpRxFinal, UdpRxSample};
 
 /// How far back (in sequence numbers) duplicates are recognised.
@@ -28,6 +29,8 @@ pub struct UdpRxStats {
     max_gap: Duration,
     /// Longest gap since the last [`UdpRxStats::snapshot`] (which starts a new window).
     window_gap: Cell<Option<Duration>>,
+    /// One-way delays, when the receive loop measures them (and the clocks they rest on).
+    one_way: Option<(OneWayDelays, ClockBasis)>,
 }
 
 impl Default for UdpRxStats {
@@ -45,6 +48,7 @@ impl Default for UdpRxStats {
             last_arrival: None,
             max_gap: Duration::ZERO,
             window_gap: Cell::new(None),
+            one_way: None,
         }
     }
 }
@@ -140,6 +144,20 @@ impl UdpRxStats {
         self.last_transit_ns = Some(transit);
     }
 
+    /// Counts the one-way delay of a datagram just accounted: its arrival on the receiver's
+    /// wall clock minus the send time the sender stamped on its own, in seconds.
+    pub fn on_one_way(&mut self, delay_s: f64, clock: ClockBasis) {
+        self.one_way
+            .get_or_insert_with(|| (OneWayDelays::default(), clock))
+            .0
+            .record(delay_s);
+    }
+
+    /// The one-way delays so far (over the whole stream, omitted start included).
+    pub fn one_way(&self) -> Option<perfpeer_shared::one_way::OneWayFinal> {
+        self.one_way.as_ref().and_then(|(d, clock)| d.finish(*clock))
+    }
+
     /// Records the sender's final datagram count (from its fin).
     pub fn on_fin(&mut self, packets: u64) {
         self.sender_packets = Some(packets);
@@ -174,6 +192,7 @@ impl UdpRxStats {
             duplicates: self.duplicates - base.duplicates,
             jitter_ms: self.jitter_s * 1000.0,
             max_gap_ms: (self.received > 1).then(|| ms_of(self.max_gap)),
+            one_way: self.one_way(),
         }
     }
 }

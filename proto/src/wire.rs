@@ -426,6 +426,12 @@ impl DatagramFormat {
         matches!(self, DatagramFormat::Iperf2 { .. })
     }
 
+    /// Whether data datagrams carry the sender's wall-clock time (iperf 2's), so their one-way
+    /// delay can be read against the receiver's wall clock.
+    pub fn stamps_wall_clock(self) -> bool {
+        matches!(self, DatagramFormat::Iperf2 { .. })
+    }
+
     /// The send time an iperf 2 fin carries, where its data datagrams carry theirs.
     pub fn fin_sent(self, buf: &[u8]) -> Option<Duration> {
         (self.fin_is_data() && buf.len() >= self.min_len()).then(|| time_at(buf, 4))

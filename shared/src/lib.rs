@@ -16,6 +16,8 @@
 //! - [`latency`]: latency under load: the request, the probe's samples, the phases and every
 //!   figure derived from them (percentiles, one-way delays above the idle minimum, loss, RPM),
 //!   and the live events of a run.
+//! - [`one_way`]: one-way delays of datagrams (iperf 2's `--trip-times`) and the clock
+//!   assumption they rest on.
 //! - [`rr`]: request/response results (round-trip histogram and its summary).
 //! - [`tagged`]: internally tagged enums read with their tag first, without serde's buffering.
 //! - [`format`]: renderings of a [`report::TestResult`] (iperf3 text and JSON, iperf2, ttcp,
@@ -28,6 +30,7 @@ pub mod dccp;
 pub mod format;
 pub mod history;
 pub mod latency;
+pub mod one_way;
 pub mod report;
 pub mod request;
 pub mod rr;

@@ -329,6 +329,10 @@ pub struct UdpRxFinal {
     /// Longest time between two arrivals over the test, in ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_gap_ms: Option<f64>,
+    /// One-way delays, where the datagrams carry the sender's wall-clock time and the sender
+    /// asked for them (iperf 2's `--trip-times`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_way: Option<crate::one_way::OneWayFinal>,
 }
 
 impl UdpRxFinal {
@@ -372,6 +376,15 @@ impl StreamFinal {
     /// Average bit/s over the stream's duration.
     pub fn bits_per_second(&self) -> f64 {
         bits_per_second(self.bytes, self.duration.as_secs_f64())
+    }
+
+    /// Datagrams received a second over the stream's duration (a UDP receiver's; `None` for
+    /// others or a stream of no duration).
+    pub fn datagrams_per_second(&self) -> Option<f64> {
+        let seconds = self.duration.as_secs_f64();
+        self.udp_rx
+            .filter(|_| seconds > 0.0)
+            .map(|rx| rx.received as f64 / seconds)
     }
 }
 
@@ -700,6 +713,11 @@ fn totals(streams: &[&StreamFinal]) -> Option<DirectionTotals> {
             duplicates: rx.iter().map(|r| r.duplicates).sum(),
             jitter_ms: rx.iter().map(|r| r.jitter_ms).sum::<f64>() / rx.len() as f64,
             max_gap_ms: rx.iter().fold(None, |m, r| max_opt(m, r.max_gap_ms)),
+            // Percentiles do not add up across streams: a sum has them only for one stream.
+            one_way: match rx.as_slice() {
+                [one] => one.one_way,
+                _ => None,
+            },
         })
     };
     let tcp: Vec<TcpFinal> = streams.iter().filter_map(|s| s.tcp).collect();

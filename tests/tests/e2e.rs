@@ -31,6 +31,9 @@ mod hardening_personas;
 mod history;
 /// Stock iperf 2 and ttcp peers, the stock-tool targets of `perfpeer test`, argv[0] roles.
 mod interop_iperf2_ttcp;
+/// Stock iperf 2.1.8 clients' Wi-Fi-era features against our server: bounce-back, trip-times,
+/// and every client flag of `iperf --help` with a time limit.
+mod interop_iperf2_features;
 /// Stock iperf3 against our iperf3 server and our client against stock iperf3.
 mod interop_iperf3;
 /// The flags iperf3 users type and the output scripts read, through an `iperf3` symlink.

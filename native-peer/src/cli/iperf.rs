@@ -235,6 +235,23 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
                 );
             }
             server::ServerEvent::Sum { .. } => {}
+            server::ServerEvent::BounceBack {
+                id,
+                local,
+                from,
+                header,
+                bounced,
+            } => out!(
+                "{}",
+                fmt::bounceback_text(
+                    id,
+                    (&local, &from.to_string()),
+                    (header.size, header.hold_us),
+                    bounced.duration.as_secs_f64(),
+                    bounced.bytes,
+                    args.units,
+                )
+            ),
             server::ServerEvent::Refused { from, reason } => outln!("[ ID] {from}: {reason}"),
             // The server lets through a few events of each kind per period and counts the rest
             // (every line a client can cause is rate-limited before it gets here).

@@ -112,6 +112,7 @@ pub(crate) async fn run_engine(
             format: DatagramFormat::Ttcp,
             payload_template: None,
             first_datagram: None,
+            one_way: None,
         },
         role: if role == StreamRole::Sender {
             PeerRole::Client

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use perfpeer_shared::one_way::ClockBasis;
 use perfpeer_shared::report::StreamRole;
 use perfpeer_shared::rr::RrFinal;
 use perfpeer_shared::spec::{EndCondition, Protocol, RequestResponse, TestSpec};
@@ -198,6 +199,9 @@ pub(crate) struct WireOptions {
     /// A datagram that arrived on a listening socket before the stream's own socket existed
     /// (iperf2's first datagram); the UDP receiver counts it before anything else.
     pub first_datagram: Option<Vec<u8>>,
+    /// Measure each datagram's one-way delay (its wall-clock send time against ours), on the
+    /// given clock assumption: only formats that stamp wall-clock time (iperf 2's) carry one.
+    pub one_way: Option<ClockBasis>,
 }
 
 /// What a worker thread needs.
@@ -212,6 +216,7 @@ struct Worker {
     format: DatagramFormat,
     template: Option<Arc<Vec<u8>>>,
     first_datagram: Option<Vec<u8>>,
+    one_way: Option<ClockBasis>,
     rr: Option<RequestResponse>,
     skip_rx_copy: bool,
     fq_pacing: bool,
@@ -294,6 +299,7 @@ impl Engine {
                 first_datagram: (setup.role == StreamRole::Receiver)
                     .then(|| wire.first_datagram.clone())
                     .flatten(),
+                one_way: wire.one_way.filter(|_| wire.format.stamps_wall_clock()),
                 rr: spec.rr,
                 skip_rx_copy: spec.skip_rx_copy,
                 fq_pacing: spec.fq_pacing,

@@ -131,11 +131,12 @@ pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
                     last_arrival = Instant::now();
                     count += 1;
                     let arrived = epoch.elapsed();
-                    lock(&w.counters.udp_rx).on_datagram(
-                        seq.unwrap_or(count),
-                        sent.unwrap_or(arrived),
-                        arrived,
-                    );
+                    let mut stats = lock(&w.counters.udp_rx);
+                    stats.on_datagram(seq.unwrap_or(count), sent.unwrap_or(arrived), arrived);
+                    if let (Some(clock), Some(sent)) = (w.one_way, sent) {
+                        stats.on_one_way(wall_now().as_secs_f64() - sent.as_secs_f64(), clock);
+                    }
+                    drop(stats);
                     bytes += n as u64;
                     w.counters.bytes.store(bytes, Ordering::Relaxed);
                     w.counters.mark_data(arrived);
@@ -150,6 +151,12 @@ pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
                             let arrived = epoch.elapsed();
                             let sent = w.format.fin_sent(&buf[..n]).unwrap_or(arrived);
                             stats.on_datagram(p + 1, sent, arrived);
+                            if let (Some(clock), Some(sent)) =
+                                (w.one_way, w.format.fin_sent(&buf[..n]))
+                            {
+                                let delay = wall_now().as_secs_f64() - sent.as_secs_f64();
+                                stats.on_one_way(delay, clock);
+                            }
                             bytes += n as u64;
                             w.counters.bytes.store(bytes, Ordering::Relaxed);
                             w.counters.mark_data(arrived);
@@ -212,3 +219,10 @@ pub(super) fn receiver_done(w: &Worker, last_arrival: Instant) -> bool {
 }
 
 pub(super) use crate::util::lock;
+
+/// Time since the Unix epoch on this host's wall clock (what iperf 2 stamps its datagrams with).
+fn wall_now() -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+}

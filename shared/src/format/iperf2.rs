@@ -1,11 +1,13 @@
 //! iperf 2.1's text layout: the banner, `[  1] local … connected with …` lines, and
 //! `[ ID] Interval  Transfer  Bandwidth` rows (UDP receivers add jitter and loss; a sending
-//! client's `-e` rows add writes, retries, cwnd/RTT and NetPwr, or packets a second), as the
+//! client's `-e` rows add writes, retries, cwnd/RTT and NetPwr, or packets a second; with
+//! `--trip-times`, one-way latency and packets a second), as the
 //! Debian 2.1.8 build prints them (intervals with four decimals, adaptive units).
 
+use crate::one_way::OneWayFinal;
 use crate::report::{
     DirectionTotals, IntervalReport, PeerRole, StreamFinal, StreamInterval, StreamRole, TcpSample,
-    TestResult, net_power, per_second,
+    TestResult, UdpRxFinal, net_power, per_second,
 };
 use crate::spec::Protocol;
 use crate::units::{format_bits, format_bytes, format_rate_in};
@@ -100,6 +102,12 @@ pub fn header(udp_receiver: bool) -> String {
     }
 }
 
+/// The column header of a UDP receiver that measured one-way delays (`--trip-times`), as iperf
+/// 2.1.8's enhanced server report (without its Little's-law and network-power columns).
+pub fn latency_header() -> String {
+    "[ ID] Interval            Transfer     Bandwidth        Jitter   Lost/Total  Latency avg/min/max/stdev PPS\n".into()
+}
+
 /// UDP receiver columns of a row.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct UdpColumns {
@@ -109,6 +117,19 @@ pub struct UdpColumns {
     pub lost: u64,
     /// Datagrams expected.
     pub total: u64,
+    /// One-way delays and datagrams a second, when measured.
+    pub latency: Option<(OneWayFinal, f64)>,
+}
+
+impl UdpColumns {
+    fn of(rx: UdpRxFinal, datagrams_per_second: Option<f64>) -> UdpColumns {
+        UdpColumns {
+            jitter_ms: rx.jitter_ms,
+            lost: rx.lost,
+            total: rx.expected(),
+            latency: rx.one_way.map(|d| (d, datagrams_per_second.unwrap_or(0.0))),
+        }
+    }
 }
 
 /// One row: `[  1] 0.0000-1.0034 sec  1.04 GBytes  8.88 Gbits/sec`, with UDP loss columns.
@@ -153,6 +174,12 @@ fn row_in(
             u.total,
             g(pct, 2)
         ));
+        if let Some((d, pps)) = u.latency {
+            line.push_str(&format!(
+                " {:.3}/{:.3}/{:.3}/{:.3} ms {pps:.0} pps",
+                d.mean_ms, d.min_ms, d.max_ms, d.stdev_ms
+            ));
+        }
     }
     line.push('\n');
     line
@@ -278,11 +305,7 @@ pub fn client_sum_row(seconds: f64, bytes: u64, units: Units) -> String {
 }
 
 fn stream_row(s: &StreamFinal, units: Units) -> String {
-    let udp = s.udp_rx.map(|r| UdpColumns {
-        jitter_ms: r.jitter_ms,
-        lost: r.lost,
-        total: r.expected(),
-    });
+    let udp = s.udp_rx.map(|r| UdpColumns::of(r, s.datagrams_per_second()));
     row_in(
         Some(s.id),
         (0.0, s.duration.as_secs_f64()),
@@ -293,12 +316,28 @@ fn stream_row(s: &StreamFinal, units: Units) -> String {
 }
 
 fn sum_row(t: &DirectionTotals, units: Units) -> String {
-    let udp = t.udp_rx.map(|r| UdpColumns {
-        jitter_ms: r.jitter_ms,
-        lost: r.lost,
-        total: r.expected(),
-    });
+    let udp = t.udp_rx.map(|r| UdpColumns::of(r, None));
     row_in(None, (0.0, t.seconds), t.bytes, udp, units)
+}
+
+/// A bounce-back test the server answered: its connection line (with iperf 2's
+/// `(bb len/hold=…)` note), the column header and its row (bytes read and written).
+pub fn bounceback_text(
+    id: u32,
+    (local, remote): (&str, &str),
+    (size, hold_us): (u32, u32),
+    seconds: f64,
+    bytes: u64,
+    units: Units,
+) -> String {
+    let connected = connected_line(id, local, remote);
+    let note = format!(" (bb len/hold={size}/{hold_us})\n");
+    format!(
+        "{}{note}{}{}",
+        connected.trim_end(),
+        header(false),
+        row_in(Some(id), (0.0, seconds), bytes, None, units)
+    )
 }
 
 /// Rows for one interval of the local end: one per stream, and `[SUM]` for several.
@@ -315,6 +354,7 @@ pub fn interval_rows_in(report: &IntervalReport, units: Units) -> String {
             jitter_ms: u.jitter_ms,
             lost: u.lost,
             total: u.packets,
+            latency: None,
         });
         out.push_str(&row_in(Some(s.id), (start, end), s.bytes, udp, units));
     }
@@ -386,9 +426,13 @@ fn final_rows_with(result: &TestResult, units: Units, enhanced: bool) -> String 
             }
             for (id, _, rx) in &flow.streams {
                 if let Some(rx) = rx {
+                    let header = if has_one_way(rx) {
+                        latency_header()
+                    } else {
+                        header(true)
+                    };
                     out.push_str(&format!(
-                        "[{id:3}] Server Report:\n{}{}",
-                        header(true),
+                        "[{id:3}] Server Report:\n{header}{}",
                         stream_row(rx, units)
                     ));
                 }
@@ -396,6 +440,10 @@ fn final_rows_with(result: &TestResult, units: Units, enhanced: bool) -> String 
         }
     }
     out
+}
+
+fn has_one_way(s: &StreamFinal) -> bool {
+    s.udp_rx.is_some_and(|r| r.one_way.is_some())
 }
 
 /// Whether the end a result was measured at received UDP (its rows carry loss columns).
@@ -431,7 +479,11 @@ pub fn text_in(result: &TestResult, units: Units) -> String {
     for s in &result.local.sockets {
         out.push_str(&connected_line(s.id, &s.local, &s.remote));
     }
-    out.push_str(&header(is_udp_receiver(result)));
+    if result.local.streams.iter().any(has_one_way) {
+        out.push_str(&latency_header());
+    } else {
+        out.push_str(&header(is_udp_receiver(result)));
+    }
     out.push_str(&final_rows_in(result, units));
     out
 }
@@ -561,6 +613,7 @@ mod tests {
             jitter_ms: 0.006,
             lost: 0,
             total: 449,
+            latency: None,
         };
         assert_eq!(
             row(Some(1), 0.0, 1.0029, 660_500, Some(udp)),
@@ -578,6 +631,7 @@ mod tests {
             jitter_ms: 1.5,
             lost: 3,
             total: 200,
+            latency: None,
         };
         assert!(row(Some(2), 0.0, 1.0, 1000, Some(lossy)).ends_with("  1.500 ms 3/200 (1.5%)\n"));
     }

@@ -95,6 +95,7 @@ pub(crate) async fn run(
             format: DatagramFormat::Iperf2 { seq64: true },
             payload_template: template.clone(),
             first_datagram: None,
+            one_way: None,
         },
         role: PeerRole::Client,
     };
@@ -370,6 +371,7 @@ fn remote_report(reports: &[(u32, ServerReport)]) -> SideReport {
                 duplicates: 0,
                 jitter_ms: r.jitter.as_secs_f64() * 1000.0,
                 max_gap_ms: None,
+                one_way: None,
             }),
             rr: None,
             writes: None,

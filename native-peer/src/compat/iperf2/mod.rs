@@ -5,8 +5,10 @@
 //!
 //! - [`codec`]: headers, ack and server report as bytes (pure).
 //! - [`client`]: `perfpeer iperf -c`, against a stock `iperf -s`.
+//! - [`bounceback`]: the server's side of `--bounceback` (requests sent back, stamped).
 //! - [`server`]: `perfpeer iperf -s`, TCP and UDP on one port, for stock clients.
 
+mod bounceback;
 pub(crate) mod client;
 pub(crate) mod clients;
 pub(crate) use perfpeer_proto::iperf2 as codec;

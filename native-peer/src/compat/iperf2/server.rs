@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use perfpeer_shared::one_way::{ClockBasis, OneWayFinal};
 use perfpeer_shared::report::{PeerRole, StreamRole, TestResult, TestStatus};
 use perfpeer_shared::spec::{DEFAULT_TCP_LEN, Direction, EndCondition, Protocol, TestSpec};
 use tokio::io::AsyncReadExt;
@@ -19,10 +20,13 @@ use tokio::net::{TcpStream, UdpSocket};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::bounceback::{self, Bounced};
 use super::clients::{
     ClientSum, Clients, Place, PlaceError, PlaceRules, Places, Probation, Verdict,
 };
-use super::codec::{ACK_LEN, Amount, Header, ServerReport, UDP_HEADER_AT, ack, flags};
+use super::codec::{
+    ACK_LEN, Amount, BounceBack, Header, ServerReport, TransitReport, UDP_HEADER_AT, ack, flags,
+};
 use crate::admission::{Admission, Admitted, Caps, LogLimit, LogLine, accept_admitted};
 use crate::budget::MemoryBudget;
 use crate::engine::wire::DatagramFormat;
@@ -106,9 +110,9 @@ static FAILED: LogLimit = LogLimit::with_burst(
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub(crate) enum Reason {
-    /// A legacy dual or tradeoff test, or a bounce-back test.
+    /// A legacy dual or tradeoff test.
     #[error(
-        "refused a dual (-d, -r) or bounce-back test: perfpeer never connects back to a client; use -R or --full-duplex, or two tests"
+        "refused a dual (-d, -r) test: perfpeer never connects back to a client; use -R or --full-duplex, or two tests"
     )]
     DualTest,
     /// A UDP test in which the server would send.
@@ -156,6 +160,19 @@ pub(crate) struct ServerConfig {
 pub(crate) enum ServerEvent {
     /// A stream finished.
     Finished(Box<TestResult>),
+    /// A bounce-back test ended.
+    BounceBack {
+        /// Its number.
+        id: u32,
+        /// Our address of its connection.
+        local: String,
+        /// The client.
+        from: SocketAddr,
+        /// Its first request's header.
+        header: BounceBack,
+        /// What it moved.
+        bounced: Bounced,
+    },
     /// The TCP streams one client ran together ended: their sum (`[SUM]`).
     Sum {
         /// The streams' sum.
@@ -183,7 +200,9 @@ impl ServerEvent {
     /// The limit its lines go through (`None`: a count, one per line let through).
     fn log_limit(&self) -> Option<&'static LogLimit> {
         match self {
-            ServerEvent::Finished(_) | ServerEvent::Sum { .. } => Some(&RESULTS),
+            ServerEvent::Finished(_) | ServerEvent::Sum { .. } | ServerEvent::BounceBack { .. } => {
+                Some(&RESULTS)
+            }
             ServerEvent::Refused { reason, .. } => Some(reason.log_limit()),
             ServerEvent::Suppressed { .. } => None,
         }
@@ -284,16 +303,27 @@ fn spec_for(protocol: Protocol, header: Option<&Header>, max: Duration) -> TestS
     spec
 }
 
-/// Reads a TCP stream's first bytes: its test header, if it sends one, and how long it was.
-async fn read_header(stream: &mut TcpStream) -> Result<(Option<Header>, usize), String> {
+/// How a TCP stream opened.
+enum Opening {
+    /// A test stream: its header, if it sent one, and how long that was.
+    Test(Option<Header>, usize),
+    /// A bounce-back test: its first word.
+    BounceBack([u8; 4]),
+}
+
+/// Reads a TCP stream's first bytes: a bounce-back request, or a test stream's header.
+async fn read_header(stream: &mut TcpStream) -> Result<Opening, String> {
     let mut first = [0u8; 4];
     tokio::time::timeout(HEADER_TIMEOUT, stream.read_exact(&mut first))
         .await
         .map_err(|_| "no data in time".to_string())?
         .map_err(|e| e.to_string())?;
     let word = u32::from_be_bytes(first);
+    if BounceBack::opens(word) {
+        return Ok(Opening::BounceBack(first));
+    }
     match Header::length_from_flags(word).map_err(|e| e.to_string())? {
-        None => Ok((None, 4)),
+        None => Ok(Opening::Test(None, 4)),
         Some(len) => {
             let mut rest = vec![0u8; len];
             rest[..4].copy_from_slice(&first);
@@ -301,9 +331,60 @@ async fn read_header(stream: &mut TcpStream) -> Result<(Option<Header>, usize), 
                 .await
                 .map_err(|_| "header cut short".to_string())?
                 .map_err(|e| e.to_string())?;
-            Ok((Some(Header::decode(&rest).map_err(|e| e.to_string())?), len))
+            let header = Header::decode(&rest).map_err(|e| e.to_string())?;
+            Ok(Opening::Test(Some(header), len))
         }
     }
+}
+
+/// Runs a bounce-back test on `stream` (its place taken like a test stream's) and reports it.
+async fn bounce_back(
+    mut stream: TcpStream,
+    first: [u8; 4],
+    from: SocketAddr,
+    shared: &Shared,
+) -> Result<(), Reason> {
+    let (header, head) = bounceback::first_request(&mut stream, first)
+        .await
+        .map_err(|e| Reason::Failed(e.to_string()))?;
+    let mut place = shared.tcp_places.admit(from.ip()).map_err(Reason::Place)?;
+    let _memory = shared
+        .memory
+        .charge(u64::from(header.size))
+        .map_err(|e| Reason::Failed(e.to_string()))?;
+    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let local = stream.local_addr().map_or_else(|_| "?".into(), |a| a.to_string());
+    let stop = shared.shutdown.child_token();
+    let evicted = place.evicted().clone();
+    let watch = {
+        let stop = stop.clone();
+        async move {
+            evicted.cancelled().await;
+            stop.cancel();
+        }
+    };
+    let serve = bounceback::serve(
+        &mut stream,
+        header,
+        head,
+        shared.config.max_duration,
+        &stop,
+        |bytes| {
+            let _ = place.observe(std::time::Instant::now(), bytes);
+        },
+    );
+    let bounced = tokio::select! {
+        b = serve => b.map_err(|e| Reason::Failed(e.to_string()))?,
+        () = watch => return Err(Reason::Place(PlaceError::Shed)),
+    };
+    shared.report(ServerEvent::BounceBack {
+        id,
+        local,
+        from,
+        header,
+        bounced,
+    });
+    Ok(())
 }
 
 async fn tcp_stream(
@@ -317,9 +398,12 @@ async fn tcp_stream(
         _ = place.evicted().cancelled() => Err(Reason::Place(PlaceError::Shed)),
     };
     drop(place);
-    let (header, header_len) = header?;
+    let (header, header_len) = match header? {
+        Opening::Test(header, len) => (header, len),
+        Opening::BounceBack(first) => return bounce_back(stream, first, from, shared).await,
+    };
     if let Some(h) = &header {
-        if h.wants_connect_back() || h.flags & flags::BOUNCEBACK != 0 {
+        if h.wants_connect_back() {
             return Err(Reason::DualTest);
         }
         if h.wants_ack() {
@@ -579,10 +663,12 @@ async fn udp_flow(
         role: StreamRole::Receiver,
         socket: DataSocket::Udp(udp.clone()),
     };
+    let trip_times = header.wants_trip_times();
     let wire = WireOptions {
         format: DatagramFormat::Iperf2 { seq64 },
         payload_template: None,
         first_datagram: Some(first),
+        one_way: trip_times.then(|| clock_basis(from)),
     };
     let started = now_ms();
     let m = Measurement::start_with(PeerRole::Server, &spec, vec![setup], &wire)
@@ -630,6 +716,10 @@ async fn udp_flow(
             out_of_order: stats.out_of_order,
             datagrams: stats.expected(),
             jitter: Duration::from_secs_f64(stats.jitter_ms / 1000.0),
+            transit: stats
+                .one_way
+                .filter(|_| trip_times)
+                .map(|d| transit_report(&d, rx.datagrams_per_second())),
         };
         place.answering();
         let udp2 = udp.clone();
@@ -653,6 +743,33 @@ async fn udp_flow(
     } else {
         FlowEnd::Served
     })
+}
+
+/// What one-way delays from `from` rest on: one clock when the client is this host.
+fn clock_basis(from: SocketAddr) -> ClockBasis {
+    if from.ip().is_loopback() {
+        ClockBasis::SameHost
+    } else {
+        ClockBasis::SynchronisedClocks
+    }
+}
+
+/// The server report's latency extension, from the flow's one-way delays.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "iperf 2's counts are 32-bit words: a flow's datagrams a second fit, its delay count is clamped"
+)]
+fn transit_report(d: &OneWayFinal, datagrams_per_second: Option<f64>) -> TransitReport {
+    TransitReport {
+        min_s: d.min_ms / 1e3,
+        max_s: d.max_ms / 1e3,
+        sum_s: d.mean_ms / 1e3 * d.count as f64,
+        mean_s: d.mean_ms / 1e3,
+        m2_s2: d.m2_s2,
+        count: u32::try_from(d.count).unwrap_or(u32::MAX),
+        packets_per_second: datagrams_per_second.unwrap_or(0.0).round() as u32,
+    }
 }
 
 fn header_time(h: &Header) -> Option<Duration> {

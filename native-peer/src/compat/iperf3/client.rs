@@ -127,6 +127,7 @@ async fn open(
             },
             payload_template: None,
             first_datagram: None,
+            one_way: None,
         },
         role: PeerRole::Client,
     };

@@ -485,6 +485,7 @@ async fn serve_test(
         },
         payload_template: None,
         first_datagram: None,
+        one_way: None,
     };
     let started_unix_ms = crate::util::unix_ms_now();
     let mut m = Measurement::start_with(PeerRole::Server, &spec, setups, &wire)

@@ -926,6 +926,7 @@ impl Plan {
                     duplicates: 0,
                     jitter_ms: 0.0,
                     max_gap_ms: None,
+                    one_way: None,
                 }),
                 rr: None,
                 writes: None,

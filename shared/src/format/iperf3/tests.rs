@@ -180,6 +180,7 @@ fn udp_receiver() -> TestResult {
         duplicates: 1,
         jitter_ms: 0.05,
         max_gap_ms: None,
+        one_way: None,
     };
     let rx = StreamFinal {
         udp_rx: Some(udp_rx),

@@ -1,0 +1,159 @@
+//! The server's side of iperf 2.1's `--bounceback` test: each request (a [`BounceBack`] header
+//! and its padding, `-l` bytes; shorter than a 2.1 server takes, down to 8, answered too) is
+//! read whole, stamped with the server's read time, held as the
+//! client asks (at most [`MAX_HOLD`]), stamped with the write time and sent back whole, on the
+//! client's own TCP connection (which proved its address), never larger than what came in. The
+//! test ends with the client's stop message, its EOF, its silence, the server's `--max-duration`
+//! or the loss of its place.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+use super::codec::{BOUNCEBACK_SMALLEST, BounceBack, bb};
+
+/// Largest request accepted: bounce-back requests are small (100 bytes by default); this is
+/// what the memory budget is charged for each test.
+pub(crate) const MAX_SIZE: u32 = 8 << 20;
+/// Longest hold between a request's read and its reply, whatever the client asks.
+const MAX_HOLD: Duration = Duration::from_secs(1);
+/// A client that sends no request for this long has ended its test.
+const IDLE: Duration = Duration::from_secs(10);
+/// Time the client has to send its first request whole.
+const FIRST_REQUEST: Duration = Duration::from_secs(5);
+
+/// Why a bounce-back test was not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum BounceError {
+    /// The request size is outside what a 2.1 server reads and what we hold.
+    #[error("refused a bounce-back test of {0}-byte requests: 8 to {MAX_SIZE} bytes are served")]
+    Size(u32),
+    /// The first request did not arrive whole.
+    #[error("bounce-back request: {0}")]
+    Request(String),
+}
+
+/// What a finished bounce-back test moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bounced {
+    /// Replies sent.
+    pub replies: u64,
+    /// Bytes read and written (as iperf 2's server counts them).
+    pub bytes: u64,
+    /// From the first request to the end.
+    pub duration: Duration,
+}
+
+/// Reads the first request whole after its flag word `first` and checks its size; returns its
+/// header and its bytes.
+pub(crate) async fn first_request(
+    stream: &mut TcpStream,
+    first: [u8; 4],
+) -> Result<(BounceBack, Vec<u8>), BounceError> {
+    // The flag word and the size: what a request needs to be answered.
+    const _: () = assert!(BOUNCEBACK_SMALLEST == 8);
+    let mut head = [0u8; BOUNCEBACK_SMALLEST];
+    head[..4].copy_from_slice(&first);
+    read_within(stream, &mut head[4..], FIRST_REQUEST).await?;
+    let size = u32::from_be_bytes([head[4], head[5], head[6], head[7]]);
+    if !(8..=MAX_SIZE).contains(&size) {
+        return Err(BounceError::Size(size));
+    }
+    let mut request = vec![0u8; size as usize];
+    request[..BOUNCEBACK_SMALLEST].copy_from_slice(&head);
+    read_within(stream, &mut request[BOUNCEBACK_SMALLEST..], FIRST_REQUEST).await?;
+    let header = BounceBack::decode(&request).map_err(|e| BounceError::Request(e.to_string()))?;
+    Ok((header, request))
+}
+
+async fn read_within(
+    stream: &mut TcpStream,
+    buf: &mut [u8],
+    limit: Duration,
+) -> Result<(), BounceError> {
+    tokio::time::timeout(limit, stream.read_exact(buf))
+        .await
+        .map_err(|_| BounceError::Request("not sent whole in time".into()))?
+        .map(|_| ())
+        .map_err(|e| BounceError::Request(e.to_string()))
+}
+
+fn wall_now() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+/// Serves the test whose first request is `head` until it ends (see the module's
+/// comment); `stop` is cancelled when the server shuts down or the test loses its place, and
+/// `activity` is told the bytes moved so far after each reply.
+pub(crate) async fn serve(
+    stream: &mut TcpStream,
+    header: BounceBack,
+    head: Vec<u8>,
+    limit: Duration,
+    stop: &CancellationToken,
+    mut activity: impl FnMut(u64),
+) -> Result<Bounced, BounceError> {
+    let size = header.size as usize;
+    let mut buf = head;
+    let _ = stream.set_nodelay(true);
+    if header.bb_flags & bb::TOS != 0 {
+        let sock = socket2::SockRef::from(&*stream);
+        let tos = u32::from(header.tos & 0xFF);
+        let _ = sock.set_tos_v4(tos).or_else(|_| sock.set_tclass_v6(tos));
+    }
+    let quickack = header.bb_flags & bb::QUICKACK != 0;
+    let hold = Duration::from_micros(u64::from(header.hold_us)).min(MAX_HOLD);
+    let started = Instant::now();
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut moved = Bounced {
+        replies: 0,
+        bytes: size as u64,
+        duration: Duration::ZERO,
+    };
+    BounceBack::stamp_read(&mut buf, wall_now());
+    loop {
+        if !hold.is_zero() {
+            tokio::select! {
+                () = tokio::time::sleep(hold) => {}
+                () = stop.cancelled() => break,
+            }
+        }
+        BounceBack::stamp_write(&mut buf, wall_now());
+        let write = tokio::time::timeout_at(deadline, stream.write_all(&buf));
+        match write.await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) | Err(_) => break,
+        }
+        moved.replies += 1;
+        moved.bytes += size as u64;
+        activity(moved.bytes);
+        if quickack {
+            let _ = socket2::SockRef::from(&*stream).set_tcp_quickack(true);
+        }
+        let read = tokio::select! {
+            r = tokio::time::timeout(IDLE, stream.read_exact(&mut buf)) => r,
+            () = tokio::time::sleep_until(deadline) => break,
+            () = stop.cancelled() => break,
+        };
+        match read {
+            Ok(Ok(_)) if !is_stop(&buf) => {
+                moved.bytes += size as u64;
+                BounceBack::stamp_read(&mut buf, wall_now());
+            }
+            // The stop message, EOF, an error or silence: over.
+            _ => break,
+        }
+    }
+    moved.duration = started.elapsed();
+    Ok(moved)
+}
+
+/// Whether a request is the client's last (a message too short for the flags never is).
+fn is_stop(request: &[u8]) -> bool {
+    request.len() >= 14 && u16::from_be_bytes([request[12], request[13]]) & bb::STOP != 0
+}

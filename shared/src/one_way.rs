@@ -1,0 +1,188 @@
+//! One-way delays (iperf 2's `--trip-times`): each datagram's send time, stamped by the sender on
+//! its wall clock, read against the receiver's wall clock on arrival. The figures are only as
+//! good as the agreement of the two clocks, so the result says which assumption they rest on.
+//! Pure data and arithmetic: the receive loop feeds [`OneWayDelays`], reports carry
+//! [`OneWayFinal`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::rr::RttHistogram;
+
+/// What the one-way figures assume about the two clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockBasis {
+    /// Sender and receiver read the same clock (one host, or loopback).
+    SameHost,
+    /// Two hosts: the figures hold only as far as their clocks are synchronised (NTP, PTP).
+    SynchronisedClocks,
+}
+
+impl ClockBasis {
+    /// The words a report prints beside the figures.
+    pub fn words(self) -> &'static str {
+        match self {
+            ClockBasis::SameHost => "one clock (same host)",
+            ClockBasis::SynchronisedClocks => {
+                "two clocks: as exact as their synchronisation (NTP/PTP)"
+            }
+        }
+    }
+}
+
+/// The one-way delays of a stream over the whole test, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OneWayFinal {
+    /// Delays measured (datagrams with a send time).
+    pub count: u64,
+    /// Smallest.
+    pub min_ms: f64,
+    /// Mean.
+    pub mean_ms: f64,
+    /// Largest.
+    pub max_ms: f64,
+    /// Sample standard deviation (0 below two samples).
+    pub stdev_ms: f64,
+    /// 5th percentile (iperf 2's histograms print 5 / 95 / 99.7 %).
+    pub p5_ms: f64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 95th percentile.
+    pub p95_ms: f64,
+    /// 99.7th percentile.
+    pub p99_7_ms: f64,
+    /// Delays below zero: the sender's clock is ahead of the receiver's.
+    pub negative: u64,
+    /// Sum of squared differences from the mean, s² (Welford's M2: iperf 2's report carries it).
+    pub m2_s2: f64,
+    /// What the figures assume about the clocks.
+    pub clock: ClockBasis,
+}
+
+/// Running one-way delay statistics of a stream: Welford's mean and variance, and a log-linear
+/// histogram of the non-negative delays for the percentiles. O(1) per datagram, no allocation
+/// after the first.
+#[derive(Debug, Clone, Default)]
+pub struct OneWayDelays {
+    count: u64,
+    mean_s: f64,
+    m2_s2: f64,
+    min_s: f64,
+    max_s: f64,
+    negative: u64,
+    histogram: Option<RttHistogram>,
+}
+
+impl OneWayDelays {
+    /// Counts one delay of `delay_s` seconds (negative when the clocks disagree).
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a non-negative delay in seconds becomes whole nanoseconds; f64 → u64 saturates"
+    )]
+    pub fn record(&mut self, delay_s: f64) {
+        if !delay_s.is_finite() {
+            return;
+        }
+        if self.count == 0 {
+            (self.min_s, self.max_s) = (delay_s, delay_s);
+        } else {
+            self.min_s = self.min_s.min(delay_s);
+            self.max_s = self.max_s.max(delay_s);
+        }
+        self.count += 1;
+        let d = delay_s - self.mean_s;
+        self.mean_s += d / self.count as f64;
+        self.m2_s2 += d * (delay_s - self.mean_s);
+        if delay_s < 0.0 {
+            self.negative += 1;
+        } else {
+            self.histogram
+                .get_or_insert_with(RttHistogram::new)
+                .record((delay_s * 1e9) as u64);
+        }
+    }
+
+    /// Delays counted.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The figures so far (`None` before the first delay). Percentiles count the negative
+    /// delays as the smallest.
+    pub fn finish(&self, clock: ClockBasis) -> Option<OneWayFinal> {
+        if self.count == 0 {
+            return None;
+        }
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let percentile = |p: f64| {
+            let below = self.negative as f64 / self.count as f64 * 100.0;
+            match &self.histogram {
+                Some(h) if p > below => {
+                    // The rank among the non-negative delays.
+                    let within = (p - below) / (100.0 - below) * 100.0;
+                    h.percentile_ns(within).map_or(self.max_s * 1e3, ms)
+                }
+                _ => self.min_s * 1e3,
+            }
+        };
+        Some(OneWayFinal {
+            count: self.count,
+            min_ms: self.min_s * 1e3,
+            mean_ms: self.mean_s * 1e3,
+            max_ms: self.max_s * 1e3,
+            stdev_ms: if self.count < 2 {
+                0.0
+            } else {
+                (self.m2_s2 / (self.count - 1) as f64).sqrt() * 1e3
+            },
+            p5_ms: percentile(5.0),
+            p50_ms: percentile(50.0),
+            p95_ms: percentile(95.0),
+            p99_7_ms: percentile(99.7),
+            negative: self.negative,
+            m2_s2: self.m2_s2,
+            clock,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_stdev_and_percentiles() {
+        let mut d = OneWayDelays::default();
+        assert_eq!(d.finish(ClockBasis::SameHost), None);
+        // 1..=100 ms.
+        for i in 1..=100 {
+            d.record(f64::from(i) / 1000.0);
+        }
+        let f = d.finish(ClockBasis::SameHost).unwrap();
+        assert_eq!(f.count, 100);
+        assert!((f.mean_ms - 50.5).abs() < 1e-9);
+        assert!((f.min_ms - 1.0).abs() < 1e-9 && (f.max_ms - 100.0).abs() < 1e-9);
+        // Sample stdev of 1..=100 is 29.011.
+        assert!((f.stdev_ms - 29.011_492).abs() < 1e-3, "{}", f.stdev_ms);
+        // Percentiles to the histogram's 1/32 precision.
+        for (got, want) in [(f.p5_ms, 5.0), (f.p50_ms, 50.0), (f.p95_ms, 95.0)] {
+            assert!((got - want).abs() / want < 0.04, "{got} vs {want}");
+        }
+        assert!(f.p99_7_ms <= 100.0 && f.p99_7_ms > 96.0);
+    }
+
+    #[test]
+    fn negative_delays_are_counted_not_lost() {
+        let mut d = OneWayDelays::default();
+        for v in [-0.002, -0.001, 0.001, 0.002] {
+            d.record(v);
+        }
+        d.record(f64::NAN);
+        let f = d.finish(ClockBasis::SynchronisedClocks).unwrap();
+        assert_eq!((f.count, f.negative), (4, 2));
+        assert!((f.min_ms + 2.0).abs() < 1e-9 && f.mean_ms.abs() < 1e-9);
+        assert_eq!(f.p5_ms, f.min_ms, "the lowest ranks are the negative delays");
+        assert!(f.p95_ms > 1.9 && f.p95_ms <= 2.0);
+    }
+}

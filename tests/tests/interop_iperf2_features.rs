@@ -1,0 +1,388 @@
+//! iperf 2.1's Wi-Fi-era client features against `perfpeer iperf -s`, with Debian's stock iperf
+//! 2.1.8 as the client: bounce-back round trips, UDP one-way latency (`--trip-times`) in the
+//! server report, and every client flag `iperf --help` lists run with a time limit — none may
+//! hang against our server unless it hangs against the stock server too (a bug of the client's).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use perfpeer_tests::{Running, free_port, have, perfpeer_bin, wait_for};
+
+/// Test length of every client invocation, seconds.
+const TEST_SECS: &str = "2";
+/// Longest a 2 s client may take to end: iperf 2's own slowest ending (UDP `-R` waits 5 s for
+/// data that never comes) with a margin.
+const LIMIT: Duration = Duration::from_secs(12);
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A server on a free port once it answers TCP; its port.
+fn server(program: &Path, args: &[&str]) -> (Vec<Running>, u16) {
+    let port = free_port();
+    let p = port.to_string();
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["-p", &p]);
+    let running = vec![Running::spawn(program, &all)];
+    assert!(wait_for(Duration::from_secs(5), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    }));
+    (running, port)
+}
+
+/// `perfpeer iperf -s` (TCP and UDP on one port).
+fn ours() -> (Vec<Running>, u16) {
+    server(&perfpeer_bin(), &["iperf", "-s"])
+}
+
+/// Stock `iperf -s` and `iperf -s -u` on one port (a 2.1.8 server takes one protocol).
+fn stock() -> (Vec<Running>, u16) {
+    let (mut running, port) = server(Path::new("iperf"), &["-s"]);
+    let p = port.to_string();
+    running.push(Running::spawn(Path::new("iperf"), &["-s", "-u", "-p", &p]));
+    std::thread::sleep(Duration::from_millis(300));
+    (running, port)
+}
+
+/// Runs `iperf -c HOST -p PORT -t 2 ARGS` (stdin empty) for at most [`LIMIT`]; its output, and
+/// whether it ended by itself in time.
+fn client(host: &str, port: u16, args: &[String]) -> (Output, bool) {
+    let started = Instant::now();
+    let mut command = Command::new("iperf");
+    command
+        .args(["-c", host, "-p", &port.to_string(), "-t", TEST_SECS])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = Running(command.spawn().expect("start iperf"));
+    let out = child.wait(LIMIT);
+    let ended = started.elapsed() < LIMIT;
+    (out, ended)
+}
+
+fn args(line: &str) -> Vec<String> {
+    line.split_whitespace().map(str::to_string).collect()
+}
+
+#[test]
+fn a_stock_bounceback_client_completes_with_its_round_trips() {
+    if !have("iperf") {
+        return;
+    }
+    let (_server, port) = ours();
+    for (extra, hold_ms) in [("", 0.0), ("--bounceback-hold 20", 20.0)] {
+        let line = format!("--bounceback -i 1 {extra}");
+        let (out, ended) = client("127.0.0.1", port, &args(&line));
+        let t = text(&out);
+        assert!(ended && out.status.success(), "{line}: {t}");
+        // `[  1] 0.0000-2.00 sec  3.91 KBytes  16.0 Kbits/sec    20=0.04/0.01/0.2/0.05 ms …`
+        let total = t
+            .lines()
+            .rfind(|l| l.contains(" ms ") && l.contains("0.0000-"))
+            .unwrap_or_else(|| panic!("no total row: {t}"));
+        let (count, avg) = total
+            .split_whitespace()
+            .find_map(|w| {
+                let (n, figures) = w.split_once('=')?;
+                Some((n.parse::<u64>().ok()?, figures.split('/').next()?.parse::<f64>().ok()?))
+            })
+            .unwrap_or_else(|| panic!("no round trips: {total}"));
+        assert!(count >= 10, "{total}");
+        assert!(avg >= hold_ms && avg < hold_ms + 10.0, "{total}");
+        assert!(t.contains("BB8(f)-PDF"), "the client's histogram: {t}");
+    }
+}
+
+/// A server row's `avg/min/max/stdev` latency figures, ms.
+fn latency_of(row: &str) -> [f64; 4] {
+    let figures = row
+        .split_whitespace()
+        .find(|w| w.matches('/').count() == 3)
+        .unwrap_or_else(|| panic!("no latency figures: {row}"));
+    let v: Vec<f64> = figures
+        .split('/')
+        .map(|f| f.parse().unwrap_or_else(|_| panic!("not figures: {row}")))
+        .collect();
+    [v[0], v[1], v[2], v[3]]
+}
+
+#[test]
+fn stock_udp_trip_times_get_latency_in_the_server_report() {
+    if !have("iperf") {
+        return;
+    }
+    let (mut server, port) = ours();
+    let (out, ended) = client(
+        "127.0.0.1",
+        port,
+        &args("-u --trip-times -b 2M -l 1000 -e"),
+    );
+    let t = text(&out);
+    assert!(ended && out.status.success(), "{t}");
+    let report = t
+        .lines()
+        .skip_while(|l| !l.contains("Server Report:"))
+        .find(|l| l.contains(" pps"))
+        .unwrap_or_else(|| panic!("no server report with latency: {t}"));
+    assert!(!report.contains("-/-/-/-"), "{report}");
+    let theirs = latency_of(report);
+    // Loopback: one clock, a delay well under a millisecond on average, min ≤ avg ≤ max.
+    assert!(theirs[1] >= 0.0 && theirs[1] <= theirs[0] && theirs[0] <= theirs[2], "{report}");
+    assert!(theirs[0] < 5.0, "{report}");
+    let pps: f64 = report
+        .split_whitespace()
+        .rev()
+        .skip_while(|w| *w != "pps")
+        .nth(1)
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no pps: {report}"));
+    // 2 Mbit/s of 1000-byte datagrams: 250 a second.
+    assert!((200.0..300.0).contains(&pps), "{report}");
+    // Our server printed the same figures it sent.
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = server[0].0.kill();
+    let ours = server.remove(0).wait(Duration::from_secs(5));
+    let ours = text(&ours);
+    let row = ours
+        .lines()
+        .find(|l| l.contains(" pps"))
+        .unwrap_or_else(|| panic!("our server printed no latency: {ours}"));
+    let mine = latency_of(row);
+    for (a, b) in mine.iter().zip(theirs) {
+        assert!((a - b).abs() < 0.002, "ours {row} / theirs {report}");
+    }
+}
+
+/// One invocation per client flag of `iperf --help`, each with what it needs to run.
+const INVOCATIONS: &[&str] = &[
+    "",
+    "-u",
+    "-b 5M",
+    "-u -b 100pps",
+    "-e",
+    "-u -e",
+    "-f k",
+    "--hide-ips",
+    "-i 1",
+    "-l 1000",
+    "-u -l 20 --trip-times",
+    "-m",
+    "--permit-key=abcdef",
+    "-u --permit-key=abcdef",
+    "--sum-only -P 2",
+    "-w 256K",
+    "-z",
+    "-B 127.0.0.1",
+    "-C",
+    "-M 1400",
+    "-N",
+    "-S 0x10",
+    "-Z cubic",
+    "--bounceback",
+    "--bounceback --bounceback-congest",
+    "--bounceback --bounceback-hold 5",
+    "--bounceback --bounceback-period 0.5",
+    "--bounceback --bounceback-no-quickack",
+    "--bounceback -l 40",
+    "--connect-only",
+    "--connect-retries 2",
+    "-d",
+    "-u -d",
+    "-d -L 0",
+    "--fq-rate 10M",
+    "--full-duplex",
+    "-u --full-duplex",
+    "-u --isochronous 60:2m,0 --ipg 1",
+    "--isochronous 60:2m,0",
+    "-u --isochronous 30:1m,100k",
+    "-P 2 --incr-dstip",
+    "-P 2 --incr-dstport",
+    "-P 2 --incr-srcip",
+    "-P 2 --incr-srcport",
+    "--local-only",
+    "--near-congestion",
+    "-P 2 --no-connect-sync",
+    "-u --no-udp-fin",
+    "-n 10M",
+    "-r",
+    "-u -r",
+    "--tcp-quickack",
+    "--tcp-write-prefetch 64K",
+    "-R --tcp-write-prefetch 64K",
+    "--tcp-write-times",
+    "--trip-times",
+    "-u --trip-times",
+    "--txdelay-time 1",
+    "--txstart-time {now+1}",
+    "-u --txstart-time {now+1}",
+    "-F {file}",
+    "-u -T 2",
+    "-P 3",
+    "-R",
+    "-u -R",
+    "-X",
+    "-x CDMSV",
+    "-y C",
+    "-o {out}",
+    "-I",
+    "-V",
+    "-u -V",
+    "-u -H 127.0.0.1",
+    "-v",
+];
+
+#[test]
+fn no_stock_client_invocation_hangs_against_our_server() {
+    if !have("iperf") {
+        return;
+    }
+    // Every long option of the help's client sections is exercised above.
+    let help = Command::new("iperf").arg("--help").output().expect("iperf --help");
+    let help = text(&help);
+    let mut listed = BTreeSet::new();
+    let mut in_client = false;
+    for line in help.lines() {
+        if line.ends_with(':') && !line.starts_with(' ') {
+            in_client = line.starts_with("Client");
+            continue;
+        }
+        let option = line.split_whitespace().find(|w| w.starts_with("--"));
+        if let (true, Some(option)) = (in_client, option) {
+            let name = option.trim_end_matches(',');
+            listed.insert(name.split('=').next().unwrap_or(name).to_string());
+        }
+    }
+    assert!(listed.len() > 30, "the help's client options: {help}");
+    let unexercised: Vec<&String> = listed
+        .iter()
+        .filter(|o| !INVOCATIONS.iter().any(|i| i.contains(o.as_str())))
+        .filter(|o| {
+            !SHORT_ONLY.iter().any(|(long, short)| {
+                long == o
+                    && INVOCATIONS
+                        .iter()
+                        .any(|i| i.split_whitespace().any(|w| w == *short))
+            })
+        })
+        .collect();
+    let long_ones: Vec<&String> = unexercised
+        .into_iter()
+        .filter(|o| !matches!(o.as_str(), "--client" | "--time" | "--port" | "--help"))
+        .collect();
+    assert!(
+        long_ones.is_empty(),
+        "client options of `iperf --help` with no invocation here: {long_ones:?}"
+    );
+    let dir = std::env::temp_dir().join(format!("perfpeer-iperf2-flags-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _cleanup = RemoveOnDrop(dir.clone());
+    let file = dir.join("input");
+    std::fs::write(&file, vec![b'x'; 1 << 20]).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let expand = |line: &str, n: usize| {
+        line.replace("{now+1}", &(now + 30).to_string())
+            .replace("{file}", &file.display().to_string())
+            .replace("{out}", &dir.join(format!("out{n}")).display().to_string())
+    };
+    let (_ours, port) = ours();
+    // Four at a time: the machine has two cores and each client runs 2 s.
+    let hung: Vec<(String, String)> = std::thread::scope(|scope| {
+        let mut hung = Vec::new();
+        for (batch_no, batch) in INVOCATIONS.chunks(4).enumerate() {
+            let handles: Vec<_> = batch
+                .iter()
+                .enumerate()
+                .map(|(i, line)| {
+                    let line = expand(line, batch_no * 4 + i);
+                    scope.spawn(move || {
+                        let (out, ended) = client(host_for(&line), port, &args(&line));
+                        (line, ended, text(&out))
+                    })
+                })
+                .collect();
+            for h in handles {
+                let (line, ended, out) = h.join().unwrap();
+                eprintln!("iperf -c … {line}: {}", if ended { "ended" } else { "HUNG" });
+                if !ended {
+                    hung.push((line, out));
+                }
+            }
+        }
+        hung
+    });
+    // Those that hung against ours must hang against the stock server too.
+    let (_stock, stock_port) = stock();
+    for (line, out) in &hung {
+        let (_, ended) = client(host_for(line), stock_port, &args(line));
+        assert!(
+            !ended,
+            "`iperf -c … {line}` hangs against perfpeer iperf -s but not against stock iperf -s: {out}"
+        );
+        eprintln!("`iperf -c … {line}` hangs against the stock server too (the client's own)");
+    }
+}
+
+/// Removes a directory when dropped (the test's scratch files, whatever happens).
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `-V` runs over IPv6.
+fn host_for(line: &str) -> &'static str {
+    if line.split_whitespace().any(|w| w == "-V") {
+        "::1"
+    } else {
+        "127.0.0.1"
+    }
+}
+
+/// Client options the help lists by a long name that the invocations above give by their short
+/// letter.
+const SHORT_ONLY: &[(&str, &str)] = &[
+    ("--bandwidth", "-b"),
+    ("--enhanced", "-e"),
+    ("--format", "-f"),
+    ("--interval", "-i"),
+    ("--len", "-l"),
+    ("--print_mss", "-m"),
+    ("--output", "-o"),
+    ("--udp", "-u"),
+    ("--window", "-w"),
+    ("--realtime", "-z"),
+    ("--bind", "-B"),
+    ("--compatibility", "-C"),
+    ("--mss", "-M"),
+    ("--nodelay", "-N"),
+    ("--tos", "-S"),
+    ("--tcp-congestion", "-Z"),
+    ("--dualtest", "-d"),
+    ("--num", "-n"),
+    ("--tradeoff", "-r"),
+    ("--fileinput", "-F"),
+    ("--ssm-host", "-H"),
+    ("--stdin", "-I"),
+    ("--listenport", "-L"),
+    ("--parallel", "-P"),
+    ("--reverse", "-R"),
+    ("--ttl", "-T"),
+    ("--ipv6_domain", "-V"),
+    ("--peer-detect", "-X"),
+    ("--reportexclude", "-x"),
+    ("--reportstyle", "-y"),
+    ("--version", "-v"),
+];
