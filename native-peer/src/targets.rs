@@ -96,7 +96,9 @@ pub(crate) async fn run(
         Kind::Iperf3 => {
             iperf3::client::run(server, spec, Default::default(), opts, events, cancel).await
         }
-        Kind::Iperf2 => iperf2::client::run(server, spec, opts, events, cancel).await,
+        Kind::Iperf2 => {
+            iperf2::client::run(server, spec, opts, Default::default(), events, cancel).await
+        }
         Kind::Ttcp => run_ttcp(server, spec, opts.connect_timeout, &events, &cancel).await,
         Kind::Perfpeer => unreachable!("handled above"),
     }

@@ -11,6 +11,14 @@ pub const TCP_HEADER_LEN: usize = 60;
 pub const UDP_HEADER_AT: usize = 16;
 /// Length of the server's header ack.
 pub const ACK_LEN: usize = 28;
+/// Length of a UDP datagram's headers when the client asks for trip-times: the datagram header,
+/// the test header, iperf 2's isochronous block and the test's start time.
+pub const UDP_TRIP_TIMES_LEN: usize = 128;
+/// Where a UDP datagram carries the test's start time (trip-times).
+const UDP_START_TIME_AT: usize = 112;
+/// Length of the UDP datagram header and the test header as the flags count them for
+/// trip-times (the start time follows, uncounted, as 2.1 sends it).
+const UDP_TRIP_TIMES_COUNTED: u32 = 108;
 /// Length of the UDP server report datagram.
 pub const REPORT_LEN: usize = 128;
 
@@ -167,6 +175,18 @@ impl Header {
     pub fn reverse(mut self) -> Header {
         self.flags |= flags::VERSION2;
         self.upper |= upper::REVERSE;
+        self
+    }
+
+    /// Asks for one-way delays (UDP `--trip-times`): the flags a 2.1 client sends; the datagram
+    /// then carries the start time ([`put_udp_start_time`]).
+    pub fn with_trip_times(mut self) -> Header {
+        self.flags = (self.flags & !flags::LEN_MASK)
+            | flags::UDPTESTS
+            | flags::EXTEND
+            | flags::LEN_BIT
+            | (UDP_TRIP_TIMES_COUNTED << 1);
+        self.upper |= upper::TRIPTIME;
         self
     }
 
@@ -350,7 +370,10 @@ pub struct TransitReport {
 )]
 fn split_figure(x: f64) -> (u32, u32) {
     let whole = x.trunc();
-    ((whole as i64) as u32, (((x - whole) * 1e6).round() as i64) as u32)
+    (
+        (whole as i64) as u32,
+        (((x - whole) * 1e6).round() as i64) as u32,
+    )
 }
 
 /// The inverse of [`split_figure`], reading the words as signed (a negative delay stays one).
@@ -384,7 +407,11 @@ impl ServerReport {
         put(&mut b, 48, self.jitter.as_secs() as u32);
         put(&mut b, 52, self.jitter.subsec_micros());
         if let Some(t) = &self.transit {
-            put(&mut b, 16, flags::VERSION1 | flags::SEQNO64B | flags::SERVER_EXTEND);
+            put(
+                &mut b,
+                16,
+                flags::VERSION1 | flags::SEQNO64B | flags::SERVER_EXTEND,
+            );
             let figures = [t.min_s, t.max_s, t.sum_s, t.mean_s, t.m2_s2 * 1e12];
             for (i, x) in figures.into_iter().enumerate() {
                 let (whole, millionths) = split_figure(x);
@@ -542,6 +569,13 @@ impl BounceBack {
     }
 }
 
+/// Writes the test's start time (wall clock) into a UDP datagram of at least
+/// [`UDP_TRIP_TIMES_LEN`] bytes, where a 2.1 server reads it to accept trip-times (it ignores
+/// them when the time is not within a few seconds of its own clock).
+pub fn put_udp_start_time(datagram: &mut [u8], start: Duration) {
+    put_time(datagram, UDP_START_TIME_AT, start);
+}
+
 #[allow(
     clippy::cast_possible_truncation,
     reason = "iperf 2 sends the low 32 bits of the seconds since 1970"
@@ -678,11 +712,40 @@ mod tests {
         BounceBack::stamp_write(&mut ours, Duration::from_micros(7_000_010));
         assert_eq!(
             BounceBack::times(&ours),
-            Some([sent, Duration::from_secs(7), Duration::from_micros(7_000_010)])
+            Some([
+                sent,
+                Duration::from_secs(7),
+                Duration::from_micros(7_000_010)
+            ])
         );
         let short = BounceBack::decode(&b[..40]).unwrap();
-        assert_eq!((short.size, short.hold_us), (100, 0), "a short message holds nothing");
+        assert_eq!(
+            (short.size, short.hold_us),
+            (100, 0),
+            "a short message holds nothing"
+        );
         assert_eq!(BounceBack::decode(&b[..10]).unwrap().bb_flags, 0);
         assert!(BounceBack::decode(&b[..7]).is_err());
+    }
+
+    /// The first 128 bytes of the first datagram of `iperf -c … -p 25041 -u --trip-times -t 1
+    /// -b 1M -l 1000` (2.1.8).
+    const STOCK_UDP_TRIP_TIMES: &str = "000000016b152362000297b500000000680100d800000001000061d1000003e800000000ffffff9c0000000000000000001000000002000100080003000000000010000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000006b152362000297b50000000000000000";
+
+    #[test]
+    fn our_trip_times_datagram_matches_stock_bytes() {
+        let b = hex(STOCK_UDP_TRIP_TIMES);
+        let theirs = Header::decode(&b[UDP_HEADER_AT..]).unwrap();
+        assert!(theirs.wants_trip_times());
+        let mut h = Header::new(Amount::Time(Duration::from_secs(1)), 1, 25041, true);
+        h.buflen = 1000;
+        h.rate = Some(1 << 20);
+        let h = h.with_trip_times();
+        assert!(h.wants_trip_times() && !Header::new(h.amount, 1, 1, true).wants_trip_times());
+        let mut ours = vec![0u8; UDP_TRIP_TIMES_LEN];
+        ours[..16].copy_from_slice(&b[..16]);
+        ours[UDP_HEADER_AT..UDP_HEADER_AT + TCP_HEADER_LEN].copy_from_slice(&h.encode());
+        put_udp_start_time(&mut ours, Duration::new(0x6b15_2362, 0x0002_97b5 * 1000));
+        assert_eq!(ours, b);
     }
 }

@@ -155,7 +155,9 @@ impl UdpRxStats {
 
     /// The one-way delays so far (over the whole stream, omitted start included).
     pub fn one_way(&self) -> Option<perfpeer_shared::one_way::OneWayFinal> {
-        self.one_way.as_ref().and_then(|(d, clock)| d.finish(*clock))
+        self.one_way
+            .as_ref()
+            .and_then(|(d, clock)| d.finish(*clock))
     }
 
     /// Records the sender's final datagram count (from its fin).

@@ -43,7 +43,21 @@ pub struct OneWayFinal {
     pub max_ms: f64,
     /// Sample standard deviation (0 below two samples).
     pub stdev_ms: f64,
-    /// 5th percentile (iperf 2's histograms print 5 / 95 / 99.7 %).
+    /// Percentiles, where the end that measured kept a histogram (a stock iperf 2 server's
+    /// report has none).
+    pub percentiles: Option<DelayPercentiles>,
+    /// Delays below zero: the sender's clock is ahead of the receiver's.
+    pub negative: u64,
+    /// Sum of squared differences from the mean, s² (Welford's M2: iperf 2's report carries it).
+    pub m2_s2: f64,
+    /// What the figures assume about the clocks.
+    pub clock: ClockBasis,
+}
+
+/// Percentiles of one-way delays, ms (iperf 2's histograms print 5 / 95 / 99.7 %).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DelayPercentiles {
+    /// 5th percentile.
     pub p5_ms: f64,
     /// Median.
     pub p50_ms: f64,
@@ -51,12 +65,38 @@ pub struct OneWayFinal {
     pub p95_ms: f64,
     /// 99.7th percentile.
     pub p99_7_ms: f64,
-    /// Delays below zero: the sender's clock is ahead of the receiver's.
-    pub negative: u64,
-    /// Sum of squared differences from the mean, s² (Welford's M2: iperf 2's report carries it).
-    pub m2_s2: f64,
-    /// What the figures assume about the clocks.
-    pub clock: ClockBasis,
+}
+
+impl OneWayFinal {
+    /// The figures a stock iperf 2 server reports (count, min, mean, max and Welford's M2, s and
+    /// s²): no percentiles, no count of negative delays.
+    pub fn from_moments(
+        count: u64,
+        (min_s, mean_s, max_s): (f64, f64, f64),
+        m2_s2: f64,
+        clock: ClockBasis,
+    ) -> OneWayFinal {
+        OneWayFinal {
+            count,
+            min_ms: min_s * 1e3,
+            mean_ms: mean_s * 1e3,
+            max_ms: max_s * 1e3,
+            stdev_ms: stdev_ms(count, m2_s2),
+            percentiles: None,
+            negative: 0,
+            m2_s2,
+            clock,
+        }
+    }
+}
+
+/// Sample standard deviation in ms from Welford's M2 (s²); 0 below two samples.
+fn stdev_ms(count: u64, m2_s2: f64) -> f64 {
+    if count < 2 {
+        0.0
+    } else {
+        (m2_s2.max(0.0) / (count - 1) as f64).sqrt() * 1e3
+    }
 }
 
 /// Running one-way delay statistics of a stream: Welford's mean and variance, and a log-linear
@@ -131,15 +171,13 @@ impl OneWayDelays {
             min_ms: self.min_s * 1e3,
             mean_ms: self.mean_s * 1e3,
             max_ms: self.max_s * 1e3,
-            stdev_ms: if self.count < 2 {
-                0.0
-            } else {
-                (self.m2_s2 / (self.count - 1) as f64).sqrt() * 1e3
-            },
-            p5_ms: percentile(5.0),
-            p50_ms: percentile(50.0),
-            p95_ms: percentile(95.0),
-            p99_7_ms: percentile(99.7),
+            stdev_ms: stdev_ms(self.count, self.m2_s2),
+            percentiles: Some(DelayPercentiles {
+                p5_ms: percentile(5.0),
+                p50_ms: percentile(50.0),
+                p95_ms: percentile(95.0),
+                p99_7_ms: percentile(99.7),
+            }),
             negative: self.negative,
             m2_s2: self.m2_s2,
             clock,
@@ -166,10 +204,14 @@ mod tests {
         // Sample stdev of 1..=100 is 29.011.
         assert!((f.stdev_ms - 29.011_492).abs() < 1e-3, "{}", f.stdev_ms);
         // Percentiles to the histogram's 1/32 precision.
-        for (got, want) in [(f.p5_ms, 5.0), (f.p50_ms, 50.0), (f.p95_ms, 95.0)] {
+        let p = f.percentiles.unwrap();
+        for (got, want) in [(p.p5_ms, 5.0), (p.p50_ms, 50.0), (p.p95_ms, 95.0)] {
             assert!((got - want).abs() / want < 0.04, "{got} vs {want}");
         }
-        assert!(f.p99_7_ms <= 100.0 && f.p99_7_ms > 96.0);
+        assert!(p.p99_7_ms <= 100.0 && p.p99_7_ms > 96.0);
+        // The same moments as a stock server reports them give the same stdev.
+        let stock = OneWayFinal::from_moments(100, (0.001, 0.0505, 0.1), f.m2_s2, f.clock);
+        assert!((stock.stdev_ms - f.stdev_ms).abs() < 1e-9 && stock.percentiles.is_none());
     }
 
     #[test]
@@ -182,7 +224,11 @@ mod tests {
         let f = d.finish(ClockBasis::SynchronisedClocks).unwrap();
         assert_eq!((f.count, f.negative), (4, 2));
         assert!((f.min_ms + 2.0).abs() < 1e-9 && f.mean_ms.abs() < 1e-9);
-        assert_eq!(f.p5_ms, f.min_ms, "the lowest ranks are the negative delays");
-        assert!(f.p95_ms > 1.9 && f.p95_ms <= 2.0);
+        let p = f.percentiles.unwrap();
+        assert_eq!(
+            p.p5_ms, f.min_ms,
+            "the lowest ranks are the negative delays"
+        );
+        assert!(p.p95_ms > 1.9 && p.p95_ms <= 2.0);
     }
 }

@@ -1,5 +1,6 @@
 //! Test hosts in network namespaces: two joined by a veth pair with the link shaped by `tc tbf`
-//! ([`TwoHosts`]), or three with a shaping router between them ([`Routed`]).
+//! ([`TwoHosts`]), three with a shaping router between them ([`Routed`]), or any number on one
+//! switch ([`Bridged`], for multicast).
 //! Addresses come from 198.18.0.0/15, the range set aside for benchmarking (RFC 2544). The
 //! namespaces are deleted when the handle drops, also when a test fails.
 
@@ -337,5 +338,109 @@ impl Drop for Routed {
         let _ = ip(&["netns", "del", &self.ns_a]);
         let _ = ip(&["netns", "del", &self.ns_r]);
         let _ = ip(&["netns", "del", &self.ns_b]);
+    }
+}
+
+/// Hosts on one switched LAN: a namespace per host, each with a veth to a bridge in a switch
+/// namespace of its own (with IGMP snooping off, as a plain switch floods multicast), and a
+/// route for multicast (224.0.0.0/4) on each host's LAN interface; the hosts have no IPv6 and
+/// send their IGMP reports at once when they join. Host `k` (from 0) has
+/// address `198.18.3.(k+1)` on its interface `lan0`. Deleted on drop.
+pub struct Bridged {
+    /// The switch.
+    pub ns_switch: String,
+    /// The hosts.
+    pub hosts: Vec<String>,
+}
+
+/// The LAN interface of each [`Bridged`] host.
+pub const LAN_DEV: &str = "lan0";
+
+impl Bridged {
+    /// Creates `count` hosts on one bridge.
+    pub fn new(tag: &str, count: usize) -> Result<Bridged, String> {
+        let id = format!("{}{}", tag, std::process::id() % 100_000);
+        let lan = Bridged {
+            ns_switch: format!("ppS-{id}"),
+            hosts: (0..count).map(|k| format!("ppH{k}-{id}")).collect(),
+        };
+        ip(&["netns", "add", &lan.ns_switch])?;
+        in_ns(&lan.ns_switch, &["ip", "link", "set", "lo", "up"])?;
+        in_ns(
+            &lan.ns_switch,
+            &[
+                "ip",
+                "link",
+                "add",
+                "br0",
+                "type",
+                "bridge",
+                "mcast_snooping",
+                "0",
+            ],
+        )?;
+        in_ns(&lan.ns_switch, &["ip", "link", "set", "br0", "up"])?;
+        for (k, ns) in lan.hosts.iter().enumerate() {
+            let port = format!("port{k}");
+            ip(&["netns", "add", ns])?;
+            ip(&[
+                "link",
+                "add",
+                LAN_DEV,
+                "netns",
+                ns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                &port,
+                "netns",
+                &lan.ns_switch,
+            ])?;
+            in_ns(
+                &lan.ns_switch,
+                &["ip", "link", "set", &port, "master", "br0"],
+            )?;
+            in_ns(&lan.ns_switch, &["ip", "link", "set", &port, "up"])?;
+            in_ns(ns, &["ip", "link", "set", "lo", "up"])?;
+            // Quiet hosts: no IPv6 (router solicitations, MLD) and IGMP's unsolicited reports
+            // sent at once on a join, so what a host sends during a test is its own doing.
+            for setting in [
+                "net.ipv6.conf.all.disable_ipv6=1",
+                "net.ipv4.conf.all.igmpv3_unsolicited_report_interval=10",
+                "net.ipv4.conf.default.igmpv3_unsolicited_report_interval=10",
+            ] {
+                in_ns(ns, &["sysctl", "-q", "-w", setting])?;
+            }
+            let addr = format!("198.18.3.{}/24", k + 1);
+            in_ns(ns, &["ip", "addr", "add", &addr, "dev", LAN_DEV])?;
+            in_ns(ns, &["ip", "link", "set", LAN_DEV, "up"])?;
+            in_ns(ns, &["ip", "route", "add", "224.0.0.0/4", "dev", LAN_DEV])?;
+        }
+        Ok(lan)
+    }
+
+    /// Host `k`'s address.
+    pub fn addr(k: usize) -> String {
+        format!("198.18.3.{}", k + 1)
+    }
+
+    /// Command prefix that runs a program in host `k`.
+    pub fn prefix(&self, k: usize) -> Vec<String> {
+        vec![
+            "ip".into(),
+            "netns".into(),
+            "exec".into(),
+            self.hosts[k].clone(),
+        ]
+    }
+}
+
+impl Drop for Bridged {
+    fn drop(&mut self) {
+        for ns in &self.hosts {
+            let _ = ip(&["netns", "del", ns]);
+        }
+        let _ = ip(&["netns", "del", &self.ns_switch]);
     }
 }

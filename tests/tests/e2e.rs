@@ -29,11 +29,11 @@ mod hardening_iperf2;
 mod hardening_personas;
 /// The result history: pages, JSON, the token holder's API, restarts, the results CLI.
 mod history;
-/// Stock iperf 2 and ttcp peers, the stock-tool targets of `perfpeer test`, argv[0] roles.
-mod interop_iperf2_ttcp;
 /// Stock iperf 2.1.8 clients' Wi-Fi-era features against our server: bounce-back, trip-times,
 /// and every client flag of `iperf --help` with a time limit.
 mod interop_iperf2_features;
+/// Stock iperf 2 and ttcp peers, the stock-tool targets of `perfpeer test`, argv[0] roles.
+mod interop_iperf2_ttcp;
 /// Stock iperf3 against our iperf3 server and our client against stock iperf3.
 mod interop_iperf3;
 /// The flags iperf3 users type and the output scripts read, through an `iperf3` symlink.
@@ -46,6 +46,8 @@ mod latency_load;
 mod layers;
 /// Tests over loopback: every direction and protocol, agreement of both ends, JSON keys.
 mod loopback;
+/// Multicast UDP between namespaces on a bridge: group receivers count, others get nothing.
+mod multicast;
 /// `perfpeer netperf` against a perfpeer peer: netperf's tables, figures that agree with `-J`.
 mod netperf_cli;
 /// `perfpeer netserver` for stock netperf clients: captured requests, hostile clients, the name.

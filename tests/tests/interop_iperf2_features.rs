@@ -92,7 +92,10 @@ fn a_stock_bounceback_client_completes_with_its_round_trips() {
             .split_whitespace()
             .find_map(|w| {
                 let (n, figures) = w.split_once('=')?;
-                Some((n.parse::<u64>().ok()?, figures.split('/').next()?.parse::<f64>().ok()?))
+                Some((
+                    n.parse::<u64>().ok()?,
+                    figures.split('/').next()?.parse::<f64>().ok()?,
+                ))
             })
             .unwrap_or_else(|| panic!("no round trips: {total}"));
         assert!(count >= 10, "{total}");
@@ -120,11 +123,7 @@ fn stock_udp_trip_times_get_latency_in_the_server_report() {
         return;
     }
     let (mut server, port) = ours();
-    let (out, ended) = client(
-        "127.0.0.1",
-        port,
-        &args("-u --trip-times -b 2M -l 1000 -e"),
-    );
+    let (out, ended) = client("127.0.0.1", port, &args("-u --trip-times -b 2M -l 1000 -e"));
     let t = text(&out);
     assert!(ended && out.status.success(), "{t}");
     let report = t
@@ -135,7 +134,10 @@ fn stock_udp_trip_times_get_latency_in_the_server_report() {
     assert!(!report.contains("-/-/-/-"), "{report}");
     let theirs = latency_of(report);
     // Loopback: one clock, a delay well under a millisecond on average, min ≤ avg ≤ max.
-    assert!(theirs[1] >= 0.0 && theirs[1] <= theirs[0] && theirs[0] <= theirs[2], "{report}");
+    assert!(
+        theirs[1] >= 0.0 && theirs[1] <= theirs[0] && theirs[0] <= theirs[2],
+        "{report}"
+    );
     assert!(theirs[0] < 5.0, "{report}");
     let pps: f64 = report
         .split_whitespace()
@@ -245,7 +247,10 @@ fn no_stock_client_invocation_hangs_against_our_server() {
         return;
     }
     // Every long option of the help's client sections is exercised above.
-    let help = Command::new("iperf").arg("--help").output().expect("iperf --help");
+    let help = Command::new("iperf")
+        .arg("--help")
+        .output()
+        .expect("iperf --help");
     let help = text(&help);
     let mut listed = BTreeSet::new();
     let mut in_client = false;
@@ -313,7 +318,10 @@ fn no_stock_client_invocation_hangs_against_our_server() {
                 .collect();
             for h in handles {
                 let (line, ended, out) = h.join().unwrap();
-                eprintln!("iperf -c … {line}: {}", if ended { "ended" } else { "HUNG" });
+                eprintln!(
+                    "iperf -c … {line}: {}",
+                    if ended { "ended" } else { "HUNG" }
+                );
                 if !ended {
                     hung.push((line, out));
                 }
@@ -386,3 +394,62 @@ const SHORT_ONLY: &[(&str, &str)] = &[
     ("--reportstyle", "-y"),
     ("--version", "-v"),
 ];
+
+#[test]
+fn our_udp_trip_times_client_prints_the_servers_latency() {
+    if !have("iperf") {
+        return;
+    }
+    let (_stock, stock_port) = stock();
+    let (_ours, our_port) = ours();
+    for (server, port) in [
+        ("stock iperf -s -u", stock_port),
+        ("perfpeer iperf -s", our_port),
+    ] {
+        let p = port.to_string();
+        let out = Running::spawn(
+            &perfpeer_bin(),
+            &[
+                "iperf",
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &p,
+                "-u",
+                "--trip-times",
+                "-b",
+                "2M",
+                "-t",
+                "2",
+            ],
+        )
+        .wait(Duration::from_secs(20));
+        let t = text(&out);
+        assert!(out.status.success(), "{server}: {t}");
+        let row = t
+            .lines()
+            .skip_while(|l| !l.contains("Server Report:"))
+            .find(|l| l.ends_with(" pps"))
+            .unwrap_or_else(|| panic!("{server}: no latency in the server report: {t}"));
+        let [avg, min, max, _] = latency_of(row);
+        assert!(
+            min >= 0.0 && min <= avg && avg <= max && avg < 5.0,
+            "{server}: {row}"
+        );
+    }
+    // Our client's limits are usage errors, said before any traffic.
+    for (host, bad) in [
+        ("127.0.0.1", &["--trip-times"][..]),
+        ("127.0.0.1", &["-u", "--trip-times", "-l", "100"]),
+        ("239.255.1.1", &[]),
+        ("239.255.1.1", &["-u", "-R"]),
+    ] {
+        let p = our_port.to_string();
+        let mut args = vec!["iperf", "-c", host, "-p", &p, "-t", "1"];
+        args.extend_from_slice(bad);
+        let out = Running::spawn(&perfpeer_bin(), &args).wait(Duration::from_secs(10));
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{host} {bad:?}: {t}");
+        assert!(t.contains("trip-times") || t.contains("multicast"), "{t}");
+    }
+}

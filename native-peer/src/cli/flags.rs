@@ -101,9 +101,10 @@ pub(super) struct TestFlags {
     /// IPv6 only.
     #[arg(short = '6', long = "version6")]
     ipv6: bool,
-    /// Local address for the data streams.
-    #[arg(short = 'B', long)]
-    bind: Option<IpAddr>,
+    /// Local address for the data streams, and optionally its interface: `ADDR[%DEV]` (as
+    /// --bind-dev DEV). `perfpeer iperf -s -u -B GROUP[%DEV]` joins a multicast group.
+    #[arg(short = 'B', long, value_name = "ADDR[%DEV]", value_parser = parse_bind)]
+    bind: Option<BindArg>,
     /// Network interface for every connection of the test (SO_BINDTODEVICE), e.g. wlan0: the
     /// test leaves and arrives there whatever the routes say.
     #[arg(long, value_name = "DEV", value_parser = parse_device)]
@@ -179,6 +180,27 @@ fn parse_device(s: &str) -> Result<String, String> {
             "'{s}' is not an interface name (1 to 15 characters, like wlan0 or eth0.10)"
         ))
     }
+}
+
+/// `-B ADDR[%DEV]` as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct BindArg {
+    /// The address.
+    pub ip: IpAddr,
+    /// The interface after `%`, if given.
+    pub device: Option<String>,
+}
+
+fn parse_bind(s: &str) -> Result<BindArg, String> {
+    let (addr, device) = match s.split_once('%') {
+        Some((addr, dev)) => (addr, Some(parse_device(dev)?)),
+        None => (s, None),
+    };
+    let addr = addr.trim_start_matches('[').trim_end_matches(']');
+    let ip = addr
+        .parse()
+        .map_err(|_| format!("'{addr}' is not an IP address (ADDR or ADDR%DEV)"))?;
+    Ok(BindArg { ip, device })
 }
 
 /// `-b RATE[/BURST]` as given.
@@ -322,7 +344,14 @@ impl TestFlags {
 
     /// `-B`, if given.
     pub(super) fn bind_addr(&self) -> Option<IpAddr> {
-        self.bind
+        self.bind.as_ref().map(|b| b.ip)
+    }
+
+    /// The interface to bind to: `--bind-dev`, or `-B`'s `%DEV`.
+    pub(super) fn bind_device(&self) -> Option<String> {
+        self.bind_dev
+            .clone()
+            .or_else(|| self.bind.as_ref().and_then(|b| b.device.clone()))
     }
 
     /// Whether `-4` was given.
@@ -342,8 +371,8 @@ impl TestFlags {
             token: self.token.clone(),
             connect_timeout,
             family,
-            bind: self.bind,
-            device: self.bind_dev.clone(),
+            bind: self.bind_addr(),
+            device: self.bind_device(),
             data_port: None,
             group: None,
         })

@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use perfpeer_shared::format::iperf2 as fmt;
 use perfpeer_shared::report::PeerRole;
-use perfpeer_shared::spec::Protocol;
+use perfpeer_shared::spec::{Direction, Protocol};
 use tokio::sync::mpsc;
 
 use super::flags::{TestFlags, unit_letter};
@@ -70,6 +70,17 @@ pub(super) struct IperfArgs {
     /// Server: serve one client address's TCP streams at a time; the others wait their turn.
     #[arg(short = '1', long = "singleclient")]
     single_client: bool,
+    /// Client, UDP: the server measures each datagram's one-way delay (its send time on our
+    /// clock against its own: as exact as the two clocks agree) and reports it.
+    #[arg(long = "trip-times")]
+    trip_times: bool,
+    /// Client: the datagrams' time-to-live (hop limit); 1 for a multicast group unless given.
+    #[arg(short = 'T', long = "ttl", value_name = "HOPS", value_parser = clap::value_parser!(u32).range(1..=255))]
+    ttl: Option<u32>,
+    /// Server: the source of a source-specific multicast group (-B GROUP): only its datagrams
+    /// are received (an (S,G) join).
+    #[arg(short = 'H', long = "ssm-host", value_name = "SOURCE")]
+    ssm_host: Option<IpAddr>,
     #[command(flatten)]
     flags: TestFlags,
 }
@@ -120,6 +131,27 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     if spec.protocol == Protocol::Udp && !args.flags.given().len {
         spec.len = IPERF2_UDP_LEN;
     }
+    // The client's own limits on these flags are usage errors (exit 2), said before connecting.
+    let multicast = host.parse::<IpAddr>().is_ok_and(|ip| ip.is_multicast());
+    if args.trip_times && spec.protocol != Protocol::Udp {
+        return Err(super::UsageError(
+            "--trip-times is measured over UDP here: add -u (perfpeer iperf -c stamps no TCP writes)".into(),
+        )
+        .into());
+    }
+    if args.trip_times && (spec.len as usize) < client::TRIP_TIMES_MIN_LEN {
+        return Err(super::UsageError(format!(
+            "--trip-times needs datagrams of at least {} bytes (-l)",
+            client::TRIP_TIMES_MIN_LEN
+        ))
+        .into());
+    }
+    if multicast && (spec.protocol != Protocol::Udp || spec.direction != Direction::Normal) {
+        return Err(super::UsageError(
+            "a multicast group takes UDP sent to it: add -u (and no -R or --full-duplex)".into(),
+        )
+        .into());
+    }
     let spec = perfpeer_shared::spec::ValidSpec::new(spec)?;
     let mut opts = args.flags.options()?;
     if args.ipv6_domain {
@@ -128,17 +160,27 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     let server = resolve_host(&host, args.port, opts.family)
         .await
         .map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
+    let extras = client::Iperf2Extras {
+        trip_times: args.trip_times,
+        ttl: args.ttl,
+    };
     let csv = args.csv();
     if !csv {
         out!(
             "{}",
             fmt::client_banner(&host, args.port, spec.protocol, spec.window)
         );
+        if server.ip().is_multicast() {
+            outln!(
+                "Sending to multicast group {} (TTL {}): no server report comes back",
+                server.ip(),
+                args.ttl.unwrap_or(1)
+            );
+        }
     }
-    let udp_rx = spec.protocol == Protocol::Udp
-        && spec.direction != perfpeer_shared::spec::Direction::Normal;
+    let udp_rx = spec.protocol == Protocol::Udp && spec.direction != Direction::Normal;
     // -e's columns are a sender's: a client that receives (-R) prints the plain rows.
-    let enhanced = args.enhanced && spec.direction == perfpeer_shared::spec::Direction::Normal;
+    let enhanced = args.enhanced && spec.direction == Direction::Normal;
     let (mut started_ms, mut our_sockets) = (0u64, Vec::new());
     let print = |ev: &TestEvent| {
         match ev {
@@ -175,7 +217,7 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
         Ok(())
     };
     let outcome = run_printing(
-        |events, cancel| client::run(server, &spec, &opts, events, cancel),
+        |events, cancel| client::run(server, &spec, &opts, extras, events, cancel),
         print,
     )
     .await?;
@@ -196,6 +238,25 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     })
 }
 
+/// `-B GROUP[%DEV]` (and `-H SOURCE`): the group to receive; `-H` without a group is a usage
+/// error.
+fn multicast_join(args: &IperfArgs, ip: IpAddr) -> anyhow::Result<Option<server::Join>> {
+    if !ip.is_multicast() {
+        return match args.ssm_host {
+            Some(_) => Err(super::UsageError(
+                "-H (the source of a source-specific group) needs -B GROUP".into(),
+            )
+            .into()),
+            None => Ok(None),
+        };
+    }
+    Ok(Some(server::Join {
+        group: ip,
+        device: args.flags.bind_device(),
+        source: args.ssm_host,
+    }))
+}
+
 async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
     let ip = match args.flags.bind_addr() {
         Some(ip) => ip,
@@ -209,14 +270,17 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
             .max_memory
             .unwrap_or_else(crate::budget::MemoryBudget::default_limit),
         one_client_at_a_time: args.single_client,
+        multicast: multicast_join(args, ip)?,
     };
     let (tx, events) = mpsc::unbounded_channel();
     let csv = args.csv();
-    if !csv {
-        out!(
+    match (&config.multicast, csv) {
+        (_, true) => {}
+        (Some(join), false) => out!("{}", fmt::group_banner(args.port, &join.joined_line())),
+        (None, false) => out!(
             "{}",
             fmt::server_banner(args.port, args.flags.spec(true).ok().and_then(|s| s.window))
-        );
+        ),
     }
     let addr = SocketAddr::new(ip, args.port);
     serve_printing(

@@ -70,6 +70,12 @@ pub fn server_banner(port: u16, window: Option<u32>) -> String {
     )
 }
 
+/// The banner of a server that receives a multicast group (UDP only), with iperf 2's line for
+/// the join (`join`, e.g. "Joining multicast group 239.255.1.1").
+pub fn group_banner(port: u16, join: &str) -> String {
+    format!("{RULE}\nServer listening on UDP port {port}\n{join}\n{RULE}\n")
+}
+
 fn window_text(window: Option<u32>) -> String {
     match window {
         Some(w) => format_bytes(f64::from(w))
@@ -305,7 +311,9 @@ pub fn client_sum_row(seconds: f64, bytes: u64, units: Units) -> String {
 }
 
 fn stream_row(s: &StreamFinal, units: Units) -> String {
-    let udp = s.udp_rx.map(|r| UdpColumns::of(r, s.datagrams_per_second()));
+    let udp = s
+        .udp_rx
+        .map(|r| UdpColumns::of(r, s.datagrams_per_second()));
     row_in(
         Some(s.id),
         (0.0, s.duration.as_secs_f64()),

@@ -9,6 +9,7 @@ use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use perfpeer_shared::one_way::{ClockBasis, OneWayFinal};
 use perfpeer_shared::report::{
     PeerRole, SideReport, StreamFinal, StreamRole, TestResult, UdpRxFinal,
 };
@@ -17,7 +18,9 @@ use socket2::{Domain, SockAddr, SockRef, Socket, Type};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::codec::{Amount, Header, ServerReport, UDP_HEADER_AT};
+use super::codec::{
+    Amount, Header, ServerReport, UDP_HEADER_AT, UDP_TRIP_TIMES_LEN, put_udp_start_time,
+};
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
 use crate::session::SessionError;
@@ -44,7 +47,7 @@ fn amount(spec: &TestSpec) -> Amount {
     clippy::cast_possible_wrap,
     reason = "iperf2's buffer length is a signed 32-bit field; our lengths are at most 1 MiB"
 )]
-fn header(spec: &TestSpec, port: u16) -> Header {
+fn header(spec: &TestSpec, port: u16, extras: &Iperf2Extras) -> Header {
     let mut h = Header::new(
         amount(spec),
         spec.streams,
@@ -54,6 +57,9 @@ fn header(spec: &TestSpec, port: u16) -> Header {
     h.buflen = spec.len as i32;
     h.rate = spec.per_stream_rate().map(|r| r.0);
     h.tos = spec.tos.unwrap_or(0);
+    if extras.trip_times && spec.protocol == Protocol::Udp {
+        h = h.with_trip_times();
+    }
     if spec.direction == Direction::Reverse {
         h.reverse()
     } else {
@@ -61,10 +67,30 @@ fn header(spec: &TestSpec, port: u16) -> Header {
     }
 }
 
-/// A UDP datagram's first bytes: room for the per-datagram header, then the test header.
-fn udp_template(spec: &TestSpec, port: u16) -> Vec<u8> {
+/// Smallest datagram that carries the trip-times headers.
+pub(crate) const TRIP_TIMES_MIN_LEN: usize = UDP_TRIP_TIMES_LEN;
+
+/// What `perfpeer iperf -c` asks of an iperf 2 server beyond the test spec.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Iperf2Extras {
+    /// UDP `--trip-times`: the server measures each datagram's one-way delay.
+    pub trip_times: bool,
+    /// `-T`: the TTL (hop limit) of the datagrams; 1 by default for a multicast group.
+    pub ttl: Option<u32>,
+}
+
+/// A UDP datagram's first bytes: room for the per-datagram header, then the test header (and
+/// for trip-times the test's start time on our wall clock).
+fn udp_template(spec: &TestSpec, port: u16, extras: &Iperf2Extras) -> Vec<u8> {
     let mut t = vec![0u8; UDP_HEADER_AT];
-    t.extend_from_slice(&header(spec, port).encode());
+    t.extend_from_slice(&header(spec, port, extras).encode());
+    if extras.trip_times {
+        t.resize(UDP_TRIP_TIMES_LEN, 0);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        put_udp_start_time(&mut t, now);
+    }
     t
 }
 
@@ -73,9 +99,30 @@ pub(crate) async fn run(
     server: SocketAddr,
     spec: &TestSpec,
     opts: &ClientOptions,
+    extras: Iperf2Extras,
     events: mpsc::UnboundedSender<TestEvent>,
     cancel: CancellationToken,
 ) -> Result<TestResult, SessionError> {
+    let multicast = server.ip().is_multicast();
+    let refuse = |message: &str| {
+        Err(SessionError::Refused {
+            code: perfpeer_shared::control::ErrorCode::InvalidSpec,
+            message: message.into(),
+        })
+    };
+    if multicast && (spec.protocol != Protocol::Udp || spec.direction != Direction::Normal) {
+        return refuse("a multicast group takes UDP sent to it (-u, without -R)");
+    }
+    if extras.trip_times && spec.protocol != Protocol::Udp {
+        return refuse(
+            "--trip-times is measured over UDP here (-u): a TCP stream's writes carry no send times from perfpeer iperf -c",
+        );
+    }
+    if extras.trip_times && (spec.len as usize) < UDP_TRIP_TIMES_LEN {
+        return refuse(&format!(
+            "--trip-times needs datagrams of at least {UDP_TRIP_TIMES_LEN} bytes (-l)"
+        ));
+    }
     if spec.direction == Direction::Bidir {
         return Err(SessionError::Refused {
             code: perfpeer_shared::control::ErrorCode::InvalidSpec,
@@ -83,10 +130,12 @@ pub(crate) async fn run(
         });
     }
     let (spec_c, opts_c) = (spec.clone(), opts.clone());
-    let setups = tokio::task::spawn_blocking(move || open_streams(&spec_c, server, &opts_c))
-        .await
-        .map_err(data_err)??;
-    let template = (spec.protocol == Protocol::Udp).then(|| udp_template(spec, server.port()));
+    let setups =
+        tokio::task::spawn_blocking(move || open_streams(&spec_c, server, &opts_c, &extras))
+            .await
+            .map_err(data_err)??;
+    let template =
+        (spec.protocol == Protocol::Udp).then(|| udp_template(spec, server.port(), &extras));
     let ready = Ready {
         test_id: String::new(),
         server_addr: server.to_string(),
@@ -103,6 +152,12 @@ pub(crate) async fn run(
         spec: spec.clone(),
         template: template.unwrap_or_default(),
         sockets: Vec::new(),
+        multicast,
+        clock: if server.ip().is_loopback() {
+            ClockBasis::SameHost
+        } else {
+            ClockBasis::SynchronisedClocks
+        },
     };
     drive(far, ready, spec, &events, &cancel).await
 }
@@ -115,6 +170,10 @@ struct Iperf2FarEnd {
     template: Vec<u8>,
     /// The data sockets, kept for the end's exchange.
     sockets: Vec<DataSocket>,
+    /// Sent to a multicast group: fins but no report (nobody answers a group).
+    multicast: bool,
+    /// What the server's one-way delays rest on.
+    clock: ClockBasis,
 }
 
 impl FarEnd for Iperf2FarEnd {
@@ -164,6 +223,14 @@ impl FarEnd for Iperf2FarEnd {
             }
             // The server sent: our receiver's figures are the test's; it sends no report.
             Protocol::Udp if self.spec.direction == Direction::Reverse => Ok(None),
+            Protocol::Udp if self.multicast => {
+                let template = self.template.clone();
+                let finals = local.streams.clone();
+                tokio::task::spawn_blocking(move || send_group_fins(&sockets, &finals, &template))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(None)
+            }
             Protocol::Udp => {
                 let template = self.template.clone();
                 let finals = local.streams.clone();
@@ -171,7 +238,7 @@ impl FarEnd for Iperf2FarEnd {
                     tokio::task::spawn_blocking(move || fin_exchange(&sockets, &finals, &template))
                         .await
                         .map_err(|e| e.to_string())??;
-                Ok(Some(remote_report(&reports)))
+                Ok(Some(remote_report(&reports, self.clock)))
             }
         }
     }
@@ -181,6 +248,7 @@ fn open_streams(
     spec: &TestSpec,
     server: SocketAddr,
     opts: &ClientOptions,
+    extras: &Iperf2Extras,
 ) -> Result<Vec<StreamSetup>, SessionError> {
     let role = if spec.direction == Direction::Reverse {
         StreamRole::Receiver
@@ -208,6 +276,7 @@ fn open_streams(
                     .map_err(data_err)?;
             }
             sockopt::apply(SockRef::from(&socket), spec, server.is_ipv6()).map_err(data_err)?;
+            set_ttl(&socket, server, extras.ttl).map_err(data_err)?;
             let socket = match spec.protocol {
                 Protocol::Tcp => {
                     socket
@@ -219,7 +288,7 @@ fn open_streams(
                     let mut stream: TcpStream = socket.into();
                     // The header goes out as a write of its own, as iperf2's client sends it.
                     stream
-                        .write_all(&header(spec, server.port()).encode())
+                        .write_all(&header(spec, server.port(), extras).encode())
                         .map_err(data_err)?;
                     DataSocket::Tcp(Arc::new(stream))
                 }
@@ -227,7 +296,7 @@ fn open_streams(
                     socket.connect(&SockAddr::from(server)).map_err(data_err)?;
                     let udp: UdpSocket = socket.into();
                     if spec.direction == Direction::Reverse {
-                        ask_reverse_flow(&udp, spec, server)?;
+                        ask_reverse_flow(&udp, spec, server, extras)?;
                     }
                     DataSocket::Udp(Arc::new(udp))
                 }
@@ -246,8 +315,9 @@ fn ask_reverse_flow(
     udp: &UdpSocket,
     spec: &TestSpec,
     server: SocketAddr,
+    extras: &Iperf2Extras,
 ) -> Result<(), SessionError> {
-    let mut hello = udp_template(spec, server.port());
+    let mut hello = udp_template(spec, server.port(), extras);
     let format = DatagramFormat::Iperf2 { seq64: true };
     udp.set_read_timeout(Some(Duration::from_millis(250)))
         .map_err(data_err)?;
@@ -294,6 +364,74 @@ fn drain_until_closed(sockets: &[DataSocket]) {
     }
 }
 
+/// `-T`: the datagrams' TTL (hop limit). A multicast group's is 1 unless given (the group stays
+/// on the link, as iperf 2 keeps it); unicast keeps the system's default unless given.
+fn set_ttl(socket: &Socket, to: SocketAddr, ttl: Option<u32>) -> std::io::Result<()> {
+    match (to.ip().is_multicast(), to.is_ipv6(), ttl) {
+        (true, false, ttl) => socket.set_multicast_ttl_v4(ttl.unwrap_or(1)),
+        (true, true, hops) => socket.set_multicast_hops_v6(hops.unwrap_or(1)),
+        (false, false, Some(ttl)) => socket.set_ttl_v4(ttl),
+        (false, true, Some(hops)) => socket.set_unicast_hops_v6(hops),
+        (false, _, None) => Ok(()),
+    }
+}
+
+/// Fins a multicast sender ends each stream with: a few, 10 ms apart, as nobody will answer.
+const GROUP_FINS: usize = 3;
+
+/// Ends each stream sent to a multicast group with [`GROUP_FINS`] fins, awaiting nothing.
+#[allow(
+    clippy::cast_possible_wrap,
+    reason = "iperf2's fin ids are negative 32-bit counts: datagram counts stay far below 2^63"
+)]
+fn send_group_fins(sockets: &[DataSocket], finals: &[StreamFinal], template: &[u8]) {
+    for (socket, fin) in sockets.iter().zip(finals) {
+        let DataSocket::Udp(udp) = socket else {
+            continue;
+        };
+        let mut fins = Fins::new(template, fin.packets.unwrap_or(0) as i64);
+        for _ in 0..GROUP_FINS {
+            fins.send(udp);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// The fins of a stream that sent `sent` datagrams: ids −(N+1), −(N+2), …, each stamped now.
+struct Fins {
+    datagram: Vec<u8>,
+    next: i64,
+}
+
+impl Fins {
+    fn new(template: &[u8], sent: i64) -> Fins {
+        let mut datagram = template.to_vec();
+        datagram.resize(template.len().max(UDP_HEADER_AT + 60), 0);
+        Fins {
+            datagram,
+            next: -(sent + 1),
+        }
+    }
+
+    #[allow(
+        clippy::cast_sign_loss,
+        reason = "iperf2's fin ids are negative counts, written as their bits"
+    )]
+    fn send(&mut self, udp: &UdpSocket) {
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        DatagramFormat::Iperf2 { seq64: true }.write_data(
+            &mut self.datagram,
+            self.next as u64,
+            Duration::ZERO,
+            wall,
+        );
+        let _ = udp.send(&self.datagram);
+        self.next -= 1;
+    }
+}
+
 /// Sends fins (id −(N+1), −(N+2), …) every 10 ms until each stream's server report arrives.
 #[allow(
     clippy::cast_possible_wrap,
@@ -315,29 +453,13 @@ fn fin_exchange(
     Ok(reports)
 }
 
-#[allow(
-    clippy::cast_possible_wrap,
-    clippy::cast_sign_loss,
-    reason = "iperf2's fin ids are negative counts, written as their bits"
-)]
 fn await_report(udp: &UdpSocket, sent: i64, template: &[u8]) -> Result<ServerReport, String> {
-    let mut datagram = template.to_vec();
-    datagram.resize(template.len().max(UDP_HEADER_AT + 60), 0);
+    let mut fins = Fins::new(template, sent);
     let _ = udp.set_read_timeout(Some(Duration::from_millis(10)));
     let mut buf = [0u8; 2048];
     let start = Instant::now();
-    for k in 0..FIN_TRIES as i64 {
-        let id = -(sent + 1 + k);
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        DatagramFormat::Iperf2 { seq64: true }.write_data(
-            &mut datagram,
-            id as u64,
-            Duration::ZERO,
-            wall,
-        );
-        let _ = udp.send(&datagram);
+    for _ in 0..FIN_TRIES {
+        fins.send(udp);
         while let Ok(n) = udp.recv(&mut buf) {
             // A 28-byte header ack is not the report.
             if n > super::codec::ACK_LEN {
@@ -353,7 +475,7 @@ fn await_report(udp: &UdpSocket, sent: i64, template: &[u8]) -> Result<ServerRep
 }
 
 /// The server's side as far as its reports tell it.
-fn remote_report(reports: &[(u32, ServerReport)]) -> SideReport {
+fn remote_report(reports: &[(u32, ServerReport)], clock: ClockBasis) -> SideReport {
     let streams = reports
         .iter()
         .map(|(id, r)| StreamFinal {
@@ -371,7 +493,14 @@ fn remote_report(reports: &[(u32, ServerReport)]) -> SideReport {
                 duplicates: 0,
                 jitter_ms: r.jitter.as_secs_f64() * 1000.0,
                 max_gap_ms: None,
-                one_way: None,
+                one_way: r.transit.map(|t| {
+                    OneWayFinal::from_moments(
+                        u64::from(t.count),
+                        (t.min_s, t.sum_s / f64::from(t.count.max(1)), t.max_s),
+                        t.m2_s2,
+                        clock,
+                    )
+                }),
             }),
             rr: None,
             writes: None,

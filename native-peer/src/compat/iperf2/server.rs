@@ -27,6 +27,8 @@ use super::clients::{
 use super::codec::{
     ACK_LEN, Amount, BounceBack, Header, ServerReport, TransitReport, UDP_HEADER_AT, ack, flags,
 };
+use super::multicast;
+pub(crate) use super::multicast::Join;
 use crate::admission::{Admission, Admitted, Caps, LogLimit, LogLine, accept_admitted};
 use crate::budget::MemoryBudget;
 use crate::engine::wire::DatagramFormat;
@@ -153,6 +155,9 @@ pub(crate) struct ServerConfig {
     pub max_memory: u64,
     /// Serve one client address's TCP streams at a time; others wait (`-1`).
     pub one_client_at_a_time: bool,
+    /// Receive this multicast group (UDP only, no report sent back), instead of serving TCP
+    /// and UDP on the address.
+    pub multicast: Option<Join>,
 }
 
 /// What the server reports to its printer.
@@ -231,7 +236,16 @@ pub(crate) async fn run(
     events: tokio::sync::mpsc::UnboundedSender<ServerEvent>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let (tcp, udp) = crate::server::data_listener::bind(addr)?;
+    let (tcp, udp) = match &config.multicast {
+        Some(join) => (
+            None,
+            UdpSocket::from_std(multicast::bind_and_join(join, addr.port())?)?,
+        ),
+        None => {
+            let (tcp, udp) = crate::server::data_listener::bind(addr)?;
+            (Some(tcp), udp)
+        }
+    };
     let local = udp.local_addr()?;
     let shared = Arc::new(Shared {
         memory: MemoryBudget::new(config.max_memory),
@@ -248,6 +262,12 @@ pub(crate) async fn run(
     let tasks = TaskTracker::new();
     tasks.spawn(udp_flows(udp, local, shared.clone(), tasks.clone()));
     let unidentified = Admission::new(UNIDENTIFIED_CAPS);
+    let Some(tcp) = tcp else {
+        // A multicast group: datagrams only.
+        shared.shutdown.cancelled().await;
+        crate::server::drain(&tasks).await;
+        return Ok(());
+    };
     while let Some((stream, from, place)) =
         accept_admitted(&tcp, &unidentified, &DROPPED, &shared.shutdown).await
     {
@@ -353,7 +373,9 @@ async fn bounce_back(
         .charge(u64::from(header.size))
         .map_err(|e| Reason::Failed(e.to_string()))?;
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-    let local = stream.local_addr().map_or_else(|_| "?".into(), |a| a.to_string());
+    let local = stream
+        .local_addr()
+        .map_or_else(|_| "?".into(), |a| a.to_string());
     let stop = shared.shutdown.child_token();
     let evicted = place.evicted().clone();
     let watch = {
@@ -702,10 +724,12 @@ async fn udp_flow(
     // failed), and never more bytes of reports than the flow sent: iperf2's UDP protocol has no
     // way to prove its source address, so a forged flow must reflect nothing larger than itself
     // (QUIC allows 3 times what a source sent before it proves its address).
+    // A flow to a multicast group gets nothing back, as from a stock 2.1 server: its sender
+    // awaits no report, and a receiver must never answer a group's sender.
     let report_budget = local_report
         .streams
         .first()
-        .filter(|_| status == TestStatus::Complete)
+        .filter(|_| status == TestStatus::Complete && shared.config.multicast.is_none())
         .map_or(0, |rx| rx.bytes);
     if let Some(rx) = local_report.streams.first().filter(|_| report_budget > 0) {
         let stats = rx.udp_rx.unwrap_or_default();

@@ -1,0 +1,163 @@
+//! Multicast UDP on a switched LAN of network namespaces: one sender, receivers that joined the
+//! group (`perfpeer iperf -s -u -B GROUP%lan0`, and stock `iperf -s` in the same role) each
+//! count the stream, a host that did not join gets nothing, and no receiver sends anything
+//! back. Stock iperf 2.1.8 and `perfpeer iperf -c` take turns as the sender.
+
+use std::path::Path;
+use std::time::Duration;
+
+use perfpeer_tests::netns::{Bridged, LAN_DEV, available};
+use perfpeer_tests::{Running, have, perfpeer_bin, skip};
+
+const GROUP: &str = "239.255.1.1";
+const PORT: &str = "5101";
+
+fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `PROGRAM ARGS` in host `k` of `lan`.
+fn spawn_in(lan: &Bridged, k: usize, program: &Path, args: &[&str]) -> Running {
+    let mut all: Vec<String> = lan.prefix(k)[1..].to_vec();
+    all.push(program.display().to_string());
+    all.extend(args.iter().map(|a| a.to_string()));
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    Running::spawn(Path::new("ip"), &all)
+}
+
+/// Packets host `k` has sent on its LAN interface.
+fn tx_packets(lan: &Bridged, k: usize) -> u64 {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", &lan.hosts[k], "cat"])
+        .arg(format!("/sys/class/net/{LAN_DEV}/statistics/tx_packets"))
+        .output()
+        .expect("cat");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(u64::MAX)
+}
+
+/// The bytes of the first result row (`[  1] 0.0000-2.0 sec  488 KBytes …`) a server printed,
+/// and its `lost/total`.
+fn received(output: &str) -> Option<(f64, String)> {
+    let row = output
+        .lines()
+        .find(|l| l.starts_with('[') && l.contains(" sec ") && l.contains(" ms "))?;
+    let words: Vec<&str> = row.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "sec")?;
+    let amount: f64 = words.get(at + 1)?.parse().ok()?;
+    let unit = words.get(at + 2)?;
+    let kib = match *unit {
+        "Bytes" => amount / 1024.0,
+        "KBytes" => amount,
+        "MBytes" => amount * 1024.0,
+        _ => return None,
+    };
+    let loss = words.iter().find(|w| {
+        w.split_once('/')
+            .is_some_and(|(a, b)| a.parse::<u64>().is_ok() && b.parse::<u64>().is_ok())
+    })?;
+    Some((kib, loss.to_string()))
+}
+
+#[test]
+fn group_receivers_each_count_the_stream_and_a_host_that_did_not_join_gets_nothing() {
+    if !available() {
+        skip("needs root and iproute2 for network namespaces");
+        return;
+    }
+    if !have("iperf") {
+        return;
+    }
+    // Host 0 sends; 1 and 2 join (ours, then stock in host 2 for the second round); 3 serves
+    // unicast only.
+    let lan = Bridged::new("mc", 4).expect("LAN");
+    let ours = perfpeer_bin();
+    let bind = format!("{GROUP}%{LAN_DEV}");
+    let senders: [(&str, Vec<&str>); 2] = [
+        ("stock iperf -c", vec!["iperf"]),
+        ("perfpeer iperf -c", vec![ours.to_str().unwrap(), "iperf"]),
+    ];
+    for (round, (who, program)) in senders.iter().enumerate() {
+        let receiver_2: (&Path, Vec<&str>) = if round == 0 {
+            (
+                ours.as_path(),
+                vec!["iperf", "-s", "-u", "-B", &bind, "-p", PORT],
+            )
+        } else {
+            (
+                Path::new("iperf"),
+                vec!["-s", "-u", "-B", &bind, "-p", PORT],
+            )
+        };
+        let r1 = spawn_in(
+            &lan,
+            1,
+            &ours,
+            &["iperf", "-s", "-u", "-B", &bind, "-p", PORT],
+        );
+        let r2 = spawn_in(&lan, 2, receiver_2.0, &receiver_2.1);
+        let bystander = spawn_in(&lan, 3, &ours, &["iperf", "-s", "-p", PORT]);
+        std::thread::sleep(Duration::from_millis(1500));
+        let sent_before = [1, 2, 3].map(|k| tx_packets(&lan, k));
+        let mut args: Vec<&str> = program[1..].to_vec();
+        args.extend([
+            "-c", GROUP, "-u", "-T", "1", "-b", "2M", "-t", "2", "-p", PORT,
+        ]);
+        let sender = spawn_in(&lan, 0, Path::new(program[0]), &args);
+        let sent = sender.wait(Duration::from_secs(20));
+        assert!(sent.status.success(), "{who}: {}", text(&sent));
+        std::thread::sleep(Duration::from_millis(1500));
+        let sent_after = [1, 2, 3].map(|k| tx_packets(&lan, k));
+        let outputs: Vec<String> = [r1, r2, bystander]
+            .into_iter()
+            .map(|r| text(&r.wait(Duration::from_millis(500))))
+            .collect();
+        // 2 Mbit/s for 2 s is 488 KiB.
+        for (k, out) in outputs[..2].iter().enumerate() {
+            let (kib, loss) = received(out)
+                .unwrap_or_else(|| panic!("{who}: receiver {} printed no result: {out}", k + 1));
+            assert!(
+                (400.0..600.0).contains(&kib),
+                "{who}: receiver {}: {out}",
+                k + 1
+            );
+            assert!(
+                loss.starts_with("0/"),
+                "{who}: receiver {} lost some: {out}",
+                k + 1
+            );
+        }
+        assert!(
+            received(&outputs[2]).is_none(),
+            "{who}: a host that did not join got the stream: {}",
+            outputs[2]
+        );
+        // Our receivers answer nothing: no packet left them during the test (their IGMP
+        // reports went out when they joined, before it). A stock receiver rejoins the group
+        // when a flow ends (IGMP reports of its own), so it is not counted.
+        for (i, (before, after)) in sent_before.iter().zip(sent_after).enumerate() {
+            if i == 1 && round == 1 {
+                continue;
+            }
+            assert!(
+                after == *before,
+                "{who}: host {} sent {} packets during the test",
+                i + 1,
+                after - before
+            );
+        }
+        if round == 0 {
+            assert!(
+                outputs[0].contains(&format!("Joining multicast group {GROUP} on {LAN_DEV}")),
+                "{}",
+                outputs[0]
+            );
+        }
+    }
+}
