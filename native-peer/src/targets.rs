@@ -86,6 +86,12 @@ pub(crate) async fn run(
                     .into(),
         });
     }
+    if spec.trip_times && kind != Kind::Iperf2 {
+        return Err(SessionError::Refused {
+            code: ErrorCode::InvalidSpec,
+            message: "--trip-times is measured by perfpeer peers and iperf 2 servers (iperf://), not by stock iperf3 or ttcp".into(),
+        });
+    }
     let server = resolve_host(&host, port, opts.family)
         .await
         .map_err(|reason| SessionError::Unreachable {
@@ -97,7 +103,11 @@ pub(crate) async fn run(
             iperf3::client::run(server, spec, Default::default(), opts, events, cancel).await
         }
         Kind::Iperf2 => {
-            iperf2::client::run(server, spec, opts, Default::default(), events, cancel).await
+            let extras = iperf2::client::Iperf2Extras {
+                trip_times: spec.trip_times,
+                ttl: None,
+            };
+            iperf2::client::run(server, spec, opts, extras, events, cancel).await
         }
         Kind::Ttcp => run_ttcp(server, spec, opts.connect_timeout, &events, &cancel).await,
         Kind::Perfpeer => unreachable!("handled above"),

@@ -90,6 +90,37 @@ impl OneWayFinal {
     }
 }
 
+impl OneWayFinal {
+    /// The figures of several streams together (Chan's parallel update of the mean and M2);
+    /// percentiles only for a single stream (they do not add up). `None` for no stream.
+    pub fn combine(parts: &[OneWayFinal]) -> Option<OneWayFinal> {
+        let (first, rest) = parts.split_first()?;
+        let mut all = *first;
+        for p in rest {
+            let n = all.count + p.count;
+            if n == 0 {
+                continue;
+            }
+            let (na, nb) = (all.count as f64, p.count as f64);
+            let (ma, mb) = (all.mean_ms / 1e3, p.mean_ms / 1e3);
+            let delta = mb - ma;
+            let mean = ma + delta * nb / n as f64;
+            all.m2_s2 += p.m2_s2 + delta * delta * na * nb / n as f64;
+            all.count = n;
+            all.mean_ms = mean * 1e3;
+            all.min_ms = all.min_ms.min(p.min_ms);
+            all.max_ms = all.max_ms.max(p.max_ms);
+            all.negative += p.negative;
+            all.percentiles = None;
+            if p.clock == ClockBasis::SynchronisedClocks {
+                all.clock = p.clock;
+            }
+        }
+        all.stdev_ms = stdev_ms(all.count, all.m2_s2);
+        Some(all)
+    }
+}
+
 /// Sample standard deviation in ms from Welford's M2 (s²); 0 below two samples.
 fn stdev_ms(count: u64, m2_s2: f64) -> f64 {
     if count < 2 {
@@ -212,6 +243,38 @@ mod tests {
         // The same moments as a stock server reports them give the same stdev.
         let stock = OneWayFinal::from_moments(100, (0.001, 0.0505, 0.1), f.m2_s2, f.clock);
         assert!((stock.stdev_ms - f.stdev_ms).abs() < 1e-9 && stock.percentiles.is_none());
+    }
+
+    #[test]
+    fn streams_combine_as_one() {
+        let (mut a, mut b, mut both) = (
+            OneWayDelays::default(),
+            OneWayDelays::default(),
+            OneWayDelays::default(),
+        );
+        for i in 0..50 {
+            let (x, y) = (f64::from(i) * 1e-4, 0.01 + f64::from(i) * 3e-4);
+            a.record(x);
+            b.record(y);
+            both.record(x);
+            both.record(y);
+        }
+        let clock = ClockBasis::SameHost;
+        let parts = [a.finish(clock).unwrap(), b.finish(clock).unwrap()];
+        let sum = OneWayFinal::combine(&parts).unwrap();
+        let whole = both.finish(clock).unwrap();
+        assert_eq!(sum.count, 100);
+        for (x, y) in [
+            (sum.mean_ms, whole.mean_ms),
+            (sum.stdev_ms, whole.stdev_ms),
+            (sum.min_ms, whole.min_ms),
+            (sum.max_ms, whole.max_ms),
+        ] {
+            assert!((x - y).abs() < 1e-9, "{x} vs {y}");
+        }
+        assert!(sum.percentiles.is_none());
+        assert_eq!(OneWayFinal::combine(&parts[..1]), Some(parts[0]));
+        assert_eq!(OneWayFinal::combine(&[]), None);
     }
 
     #[test]

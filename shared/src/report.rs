@@ -713,11 +713,10 @@ fn totals(streams: &[&StreamFinal]) -> Option<DirectionTotals> {
             duplicates: rx.iter().map(|r| r.duplicates).sum(),
             jitter_ms: rx.iter().map(|r| r.jitter_ms).sum::<f64>() / rx.len() as f64,
             max_gap_ms: rx.iter().fold(None, |m, r| max_opt(m, r.max_gap_ms)),
-            // Percentiles do not add up across streams: a sum has them only for one stream.
-            one_way: match rx.as_slice() {
-                [one] => one.one_way,
-                _ => None,
-            },
+            // Moments combine across streams; percentiles only for one stream.
+            one_way: crate::one_way::OneWayFinal::combine(
+                &rx.iter().filter_map(|r| r.one_way).collect::<Vec<_>>(),
+            ),
         })
     };
     let tcp: Vec<TcpFinal> = streams.iter().filter_map(|s| s.tcp).collect();

@@ -167,6 +167,11 @@ pub struct TestSpec {
     /// instead of perfpeer's clock (`--fq-pacing`, like iperf3's `--fq-rate`; needs `-b`).
     #[serde(default)]
     pub fq_pacing: bool,
+    /// One-way delay of every datagram (`--trip-times`, iperf 2's name): senders stamp their
+    /// wall-clock time, receivers read it against theirs (UDP; exact on one host, as good as the
+    /// clocks' synchronisation between two).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trip_times: bool,
     /// DCCP service code and CCID (DCCP only; `None` = the defaults).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dccp: Option<DccpSpec>,
@@ -220,6 +225,7 @@ impl TestSpec {
             rr: None,
             skip_rx_copy: false,
             fq_pacing: false,
+            trip_times: false,
             dccp: None,
         }
     }
@@ -295,6 +301,9 @@ impl TestSpec {
         }
         if self.fq_pacing && (self.protocol != Protocol::Tcp || self.per_stream_rate().is_none()) {
             return Err(SpecError::FqPacing);
+        }
+        if self.trip_times && (self.protocol != Protocol::Udp || self.rr.is_some()) {
+            return Err(SpecError::TripTimes);
         }
         if let Some(burst) = self.burst
             && (!(1..=MAX_BURST).contains(&burst) || self.per_stream_rate().is_none())
@@ -440,6 +449,9 @@ pub enum SpecError {
     /// `--fq-pacing` without TCP or without a rate.
     #[error("--fq-pacing applies to TCP with a rate (-b)")]
     FqPacing,
+    /// `--trip-times` on a test whose data is not UDP datagrams with perfpeer's header.
+    #[error("--trip-times measures UDP datagrams (-u, not --rr)")]
+    TripTimes,
     /// A burst out of range, or without a rate.
     #[error("a burst (-b RATE/BURST) is 1 to {MAX_BURST} writes, with a rate above 0; got {0}")]
     Burst(u32),

@@ -169,3 +169,42 @@ fn a_burst_keeps_the_rate_and_spaces_the_groups() {
     let out = perfpeer_test(&[&peer.control, "-u", "-b", "2M/0"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `--trip-times` over loopback: one clock, every datagram's delay counted, in both directions
+/// of `-R`; on TCP a usage error.
+#[test]
+fn trip_times_count_every_datagram_on_one_clock() {
+    let peer = Peer::start(&["--open"]);
+    for reverse in [false, true] {
+        let mut args = vec![
+            peer.control.as_str(),
+            "-u",
+            "-b",
+            "4M",
+            "-t",
+            "2",
+            "--trip-times",
+            "-J",
+        ];
+        if reverse {
+            args.push("-R");
+        }
+        let v = json_of(&perfpeer_test(&args), &args);
+        let count = perfpeer_tests::u64_at(&v, "/perfpeer/udp/one_way/count");
+        let packets = perfpeer_tests::u64_at(&v, "/end/sum_received/packets");
+        assert!(
+            count > 0 && count + 2 >= packets,
+            "{count} of {packets}: {v}"
+        );
+        let d = |k: &str| f64_at(&v, &format!("/perfpeer/udp/one_way/{k}"));
+        assert!(0.0 <= d("min_ms") && d("min_ms") <= d("mean_ms") && d("mean_ms") <= d("max_ms"));
+        assert!(d("mean_ms") < 20.0, "loopback: {v}");
+        assert_eq!(
+            v.pointer("/perfpeer/udp/one_way/clock")
+                .and_then(|c| c.as_str()),
+            Some("same_host")
+        );
+    }
+    let out = perfpeer_test(&[peer.control.as_str(), "--trip-times", "-t", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}

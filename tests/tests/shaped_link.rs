@@ -102,3 +102,72 @@ fn bind_dev_sends_the_test_out_of_that_interface_only() {
     let out = perfpeer_test_with(hosts.prefix_a(), &[ADDR_B, "--bind-dev", "no/slash"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The one-way delay of a direction with a standing queue, and of the other: each
+/// `--trip-times` figure lands where the link puts it (the namespaces share one clock). This
+/// kernel has no `netem`, so the delay is a full `tbf` queue on A's way out: 4 Mbit/s with 40 ms
+/// of latency and a 16 KB burst hold (4 Mbit/s × 40 ms + 16 KB) = 36 KB, 72 ms at the rate,
+/// kept full by 8 Mbit/s of UDP; B's way out keeps its 20 Mbit/s and no queue.
+#[test]
+fn trip_times_show_a_delay_on_one_direction_only() {
+    let Some(hosts) = hosts("t") else { return };
+    let out = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &hosts.ns_a,
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+        ])
+        .args([
+            hosts.dev_a.as_str(),
+            "root",
+            "tbf",
+            "rate",
+            "4mbit",
+            "burst",
+            "16kb",
+        ])
+        .args(["latency", "40ms"])
+        .output()
+        .expect("tc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _peer = Peer::start_with(
+        hosts.prefix_b(),
+        &format!("{ADDR_B}:5210"),
+        "5211",
+        &["--open"],
+    );
+    let mut delays = Vec::new();
+    for reverse in [false, true] {
+        let mut args = vec![ADDR_B, "-u", "-b", "8M", "-t", "3", "--trip-times", "-J"];
+        if reverse {
+            args.push("-R");
+        }
+        let v = json_of(&perfpeer_test_with(hosts.prefix_a(), &args), &args);
+        let d = |k: &str| f64_at(&v, &format!("/perfpeer/udp/one_way/{k}"));
+        assert_eq!(
+            v.pointer("/perfpeer/udp/one_way/clock")
+                .and_then(|c| c.as_str()),
+            Some("synchronised_clocks"),
+            "two addresses: the clocks' agreement is what the figure rests on"
+        );
+        delays.push((d("mean_ms"), d("min_ms"), d("max_ms")));
+    }
+    let ((a_to_b, _, a_max), (b_to_a, _, _)) = (delays[0], delays[1]);
+    assert!(
+        (55.0..80.0).contains(&a_to_b),
+        "A → B through the queue: {delays:?}"
+    );
+    assert!(a_max <= 80.0, "the queue holds 72 ms: {delays:?}");
+    assert!(
+        (0.0..5.0).contains(&b_to_a),
+        "B → A without a queue: {delays:?}"
+    );
+}

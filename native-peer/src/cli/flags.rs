@@ -129,6 +129,10 @@ pub(super) struct TestFlags {
     /// iperf3's --skip-rx-copy.
     #[arg(long)]
     skip_rx_copy: bool,
+    /// UDP: the one-way delay of every datagram (the sender's wall-clock time against the
+    /// receiver's): exact on one host, as good as the clocks' NTP/PTP sync between two.
+    #[arg(long = "trip-times")]
+    trip_times: bool,
     /// Pace TCP with the kernel's SO_MAX_PACING_RATE instead of perfpeer's clock (needs -b).
     #[arg(long)]
     fq_pacing: bool,
@@ -309,6 +313,7 @@ impl TestFlags {
         spec.no_delay = self.no_delay;
         spec.tos = self.tos;
         spec.skip_rx_copy = self.skip_rx_copy;
+        spec.trip_times = self.trip_times;
         spec.fq_pacing = self.fq_pacing;
         if self.rr {
             if self.len.is_none() {
@@ -340,6 +345,11 @@ impl TestFlags {
     /// Whether `-i` was given (iperf2 prints intervals only then).
     pub(super) fn interval_given(&self) -> bool {
         self.interval.is_some()
+    }
+
+    /// `--trip-times`.
+    pub(super) fn trip_times(&self) -> bool {
+        self.trip_times
     }
 
     /// `-B`, if given.

@@ -70,10 +70,6 @@ pub(super) struct IperfArgs {
     /// Server: serve one client address's TCP streams at a time; the others wait their turn.
     #[arg(short = '1', long = "singleclient")]
     single_client: bool,
-    /// Client, UDP: the server measures each datagram's one-way delay (its send time on our
-    /// clock against its own: as exact as the two clocks agree) and reports it.
-    #[arg(long = "trip-times")]
-    trip_times: bool,
     /// Client: the datagrams' time-to-live (hop limit); 1 for a multicast group unless given.
     #[arg(short = 'T', long = "ttl", value_name = "HOPS", value_parser = clap::value_parser!(u32).range(1..=255))]
     ttl: Option<u32>,
@@ -133,13 +129,13 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     }
     // The client's own limits on these flags are usage errors (exit 2), said before connecting.
     let multicast = host.parse::<IpAddr>().is_ok_and(|ip| ip.is_multicast());
-    if args.trip_times && spec.protocol != Protocol::Udp {
+    if args.flags.trip_times() && spec.protocol != Protocol::Udp {
         return Err(super::UsageError(
             "--trip-times is measured over UDP here: add -u (perfpeer iperf -c stamps no TCP writes)".into(),
         )
         .into());
     }
-    if args.trip_times && (spec.len as usize) < client::TRIP_TIMES_MIN_LEN {
+    if args.flags.trip_times() && (spec.len as usize) < client::TRIP_TIMES_MIN_LEN {
         return Err(super::UsageError(format!(
             "--trip-times needs datagrams of at least {} bytes (-l)",
             client::TRIP_TIMES_MIN_LEN
@@ -161,7 +157,7 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
         .await
         .map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
     let extras = client::Iperf2Extras {
-        trip_times: args.trip_times,
+        trip_times: args.flags.trip_times(),
         ttl: args.ttl,
     };
     let csv = args.csv();

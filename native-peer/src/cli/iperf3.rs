@@ -184,6 +184,12 @@ fn verbose_lines() -> String {
 
 async fn run_client(host: String, args: &Iperf3Args) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
+    if args.flags.trip_times() {
+        return Err(super::UsageError(
+            "--trip-times is not an iperf3 flag: use perfpeer test -u --trip-times (or perfpeer iperf)".into(),
+        )
+        .into());
+    }
     let spec = client_spec(args)?;
     let mut opts = args.flags.options()?;
     opts.connect_timeout = args.flags.connect_timeout_as(Dialect::Iperf3)?;

@@ -216,7 +216,11 @@ struct Worker {
     format: DatagramFormat,
     template: Option<Arc<Vec<u8>>>,
     first_datagram: Option<Vec<u8>>,
+    /// Measure each datagram's one-way delay (its send time must be wall-clock time).
     one_way: Option<ClockBasis>,
+    /// A sender stamps wall-clock time, not time since the epoch, into perfpeer's datagram
+    /// header (`--trip-times`: the receiver reads it against its own wall clock).
+    stamp_wall: bool,
     rr: Option<RequestResponse>,
     skip_rx_copy: bool,
     fq_pacing: bool,
@@ -224,6 +228,33 @@ struct Worker {
     /// made one stream half again as fast on loopback and several streams at once slower
     /// (docs/benchmarks.md, "A sendfile sender").
     alone: bool,
+}
+
+/// Whether (and on what clock assumption) a stream measures one-way delays: a stock tool's
+/// format when its driver asks (iperf 2's wall-clock stamps), perfpeer's own for a UDP receiver
+/// of a `--trip-times` test (its sender stamps wall-clock time).
+fn one_way_basis(
+    spec: &TestSpec,
+    wire: &WireOptions,
+    role: StreamRole,
+    socket: &DataSocket,
+) -> Option<ClockBasis> {
+    if wire.format.stamps_wall_clock() {
+        return wire.one_way;
+    }
+    let ours = spec.trip_times
+        && wire.format == DatagramFormat::Perfpeer
+        && role == StreamRole::Receiver
+        && spec.protocol == Protocol::Udp;
+    let DataSocket::Udp(udp) = socket else {
+        return None;
+    };
+    ours.then(|| match udp.peer_addr() {
+        Ok(peer) if peer.ip().is_loopback() || peer.ip().to_canonical().is_loopback() => {
+            ClockBasis::SameHost
+        }
+        _ => ClockBasis::SynchronisedClocks,
+    })
 }
 
 impl Worker {
@@ -299,7 +330,8 @@ impl Engine {
                 first_datagram: (setup.role == StreamRole::Receiver)
                     .then(|| wire.first_datagram.clone())
                     .flatten(),
-                one_way: wire.one_way.filter(|_| wire.format.stamps_wall_clock()),
+                one_way: one_way_basis(spec, wire, setup.role, &setup.socket),
+                stamp_wall: spec.trip_times && wire.format == DatagramFormat::Perfpeer,
                 rr: spec.rr,
                 skip_rx_copy: spec.skip_rx_copy,
                 fq_pacing: spec.fq_pacing,

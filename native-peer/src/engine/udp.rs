@@ -7,8 +7,11 @@ use std::io;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use perfpeer_shared::one_way::ClockBasis;
+
 use super::datagram::Datagrams;
 use super::pacing::{Pacer, tighten_timer_slack, wait_until};
+use super::udp_stats::UdpRxStats;
 use super::wire::{Datagram, DatagramFormat, UdpControl};
 use super::{POLL, Worker, is_retry};
 
@@ -52,8 +55,9 @@ pub(super) fn send(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
         {
             break;
         }
-        w.format
-            .write_data(&mut buf, seq + 1, epoch.elapsed(), wall_clock());
+        let wall = wall_clock();
+        let mono = if w.stamp_wall { wall } else { epoch.elapsed() };
+        w.format.write_data(&mut buf, seq + 1, mono, wall);
         match sock.send(&buf) {
             Ok(n) => {
                 seq += 1;
@@ -134,7 +138,7 @@ pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
                     let mut stats = lock(&w.counters.udp_rx);
                     stats.on_datagram(seq.unwrap_or(count), sent.unwrap_or(arrived), arrived);
                     if let (Some(clock), Some(sent)) = (w.one_way, sent) {
-                        stats.on_one_way(wall_now().as_secs_f64() - sent.as_secs_f64(), clock);
+                        record_one_way(&mut stats, sent, clock);
                     }
                     drop(stats);
                     bytes += n as u64;
@@ -154,8 +158,7 @@ pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
                             if let (Some(clock), Some(sent)) =
                                 (w.one_way, w.format.fin_sent(&buf[..n]))
                             {
-                                let delay = wall_now().as_secs_f64() - sent.as_secs_f64();
-                                stats.on_one_way(delay, clock);
+                                record_one_way(&mut stats, sent, clock);
                             }
                             bytes += n as u64;
                             w.counters.bytes.store(bytes, Ordering::Relaxed);
@@ -220,9 +223,14 @@ pub(super) fn receiver_done(w: &Worker, last_arrival: Instant) -> bool {
 
 pub(super) use crate::util::lock;
 
-/// Time since the Unix epoch on this host's wall clock (what iperf 2 stamps its datagrams with).
-fn wall_now() -> Duration {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
+/// Largest one-way delay believed, either way: beyond, the send time was not wall-clock time (a
+/// far end that does not stamp it) or the clocks are hours apart, and the delay is not counted.
+const MAX_ONE_WAY_S: f64 = 3600.0;
+
+/// Counts a datagram's one-way delay: now on our wall clock minus its wall-clock send time.
+pub(super) fn record_one_way(stats: &mut UdpRxStats, sent: Duration, clock: ClockBasis) {
+    let delay = wall_clock().as_secs_f64() - sent.as_secs_f64();
+    if delay.abs() <= MAX_ONE_WAY_S {
+        stats.on_one_way(delay, clock);
+    }
 }

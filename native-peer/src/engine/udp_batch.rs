@@ -75,7 +75,8 @@ fn send_gso(sock: &UdpSocket, w: &Worker, segments: usize) -> io::Result<u64> {
         if reserved == 0 {
             break;
         }
-        let (mono, wall) = (epoch.elapsed(), wall_clock());
+        let wall = wall_clock();
+        let mono = if w.stamp_wall { wall } else { epoch.elapsed() };
         for (i, d) in buf.chunks_mut(len).take(reserved).enumerate() {
             w.format.write_data(d, seq + 1 + i as u64, mono, wall);
         }
@@ -112,7 +113,8 @@ fn send_mmsg(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
         if reserved == 0 {
             break;
         }
-        let (mono, wall) = (epoch.elapsed(), wall_clock());
+        let wall = wall_clock();
+        let mono = if w.stamp_wall { wall } else { epoch.elapsed() };
         for (i, b) in bufs[..reserved].iter_mut().enumerate() {
             w.format.write_data(b, seq + 1 + i as u64, mono, wall);
         }
@@ -166,6 +168,9 @@ pub(super) fn receive(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
                                 sent.unwrap_or(arrived),
                                 arrived,
                             );
+                            if let (Some(clock), Some(sent)) = (w.one_way, sent) {
+                                super::udp::record_one_way(&mut stats, sent, clock);
+                            }
                             bytes += len as u64;
                         }
                         Datagram::End { packets } => {

@@ -632,6 +632,19 @@ fn perfpeer_json(result: &TestResult) -> Value {
         {
             put(&mut udp, "max_gap_ms", gap);
         }
+        // One-way delays (--trip-times), for each direction that measured them.
+        for (flow, key) in [(main, "one_way"), (reverse, "one_way_bidir_reverse")] {
+            if let Some(d) = flow
+                .and_then(|f| f.received)
+                .and_then(|t| t.udp_rx?.one_way)
+            {
+                put(
+                    &mut udp,
+                    key,
+                    serde_json::to_value(d).unwrap_or(Value::Null),
+                );
+            }
+        }
         put(&mut m, "udp", udp);
     }
     if result.spec.protocol == Protocol::Dccp {

@@ -262,6 +262,7 @@ fn summary_flow_lines(
                 s.duration.as_secs_f64(),
                 s.udp_rx,
             ));
+            lines.extend(one_way_line(&cell, tag, s.udp_rx));
         }
     }
     if flow.streams.len() < 2 {
@@ -284,6 +285,7 @@ fn summary_flow_lines(
         ));
         if label == "receiver" {
             lines.extend(out_of_order_line("SUM", tag, t.seconds, t.udp_rx));
+            lines.extend(one_way_line("SUM", tag, t.udp_rx));
         }
     }
 }
@@ -324,6 +326,30 @@ fn out_of_order_line(
             0.0
         )
     })
+}
+
+/// The one-way delays a receiver measured (`--trip-times`), with the clock assumption.
+fn one_way_line(cell: &str, tag: &str, rx: Option<UdpRxFinal>) -> Option<String> {
+    let d = rx?.one_way?;
+    let percentiles = d.percentiles.map_or_else(String::new, |p| {
+        format!(
+            "; 50/95/99.7 % {:.3}/{:.3}/{:.3} ms",
+            p.p50_ms, p.p95_ms, p.p99_7_ms
+        )
+    });
+    let negative = if d.negative > 0 {
+        format!("; {} below zero (the clocks disagree)", d.negative)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "[{cell}]{tag}   one-way delay avg/min/max/stdev {:.3}/{:.3}/{:.3}/{:.3} ms{percentiles}{negative} ({})",
+        d.mean_ms,
+        d.min_ms,
+        d.max_ms,
+        d.stdev_ms,
+        d.clock.words()
+    ))
 }
 
 fn cpu_line(result: &TestResult) -> String {
