@@ -121,6 +121,24 @@ impl OneWayFinal {
     }
 }
 
+impl OneWayFinal {
+    /// `0.035 ms mean (0.012–0.262), stdev 0.015, 95 % 0.058 — one clock (same host)`: the
+    /// figures a summary shows in one line.
+    pub fn words(&self) -> String {
+        let p95 = self
+            .percentiles
+            .map_or_else(String::new, |p| format!(", 95 % {:.3}", p.p95_ms));
+        format!(
+            "{:.3} ms mean ({:.3}–{:.3}), stdev {:.3}{p95} — {}",
+            self.mean_ms,
+            self.min_ms,
+            self.max_ms,
+            self.stdev_ms,
+            self.clock.words()
+        )
+    }
+}
+
 /// Sample standard deviation in ms from Welford's M2 (s²); 0 below two samples.
 fn stdev_ms(count: u64, m2_s2: f64) -> f64 {
     if count < 2 {
@@ -273,6 +291,12 @@ mod tests {
             assert!((x - y).abs() < 1e-9, "{x} vs {y}");
         }
         assert!(sum.percentiles.is_none());
+        assert!(
+            sum.words().ends_with("— one clock (same host)") && !sum.words().contains("95 %"),
+            "{}",
+            sum.words()
+        );
+        assert!(parts[0].words().contains(", 95 % "), "{}", parts[0].words());
         assert_eq!(OneWayFinal::combine(&parts[..1]), Some(parts[0]));
         assert_eq!(OneWayFinal::combine(&[]), None);
     }

@@ -205,6 +205,18 @@ fn trip_times_count_every_datagram_on_one_clock() {
             Some("same_host")
         );
     }
+    // The text and the result page say it too.
+    let out = perfpeer_test(&[peer.control.as_str(), "-u", "-t", "1", "--trip-times"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("one-way delay avg/min/max/stdev"), "{text}");
+    let id = perfpeer_tests::result_id_from(&text);
+    let (status, page) =
+        perfpeer_tests::http_request(&peer.control, "GET", &format!("/r/{id}"), "", "");
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("One-way delay") && page.contains("one clock (same host)"),
+        "{page}"
+    );
     let out = perfpeer_test(&[peer.control.as_str(), "--trip-times", "-t", "1"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }

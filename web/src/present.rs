@@ -230,6 +230,13 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
                     format!("{dir} jitter"),
                     format!("{:.3} ms", u.jitter_ms),
                 ));
+                if let Some(d) = u.one_way {
+                    rows.push(row(
+                        format!("flow{i}-one-way"),
+                        format!("{dir} one-way delay"),
+                        d.words(),
+                    ));
+                }
             }
         }
     }

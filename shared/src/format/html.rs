@@ -169,6 +169,9 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
                         u.jitter_ms
                     ),
                 ));
+                if let Some(d) = u.one_way {
+                    rows.push((format!("One-way delay ({dir})"), d.words()));
+                }
             }
         }
     }
