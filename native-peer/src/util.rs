@@ -17,6 +17,13 @@ pub(crate) fn unix_ms_now() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// Microseconds since the Unix epoch on the wall clock (what peers compare their clocks by).
+pub(crate) fn unix_us_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
 /// 16 bytes from the OS random source.
 pub(crate) fn random_16() -> [u8; 16] {
     let mut bytes = [0u8; 16];

@@ -127,6 +127,7 @@ async fn ready_is_awaited_10_s() {
                 test_id: "t1".into(),
                 cookie: "00112233445566778899aabbccddeeff".into(),
                 data_port: data.port,
+                clock_us: None,
             })
             .await;
         let _ = tx.send(Instant::now());

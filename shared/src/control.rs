@@ -60,6 +60,11 @@ crate::tagged_enum! {
         Final {
             /// Its report (intervals omitted: they are not needed by the far end).
             report: SideReport,
+            /// For a `trip_times` test: the server's clock minus the client's, as the client
+            /// read it around `open` (the far end puts it beside its own one-way figures).
+            /// Absent from older clients.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            clock_offset: Option<crate::one_way::ClockOffset>,
         },
         /// (Token) Run a test from this peer against `target` and stream its reports here.
         Run {
@@ -130,6 +135,10 @@ crate::tagged_enum! {
             cookie: String,
             /// Port of the data listener (TCP and UDP).
             data_port: u16,
+            /// For a `trip_times` test: this peer's wall clock when it answered, µs since 1970
+            /// (the client reads the clocks' offset from it). Absent from older peers.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            clock_us: Option<u64>,
         },
         /// Every data stream has arrived; the client may `begin`.
         Ready,

@@ -52,6 +52,50 @@ pub struct OneWayFinal {
     pub m2_s2: f64,
     /// What the figures assume about the clocks.
     pub clock: ClockBasis,
+    /// Between two hosts: how far apart perfpeer found their clocks, from its own round trip
+    /// on the control connection (it is in the figures, give or take).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_offset: Option<ClockOffset>,
+}
+
+/// The server's wall clock minus the client's, as the client read it around one round trip of
+/// the control connection: the server's time taken at some instant between the request and
+/// the answer, so the offset is known to within half the round trip.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClockOffset {
+    /// Server's clock minus the client's, ms (positive: the server's is ahead).
+    pub server_minus_client_ms: f64,
+    /// Half the round trip it was read in, ms: the true offset is within this of the figure.
+    pub within_ms: f64,
+}
+
+impl ClockOffset {
+    /// From the client's wall-clock times (µs since 1970) of sending the request and reading
+    /// the answer, and the server's time in the answer.
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "µs since 1970 (about 2^51) fit an f64's 53-bit mantissa exactly"
+    )]
+    pub fn from_round_trip(sent_us: u64, server_us: u64, answered_us: u64) -> ClockOffset {
+        let (sent, server, answered) = (sent_us as f64, server_us as f64, answered_us as f64);
+        ClockOffset {
+            server_minus_client_ms: (server - (sent + answered) / 2.0) / 1e3,
+            within_ms: (answered - sent).abs() / 2.0 / 1e3,
+        }
+    }
+
+    /// `the server's clock is 0.120 ms ahead of the client's (± 0.050 ms)`.
+    pub fn words(&self) -> String {
+        let (how, by) = if self.server_minus_client_ms >= 0.0 {
+            ("ahead of", self.server_minus_client_ms)
+        } else {
+            ("behind", -self.server_minus_client_ms)
+        };
+        format!(
+            "the server's clock is {by:.3} ms {how} the client's (± {:.3} ms)",
+            self.within_ms
+        )
+    }
 }
 
 /// Percentiles of one-way delays, ms (iperf 2's histograms print 5 / 95 / 99.7 %).
@@ -86,6 +130,7 @@ impl OneWayFinal {
             negative: 0,
             m2_s2,
             clock,
+            clock_offset: None,
         }
     }
 }
@@ -128,8 +173,11 @@ impl OneWayFinal {
         let p95 = self
             .percentiles
             .map_or_else(String::new, |p| format!(", 95 % {:.3}", p.p95_ms));
+        let offset = self
+            .clock_offset
+            .map_or_else(String::new, |o| format!("; {}", o.words()));
         format!(
-            "{:.3} ms mean ({:.3}–{:.3}), stdev {:.3}{p95} — {}",
+            "{:.3} ms mean ({:.3}–{:.3}), stdev {:.3}{p95} — {}{offset}",
             self.mean_ms,
             self.min_ms,
             self.max_ms,
@@ -230,6 +278,7 @@ impl OneWayDelays {
             negative: self.negative,
             m2_s2: self.m2_s2,
             clock,
+            clock_offset: None,
         })
     }
 }
@@ -299,6 +348,23 @@ mod tests {
         assert!(parts[0].words().contains(", 95 % "), "{}", parts[0].words());
         assert_eq!(OneWayFinal::combine(&parts[..1]), Some(parts[0]));
         assert_eq!(OneWayFinal::combine(&[]), None);
+    }
+
+    #[test]
+    fn a_clock_offset_from_one_round_trip() {
+        // Sent at 1 000 000 µs, answered at 1 000 400: the server said 1 000 700.
+        let o = ClockOffset::from_round_trip(1_000_000, 1_000_700, 1_000_400);
+        assert!((o.server_minus_client_ms - 0.5).abs() < 1e-9 && (o.within_ms - 0.2).abs() < 1e-9);
+        assert_eq!(
+            o.words(),
+            "the server's clock is 0.500 ms ahead of the client's (± 0.200 ms)"
+        );
+        let behind = ClockOffset::from_round_trip(1_000_000, 999_000, 1_000_000);
+        assert!(
+            behind.words().contains("1.000 ms behind"),
+            "{}",
+            behind.words()
+        );
     }
 
     #[test]

@@ -372,6 +372,20 @@ pub struct StreamFinal {
     pub rr: Option<crate::rr::RrFinal>,
 }
 
+impl SideReport {
+    /// Puts the clocks' offset beside every one-way figure of this side that rests on two
+    /// clocks.
+    pub fn set_clock_offset(&mut self, offset: crate::one_way::ClockOffset) {
+        for s in &mut self.streams {
+            if let Some(d) = s.udp_rx.as_mut().and_then(|r| r.one_way.as_mut())
+                && d.clock == crate::one_way::ClockBasis::SynchronisedClocks
+            {
+                d.clock_offset = Some(offset);
+            }
+        }
+    }
+}
+
 impl StreamFinal {
     /// Average bit/s over the stream's duration.
     pub fn bits_per_second(&self) -> f64 {

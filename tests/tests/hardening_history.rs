@@ -118,7 +118,11 @@ impl Stranger {
             ..SideReport::empty(PeerRole::Client, host)
         };
         self.send(&ClientMsg::Stop).await;
-        self.send(&ClientMsg::Final { report }).await;
+        self.send(&ClientMsg::Final {
+            report,
+            clock_offset: None,
+        })
+        .await;
 
         loop {
             if let ServerMsg::Final { result_id, .. } = self.recv().await {

@@ -158,6 +158,15 @@ fn trip_times_show_a_delay_on_one_direction_only() {
             Some("synchronised_clocks"),
             "two addresses: the clocks' agreement is what the figure rests on"
         );
+        // The clocks' offset read around `open`, beside the figure in both directions (the
+        // far end measured A → B, we measured B → A): one kernel's clock, so it is 0 within
+        // the half round trip it was read in.
+        let offset = d("clock_offset/server_minus_client_ms");
+        let within = d("clock_offset/within_ms");
+        assert!(
+            offset.abs() <= within + 0.05 && within < 20.0,
+            "{offset} ± {within}: {v}"
+        );
         delays.push((d("mean_ms"), d("min_ms"), d("max_ms")));
     }
     let ((a_to_b, _, a_max), (b_to_a, _, _)) = (delays[0], delays[1]);

@@ -176,6 +176,7 @@ async fn run_accepted(
         test_id: test_id.clone(),
         cookie: cookie_to_hex(&cookie),
         data_port: state.info.data_port,
+        clock_us: spec.trip_times.then(crate::util::unix_us_now),
     })?;
     let setups = collect_streams(chan, incoming, &spec).await?;
     drop(pending);
@@ -223,7 +224,7 @@ async fn run_accepted(
         STREAM_ERRORS.warn(source, finished.stream_errors.join("; "));
     }
     let status_of_streams = finished.status(None);
-    let (tail, report) = (finished.tail, finished.report);
+    let (tail, mut report) = (finished.tail, finished.report);
     if let Some(report) = tail {
         chan.send(&ServerMsg::Interval {
             test_id: test_id.clone(),
@@ -235,7 +236,17 @@ async fn run_accepted(
     // is kept (with both ends' figures) before our `final` announces where.
     let (remote, status) =
         match tokio::time::timeout(CLIENT_FINAL_TIMEOUT, chan.recv::<ClientMsg>()).await {
-            Ok(Ok(ClientMsg::Final { report })) => (Some(report), status_of_streams),
+            Ok(Ok(ClientMsg::Final {
+                report: theirs,
+                clock_offset,
+            })) => {
+                // Our one-way figures rest on both clocks too: the client's estimate goes
+                // beside them.
+                if let Some(offset) = clock_offset.filter(|_| spec.trip_times) {
+                    report.set_clock_offset(offset);
+                }
+                (Some(theirs), status_of_streams)
+            }
             _ => (
                 None,
                 TestStatus::Partial {

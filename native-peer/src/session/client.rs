@@ -8,6 +8,7 @@ use perfpeer_shared::PROTOCOL_VERSION;
 use perfpeer_shared::control::{
     ApiError, ClientMsg, ErrorCode, MAX_CONTROL_MESSAGE, ServerMsg, TestGroup,
 };
+use perfpeer_shared::one_way::ClockOffset;
 use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, TestResult};
 use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use tokio::sync::mpsc;
@@ -283,16 +284,24 @@ pub(crate) async fn open(
     )
     .await?;
     hello(&mut chan, opts.token.clone()).await?;
+    let opened_us = crate::util::unix_us_now();
     chan.send(&ClientMsg::Open {
         spec: TestSpec::clone(spec),
         group: opts.group.clone(),
     })?;
-    let (test_id, cookie, data_port) = match answer(&mut chan, "open").await? {
+    let (test_id, cookie, data_port, clock_offset) = match answer(&mut chan, "open").await? {
         ServerMsg::Accepted {
             test_id,
             cookie,
             data_port,
-        } => (test_id, cookie, data_port),
+            clock_us,
+        } => {
+            let answered_us = crate::util::unix_us_now();
+            let offset = clock_us
+                .filter(|_| spec.trip_times)
+                .map(|server_us| ClockOffset::from_round_trip(opened_us, server_us, answered_us));
+            (test_id, cookie, data_port, offset)
+        }
         other => return Err(refusal_or_protocol(other)),
     };
     let cookie = cookie_from_hex(&cookie)
@@ -328,6 +337,7 @@ pub(crate) async fn open(
         remote_intervals: Vec::new(),
         remote_senders_done: false,
         remote_stream_errors: Vec::new(),
+        clock_offset,
     };
     let ready = Ready {
         test_id,
@@ -351,6 +361,8 @@ pub(crate) struct PerfpeerFarEnd {
     remote_senders_done: bool,
     /// What broke the far end's streams, from its finals.
     remote_stream_errors: Vec<String>,
+    /// For a `trip_times` test, the clocks' offset read around `open`.
+    clock_offset: Option<ClockOffset>,
 }
 
 impl FarEnd for PerfpeerFarEnd {
@@ -409,6 +421,9 @@ impl FarEnd for PerfpeerFarEnd {
         local: &mut SideReport,
         events: &mpsc::UnboundedSender<TestEvent>,
     ) -> Result<Option<SideReport>, String> {
+        if let Some(offset) = self.clock_offset {
+            local.set_clock_offset(offset);
+        }
         let remote = self.exchange_finals(local, events).await;
         remote.map(Some).map_err(|e| e.to_string())
     }
@@ -422,7 +437,10 @@ impl PerfpeerFarEnd {
     ) -> Result<SideReport, SessionError> {
         let mut summary = local.clone();
         summary.intervals.clear();
-        self.chan.send(&ClientMsg::Final { report: summary })?;
+        self.chan.send(&ClientMsg::Final {
+            report: summary,
+            clock_offset: self.clock_offset,
+        })?;
         let deadline = tokio::time::Instant::now() + FINAL_TIMEOUT;
         loop {
             let msg = tokio::time::timeout_at(deadline, self.chan.recv::<ServerMsg>())

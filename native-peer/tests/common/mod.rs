@@ -133,6 +133,7 @@ impl Script {
             test_id: "t1".into(),
             cookie: "00112233445566778899aabbccddeeff".into(),
             data_port: data.port,
+            clock_us: None,
         })
         .await;
         self.send(&ServerMsg::Ready).await;
@@ -144,7 +145,7 @@ impl Script {
         loop {
             match self.recv().await {
                 Some(ClientMsg::Stop) => {}
-                Some(ClientMsg::Final { report }) => return report,
+                Some(ClientMsg::Final { report, .. }) => return report,
                 other => panic!("expected stop and final, got {other:?}"),
             }
         }

@@ -337,13 +337,16 @@ fn one_way_line(cell: &str, tag: &str, rx: Option<UdpRxFinal>) -> Option<String>
             p.p50_ms, p.p95_ms, p.p99_7_ms
         )
     });
+    let offset = d
+        .clock_offset
+        .map_or_else(String::new, |o| format!("; {}", o.words()));
     let negative = if d.negative > 0 {
         format!("; {} below zero (the clocks disagree)", d.negative)
     } else {
         String::new()
     };
     Some(format!(
-        "[{cell}]{tag}   one-way delay avg/min/max/stdev {:.3}/{:.3}/{:.3}/{:.3} ms{percentiles}{negative} ({})",
+        "[{cell}]{tag}   one-way delay avg/min/max/stdev {:.3}/{:.3}/{:.3}/{:.3} ms{percentiles}{negative} ({}{offset})",
         d.mean_ms,
         d.min_ms,
         d.max_ms,
