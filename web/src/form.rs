@@ -64,6 +64,10 @@ pub struct FormInput {
     pub congestion: String,
     /// Seconds between live reports (`-i`): `"1"` or `"0.5"`.
     pub interval: String,
+    /// One-way delay of every datagram (`--trip-times`, UDP): `"on"`, or `""` for off (left
+    /// out when off, so a form stores as older pages stored it).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub trip_times: String,
 }
 
 impl Default for FormInput {
@@ -86,6 +90,7 @@ impl Default for FormInput {
             window: String::new(),
             congestion: String::new(),
             interval: "1".into(),
+            trip_times: String::new(),
         }
     }
 }
@@ -357,6 +362,18 @@ pub fn presets() -> Vec<Preset> {
             tab: Layout::Stream,
         },
         Preset {
+            id: "oneway",
+            label: "One-way latency: UDP 1 Mbit/s each way, 10 s",
+            input: FormInput {
+                protocol: Protocol::Udp,
+                bitrate: "1M".into(),
+                direction: WhoSends::Both,
+                trip_times: "on".into(),
+                ..base.clone()
+            },
+            tab: Layout::Iperf3,
+        },
+        Preset {
             id: "latency",
             label: "Latency under load (bufferbloat), 17 s",
             input: FormInput {
@@ -568,6 +585,7 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
             Some(u32::try_from(window).map_err(|_| err("window", "Window is too large"))?);
     }
     spec.congestion = Some(input.congestion.trim().to_string()).filter(|c| !c.is_empty());
+    spec.trip_times = input.trip_times == "on";
     if input.interval.trim() == "0.5" {
         spec.interval = Duration::from_millis(500);
     }
@@ -628,6 +646,7 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
                 SpecError::ZeroBytes => "bytes",
                 SpecError::Window(_) => "window",
                 SpecError::Congestion(_) => "congestion",
+                SpecError::TripTimes => "trip-times",
                 SpecError::RrNeeds(_) => "mode",
                 _ => "seconds",
             };
@@ -714,6 +733,35 @@ mod tests {
                 ..input("h")
             };
             assert_eq!(to_request(&f).unwrap().spec.direction, want);
+        }
+    }
+
+    #[test]
+    fn the_one_way_preset_measures_each_way_and_tcp_cannot() {
+        let mut input = preset("oneway").unwrap().input;
+        input.target = "pc".into();
+        let spec = to_request(&input).unwrap().spec;
+        assert!(spec.trip_times && spec.protocol == Protocol::Udp);
+        assert_eq!(spec.direction, Direction::Bidir);
+        input.protocol = Protocol::Tcp;
+        assert_eq!(
+            to_request(&input).err().map(|e| e.field),
+            Some("trip-times")
+        );
+        input.trip_times = String::new();
+        assert!(to_request(&input).is_ok(), "off is off");
+    }
+
+    #[test]
+    fn every_preset_has_its_button_with_its_label() {
+        // The page's controller binds each preset's button by id: a missing one stops the page.
+        let page = include_str!("../static/index.html");
+        for p in presets() {
+            let button = format!(
+                "<button id=\"preset-{}\" type=\"button\">{}</button>",
+                p.id, p.label
+            );
+            assert!(page.contains(&button), "index.html lacks {button}");
         }
     }
 

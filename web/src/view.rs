@@ -695,6 +695,7 @@ fn render_form_error(model: &Model) {
         "tos",
         "window",
         "congestion",
+        "trip-times",
     ] {
         let bad = model.form_error.as_ref().is_some_and(|e| e.field == f);
         toggle_class(&format!("f-{f}"), "invalid", bad);
@@ -702,7 +703,7 @@ fn render_form_error(model: &Model) {
     if model
         .form_error
         .as_ref()
-        .is_some_and(|e| matches!(e.field, "tos" | "window" | "congestion"))
+        .is_some_and(|e| matches!(e.field, "tos" | "window" | "congestion" | "trip-times"))
     {
         let _ = el("more-settings").set_attribute("open", "");
     }
@@ -901,6 +902,7 @@ pub fn read_form() -> FormInput {
         window: value("f-window"),
         congestion: value("f-congestion"),
         interval: value("f-interval"),
+        trip_times: value("f-trip-times"),
     }
 }
 
@@ -933,6 +935,7 @@ pub fn fill_form(input: &FormInput) {
     set_value("f-window", &input.window);
     set_value("f-congestion", &input.congestion);
     set_value("f-interval", &input.interval);
+    set_value("f-trip-times", &input.trip_times);
     sync_form();
 }
 
