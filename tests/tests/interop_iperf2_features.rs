@@ -453,3 +453,54 @@ fn our_udp_trip_times_client_prints_the_servers_latency() {
         assert!(t.contains("trip-times") || t.contains("multicast"), "{t}");
     }
 }
+
+#[test]
+fn our_bounceback_client_times_round_trips_against_stock_and_our_server() {
+    if !have("iperf") {
+        return;
+    }
+    let (_stock, stock_port) = stock();
+    let (_ours, our_port) = ours();
+    for (server, port) in [
+        ("stock iperf -s", stock_port),
+        ("perfpeer iperf -s", our_port),
+    ] {
+        for (extra, hold_ms) in [(&[][..], 0.0), (&["--bounceback-hold", "20"][..], 20.0)] {
+            let p = port.to_string();
+            let mut args = vec![
+                "iperf",
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &p,
+                "--bounceback",
+                "-t",
+                "2",
+            ];
+            args.extend_from_slice(extra);
+            let out = Running::spawn(&perfpeer_bin(), &args).wait(Duration::from_secs(20));
+            let t = text(&out);
+            assert!(out.status.success(), "{server} {extra:?}: {t}");
+            // `[  1] 0.0000-2.0001 sec  3.91 KBytes  16.0 Kbits/sec    20=0.056/0.020/… ms  17932 rps`
+            let row = t
+                .lines()
+                .find(|l| l.ends_with(" rps"))
+                .unwrap_or_else(|| panic!("{server}: no round-trip row: {t}"));
+            let (count, figures) = row
+                .split_whitespace()
+                .find_map(|w| w.split_once('='))
+                .unwrap_or_else(|| panic!("{server}: {row}"));
+            // Two bursts of ten in 2 s.
+            assert_eq!(count, "20", "{server}: {row}");
+            let avg: f64 = figures.split('/').next().unwrap().parse().unwrap();
+            assert!(
+                avg >= hold_ms && avg < hold_ms + 10.0,
+                "{server} {extra:?}: {row}"
+            );
+            assert!(
+                row.contains("3.91 KBytes"),
+                "20 requests and replies of 100 B: {row}"
+            );
+        }
+    }
+}

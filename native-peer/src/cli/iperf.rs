@@ -73,6 +73,26 @@ pub(super) struct IperfArgs {
     /// Client: the datagrams' time-to-live (hop limit); 1 for a multicast group unless given.
     #[arg(short = 'T', long = "ttl", value_name = "HOPS", value_parser = clap::value_parser!(u32).range(1..=255))]
     ttl: Option<u32>,
+    /// Client: a bounce-back test — bursts of small requests (-l, 100 bytes by default), each
+    /// sent back by the server, their round trips timed (iperf 2.1's --bounceback).
+    #[arg(long)]
+    bounceback: bool,
+    /// Client, --bounceback: the server holds each reply this many milliseconds.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 0.0,
+        requires = "bounceback"
+    )]
+    bounceback_hold: f64,
+    /// Client, --bounceback: seconds between bursts of 10 requests.
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 1.0,
+        requires = "bounceback"
+    )]
+    bounceback_period: f64,
     /// Server: the source of a source-specific multicast group (-B GROUP): only its datagrams
     /// are received (an (S,G) join).
     #[arg(short = 'H', long = "ssm-host", value_name = "SOURCE")]
@@ -123,6 +143,9 @@ pub(super) async fn run(args: IperfArgs) -> anyhow::Result<ExitCode> {
 const IPERF2_UDP_LEN: u32 = 1470;
 
 async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> {
+    if args.bounceback {
+        return run_bounceback(host, args).await;
+    }
     let mut spec = args.flags.build_spec(true)?;
     if spec.protocol == Protocol::Udp && !args.flags.given().len {
         spec.len = IPERF2_UDP_LEN;
@@ -251,6 +274,91 @@ fn multicast_join(args: &IperfArgs, ip: IpAddr) -> anyhow::Result<Option<server:
         device: args.flags.bind_device(),
         source: args.ssm_host,
     }))
+}
+
+/// iperf 2's bounce-back request size when `-l` is not given.
+const BOUNCEBACK_LEN: u32 = 100;
+
+/// `-c HOST --bounceback`: bursts of requests against an iperf 2 server, in iperf 2's layout.
+async fn run_bounceback(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> {
+    use crate::compat::iperf2::bounceback::{self, BounceRequest};
+    let usage = |m: String| anyhow::Error::from(super::UsageError(m));
+    let spec = args.flags.build_spec(true)?;
+    if spec.protocol != Protocol::Tcp || spec.direction != Direction::Normal {
+        return Err(usage(
+            "--bounceback runs over TCP, one way (no -u, -R)".into(),
+        ));
+    }
+    let duration = match spec.end {
+        perfpeer_shared::spec::EndCondition::Time { duration } => duration,
+        perfpeer_shared::spec::EndCondition::Bytes { .. } => {
+            return Err(usage("--bounceback runs for a time (-t), not -n".into()));
+        }
+    };
+    let seconds = |what: &str, v: f64, max: f64| {
+        (v.is_finite() && (0.0..=max).contains(&v))
+            .then(|| Duration::from_secs_f64(v))
+            .ok_or_else(|| usage(format!("{what} is 0 to {max}")))
+    };
+    let ask = BounceRequest {
+        size: if args.flags.given().len {
+            spec.len
+        } else {
+            BOUNCEBACK_LEN
+        },
+        burst: 10,
+        period: seconds("--bounceback-period", args.bounceback_period, 3600.0)?
+            .max(Duration::from_millis(1)),
+        hold: seconds("--bounceback-hold (ms)", args.bounceback_hold, 1000.0)? / 1000,
+        duration,
+        tos: spec.tos,
+    };
+    if !(8..=bounceback::MAX_SIZE).contains(&ask.size) {
+        return Err(usage(format!(
+            "-l: a bounce-back request is 8 to {} bytes",
+            bounceback::MAX_SIZE
+        )));
+    }
+    let opts = args.flags.options()?;
+    let server = resolve_host(&host, args.port, opts.family)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
+    out!(
+        "{}",
+        fmt::client_banner(&host, args.port, Protocol::Tcp, spec.window)
+    );
+    outln!(
+        "Bounce-back test (size= {} Byte) (server hold req={} usecs)",
+        ask.size,
+        ask.hold.as_micros()
+    );
+    let timeout = opts.connect_timeout;
+    let outcome = tokio::task::spawn_blocking(move || {
+        bounceback::run_client(server, &ask, timeout, &|| false)
+    })
+    .await?
+    .with_context(|| format!("bounce-back test against {host} failed"))?;
+    let (local, remote) = &outcome.addresses;
+    out!("{}", fmt::connected_line(1, local, remote));
+    out!("{}", fmt::bounceback_header());
+    let Some(rtt) = outcome.rtt else {
+        bail!("the server answered no request");
+    };
+    out!(
+        "{}",
+        fmt::bounceback_row(
+            1,
+            outcome.bounced.duration.as_secs_f64(),
+            outcome.bounced.bytes,
+            (
+                rtt.count,
+                [rtt.mean_ms, rtt.min_ms, rtt.max_ms, rtt.stdev_ms]
+            ),
+            outcome.requests_per_second().unwrap_or(0.0),
+            args.units,
+        )
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {

@@ -348,6 +348,28 @@ pub fn bounceback_text(
     )
 }
 
+/// The column header of a bounce-back client's row, as iperf 2.1.8's.
+pub fn bounceback_header() -> String {
+    "[ ID] Interval            Transfer    Bandwidth         BB cnt=avg/min/max/stdev         RPS\n"
+        .into()
+}
+
+/// A bounce-back client's row: bytes written and read, and the round trips' count and
+/// avg/min/max/stdev (ms) and rate (`20=0.035/0.016/0.164/0.038 ms    28653 rps`).
+pub fn bounceback_row(
+    id: u32,
+    seconds: f64,
+    bytes: u64,
+    (count, [avg, min, max, stdev]): (u64, [f64; 4]),
+    requests_per_second: f64,
+    units: Units,
+) -> String {
+    format!(
+        "{}    {count}={avg:.3}/{min:.3}/{max:.3}/{stdev:.3} ms    {requests_per_second:.0} rps\n",
+        row_text(Some(id), (0.0, seconds), bytes, units)
+    )
+}
+
 /// Rows for one interval of the local end: one per stream, and `[SUM]` for several.
 pub fn interval_rows(report: &IntervalReport) -> String {
     interval_rows_in(report, None)

@@ -1,10 +1,11 @@
-//! The server's side of iperf 2.1's `--bounceback` test: each request (a [`BounceBack`] header
+//! iperf 2.1's `--bounceback` test, both sides. The server's: each request (a [`BounceBack`] header
 //! and its padding, `-l` bytes; shorter than a 2.1 server takes, down to 8, answered too) is
 //! read whole, stamped with the server's read time, held as the
 //! client asks (at most [`MAX_HOLD`]), stamped with the write time and sent back whole, on the
 //! client's own TCP connection (which proved its address), never larger than what came in. The
 //! test ends with the client's stop message, its EOF, its silence, the server's `--max-duration`
-//! or the loss of its place.
+//! or the loss of its place. The client's ([`run_client`]): bursts of requests against a
+//! stock (or our) server, each round trip timed.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -156,4 +157,135 @@ pub(crate) async fn serve(
 /// Whether a request is the client's last (a message too short for the flags never is).
 fn is_stop(request: &[u8]) -> bool {
     request.len() >= 14 && u16::from_be_bytes([request[12], request[13]]) & bb::STOP != 0
+}
+
+/// What `perfpeer iperf -c HOST --bounceback` asks of an iperf 2 server.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct BounceRequest {
+    /// Bytes of each request and reply (`-l`; 100 by default, as iperf 2).
+    pub size: u32,
+    /// Requests in each burst (iperf 2's default: 10).
+    pub burst: u32,
+    /// Time between bursts (iperf 2's default: 1 s).
+    pub period: Duration,
+    /// The server holds each reply this long (`--bounceback-hold`).
+    pub hold: Duration,
+    /// Test length.
+    pub duration: Duration,
+    /// TOS of the requests and, by the flag, the replies.
+    pub tos: Option<u8>,
+}
+
+/// What a bounce-back client measured.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct BounceOutcome {
+    /// Requests answered, bytes written and read, and the time from the first request to the
+    /// last reply.
+    pub bounced: Bounced,
+    /// Round trips: mean, min, max, stdev and percentiles (the delay statistics fit them).
+    pub rtt: Option<perfpeer_shared::one_way::OneWayFinal>,
+    /// Our address and the server's, of the test's connection.
+    pub addresses: (String, String),
+}
+
+impl BounceOutcome {
+    /// Round trips a second at the measured mean (iperf 2's RPS: requests over their summed
+    /// round-trip times); `None` without a round trip.
+    pub(crate) fn requests_per_second(&self) -> Option<f64> {
+        self.rtt
+            .filter(|r| r.mean_ms > 0.0)
+            .map(|r| 1e3 / r.mean_ms)
+    }
+}
+
+/// Runs a bounce-back test against the iperf 2 server at `server` (blocking): bursts of
+/// requests, each read back whole before the next; a stop message at the end.
+pub(crate) fn run_client(
+    server: std::net::SocketAddr,
+    ask: &BounceRequest,
+    connect_timeout: Duration,
+    cancelled: &dyn Fn() -> bool,
+) -> std::io::Result<BounceOutcome> {
+    use std::io::{Read, Write};
+    let size = usize::try_from(ask.size)
+        .unwrap_or(usize::MAX)
+        .clamp(BOUNCEBACK_SMALLEST, MAX_SIZE as usize);
+    let mut stream = std::net::TcpStream::connect_timeout(&server, connect_timeout)?;
+    stream.set_nodelay(true)?;
+    if let Some(tos) = ask.tos {
+        let sock = socket2::SockRef::from(&stream);
+        let _ = sock
+            .set_tos_v4(u32::from(tos))
+            .or_else(|_| sock.set_tclass_v6(u32::from(tos)));
+    }
+    // A reply later than the hold and a second is a server that stopped answering.
+    stream.set_read_timeout(Some(ask.hold + Duration::from_secs(2)))?;
+    let mut bb_flags = bb::QUICKACK;
+    let tos = ask.tos.map_or(0, |t| {
+        bb_flags |= bb::TOS;
+        u16::from(t)
+    });
+    let hold_us = u32::try_from(ask.hold.as_micros()).unwrap_or(u32::MAX);
+    let mut request = vec![0u8; size];
+    let mut reply = vec![0u8; size];
+    let mut rtts = perfpeer_shared::one_way::OneWayDelays::default();
+    let started = Instant::now();
+    let mut moved = Bounced {
+        replies: 0,
+        bytes: 0,
+        duration: Duration::ZERO,
+    };
+    let mut id = 0u32;
+    'bursts: for burst_no in 0u32.. {
+        let due = started + ask.period * burst_no;
+        if due.duration_since(started) >= ask.duration || cancelled() {
+            break;
+        }
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        for _ in 0..ask.burst.max(1) {
+            if started.elapsed() >= ask.duration || cancelled() {
+                break 'bursts;
+            }
+            id += 1;
+            let header = BounceBack {
+                size: ask.size,
+                id,
+                bb_flags,
+                tos,
+                hold_us,
+            };
+            header.encode(wall_now(), &mut request);
+            let sent = Instant::now();
+            stream.write_all(&request)?;
+            stream.read_exact(&mut reply)?;
+            rtts.record(sent.elapsed().as_secs_f64());
+            moved.replies += 1;
+            moved.bytes += 2 * size as u64;
+        }
+    }
+    // The test lasts its time, as iperf 2's client reports it, whatever the last burst took.
+    std::thread::sleep(ask.duration.saturating_sub(started.elapsed()));
+    moved.duration = started.elapsed();
+    // The stop message: the server answers it with nothing and ends.
+    let stop = BounceBack {
+        size: ask.size,
+        id: 0,
+        bb_flags: bb_flags | bb::STOP,
+        tos,
+        hold_us,
+    };
+    stop.encode(wall_now(), &mut request);
+    let _ = stream.write_all(&request);
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let addresses = (
+        stream
+            .local_addr()
+            .map_or_else(|_| "?".into(), |a| a.to_string()),
+        server.to_string(),
+    );
+    Ok(BounceOutcome {
+        addresses,
+        bounced: moved,
+        rtt: rtts.finish(perfpeer_shared::one_way::ClockBasis::SameHost),
+    })
 }

@@ -10,7 +10,7 @@
 //!   no flow that came to a group).
 //! - [`server`]: `perfpeer iperf -s`, TCP and UDP on one port, for stock clients.
 
-mod bounceback;
+pub(crate) mod bounceback;
 pub(crate) mod client;
 pub(crate) mod clients;
 pub(crate) use perfpeer_proto::iperf2 as codec;
