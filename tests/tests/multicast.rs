@@ -1,7 +1,8 @@
 //! Multicast UDP on a switched LAN of network namespaces: one sender, receivers that joined the
 //! group (`perfpeer iperf -s -u -B GROUP%lan0`, and stock `iperf -s` in the same role) each
 //! count the stream, a host that did not join gets nothing, and no receiver sends anything
-//! back. Stock iperf 2.1.8 and `perfpeer iperf -c` take turns as the sender.
+//! back. Stock iperf 2.1.8 and `perfpeer iperf -c` take turns as the sender. A
+//! source-specific receiver (`-H`) takes its source's stream and not another sender's.
 
 use std::path::Path;
 use std::time::Duration;
@@ -160,4 +161,65 @@ fn group_receivers_each_count_the_stream_and_a_host_that_did_not_join_gets_nothi
             );
         }
     }
+}
+
+#[test]
+fn a_source_specific_receiver_takes_its_source_only() {
+    if !available() {
+        skip("needs root and iproute2 for network namespaces");
+        return;
+    }
+    if !have("iperf") {
+        return;
+    }
+    // Host 1 joins (S,G) with S = host 0; hosts 0 and 2 both send to the group.
+    let lan = Bridged::new("ssm", 3).expect("LAN");
+    let ours = perfpeer_bin();
+    let group = "232.1.1.1";
+    let bind = format!("{group}%{LAN_DEV}");
+    let source = Bridged::addr(0);
+    let receiver = spawn_in(
+        &lan,
+        1,
+        &ours,
+        &["iperf", "-s", "-u", "-B", &bind, "-H", &source, "-p", PORT],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let send = |k: usize| {
+        spawn_in(
+            &lan,
+            k,
+            Path::new("iperf"),
+            &[
+                "-c", group, "-u", "-T", "1", "-b", "1M", "-t", "2", "-p", PORT,
+            ],
+        )
+    };
+    let (wanted, other) = (send(0), send(2));
+    for (who, sender) in [("host 0", wanted), ("host 2", other)] {
+        let out = sender.wait(Duration::from_secs(20));
+        assert!(out.status.success(), "{who}: {}", text(&out));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let out = text(&receiver.wait(Duration::from_millis(500)));
+    assert!(
+        out.contains(&format!(
+            "Joining multicast (S,G)={source},{group} on {LAN_DEV}"
+        )),
+        "{out}"
+    );
+    let from: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(" connected with "))
+        .collect();
+    assert_eq!(from.len(), 1, "one flow, from the source joined: {out}");
+    assert!(
+        from[0].contains(&format!("connected with {source} ")),
+        "{out}"
+    );
+    let (kib, loss) = received(&out).unwrap_or_else(|| panic!("no result: {out}"));
+    assert!(
+        (200.0..300.0).contains(&kib) && loss.starts_with("0/"),
+        "{out}"
+    );
 }
