@@ -24,6 +24,16 @@ fn unsupported(what: &str) -> io::Error {
 /// No batched UDP calls here: datagram streams send and receive one at a time.
 pub(crate) const BATCHED_UDP: bool = false;
 
+/// No TCP_QUICKACK here: TCP acknowledges as it does.
+pub(crate) fn set_tcp_quickack(_sock: &socket2::Socket) -> io::Result<()> {
+    Err(unsupported("TCP_QUICKACK"))
+}
+
+/// Nothing to do here: only Linux delivers other groups' datagrams to a group's socket.
+pub(crate) fn receive_own_groups_only(_sock: &socket2::Socket, _ipv6: bool) -> io::Result<()> {
+    Ok(())
+}
+
 /// No IPv6 traffic class here.
 pub(crate) fn set_tclass_v6(_sock: &socket2::Socket, _tclass: u32) -> io::Result<()> {
     Err(unsupported("the IPv6 traffic class (-S with IPv6)"))

@@ -22,6 +22,21 @@ pub(crate) fn bind_device(sock: socket2::SockRef<'_>, device: &str) -> io::Resul
         .map_err(|e| io::Error::new(e.kind(), format!("cannot bind to device {device}: {e}")))
 }
 
+/// Asks TCP to acknowledge at once for now (TCP_QUICKACK; it turns itself off again).
+pub(crate) fn set_tcp_quickack(sock: &socket2::Socket) -> io::Result<()> {
+    sock.set_tcp_quickack(true)
+}
+
+/// A socket bound to a multicast group gets that group's datagrams only, not those of every
+/// group another socket of this host joined (IP_MULTICAST_ALL / IPV6_MULTICAST_ALL off).
+pub(crate) fn receive_own_groups_only(sock: &socket2::Socket, ipv6: bool) -> io::Result<()> {
+    if ipv6 {
+        sock.set_multicast_all_v6(false)
+    } else {
+        sock.set_multicast_all_v4(false)
+    }
+}
+
 /// Sets the IPv6 traffic class (the TOS byte's place in IPv6).
 pub(crate) fn set_tclass_v6(sock: &socket2::Socket, tclass: u32) -> io::Result<()> {
     sock.set_tclass_v6(tclass)

@@ -16,7 +16,8 @@
 //! (getrusage) and the host's (/proc/stat), the memory size, this boot's id and a process's start
 //! time (who owns a running test), uname, a filesystem's size (statvfs), the open-file limit,
 //! timer slack, the batch scheduling class (SCHED_BATCH), going into the background (daemon),
-//! SO_DEBUG, and which I/O errors mean "no buffer space".
+//! SO_DEBUG, TCP_QUICKACK, a multicast socket that takes its own groups only, and which I/O
+//! errors mean "no buffer space".
 
 #[cfg(any(not(target_os = "linux"), test))]
 mod fallback;

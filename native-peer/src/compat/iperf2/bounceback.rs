@@ -105,7 +105,9 @@ pub(crate) async fn serve(
     if header.bb_flags & bb::TOS != 0 {
         let sock = socket2::SockRef::from(&*stream);
         let tos = u32::from(header.tos & 0xFF);
-        let _ = sock.set_tos_v4(tos).or_else(|_| sock.set_tclass_v6(tos));
+        let _ = sock
+            .set_tos_v4(tos)
+            .or_else(|_| crate::sys::set_tclass_v6(&sock, tos));
     }
     let quickack = header.bb_flags & bb::QUICKACK != 0;
     let hold = Duration::from_micros(u64::from(header.hold_us)).min(MAX_HOLD);
@@ -134,7 +136,7 @@ pub(crate) async fn serve(
         moved.bytes += size as u64;
         activity(moved.bytes);
         if quickack {
-            let _ = socket2::SockRef::from(&*stream).set_tcp_quickack(true);
+            let _ = crate::sys::set_tcp_quickack(&socket2::SockRef::from(&*stream));
         }
         let read = tokio::select! {
             r = tokio::time::timeout(IDLE, stream.read_exact(&mut buf)) => r,
@@ -216,7 +218,7 @@ pub(crate) fn run_client(
         let sock = socket2::SockRef::from(&stream);
         let _ = sock
             .set_tos_v4(u32::from(tos))
-            .or_else(|_| sock.set_tclass_v6(u32::from(tos)));
+            .or_else(|_| crate::sys::set_tclass_v6(&sock, u32::from(tos)));
     }
     // A reply later than the hold and a second is a server that stopped answering.
     stream.set_read_timeout(Some(ask.hold + Duration::from_secs(2)))?;

@@ -70,15 +70,15 @@ pub(crate) fn bind_and_join(join: &Join, port: u16) -> io::Result<std::net::UdpS
                 InterfaceIndexOrAddress::Index,
             );
             socket.join_multicast_v4_n(&group, &interface)?;
-            socket.set_multicast_all_v4(false)?;
+            crate::sys::receive_own_groups_only(&socket, false)?;
         }
         (IpAddr::V4(group), Some(IpAddr::V4(source))) => {
             socket.join_ssm_v4(&source, &group, &Ipv4Addr::UNSPECIFIED)?;
-            socket.set_multicast_all_v4(false)?;
+            crate::sys::receive_own_groups_only(&socket, false)?;
         }
         (IpAddr::V6(group), None) => {
             socket.join_multicast_v6(&group, index.unwrap_or(0))?;
-            socket.set_multicast_all_v6(false)?;
+            crate::sys::receive_own_groups_only(&socket, true)?;
         }
         (IpAddr::V6(_), Some(_)) => {
             return Err(io::Error::new(
