@@ -103,11 +103,7 @@ pub(crate) async fn run(
             iperf3::client::run(server, spec, Default::default(), opts, events, cancel).await
         }
         Kind::Iperf2 => {
-            let extras = iperf2::client::Iperf2Extras {
-                trip_times: spec.trip_times,
-                ttl: None,
-            };
-            iperf2::client::run(server, spec, opts, extras, events, cancel).await
+            iperf2::client::run(server, spec, opts, Default::default(), events, cancel).await
         }
         Kind::Ttcp => run_ttcp(server, spec, opts.connect_timeout, &events, &cancel).await,
         Kind::Perfpeer => unreachable!("handled above"),

@@ -2,7 +2,7 @@
 //! the wall clock in Unix milliseconds, 128-bit random ids in hex, and an OS error in words.
 
 use std::sync::{Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Locks `m`; a holder that panicked does not poison it for everyone else (the data behind
 /// these locks stays consistent at every await and return).
@@ -10,18 +10,22 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Now, in milliseconds since the Unix epoch (0 for a clock before 1970).
-pub(crate) fn unix_ms_now() -> u64 {
+/// Now on the wall clock, as time since the Unix epoch (zero for a clock before 1970): what
+/// iperf 2 stamps its datagrams with, and what one-way delays are read against.
+pub(crate) fn wall_clock() -> Duration {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or_default()
+}
+
+/// Now, in milliseconds since the Unix epoch (0 for a clock before 1970).
+pub(crate) fn unix_ms_now() -> u64 {
+    u64::try_from(wall_clock().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Microseconds since the Unix epoch on the wall clock (what peers compare their clocks by).
 pub(crate) fn unix_us_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+    u64::try_from(wall_clock().as_micros()).unwrap_or(u64::MAX)
 }
 
 /// 16 bytes from the OS random source.

@@ -19,6 +19,16 @@ pub enum ClockBasis {
 }
 
 impl ClockBasis {
+    /// What figures measured with the far end at `peer` rest on: one clock when the peer is
+    /// this host's loopback (an IPv4-mapped one too), two clocks otherwise.
+    pub fn of_peer(peer: std::net::IpAddr) -> ClockBasis {
+        if peer.to_canonical().is_loopback() {
+            ClockBasis::SameHost
+        } else {
+            ClockBasis::SynchronisedClocks
+        }
+    }
+
     /// The words a report prints beside the figures.
     pub fn words(self) -> &'static str {
         match self {

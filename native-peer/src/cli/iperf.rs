@@ -179,10 +179,7 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     let server = resolve_host(&host, args.port, opts.family)
         .await
         .map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
-    let extras = client::Iperf2Extras {
-        trip_times: args.flags.trip_times(),
-        ttl: args.ttl,
-    };
+    let extras = client::Iperf2Extras { ttl: args.ttl };
     let csv = args.csv();
     if !csv {
         out!(

@@ -249,11 +249,11 @@ fn one_way_basis(
     let DataSocket::Udp(udp) = socket else {
         return None;
     };
-    ours.then(|| match udp.peer_addr() {
-        Ok(peer) if peer.ip().is_loopback() || peer.ip().to_canonical().is_loopback() => {
-            ClockBasis::SameHost
-        }
-        _ => ClockBasis::SynchronisedClocks,
+    ours.then(|| {
+        udp.peer_addr()
+            .map_or(ClockBasis::SynchronisedClocks, |peer| {
+                ClockBasis::of_peer(peer.ip())
+            })
     })
 }
 

@@ -5,7 +5,7 @@
 
 use std::io;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use perfpeer_shared::one_way::ClockBasis;
 
@@ -14,6 +14,7 @@ use super::pacing::{Pacer, tighten_timer_slack, wait_until};
 use super::udp_stats::UdpRxStats;
 use super::wire::{Datagram, DatagramFormat, UdpControl};
 use super::{POLL, Worker, is_retry};
+use crate::util::wall_clock;
 
 /// End datagrams sent (one may be lost; the receiver needs only one).
 const FIN_COPIES: usize = 3;
@@ -23,12 +24,6 @@ const TTCP_END_SENTINELS: usize = 4;
 pub(super) const DRAIN_IDLE: Duration = Duration::from_millis(300);
 /// A draining receiver gives up after this long even if datagrams keep coming.
 pub(super) const DRAIN_LIMIT: Duration = Duration::from_secs(3);
-
-pub(super) fn wall_clock() -> Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-}
 
 pub(super) fn send(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
     sock.set_write_timeout(Some(POLL))?;

@@ -8,10 +8,11 @@ use std::net::UdpSocket;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::udp::{Refusals, is_receive_retry, lock, receiver_done, signal_end, wall_clock};
+use super::udp::{Refusals, is_receive_retry, lock, receiver_done, signal_end};
 use super::wire::{Datagram, DatagramFormat};
 use super::{POLL, Worker, is_retry};
 use crate::sys::{self, recv_batch, send_batch, set_udp_segment};
+use crate::util::wall_clock;
 
 /// Datagrams per system call.
 pub(super) const BATCH: usize = sys::BATCH;

@@ -7,13 +7,15 @@
 //! or the loss of its place. The client's ([`run_client`]): bursts of requests against a
 //! stock (or our) server, each round trip timed.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 use super::codec::{BOUNCEBACK_SMALLEST, BounceBack, bb};
+use crate::engine::sockopt::set_tos;
+use crate::util::wall_clock;
 
 /// Largest request accepted: bounce-back requests are small (100 bytes by default); this is
 /// what the memory budget is charged for each test.
@@ -82,12 +84,6 @@ async fn read_within(
         .map_err(|e| BounceError::Request(e.to_string()))
 }
 
-fn wall_now() -> Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-}
-
 /// Serves the test whose first request is `head` until it ends (see the module's
 /// comment); `stop` is cancelled when the server shuts down or the test loses its place, and
 /// `activity` is told the bytes moved so far after each reply.
@@ -102,12 +98,12 @@ pub(crate) async fn serve(
     let size = header.size as usize;
     let mut buf = head;
     let _ = stream.set_nodelay(true);
-    if header.bb_flags & bb::TOS != 0 {
-        let sock = socket2::SockRef::from(&*stream);
+    if header.bb_flags & bb::TOS != 0
+        && let Ok(peer) = stream.peer_addr()
+    {
+        let ipv6 = peer.ip().to_canonical().is_ipv6();
         let tos = u32::from(header.tos & 0xFF);
-        let _ = sock
-            .set_tos_v4(tos)
-            .or_else(|_| crate::sys::set_tclass_v6(&sock, tos));
+        let _ = set_tos(&socket2::SockRef::from(&*stream), tos, ipv6);
     }
     let quickack = header.bb_flags & bb::QUICKACK != 0;
     let hold = Duration::from_micros(u64::from(header.hold_us)).min(MAX_HOLD);
@@ -118,7 +114,7 @@ pub(crate) async fn serve(
         bytes: size as u64,
         duration: Duration::ZERO,
     };
-    BounceBack::stamp_read(&mut buf, wall_now());
+    BounceBack::stamp_read(&mut buf, wall_clock());
     loop {
         if !hold.is_zero() {
             tokio::select! {
@@ -126,7 +122,7 @@ pub(crate) async fn serve(
                 () = stop.cancelled() => break,
             }
         }
-        BounceBack::stamp_write(&mut buf, wall_now());
+        BounceBack::stamp_write(&mut buf, wall_clock());
         let write = tokio::time::timeout_at(deadline, stream.write_all(&buf));
         match write.await {
             Ok(Ok(())) => {}
@@ -146,7 +142,7 @@ pub(crate) async fn serve(
         match read {
             Ok(Ok(_)) if !is_stop(&buf) => {
                 moved.bytes += size as u64;
-                BounceBack::stamp_read(&mut buf, wall_now());
+                BounceBack::stamp_read(&mut buf, wall_clock());
             }
             // The stop message, EOF, an error or silence: over.
             _ => break,
@@ -215,10 +211,8 @@ pub(crate) fn run_client(
     let mut stream = std::net::TcpStream::connect_timeout(&server, connect_timeout)?;
     stream.set_nodelay(true)?;
     if let Some(tos) = ask.tos {
-        let sock = socket2::SockRef::from(&stream);
-        let _ = sock
-            .set_tos_v4(u32::from(tos))
-            .or_else(|_| crate::sys::set_tclass_v6(&sock, u32::from(tos)));
+        let ipv6 = server.ip().to_canonical().is_ipv6();
+        let _ = set_tos(&socket2::SockRef::from(&stream), u32::from(tos), ipv6);
     }
     // A reply later than the hold and a second is a server that stopped answering.
     stream.set_read_timeout(Some(ask.hold + Duration::from_secs(2)))?;
@@ -256,7 +250,7 @@ pub(crate) fn run_client(
                 tos,
                 hold_us,
             };
-            header.encode(wall_now(), &mut request);
+            header.encode(wall_clock(), &mut request);
             let sent = Instant::now();
             stream.write_all(&request)?;
             stream.read_exact(&mut reply)?;
@@ -276,7 +270,7 @@ pub(crate) fn run_client(
         tos,
         hold_us,
     };
-    stop.encode(wall_now(), &mut request);
+    stop.encode(wall_clock(), &mut request);
     let _ = stream.write_all(&request);
     let _ = stream.shutdown(std::net::Shutdown::Write);
     let addresses = (

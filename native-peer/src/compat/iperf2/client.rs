@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use perfpeer_shared::one_way::{ClockBasis, OneWayFinal};
 use perfpeer_shared::report::{
@@ -28,6 +28,7 @@ use crate::session::client::ClientOptions;
 use crate::session::driver::{FarEnd, Ready, drive};
 use crate::session::events::TestEvent;
 use crate::session::measure::Measurement;
+use crate::util::wall_clock;
 
 /// Fins sent at most (one every 10 ms: 2 s), as iperf2 does.
 const FIN_TRIES: usize = 200;
@@ -47,7 +48,7 @@ fn amount(spec: &TestSpec) -> Amount {
     clippy::cast_possible_wrap,
     reason = "iperf2's buffer length is a signed 32-bit field; our lengths are at most 1 MiB"
 )]
-fn header(spec: &TestSpec, port: u16, extras: &Iperf2Extras) -> Header {
+fn header(spec: &TestSpec, port: u16) -> Header {
     let mut h = Header::new(
         amount(spec),
         spec.streams,
@@ -57,7 +58,7 @@ fn header(spec: &TestSpec, port: u16, extras: &Iperf2Extras) -> Header {
     h.buflen = spec.len as i32;
     h.rate = spec.per_stream_rate().map(|r| r.0);
     h.tos = spec.tos.unwrap_or(0);
-    if extras.trip_times && spec.protocol == Protocol::Udp {
+    if spec.trip_times && spec.protocol == Protocol::Udp {
         h = h.with_trip_times();
     }
     if spec.direction == Direction::Reverse {
@@ -70,25 +71,22 @@ fn header(spec: &TestSpec, port: u16, extras: &Iperf2Extras) -> Header {
 /// Smallest datagram that carries the trip-times headers.
 pub(crate) const TRIP_TIMES_MIN_LEN: usize = UDP_TRIP_TIMES_LEN;
 
-/// What `perfpeer iperf -c` asks of an iperf 2 server beyond the test spec.
+/// What `perfpeer iperf -c` asks of an iperf 2 server beyond the test spec (whose
+/// `trip_times` asks the server for one-way delays).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Iperf2Extras {
-    /// UDP `--trip-times`: the server measures each datagram's one-way delay.
-    pub trip_times: bool,
     /// `-T`: the TTL (hop limit) of the datagrams; 1 by default for a multicast group.
     pub ttl: Option<u32>,
 }
 
 /// A UDP datagram's first bytes: room for the per-datagram header, then the test header (and
 /// for trip-times the test's start time on our wall clock).
-fn udp_template(spec: &TestSpec, port: u16, extras: &Iperf2Extras) -> Vec<u8> {
+fn udp_template(spec: &TestSpec, port: u16) -> Vec<u8> {
     let mut t = vec![0u8; UDP_HEADER_AT];
-    t.extend_from_slice(&header(spec, port, extras).encode());
-    if extras.trip_times {
+    t.extend_from_slice(&header(spec, port).encode());
+    if spec.trip_times {
         t.resize(UDP_TRIP_TIMES_LEN, 0);
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
+        let now = wall_clock();
         put_udp_start_time(&mut t, now);
     }
     t
@@ -113,12 +111,8 @@ pub(crate) async fn run(
     if multicast && (spec.protocol != Protocol::Udp || spec.direction != Direction::Normal) {
         return refuse("a multicast group takes UDP sent to it (-u, without -R)");
     }
-    if extras.trip_times && spec.protocol != Protocol::Udp {
-        return refuse(
-            "--trip-times is measured over UDP here (-u): a TCP stream's writes carry no send times from perfpeer iperf -c",
-        );
-    }
-    if extras.trip_times && (spec.len as usize) < UDP_TRIP_TIMES_LEN {
+    // (TCP trip-times never get here: the spec's validation refuses them.)
+    if spec.trip_times && (spec.len as usize) < UDP_TRIP_TIMES_LEN {
         return refuse(&format!(
             "--trip-times needs datagrams of at least {UDP_TRIP_TIMES_LEN} bytes (-l)"
         ));
@@ -134,8 +128,7 @@ pub(crate) async fn run(
         tokio::task::spawn_blocking(move || open_streams(&spec_c, server, &opts_c, &extras))
             .await
             .map_err(data_err)??;
-    let template =
-        (spec.protocol == Protocol::Udp).then(|| udp_template(spec, server.port(), &extras));
+    let template = (spec.protocol == Protocol::Udp).then(|| udp_template(spec, server.port()));
     let ready = Ready {
         test_id: String::new(),
         server_addr: server.to_string(),
@@ -153,11 +146,7 @@ pub(crate) async fn run(
         template: template.unwrap_or_default(),
         sockets: Vec::new(),
         multicast,
-        clock: if server.ip().is_loopback() {
-            ClockBasis::SameHost
-        } else {
-            ClockBasis::SynchronisedClocks
-        },
+        clock: ClockBasis::of_peer(server.ip()),
     };
     drive(far, ready, spec, &events, &cancel).await
 }
@@ -288,7 +277,7 @@ fn open_streams(
                     let mut stream: TcpStream = socket.into();
                     // The header goes out as a write of its own, as iperf2's client sends it.
                     stream
-                        .write_all(&header(spec, server.port(), extras).encode())
+                        .write_all(&header(spec, server.port()).encode())
                         .map_err(data_err)?;
                     DataSocket::Tcp(Arc::new(stream))
                 }
@@ -296,7 +285,7 @@ fn open_streams(
                     socket.connect(&SockAddr::from(server)).map_err(data_err)?;
                     let udp: UdpSocket = socket.into();
                     if spec.direction == Direction::Reverse {
-                        ask_reverse_flow(&udp, spec, server, extras)?;
+                        ask_reverse_flow(&udp, spec, server)?;
                     }
                     DataSocket::Udp(Arc::new(udp))
                 }
@@ -315,17 +304,14 @@ fn ask_reverse_flow(
     udp: &UdpSocket,
     spec: &TestSpec,
     server: SocketAddr,
-    extras: &Iperf2Extras,
 ) -> Result<(), SessionError> {
-    let mut hello = udp_template(spec, server.port(), extras);
+    let mut hello = udp_template(spec, server.port());
     let format = DatagramFormat::Iperf2 { seq64: true };
     udp.set_read_timeout(Some(Duration::from_millis(250)))
         .map_err(data_err)?;
     let mut peek = [0u8; 64];
     for _ in 0..REVERSE_TRIES {
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
+        let wall = wall_clock();
         format.write_data(&mut hello, 0, Duration::ZERO, wall);
         udp.send(&hello).map_err(data_err)?;
         match udp.peek(&mut peek) {
@@ -418,9 +404,7 @@ impl Fins {
         reason = "iperf2's fin ids are negative counts, written as their bits"
     )]
     fn send(&mut self, udp: &UdpSocket) {
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
+        let wall = wall_clock();
         DatagramFormat::Iperf2 { seq64: true }.write_data(
             &mut self.datagram,
             self.next as u64,

@@ -690,7 +690,7 @@ async fn udp_flow(
         format: DatagramFormat::Iperf2 { seq64 },
         payload_template: None,
         first_datagram: Some(first),
-        one_way: trip_times.then(|| clock_basis(from)),
+        one_way: trip_times.then(|| ClockBasis::of_peer(from.ip())),
     };
     let started = now_ms();
     let m = Measurement::start_with(PeerRole::Server, &spec, vec![setup], &wire)
@@ -767,15 +767,6 @@ async fn udp_flow(
     } else {
         FlowEnd::Served
     })
-}
-
-/// What one-way delays from `from` rest on: one clock when the client is this host.
-fn clock_basis(from: SocketAddr) -> ClockBasis {
-    if from.ip().is_loopback() {
-        ClockBasis::SameHost
-    } else {
-        ClockBasis::SynchronisedClocks
-    }
 }
 
 /// The server report's latency extension, from the flow's one-way delays.
