@@ -86,6 +86,18 @@ pub(crate) async fn run(
                     .into(),
         });
     }
+    if spec.video.is_some() {
+        return Err(SessionError::Refused {
+            code: ErrorCode::InvalidSpec,
+            message: "--isochronous: video frames go to perfpeer peers (stock servers read no frame tags)".into(),
+        });
+    }
+    if spec.histogram.is_some() {
+        return Err(SessionError::Refused {
+            code: ErrorCode::InvalidSpec,
+            message: "--histograms: a stock server reports no bins (an iperf 2 server prints its own with `iperf -s --histograms`); use --trip-times here, or test against a perfpeer peer".into(),
+        });
+    }
     if spec.trip_times && kind != Kind::Iperf2 {
         return Err(SessionError::Refused {
             code: ErrorCode::InvalidSpec,

@@ -645,6 +645,7 @@ fn stream_final(
                 jitter_ms: s.jitter * 1000.0,
                 max_gap_ms: None,
                 one_way: None,
+                frames: None,
             }
         }),
         rr: None,

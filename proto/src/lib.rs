@@ -11,6 +11,7 @@
 //! - [`probe`]: the latency probe's request and timestamped answer.
 //! - [`udp_stats`]: a UDP receiver's loss, reordering, duplicates, jitter and gaps.
 
+pub mod frames;
 #[cfg(test)]
 mod fuzz;
 pub mod iperf2;

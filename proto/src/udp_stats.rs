@@ -5,8 +5,12 @@
 use std::cell::Cell;
 use std::time::Duration;
 
+use perfpeer_shared::histogram::HistogramSpec;
 use perfpeer_shared::one_way::{ClockBasis, OneWayDelays};
 use perfpeer_shared::report::{UdpRxFinal, UdpRxSample};
+
+use crate::frames::FrameStats;
+use crate::wire::FrameTag;
 
 /// How far back (in sequence numbers) duplicates are recognised.
 const WINDOW: u64 = 4096;
@@ -31,6 +35,8 @@ pub struct UdpRxStats {
     window_gap: Cell<Option<Duration>>,
     /// One-way delays, when the receive loop measures them (and the clocks they rest on).
     one_way: Option<(OneWayDelays, ClockBasis)>,
+    /// Video-like frames, when the test sends them.
+    frames: Option<(FrameStats, ClockBasis)>,
 }
 
 impl Default for UdpRxStats {
@@ -49,6 +55,7 @@ impl Default for UdpRxStats {
             max_gap: Duration::ZERO,
             window_gap: Cell::new(None),
             one_way: None,
+            frames: None,
         }
     }
 }
@@ -145,12 +152,37 @@ impl UdpRxStats {
     }
 
     /// Counts the one-way delay of a datagram just accounted: its arrival on the receiver's
-    /// wall clock minus the send time the sender stamped on its own, in seconds.
-    pub fn on_one_way(&mut self, delay_s: f64, clock: ClockBasis) {
+    /// wall clock minus the send time the sender stamped on its own, in seconds; also in the
+    /// bins of `histogram` where the test asked for them.
+    pub fn on_one_way(
+        &mut self,
+        delay_s: f64,
+        clock: ClockBasis,
+        histogram: Option<HistogramSpec>,
+    ) {
         self.one_way
-            .get_or_insert_with(|| (OneWayDelays::default(), clock))
+            .get_or_insert_with(|| {
+                let delays =
+                    histogram.map_or_else(OneWayDelays::default, OneWayDelays::with_histogram);
+                (delays, clock)
+            })
             .0
             .record(delay_s);
+    }
+
+    /// Counts a datagram of a video-like frame (`tag`), sent at `sent_s` on the sender's wall
+    /// clock, arrived at `arrived_s` on ours; frames are due every `period_s`.
+    pub fn on_frame(
+        &mut self,
+        tag: FrameTag,
+        (sent_s, arrived_s): (f64, f64),
+        period_s: f64,
+        clock: ClockBasis,
+    ) {
+        self.frames
+            .get_or_insert_with(|| (FrameStats::new(period_s), clock))
+            .0
+            .on_datagram(tag, sent_s, arrived_s);
     }
 
     /// The one-way delays so far (over the whole stream, omitted start included).
@@ -195,6 +227,7 @@ impl UdpRxStats {
             jitter_ms: self.jitter_s * 1000.0,
             max_gap_ms: (self.received > 1).then(|| ms_of(self.max_gap)),
             one_way: self.one_way(),
+            frames: self.frames.as_ref().map(|(f, clock)| f.finish(*clock)),
         }
     }
 }

@@ -46,6 +46,9 @@ pub enum WireError {
     /// Unknown UDP control kind.
     #[error("unknown UDP control kind {0}")]
     BadKind(u8),
+    /// A frame tag whose datagram is not inside its frame.
+    #[error("a frame tag out of its frame")]
+    BadFrameTag,
 }
 
 fn need(buf: &[u8], n: usize, what: &'static str) -> Result<(), WireError> {
@@ -260,9 +263,73 @@ impl DataHeader {
     }
 }
 
+/// Length of a video datagram's frame tag, after its [`DataHeader`].
+pub const FRAME_TAG_LEN: usize = 12;
+
+/// Where a datagram of a video-like test (`--isochronous`) sits in its frame: bytes 16..28 of
+/// the datagram, after the [`DataHeader`], as three u32 (BE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameTag {
+    /// The frame's number, from 1.
+    pub frame: u32,
+    /// This datagram's place in the frame, from 0.
+    pub index: u32,
+    /// Datagrams in the frame.
+    pub count: u32,
+}
+
+impl FrameTag {
+    /// Writes the tag after the data header (`buf` holds at least 28 bytes).
+    pub fn write(&self, buf: &mut [u8]) {
+        let at = DATA_HEADER_LEN;
+        buf[at..at + 4].copy_from_slice(&self.frame.to_be_bytes());
+        buf[at + 4..at + 8].copy_from_slice(&self.index.to_be_bytes());
+        buf[at + 8..at + 12].copy_from_slice(&self.count.to_be_bytes());
+    }
+
+    /// Reads the tag of a data datagram; a tag whose place is not inside its frame, or a frame
+    /// numbered 0, is refused.
+    pub fn read(buf: &[u8]) -> Result<Self, WireError> {
+        need(buf, DATA_HEADER_LEN + FRAME_TAG_LEN, "frame tag")?;
+        let at = DATA_HEADER_LEN;
+        let tag = FrameTag {
+            frame: u32_at(buf, at),
+            index: u32_at(buf, at + 4),
+            count: u32_at(buf, at + 8),
+        };
+        if tag.frame == 0 || tag.index >= tag.count {
+            return Err(WireError::BadFrameTag);
+        }
+        Ok(tag)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frame_tag_bytes_and_bounds() {
+        let mut buf = [0u8; 40];
+        let tag = FrameTag {
+            frame: 3,
+            index: 1,
+            count: 2,
+        };
+        tag.write(&mut buf);
+        assert_eq!(&buf[16..28], b"\0\0\0\x03\0\0\0\x01\0\0\0\x02");
+        assert_eq!(FrameTag::read(&buf), Ok(tag));
+        assert!(FrameTag::read(&buf[..27]).is_err());
+        for (frame, index, count) in [(0, 0, 1), (1, 2, 2), (1, 0, 0)] {
+            FrameTag {
+                frame,
+                index,
+                count,
+            }
+            .write(&mut buf);
+            assert_eq!(FrameTag::read(&buf), Err(WireError::BadFrameTag));
+        }
+    }
 
     const COOKIE: Cookie = *b"0123456789abcdef";
 

@@ -18,6 +18,9 @@
 //!   and the live events of a run.
 //! - [`one_way`]: one-way delays of datagrams (iperf 2's `--trip-times`) and the clock
 //!   assumption they rest on.
+//! - [`histogram`]: latency in bins of a fixed width (iperf 2's `--histograms`).
+//! - [`video`]: video-like frames (iperf 2's `--isochronous`): the frames asked for, their
+//!   sizes, and what a receiver reports of them.
 //! - [`rr`]: request/response results (round-trip histogram and its summary).
 //! - [`tagged`]: internally tagged enums read with their tag first, without serde's buffering.
 //! - [`format`]: renderings of a [`report::TestResult`] (iperf3 text and JSON, iperf2, ttcp,
@@ -28,6 +31,7 @@ pub mod calendar;
 pub mod control;
 pub mod dccp;
 pub mod format;
+pub mod histogram;
 pub mod history;
 pub mod latency;
 pub mod one_way;
@@ -38,6 +42,7 @@ pub mod spec;
 pub mod sweep;
 pub mod tagged;
 pub mod units;
+pub mod video;
 
 /// Version of perfpeer's own control protocol; peers refuse a different major version.
 /// 2: a UDP data stream is bound only after its client echoes the data port's challenge.

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::histogram::{DelayBins, DelayHistogram, HistogramSpec};
 use crate::rr::RttHistogram;
 
 /// What the one-way figures assume about the two clocks.
@@ -41,7 +42,7 @@ impl ClockBasis {
 }
 
 /// The one-way delays of a stream over the whole test, in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OneWayFinal {
     /// Delays measured (datagrams with a send time).
     pub count: u64,
@@ -66,6 +67,9 @@ pub struct OneWayFinal {
     /// on the control connection (it is in the figures, give or take).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_offset: Option<ClockOffset>,
+    /// The delays in bins, where the test asked for them (`--histograms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<DelayHistogram>,
 }
 
 /// The server's wall clock minus the client's, as the client read it around one round trip of
@@ -141,16 +145,18 @@ impl OneWayFinal {
             m2_s2,
             clock,
             clock_offset: None,
+            histogram: None,
         }
     }
 }
 
 impl OneWayFinal {
     /// The figures of several streams together (Chan's parallel update of the mean and M2);
-    /// percentiles only for a single stream (they do not add up). `None` for no stream.
+    /// percentiles only for a single stream (they do not add up), histograms summed where all
+    /// have the same bins. `None` for no stream.
     pub fn combine(parts: &[OneWayFinal]) -> Option<OneWayFinal> {
         let (first, rest) = parts.split_first()?;
-        let mut all = *first;
+        let mut all = first.clone();
         for p in rest {
             let n = all.count + p.count;
             if n == 0 {
@@ -167,6 +173,10 @@ impl OneWayFinal {
             all.max_ms = all.max_ms.max(p.max_ms);
             all.negative += p.negative;
             all.percentiles = None;
+            all.histogram = match (&all.histogram, &p.histogram) {
+                (Some(a), Some(b)) => a.merged(b),
+                _ => None,
+            };
             if p.clock == ClockBasis::SynchronisedClocks {
                 all.clock = p.clock;
             }
@@ -218,9 +228,18 @@ pub struct OneWayDelays {
     max_s: f64,
     negative: u64,
     histogram: Option<RttHistogram>,
+    bins: Option<DelayBins>,
 }
 
 impl OneWayDelays {
+    /// Statistics that also count the delays in the bins of `spec`.
+    pub fn with_histogram(spec: HistogramSpec) -> OneWayDelays {
+        OneWayDelays {
+            bins: Some(DelayBins::new(spec)),
+            ..OneWayDelays::default()
+        }
+    }
+
     /// Counts one delay of `delay_s` seconds (negative when the clocks disagree).
     #[allow(
         clippy::cast_possible_truncation,
@@ -230,6 +249,9 @@ impl OneWayDelays {
     pub fn record(&mut self, delay_s: f64) {
         if !delay_s.is_finite() {
             return;
+        }
+        if let Some(bins) = &mut self.bins {
+            bins.record(delay_s);
         }
         if self.count == 0 {
             (self.min_s, self.max_s) = (delay_s, delay_s);
@@ -289,6 +311,7 @@ impl OneWayDelays {
             m2_s2: self.m2_s2,
             clock,
             clock_offset: None,
+            histogram: self.bins.as_ref().map(DelayBins::finish),
         })
     }
 }
@@ -356,7 +379,7 @@ mod tests {
             sum.words()
         );
         assert!(parts[0].words().contains(", 95 % "), "{}", parts[0].words());
-        assert_eq!(OneWayFinal::combine(&parts[..1]), Some(parts[0]));
+        assert_eq!(OneWayFinal::combine(&parts[..1]), Some(parts[0].clone()));
         assert_eq!(OneWayFinal::combine(&[]), None);
     }
 

@@ -312,7 +312,7 @@ pub struct TcpFinal {
 }
 
 /// UDP receiver figures over the whole test.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct UdpRxFinal {
     /// Datagrams received (each counted once).
     pub received: u64,
@@ -333,6 +333,9 @@ pub struct UdpRxFinal {
     /// asked for them (iperf 2's `--trip-times`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub one_way: Option<crate::one_way::OneWayFinal>,
+    /// Video-like frames (`--isochronous`): whole, lost, late, and their latency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames: Option<crate::video::FrameFinal>,
 }
 
 impl UdpRxFinal {
@@ -397,6 +400,7 @@ impl StreamFinal {
     pub fn datagrams_per_second(&self) -> Option<f64> {
         let seconds = self.duration.as_secs_f64();
         self.udp_rx
+            .as_ref()
             .filter(|_| seconds > 0.0)
             .map(|rx| rx.received as f64 / seconds)
     }
@@ -660,7 +664,7 @@ pub struct TestResult {
 }
 
 /// Totals of one role across the streams of one direction.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct DirectionTotals {
     /// Bytes.
     pub bytes: u64,
@@ -718,7 +722,7 @@ fn totals(streams: &[&StreamFinal]) -> Option<DirectionTotals> {
         .map(|s| s.duration.as_secs_f64())
         .fold(0.0, f64::max);
     let udp_rx = {
-        let rx: Vec<UdpRxFinal> = streams.iter().filter_map(|s| s.udp_rx).collect();
+        let rx: Vec<&UdpRxFinal> = streams.iter().filter_map(|s| s.udp_rx.as_ref()).collect();
         (!rx.is_empty()).then(|| UdpRxFinal {
             received: rx.iter().map(|r| r.received).sum(),
             sender_packets: sum_all(rx.iter().map(|r| r.sender_packets)),
@@ -729,7 +733,14 @@ fn totals(streams: &[&StreamFinal]) -> Option<DirectionTotals> {
             max_gap_ms: rx.iter().fold(None, |m, r| max_opt(m, r.max_gap_ms)),
             // Moments combine across streams; percentiles only for one stream.
             one_way: crate::one_way::OneWayFinal::combine(
-                &rx.iter().filter_map(|r| r.one_way).collect::<Vec<_>>(),
+                &rx.iter()
+                    .filter_map(|r| r.one_way.clone())
+                    .collect::<Vec<_>>(),
+            ),
+            frames: crate::video::FrameFinal::combine(
+                &rx.iter()
+                    .filter_map(|r| r.frames.as_ref())
+                    .collect::<Vec<_>>(),
             ),
         })
     };
@@ -790,9 +801,9 @@ impl TestResult {
             .filter_map(|f| {
                 let end_sends = f.client_to_server == (end == PeerRole::Client);
                 if end_sends {
-                    f.sent.or(f.received)
+                    f.sent.as_ref().or(f.received.as_ref())
                 } else {
-                    f.received.or(f.sent)
+                    f.received.as_ref().or(f.sent.as_ref())
                 }
             })
             .map(|t| t.bytes)
@@ -1216,8 +1227,8 @@ mod statistics_tests {
         assert_eq!((id, tx.unwrap().bytes, rx.unwrap().bytes), (1, 100, 90));
         let (id, tx, rx) = down.streams[0];
         assert_eq!((id, tx.unwrap().bytes, rx.unwrap().bytes), (2, 80, 70));
-        assert_eq!(up.sent.unwrap().bytes, 100);
-        assert_eq!(down.received.unwrap().bytes, 70);
+        assert_eq!(up.sent.as_ref().unwrap().bytes, 100);
+        assert_eq!(down.received.as_ref().unwrap().bytes, 70);
         // Without the far end's report, only this end's views are there.
         let alone = TestResult {
             remote: None,

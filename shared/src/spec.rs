@@ -172,6 +172,14 @@ pub struct TestSpec {
     /// clocks' synchronisation between two).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trip_times: bool,
+    /// Receivers also count the one-way delays in bins of a fixed width (`--histograms`,
+    /// iperf 2's): needs `trip_times`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<crate::histogram::HistogramSpec>,
+    /// Video-like frames instead of an even rate (`--isochronous`, iperf 2's): UDP, with
+    /// `trip_times` (frames are timed on the clocks), no `bitrate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video: Option<crate::video::VideoSpec>,
     /// DCCP service code and CCID (DCCP only; `None` = the defaults).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dccp: Option<DccpSpec>,
@@ -185,6 +193,8 @@ pub const DEFAULT_UDP_LEN: u32 = 1448;
 pub const DEFAULT_UDP_RATE: BitRate = BitRate(1_000_000);
 /// Smallest UDP datagram: our 16-byte sequence/timestamp header.
 pub const MIN_UDP_LEN: u32 = 16;
+/// Smallest datagram of a video test: the header and the 12-byte frame tag.
+pub const MIN_VIDEO_LEN: usize = 28;
 /// Largest UDP payload over IPv4.
 pub const MAX_UDP_LEN: u32 = 65_507;
 /// Default DCCP packet payload: under the maximum packet size of a 1500-byte MTU path.
@@ -226,6 +236,8 @@ impl TestSpec {
             skip_rx_copy: false,
             fq_pacing: false,
             trip_times: false,
+            histogram: None,
+            video: None,
             dccp: None,
         }
     }
@@ -304,6 +316,20 @@ impl TestSpec {
         }
         if self.trip_times && (self.protocol != Protocol::Udp || self.rr.is_some()) {
             return Err(SpecError::TripTimes);
+        }
+        if let Some(h) = self.histogram
+            && (!self.trip_times || !h.is_valid())
+        {
+            return Err(SpecError::Histogram);
+        }
+        if let Some(v) = self.video
+            && (!v.is_valid()
+                || !self.trip_times
+                || self.bitrate.is_some()
+                || self.burst.is_some()
+                || (self.len as usize) < MIN_VIDEO_LEN)
+        {
+            return Err(SpecError::Video);
         }
         if let Some(burst) = self.burst
             && (!(1..=MAX_BURST).contains(&burst) || self.per_stream_rate().is_none())
@@ -450,8 +476,20 @@ pub enum SpecError {
     #[error("--fq-pacing applies to TCP with a rate (-b)")]
     FqPacing,
     /// `--trip-times` on a test whose data is not UDP datagrams with perfpeer's header.
-    #[error("--trip-times measures UDP datagrams (-u, not --rr)")]
+    #[error("--trip-times, --histograms and --isochronous measure UDP datagrams (-u, not --rr)")]
     TripTimes,
+    /// Histogram bins without one-way delays to count, or out of range.
+    #[error(
+        "--histograms counts one-way delays (with --trip-times) in 1 to {} bins of 1 µs to 1 s",
+        crate::histogram::MAX_BINS
+    )]
+    Histogram,
+    /// Video frames on a test that cannot carry them.
+    #[error(
+        "--isochronous sends UDP frames (-u, with --trip-times, no -b) of datagrams of at least {MIN_VIDEO_LEN} bytes (-l), 1 to {} frames a second",
+        crate::video::MAX_FPS
+    )]
+    Video,
     /// A burst out of range, or without a rate.
     #[error("a burst (-b RATE/BURST) is 1 to {MAX_BURST} writes, with a rate above 0; got {0}")]
     Burst(u32),

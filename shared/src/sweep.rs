@@ -39,8 +39,8 @@ impl SweepPoint {
     /// data flow); `None` if no end reported receiving.
     pub fn from_result(len: u32, result: &TestResult) -> Option<SweepPoint> {
         let flows = result.flows();
-        let received = flows.first()?.received?;
-        let rx = received.udp_rx.unwrap_or_default();
+        let received = flows.first()?.received.as_ref()?;
+        let rx = received.udp_rx.clone().unwrap_or_default();
         let packets = rx.received;
         let per_sec = |v: f64| {
             if received.seconds > 0.0 {

@@ -354,6 +354,14 @@ impl Drop for Running {
     }
 }
 
+/// Runs `perfpeer iperf -c 127.0.0.1 -p PORT ARGS` to its end (at most 20 s); its output.
+pub fn our_iperf_client(port: u16, args: &[&str]) -> Output {
+    let p = port.to_string();
+    let mut all = vec!["iperf", "-c", "127.0.0.1", "-p", &p];
+    all.extend_from_slice(args);
+    Running::spawn(&perfpeer_bin(), &all).wait(Duration::from_secs(20))
+}
+
 /// Polls `check` every 100 ms until it is true or `limit` passes; returns whether it became true.
 pub fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;

@@ -482,7 +482,7 @@ async fn a_phone_runs_tcp_and_udp_tests_and_sees_the_peers_figures() {
             summary_value(&c, "flow0-jitter").await,
             format!("{:.3} ms", sum["jitter_ms"].as_f64().unwrap())
         );
-        let received = result.flows()[0].received.expect("receiver totals");
+        let received = result.flows()[0].received.clone().expect("receiver totals");
         assert_eq!(
             summary_value(&c, "flow0-received").await,
             rate(received.bits_per_second)
@@ -579,6 +579,7 @@ async fn a_result_page_and_its_exported_file_show_the_stored_numbers() {
     let stored: TestResult = serde_json::from_str(&json).unwrap();
     let received = stored.flows()[0]
         .received
+        .clone()
         .expect("the far end's receive figures");
     let expected = format!(
         "{}, {}",

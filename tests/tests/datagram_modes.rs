@@ -220,3 +220,156 @@ fn trip_times_count_every_datagram_on_one_clock() {
     let out = perfpeer_test(&[peer.control.as_str(), "--trip-times", "-t", "1"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
+
+/// `perfpeer test PEER ARGS -J`, with `-R` when `reverse`: its JSON.
+fn json_one_way(peer: &Peer, args: &[&str], reverse: bool) -> serde_json::Value {
+    let mut all = vec![peer.control.as_str()];
+    all.extend_from_slice(args);
+    all.push("-J");
+    if reverse {
+        all.push("-R");
+    }
+    json_of(&perfpeer_test(&all), &all)
+}
+
+/// `--histograms`: every delay counted once, in the bin its value falls in, the same counts in
+/// `-J`, the text and the page, and the bin points agreeing with the percentiles.
+#[test]
+fn histograms_count_every_delay_in_its_bin() {
+    let peer = Peer::start(&["--open"]);
+    for (reverse, bins) in [(false, "--histograms=20u,300"), (true, "--histograms")] {
+        let v = json_one_way(&peer, &["-u", "-b", "4M", "-t", "2", bins], reverse);
+        let one_way = v.pointer("/perfpeer/udp/one_way").expect("one-way delays");
+        let h = &one_way["histogram"];
+        let width = h["bin_width_us"].as_u64().unwrap();
+        assert_eq!(
+            (width, h["bins"].as_u64().unwrap()),
+            if reverse { (100, 10_000) } else { (20, 300) },
+            "{h}"
+        );
+        let counts: Vec<(u64, u64)> = h["counts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c[0].as_u64().unwrap(), c[1].as_u64().unwrap()))
+            .collect();
+        let in_bins: u64 = counts.iter().map(|c| c.1).sum();
+        let all = in_bins + h["below"].as_u64().unwrap() + h["above"].as_u64().unwrap();
+        assert_eq!(
+            all,
+            one_way["count"].as_u64().unwrap(),
+            "every delay once: {h}"
+        );
+        // The fastest and slowest delays sit in the first and last bins counted.
+        let ms = |k: &str| one_way[k].as_f64().unwrap();
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "a non-negative delay of well under a second over a width of ≥ 1 µs"
+        )]
+        let bin_of = |ms: f64| (ms * 1000.0 / width as f64).floor() as u64;
+        assert_eq!(counts.first().unwrap().0, bin_of(ms("min_ms")), "{one_way}");
+        if h["above"] == 0 {
+            assert_eq!(counts.last().unwrap().0, bin_of(ms("max_ms")), "{one_way}");
+        }
+        // The median (to the percentile's ~3 % precision) lies in the bin where half the
+        // delays are counted.
+        let p50 = one_way["percentiles"]["p50_ms"].as_f64().unwrap();
+        let mut running = 0;
+        let half_bin = counts
+            .iter()
+            .find(|(_, c)| {
+                running += c;
+                running * 2 >= in_bins
+            })
+            .unwrap()
+            .0;
+        let bin_ms = width as f64 / 1000.0;
+        let (low, high) = (half_bin as f64 * bin_ms, (half_bin + 1) as f64 * bin_ms);
+        assert!(
+            p50 >= low * 0.96 - 0.001 && p50 <= high * 1.04 + 0.001,
+            "median {p50} outside bin {half_bin} ({low}–{high} ms): {h}"
+        );
+    }
+    // The text prints the bins as iperf 2 does, the page says them and draws them.
+    let out = perfpeer_test(&[
+        peer.control.as_str(),
+        "-u",
+        "-t",
+        "1",
+        "--histograms=50u,1000",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let line = text
+        .lines()
+        .find(|l| l.contains("delay histogram bin(w=50us):cnt("))
+        .unwrap_or_else(|| panic!("no histogram line: {text}"));
+    assert!(line.contains("(5.00/95.00/99.7%="), "{line}");
+    let id = perfpeer_tests::result_id_from(&text);
+    let (status, page) =
+        perfpeer_tests::http_request(&peer.control, "GET", &format!("/r/{id}"), "", "");
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("Delay histogram") && page.contains("aria-label='one-way delays ("),
+        "{page}"
+    );
+    // Bins out of range, and bins of a TCP test, are usage errors.
+    for bad in [
+        &["-u", "--histograms=0"][..],
+        &["-u", "--histograms=1u,10001"],
+        &["--histograms"],
+    ] {
+        let mut args = vec![peer.control.as_str(), "-t", "1"];
+        args.extend_from_slice(bad);
+        let out = perfpeer_test(&args);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
+    }
+}
+
+/// `--isochronous`: frames at the asked rate, each sent as a burst and counted whole on
+/// loopback, timed, in both directions; the text and page say them; what cannot carry frames
+/// is a usage error.
+#[test]
+fn video_frames_arrive_whole_at_their_rate() {
+    let peer = Peer::start(&["--open"]);
+    for reverse in [false, true] {
+        let args = ["-u", "--isochronous=50:10m,2m", "-l", "1200", "-t", "2"];
+        let v = json_one_way(&peer, &args, reverse);
+        let f = |k: &str| perfpeer_tests::u64_at(&v, &format!("/perfpeer/udp/frames/{k}"));
+        // 50 frames a second for 2 s, none lost on loopback (a frame is 25 000 bytes on average:
+        // about 21 datagrams of 1200 bytes, sent as one burst).
+        assert!((95..=105).contains(&f("whole")), "{v}");
+        assert_eq!(f("lost"), 0, "{v}");
+        assert_eq!(f("latency/count"), f("whole"), "{v}");
+        let period = f64_at(&v, "/perfpeer/udp/frames/period_ms");
+        assert!((period - 20.0).abs() < 1e-9, "{v}");
+        // The datagrams: about 10 Mbit/s of them.
+        let bps = f64_at(&v, "/end/sum_received/bits_per_second");
+        assert!((8.0e6..12.0e6).contains(&bps), "{bps}: {v}");
+        let packets = perfpeer_tests::u64_at(&v, "/end/sum_received/packets");
+        assert!(packets > 15 * f("whole"), "{packets} datagrams: {v}");
+    }
+    let out = perfpeer_test(&[peer.control.as_str(), "-u", "-t", "1", "--isochronous"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        text.contains(" whole/0 lost/") && text.contains("frame latency avg/min/max/stdev"),
+        "{text}"
+    );
+    let id = perfpeer_tests::result_id_from(&text);
+    let (status, page) =
+        perfpeer_tests::http_request(&peer.control, "GET", &format!("/r/{id}"), "", "");
+    assert_eq!(status, 200);
+    assert!(page.contains("Video frames"), "{page}");
+    for bad in [
+        &["--isochronous"][..],
+        &["-u", "--isochronous", "-b", "5M"],
+        &["-u", "--isochronous=0"],
+        &["-u", "--isochronous", "-l", "20"],
+        &["-u", "--isochronous", "--rr"],
+    ] {
+        let mut args = vec![peer.control.as_str(), "-t", "1"];
+        args.extend_from_slice(bad);
+        let out = perfpeer_test(&args);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
+    }
+}

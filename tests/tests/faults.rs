@@ -98,6 +98,16 @@ fn caps_are_enforced_with_a_reason() {
     );
     let v = perfpeer_json(&[&peer.control, "-t", "1", "-b", "10M"]);
     assert!(u64_at(&v, "/end/sum_received/bytes") > 0);
+    // A video test's rate is its frames' mean: over the cap refused, under it served.
+    let out = perfpeer_test(&[&peer.control, "-t", "1", "-u", "--isochronous=30:80m,0"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr_of(&out).contains("--max-bitrate"),
+        "{}",
+        stderr_of(&out)
+    );
+    let v = perfpeer_json(&[&peer.control, "-t", "1", "-u", "--isochronous=30:20m,0"]);
+    assert!(u64_at(&v, "/perfpeer/udp/frames/whole") > 20, "{v}");
 }
 
 /// Starts a long test in the background; returns the child.

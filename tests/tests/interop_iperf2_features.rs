@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use perfpeer_tests::{Running, free_port, have, perfpeer_bin, wait_for};
+use perfpeer_tests::{Running, free_port, have, our_iperf_client, perfpeer_bin, wait_for};
 
 /// Test length of every client invocation, seconds.
 const TEST_SECS: &str = "2";
@@ -160,6 +160,104 @@ fn stock_udp_trip_times_get_latency_in_the_server_report() {
     let mine = latency_of(row);
     for (a, b) in mine.iter().zip(theirs) {
         assert!((a - b).abs() < 0.002, "ours {row} / theirs {report}");
+    }
+}
+
+/// A `T8(f)-PDF` histogram line as iperf 2.1 prints it: its count, its bins `(bin, count)`
+/// and the 5 / 95 / 99.7 % bins; panics on any other shape.
+fn histogram_of(line: &str) -> (u64, Vec<(u64, u64)>, [u64; 3]) {
+    let rest = line
+        .split_once(" sec T8(f)-PDF: bin(w=50us):cnt(")
+        .unwrap_or_else(|| panic!("not a histogram line: {line}"))
+        .1;
+    let (count, rest) = rest.split_once(")=").unwrap();
+    let (bins, rest) = rest.split_once(" (5.00/95.00/99.7%=").unwrap();
+    let bins = bins
+        .split(',')
+        .map(|b| {
+            let (bin, n) = b.split_once(':').unwrap();
+            (bin.parse().unwrap(), n.parse().unwrap())
+        })
+        .collect();
+    let (points, rest) = rest.split_once(",Outliers=").unwrap();
+    assert!(rest.contains(",obl/obu="), "{line}");
+    let p: Vec<u64> = points.split('/').map(|p| p.parse().unwrap()).collect();
+    (count.parse().unwrap(), bins, [p[0], p[1], p[2]])
+}
+
+/// `--histograms` on the server: ours prints iperf 2.1's `T8(f)` line for a stock client's
+/// `--trip-times` flow, counting every datagram; a stock server prints one for our client's
+/// flow (our time stamps are iperf 2's).
+#[test]
+fn server_histograms_count_every_datagram_both_ways() {
+    if !have("iperf") {
+        return;
+    }
+    let (mut our_server, our_port) =
+        server(&perfpeer_bin(), &["iperf", "-s", "--histograms=50u,2000"]);
+    let (out, ended) = client(
+        "127.0.0.1",
+        our_port,
+        &args("-u --trip-times -b 2M -l 1000"),
+    );
+    assert!(ended && out.status.success(), "{}", text(&out));
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = our_server[0].0.kill();
+    let printed = text(&our_server.remove(0).wait(Duration::from_secs(5)));
+    assert!(
+        printed.contains("Enabled receive histograms bin-width=0.050 ms, bins=2000"),
+        "{printed}"
+    );
+    // Stock's own layout; both the histogram and the row are our server's.
+    let stock_port = free_port();
+    let p = stock_port.to_string();
+    let mut stock_server = Running::spawn(
+        Path::new("iperf"),
+        &["-s", "-u", "-p", &p, "-e", "--histograms=50u,2000"],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let ours_out = our_iperf_client(
+        stock_port,
+        &["-u", "--trip-times", "-b", "2M", "-l", "1000", "-t", "2"],
+    );
+    assert!(ours_out.status.success(), "{}", text(&ours_out));
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = stock_server.0.kill();
+    let stock_printed = text(&stock_server.wait(Duration::from_secs(5)));
+    for (who, printed) in [("ours", &printed), ("stock", &stock_printed)] {
+        let line = printed
+            .lines()
+            .find(|l| l.contains("T8(f)-PDF"))
+            .unwrap_or_else(|| panic!("{who}: no histogram: {printed}"));
+        let (count, bins, [lower, upper, p99_7]) = histogram_of(line);
+        // 2 Mbit/s (iperf 2 reads 2M as 2 × 2^20) of 1000-byte datagrams for 2 s: about 524,
+        // every one in a bin.
+        assert!((480..=560).contains(&count), "{who}: {line}");
+        assert_eq!(
+            bins.iter().map(|b| b.1).sum::<u64>(),
+            count,
+            "{who}: {line}"
+        );
+        assert!(bins.windows(2).all(|w| w[0].0 < w[1].0), "{who}: {line}");
+        assert!(
+            1 <= lower && lower <= upper && upper <= p99_7,
+            "{who}: {line}"
+        );
+        // Loopback: every delay under 20 ms (bin 400 of 50 µs).
+        assert!(bins.last().unwrap().0 <= 400, "{who}: {line}");
+        // The row's datagram count is the histogram's.
+        let total: u64 = printed
+            .lines()
+            .find(|l| l.contains(" pps"))
+            .and_then(|row| {
+                row.split_whitespace().find_map(|w| {
+                    let (lost, total) = w.split_once('/')?;
+                    lost.parse::<u64>().ok()?;
+                    total.parse::<u64>().ok()
+                })
+            })
+            .unwrap_or_else(|| panic!("{who}: no Lost/Total: {printed}"));
+        assert_eq!(total, count, "{who}: {printed}");
     }
 }
 
@@ -406,24 +504,7 @@ fn our_udp_trip_times_client_prints_the_servers_latency() {
         ("stock iperf -s -u", stock_port),
         ("perfpeer iperf -s", our_port),
     ] {
-        let p = port.to_string();
-        let out = Running::spawn(
-            &perfpeer_bin(),
-            &[
-                "iperf",
-                "-c",
-                "127.0.0.1",
-                "-p",
-                &p,
-                "-u",
-                "--trip-times",
-                "-b",
-                "2M",
-                "-t",
-                "2",
-            ],
-        )
-        .wait(Duration::from_secs(20));
+        let out = our_iperf_client(port, &["-u", "--trip-times", "-b", "2M", "-t", "2"]);
         let t = text(&out);
         assert!(out.status.success(), "{server}: {t}");
         let row = t

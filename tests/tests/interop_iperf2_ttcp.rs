@@ -4,7 +4,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use perfpeer_tests::{
-    Running, free_port, have, json_of, perfpeer_bin, u64_at, wait_for, wait_listening,
+    Running, free_port, have, json_of, our_iperf_client, perfpeer_bin, u64_at, wait_for,
+    wait_listening,
 };
 
 fn perfpeer(args: &[&str]) -> std::process::Output {
@@ -244,23 +245,7 @@ fn csv_reports_on_both_roles_agree_with_the_other_end() {
     let p = port.to_string();
     let server = Running::spawn(Path::new("iperf"), &["-s", "-p", &p, "-y", "C"]);
     std::thread::sleep(Duration::from_millis(500));
-    let client = Running::spawn(
-        &perfpeer_bin(),
-        &[
-            "iperf",
-            "-c",
-            "127.0.0.1",
-            "-p",
-            &p,
-            "-t",
-            "1",
-            "-i",
-            "0.5",
-            "-y",
-            "C",
-        ],
-    )
-    .wait(Duration::from_secs(20));
+    let client = our_iperf_client(port, &["-t", "1", "-i", "0.5", "-y", "C"]);
     std::thread::sleep(Duration::from_millis(300));
     let served = server.wait(Duration::from_secs(1));
     let (ours, theirs) = (csv_lines(&client), csv_lines(&served));

@@ -14,6 +14,36 @@ fn hosts(tag: &str) -> Option<TwoHosts> {
     Some(TwoHosts::new(tag, "20mbit").expect("create namespaces"))
 }
 
+/// Puts a `tbf` of `rate` (its rate, then the rest of its arguments) on A's way out in place
+/// of the link's own, and starts an open peer on B.
+fn shape_a_and_serve_b(hosts: &TwoHosts, rate: &[&str]) -> Peer {
+    let out = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &hosts.ns_a,
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+        ])
+        .args([hosts.dev_a.as_str(), "root", "tbf", "rate"])
+        .args(rate)
+        .output()
+        .expect("tc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Peer::start_with(
+        hosts.prefix_b(),
+        &format!("{ADDR_B}:5210"),
+        "5211",
+        &["--open"],
+    )
+}
+
 #[test]
 fn shaped_20mbit_link_tcp_and_udp_land_where_the_link_allows() {
     let Some(hosts) = hosts("s") else { return };
@@ -111,39 +141,7 @@ fn bind_dev_sends_the_test_out_of_that_interface_only() {
 #[test]
 fn trip_times_show_a_delay_on_one_direction_only() {
     let Some(hosts) = hosts("t") else { return };
-    let out = std::process::Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &hosts.ns_a,
-            "tc",
-            "qdisc",
-            "replace",
-            "dev",
-        ])
-        .args([
-            hosts.dev_a.as_str(),
-            "root",
-            "tbf",
-            "rate",
-            "4mbit",
-            "burst",
-            "16kb",
-        ])
-        .args(["latency", "40ms"])
-        .output()
-        .expect("tc");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let _peer = Peer::start_with(
-        hosts.prefix_b(),
-        &format!("{ADDR_B}:5210"),
-        "5211",
-        &["--open"],
-    );
+    let _peer = shape_a_and_serve_b(&hosts, &["4mbit", "burst", "16kb", "latency", "40ms"]);
     let mut delays = Vec::new();
     for reverse in [false, true] {
         let mut args = vec![ADDR_B, "-u", "-b", "8M", "-t", "3", "--trip-times", "-J"];
@@ -179,4 +177,42 @@ fn trip_times_show_a_delay_on_one_direction_only() {
         (0.0..5.0).contains(&b_to_a),
         "B → A without a queue: {delays:?}"
     );
+}
+
+/// Video-like frames (`--isochronous=30:8m,4m`) through a link of 10 Mbit/s one way and 20 the
+/// other: the mean fits both, but frames larger than about 1.25 × the mean take longer than a
+/// frame period (33 ms) to pass 10 Mbit/s, so a quarter of A → B's frames arrive late; at 20
+/// Mbit/s only frames past 2.5 × the mean do (about 1 %). Every frame the sender started is
+/// counted, whole or lost.
+#[test]
+fn video_frames_arrive_late_where_the_link_is_slower_than_their_bursts() {
+    let Some(hosts) = hosts("v") else { return };
+    let _peer = shape_a_and_serve_b(&hosts, &["10mbit", "burst", "16kb", "latency", "200ms"]);
+    let mut seen = Vec::new();
+    for reverse in [false, true] {
+        let mut args = vec![ADDR_B, "-u", "--isochronous=30:8m,4m", "-t", "4", "-J"];
+        if reverse {
+            args.push("-R");
+        }
+        let v = json_of(&perfpeer_test_with(hosts.prefix_a(), &args), &args);
+        let f = |k: &str| u64_at(&v, &format!("/perfpeer/udp/frames/{k}"));
+        let (whole, lost, late) = (f("whole"), f("lost"), f("late"));
+        // 30 frames a second for 4 s.
+        assert!(
+            (115..=125).contains(&(whole + lost)),
+            "{whole} whole + {lost} lost: {v}"
+        );
+        let mean = f64_at(&v, "/perfpeer/udp/frames/latency/mean_ms");
+        seen.push((whole, lost, late, mean));
+    }
+    let ((ab_whole, _, ab_late, ab_mean), (_, _, ba_late, ba_mean)) = (seen[0], seen[1]);
+    assert!(
+        ab_late >= 10 && ab_late >= 3 * (ba_late + 1),
+        "late A → B (10 Mbit/s) against B → A (20 Mbit/s): {seen:?}"
+    );
+    assert!(
+        ab_whole >= 100,
+        "the queue holds 200 ms: few frames lost: {seen:?}"
+    );
+    assert!(ab_mean > ba_mean, "{seen:?}");
 }

@@ -16,6 +16,7 @@ use perfpeer_shared::request::{Mode, RequestError, RequestInput};
 use perfpeer_shared::spec::{Direction, EndCondition, MAX_STREAMS, Protocol, SpecError, TestSpec};
 use perfpeer_shared::sweep::parse_sizes;
 use perfpeer_shared::units::{parse_rate, parse_size};
+use perfpeer_shared::video::VideoSpec;
 
 /// The form's fields exactly as typed (strings, so nothing is lost before validation; its four
 /// menus as the [`Choice`] picked). Kept in the browser's storage as JSON for "Test to <last
@@ -64,10 +65,15 @@ pub struct FormInput {
     pub congestion: String,
     /// Seconds between live reports (`-i`): `"1"` or `"0.5"`.
     pub interval: String,
-    /// One-way delay of every datagram (`--trip-times`, UDP): `"on"`, or `""` for off (left
-    /// out when off, so a form stores as older pages stored it).
+    /// One-way delay of every datagram (`--trip-times`, UDP): `"on"`, `"histogram"` (also in
+    /// bins, `--histograms`), or `""` for off (left out when off, so a form stores as older
+    /// pages stored it).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub trip_times: String,
+    /// Video-like frames (`--isochronous`, UDP): `FPS:MEAN,STDEV` as iperf 2 takes it (`60:20m,0`),
+    /// or `""` for an even rate (left out when empty, as `trip_times`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub video: String,
 }
 
 impl Default for FormInput {
@@ -91,6 +97,7 @@ impl Default for FormInput {
             congestion: String::new(),
             interval: "1".into(),
             trip_times: String::new(),
+            video: String::new(),
         }
     }
 }
@@ -368,7 +375,17 @@ pub fn presets() -> Vec<Preset> {
                 protocol: Protocol::Udp,
                 bitrate: "1M".into(),
                 direction: WhoSends::Both,
-                trip_times: "on".into(),
+                trip_times: "histogram".into(),
+                ..base.clone()
+            },
+            tab: Layout::Iperf3,
+        },
+        Preset {
+            id: "video",
+            label: "Video 60 fps 20 Mbit/s, 10 s",
+            input: FormInput {
+                protocol: Protocol::Udp,
+                video: "60:20m,0".into(),
                 ..base.clone()
             },
             tab: Layout::Iperf3,
@@ -585,7 +602,10 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
             Some(u32::try_from(window).map_err(|_| err("window", "Window is too large"))?);
     }
     spec.congestion = Some(input.congestion.trim().to_string()).filter(|c| !c.is_empty());
-    spec.trip_times = input.trip_times == "on";
+    // "histogram": the delays also in iperf 2's default bins (100 µs × 10000).
+    spec.trip_times = matches!(input.trip_times.as_str(), "on" | "histogram");
+    spec.histogram = (input.trip_times == "histogram")
+        .then_some(perfpeer_shared::histogram::HistogramSpec::DEFAULT);
     if input.interval.trim() == "0.5" {
         spec.interval = Duration::from_millis(500);
     }
@@ -607,6 +627,18 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
     let bitrate_given = datagrams && !input.bitrate.trim().is_empty();
     if bitrate_given {
         spec.bitrate = Some(parse_rate(&input.bitrate).map_err(|e| err("bitrate", e.to_string()))?);
+    }
+    // Video frames set their own rate, and are timed on the clocks.
+    if !input.video.trim().is_empty() {
+        if bitrate_given {
+            return Err(err(
+                "video",
+                "Video frames set their own rate: leave Rate empty",
+            ));
+        }
+        spec.video = Some(VideoSpec::parse(input.video.trim()).map_err(|e| err("video", e))?);
+        spec.bitrate = None;
+        spec.trip_times = true;
     }
     let dccp = if input.protocol == Protocol::Dccp {
         let ccid = match input.ccid.trim() {
@@ -647,6 +679,7 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
                 SpecError::Window(_) => "window",
                 SpecError::Congestion(_) => "congestion",
                 SpecError::TripTimes => "trip-times",
+                SpecError::Video => "video",
                 SpecError::RrNeeds(_) => "mode",
                 _ => "seconds",
             };
@@ -742,14 +775,45 @@ mod tests {
         input.target = "pc".into();
         let spec = to_request(&input).unwrap().spec;
         assert!(spec.trip_times && spec.protocol == Protocol::Udp);
+        assert_eq!(
+            spec.histogram,
+            Some(perfpeer_shared::histogram::HistogramSpec::DEFAULT)
+        );
         assert_eq!(spec.direction, Direction::Bidir);
         input.protocol = Protocol::Tcp;
         assert_eq!(
             to_request(&input).err().map(|e| e.field),
             Some("trip-times")
         );
+        input.trip_times = "on".into();
+        input.protocol = Protocol::Udp;
+        let spec = to_request(&input).unwrap().spec;
+        assert!(spec.trip_times && spec.histogram.is_none(), "on: no bins");
+        input.protocol = Protocol::Tcp;
         input.trip_times = String::new();
         assert!(to_request(&input).is_ok(), "off is off");
+    }
+
+    #[test]
+    fn the_video_preset_sends_frames_and_a_rate_or_bad_text_is_refused() {
+        let mut input = preset("video").unwrap().input;
+        input.target = "pc".into();
+        let spec = to_request(&input).unwrap().spec;
+        assert_eq!(spec.video, Some(VideoSpec::DEFAULT));
+        assert!(spec.trip_times && spec.bitrate.is_none() && spec.protocol == Protocol::Udp);
+        input.bitrate = "5M".into();
+        assert_eq!(to_request(&input).err().map(|e| e.field), Some("video"));
+        input.bitrate = String::new();
+        input.video = "0:20m".into();
+        assert_eq!(to_request(&input).err().map(|e| e.field), Some("video"));
+        input.video = "30:8m,2m".into();
+        let spec = to_request(&input).unwrap().spec;
+        assert_eq!(
+            spec.video.map(|v| (v.fps, v.mean.0, v.stdev.0)),
+            Some((30, 8_000_000, 2_000_000))
+        );
+        input.protocol = Protocol::Tcp;
+        assert!(to_request(&input).is_err(), "frames are UDP");
     }
 
     #[test]

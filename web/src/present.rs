@@ -94,7 +94,8 @@ pub fn headline(result: &TestResult) -> String {
         .filter_map(|f| {
             let dir = if result.sent_from_here(f) { "TX" } else { "RX" };
             f.received
-                .or(f.sent)
+                .as_ref()
+                .or(f.sent.as_ref())
                 .map(|t| (dir, rate(t.bits_per_second)))
         })
         .map(|(dir, r)| format!("{dir} {r}"))
@@ -187,7 +188,7 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
         } else {
             "RX"
         };
-        if let Some(sent) = flow.sent {
+        if let Some(sent) = &flow.sent {
             rows.push(row(
                 format!("flow{i}-sent"),
                 format!("{dir} sender"),
@@ -208,7 +209,7 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
                 ));
             }
         }
-        if let Some(received) = flow.received {
+        if let Some(received) = &flow.received {
             rows.push(row(
                 format!("flow{i}-received"),
                 format!("{dir} receiver"),
@@ -219,7 +220,7 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
                 format!("{dir} received"),
                 bytes(received.bytes),
             ));
-            if let Some(u) = received.udp_rx {
+            if let Some(u) = &received.udp_rx {
                 rows.push(row(
                     format!("flow{i}-loss"),
                     format!("{dir} lost"),
@@ -230,11 +231,25 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
                     format!("{dir} jitter"),
                     format!("{:.3} ms", u.jitter_ms),
                 ));
-                if let Some(d) = u.one_way {
+                if let Some(d) = &u.one_way {
                     rows.push(row(
                         format!("flow{i}-one-way"),
                         format!("{dir} one-way delay"),
                         d.words(),
+                    ));
+                    if let Some(h) = &d.histogram {
+                        rows.push(row(
+                            format!("flow{i}-histogram"),
+                            format!("{dir} delay histogram"),
+                            h.words(),
+                        ));
+                    }
+                }
+                if let Some(f) = &u.frames {
+                    rows.push(row(
+                        format!("flow{i}-frames"),
+                        format!("{dir} video frames"),
+                        f.words(),
                     ));
                 }
             }

@@ -696,15 +696,17 @@ fn render_form_error(model: &Model) {
         "window",
         "congestion",
         "trip-times",
+        "video",
     ] {
         let bad = model.form_error.as_ref().is_some_and(|e| e.field == f);
         toggle_class(&format!("f-{f}"), "invalid", bad);
     }
-    if model
-        .form_error
-        .as_ref()
-        .is_some_and(|e| matches!(e.field, "tos" | "window" | "congestion" | "trip-times"))
-    {
+    if model.form_error.as_ref().is_some_and(|e| {
+        matches!(
+            e.field,
+            "tos" | "window" | "congestion" | "trip-times" | "video"
+        )
+    }) {
         let _ = el("more-settings").set_attribute("open", "");
     }
     match &model.form_error {
@@ -903,6 +905,7 @@ pub fn read_form() -> FormInput {
         congestion: value("f-congestion"),
         interval: value("f-interval"),
         trip_times: value("f-trip-times"),
+        video: value("f-video"),
     }
 }
 
@@ -936,6 +939,7 @@ pub fn fill_form(input: &FormInput) {
     set_value("f-congestion", &input.congestion);
     set_value("f-interval", &input.interval);
     set_value("f-trip-times", &input.trip_times);
+    set_value("f-video", &input.video);
     sync_form();
 }
 

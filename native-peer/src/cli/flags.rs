@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use anyhow::bail;
 use clap::Args;
+use perfpeer_shared::histogram::HistogramSpec;
 use perfpeer_shared::spec::{
     Direction, EndCondition, MAX_INTERVAL, MAX_TEST_TIME, Protocol, RequestResponse, TestSpec,
     ValidSpec,
 };
 use perfpeer_shared::units::{BitRate, parse_rate, parse_size};
+use perfpeer_shared::video::VideoSpec;
 
 use super::output::Style;
 use crate::session::client::ClientOptions;
@@ -133,6 +135,32 @@ pub(super) struct TestFlags {
     /// receiver's): exact on one host, as good as the clocks' NTP/PTP sync between two.
     #[arg(long = "trip-times")]
     trip_times: bool,
+    /// One-way delays also counted in bins (iperf 2's --histograms[=WIDTH[u|m][,BINS]]):
+    /// 100 µs × 10000 unless given; implies --trip-times (the iperf server: counts the delays
+    /// of clients that send --trip-times).
+    #[arg(
+        long = "histograms",
+        alias = "udp-histograms",
+        value_name = "WIDTH[u|m][,BINS]",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "",
+        value_parser = parse_histograms
+    )]
+    histograms: Option<HistogramArg>,
+    /// UDP: video-like frames, iperf 2's --isochronous[=FPS:MEAN,STDEV] (60:20m,0 unless given):
+    /// FPS frames a second, sizes log-normal around MEAN bit/s, each sent as a burst of -l
+    /// datagrams; reports frames whole, lost and late and their latency. Implies --trip-times;
+    /// not with -b.
+    #[arg(
+        long = "isochronous",
+        value_name = "FPS:MEAN,STDEV",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "60:20m,0",
+        value_parser = VideoSpec::parse
+    )]
+    isochronous: Option<VideoSpec>,
     /// Pace TCP with the kernel's SO_MAX_PACING_RATE instead of perfpeer's clock (needs -b).
     #[arg(long)]
     fq_pacing: bool,
@@ -166,6 +194,17 @@ pub(super) fn unit_letter(s: &str, letters: &str, what: &str) -> Result<char, St
             ))
         }
     }
+}
+
+/// `--histograms`' value: the bins given, or `None` for the command's default.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct HistogramArg(Option<HistogramSpec>);
+
+fn parse_histograms(s: &str) -> Result<HistogramArg, String> {
+    if s.is_empty() {
+        return Ok(HistogramArg(None));
+    }
+    HistogramSpec::parse(s, HistogramSpec::DEFAULT).map(|h| HistogramArg(Some(h)))
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
@@ -313,7 +352,16 @@ impl TestFlags {
         spec.no_delay = self.no_delay;
         spec.tos = self.tos;
         spec.skip_rx_copy = self.skip_rx_copy;
-        spec.trip_times = self.trip_times;
+        spec.histogram = self.histogram(HistogramSpec::DEFAULT);
+        spec.trip_times = self.trip_times || spec.histogram.is_some();
+        if let Some(video) = self.isochronous {
+            if self.bitrate.is_some() {
+                bail!("--isochronous sets the rate (FPS:MEAN,STDEV): leave out -b");
+            }
+            spec.video = Some(video);
+            spec.bitrate = None;
+            spec.trip_times = true;
+        }
         spec.fq_pacing = self.fq_pacing;
         if self.rr {
             if self.len.is_none() {
@@ -349,7 +397,17 @@ impl TestFlags {
 
     /// `--trip-times`.
     pub(super) fn trip_times(&self) -> bool {
-        self.trip_times
+        self.trip_times || self.histograms.is_some()
+    }
+
+    /// Whether `--isochronous` was given.
+    pub(super) fn isochronous(&self) -> bool {
+        self.isochronous.is_some()
+    }
+
+    /// The bins `--histograms` asked for, `default`'s where it gave none; `None` without it.
+    pub(super) fn histogram(&self, default: HistogramSpec) -> Option<HistogramSpec> {
+        self.histograms.map(|h| h.0.unwrap_or(default))
     }
 
     /// `-B`, if given.

@@ -152,6 +152,12 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     }
     // The client's own limits on these flags are usage errors (exit 2), said before connecting.
     let multicast = host.parse::<IpAddr>().is_ok_and(|ip| ip.is_multicast());
+    if spec.video.is_some() {
+        return Err(super::UsageError(
+            "--isochronous: perfpeer iperf -c sends no iperf 2 frames; perfpeer test -u --isochronous sends them to a perfpeer peer".into(),
+        )
+        .into());
+    }
     if args.flags.trip_times() && spec.protocol != Protocol::Udp {
         return Err(super::UsageError(
             "--trip-times is measured over UDP here: add -u (perfpeer iperf -c stamps no TCP writes)".into(),
@@ -338,7 +344,7 @@ async fn run_bounceback(host: String, args: &IperfArgs) -> anyhow::Result<ExitCo
     let (local, remote) = &outcome.addresses;
     out!("{}", fmt::connected_line(1, local, remote));
     out!("{}", fmt::bounceback_header());
-    let Some(rtt) = outcome.rtt else {
+    let Some(rtt) = &outcome.rtt else {
         bail!("the server answered no request");
     };
     out!(
@@ -372,15 +378,25 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(crate::budget::MemoryBudget::default_limit),
         one_client_at_a_time: args.single_client,
         multicast: multicast_join(args, ip)?,
+        histograms: args
+            .flags
+            .histogram(perfpeer_shared::histogram::HistogramSpec::DEFAULT),
     };
     let (tx, events) = mpsc::unbounded_channel();
     let csv = args.csv();
     match (&config.multicast, csv) {
         (_, true) => {}
-        (Some(join), false) => out!("{}", fmt::group_banner(args.port, &join.joined_line())),
+        (Some(join), false) => out!(
+            "{}",
+            fmt::group_banner(args.port, &join.joined_line(), config.histograms)
+        ),
         (None, false) => out!(
             "{}",
-            fmt::server_banner(args.port, args.flags.spec(true).ok().and_then(|s| s.window))
+            fmt::server_banner(
+                args.port,
+                args.flags.spec(true).ok().and_then(|s| s.window),
+                config.histograms
+            )
         ),
     }
     let addr = SocketAddr::new(ip, args.port);

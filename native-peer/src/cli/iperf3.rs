@@ -184,9 +184,9 @@ fn verbose_lines() -> String {
 
 async fn run_client(host: String, args: &Iperf3Args) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
-    if args.flags.trip_times() {
+    if args.flags.trip_times() || args.flags.isochronous() {
         return Err(super::UsageError(
-            "--trip-times is not an iperf3 flag: use perfpeer test -u --trip-times (or perfpeer iperf)".into(),
+            "--trip-times, --histograms and --isochronous are not iperf3 flags: use perfpeer test -u --trip-times (or perfpeer iperf)".into(),
         )
         .into());
     }

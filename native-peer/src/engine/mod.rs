@@ -18,6 +18,7 @@ pub(crate) mod sockopt;
 mod tcp;
 mod udp;
 mod udp_batch;
+mod video;
 pub(crate) use perfpeer_proto::udp_stats;
 pub(crate) use perfpeer_proto::wire;
 
@@ -28,11 +29,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use perfpeer_shared::histogram::HistogramSpec;
 use perfpeer_shared::one_way::ClockBasis;
 use perfpeer_shared::report::StreamRole;
 use perfpeer_shared::rr::RrFinal;
 use perfpeer_shared::spec::{EndCondition, Protocol, RequestResponse, TestSpec};
 use perfpeer_shared::units::BitRate;
+use perfpeer_shared::video::VideoSpec;
 
 use self::udp_stats::UdpRxStats;
 use self::wire::DatagramFormat;
@@ -218,6 +221,11 @@ struct Worker {
     first_datagram: Option<Vec<u8>>,
     /// Measure each datagram's one-way delay (its send time must be wall-clock time).
     one_way: Option<ClockBasis>,
+    /// Also count those delays in bins (`--histograms`).
+    histogram: Option<HistogramSpec>,
+    /// Video-like frames (`--isochronous`, perfpeer's own datagrams only), and the streams of
+    /// this direction that share their rate.
+    video: Option<(VideoSpec, u16)>,
     /// A sender stamps wall-clock time, not time since the epoch, into perfpeer's datagram
     /// header (`--trip-times`: the receiver reads it against its own wall clock).
     stamp_wall: bool,
@@ -331,6 +339,11 @@ impl Engine {
                     .then(|| wire.first_datagram.clone())
                     .flatten(),
                 one_way: one_way_basis(spec, wire, setup.role, &setup.socket),
+                histogram: spec.histogram,
+                video: spec
+                    .video
+                    .filter(|_| wire.format == DatagramFormat::Perfpeer)
+                    .map(|v| (v, spec.streams)),
                 stamp_wall: spec.trip_times && wire.format == DatagramFormat::Perfpeer,
                 rr: spec.rr,
                 skip_rx_copy: spec.skip_rx_copy,
@@ -466,29 +479,32 @@ impl Drop for Engine {
 }
 
 fn run_worker(socket: DataSocket, role: StreamRole, w: Worker) {
-    let result = match (&socket, role, w.rr) {
-        (DataSocket::Tcp(s), StreamRole::Sender, Some(rr)) => rr::request(s, &w, rr),
-        (DataSocket::Tcp(s), StreamRole::Receiver, Some(rr)) => rr::answer(s, &w, rr),
-        (DataSocket::Tcp(s), StreamRole::Sender, None) => tcp::send(s, &w),
-        (DataSocket::Tcp(s), StreamRole::Receiver, None) => tcp::receive(s, &w),
-        (DataSocket::Udp(s), StreamRole::Sender, Some(rr)) => match rr.probe_interval_us {
+    let result = match (&socket, role, w.rr, w.video) {
+        (DataSocket::Tcp(s), StreamRole::Sender, Some(rr), _) => rr::request(s, &w, rr),
+        (DataSocket::Tcp(s), StreamRole::Receiver, Some(rr), _) => rr::answer(s, &w, rr),
+        (DataSocket::Tcp(s), StreamRole::Sender, None, _) => tcp::send(s, &w),
+        (DataSocket::Tcp(s), StreamRole::Receiver, None, _) => tcp::receive(s, &w),
+        (DataSocket::Udp(s), StreamRole::Sender, Some(rr), _) => match rr.probe_interval_us {
             Some(us) => probe::request(s, &w, rr, Duration::from_micros(u64::from(us))),
             None => rr_udp::request(&**s, &w, rr),
         },
-        (DataSocket::Udp(s), StreamRole::Receiver, Some(rr)) => match rr.probe_interval_us {
+        (DataSocket::Udp(s), StreamRole::Receiver, Some(rr), _) => match rr.probe_interval_us {
             Some(_) => probe::answer(&**s, &w, rr),
             None => rr_udp::answer(&**s, &w, rr),
         },
-        (DataSocket::Udp(s), StreamRole::Sender, _) if udp_batch::sends(&w) => {
+        (DataSocket::Udp(s), StreamRole::Sender, None, Some((video, streams))) => {
+            video::send(&**s, &w, video, streams)
+        }
+        (DataSocket::Udp(s), StreamRole::Sender, _, _) if udp_batch::sends(&w) => {
             udp_batch::send(s, &w)
         }
-        (DataSocket::Udp(s), StreamRole::Receiver, _) if udp_batch::receives(&w) => {
+        (DataSocket::Udp(s), StreamRole::Receiver, _, _) if udp_batch::receives(&w) => {
             udp_batch::receive(s, &w)
         }
-        (DataSocket::Udp(s), StreamRole::Sender, _) => udp::send(&**s, &w),
-        (DataSocket::Udp(s), StreamRole::Receiver, _) => udp::receive(&**s, &w),
-        (DataSocket::Dccp(s), StreamRole::Sender, _) => udp::send(&**s, &w),
-        (DataSocket::Dccp(s), StreamRole::Receiver, _) => udp::receive(&**s, &w),
+        (DataSocket::Udp(s), StreamRole::Sender, _, _) => udp::send(&**s, &w),
+        (DataSocket::Udp(s), StreamRole::Receiver, _, _) => udp::receive(&**s, &w),
+        (DataSocket::Dccp(s), StreamRole::Sender, _, _) => udp::send(&**s, &w),
+        (DataSocket::Dccp(s), StreamRole::Receiver, _, _) => udp::receive(&**s, &w),
     };
     // A sender told to stop whose far end closes first (it stopped reading at the end, as a
     // stock iperf3 does at TEST_END) has not failed: the test was over.
@@ -569,7 +585,12 @@ pub(crate) fn memory_needed(spec: &TestSpec, roles: impl IntoIterator<Item = Str
                 len.next_multiple_of(64) * udp_batch::BATCH as u64 + 64 * 1024
             }
         };
-        buffers + window + STREAM_OVERHEAD
+        // A receiver's histogram: 4 bytes a bin at most (the counters grow as bins fill).
+        let bins = match (spec.histogram, role) {
+            (Some(h), StreamRole::Receiver) => 4 * u64::from(h.bins),
+            _ => 0,
+        };
+        buffers + window + bins + STREAM_OVERHEAD
     };
     roles.into_iter().map(per_stream).sum()
 }

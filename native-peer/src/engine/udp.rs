@@ -12,7 +12,7 @@ use perfpeer_shared::one_way::ClockBasis;
 use super::datagram::Datagrams;
 use super::pacing::{Pacer, tighten_timer_slack, wait_until};
 use super::udp_stats::UdpRxStats;
-use super::wire::{Datagram, DatagramFormat, UdpControl};
+use super::wire::{Datagram, DatagramFormat, FrameTag, UdpControl};
 use super::{POLL, Worker, is_retry};
 use crate::util::wall_clock;
 
@@ -133,7 +133,7 @@ pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
                     let mut stats = lock(&w.counters.udp_rx);
                     stats.on_datagram(seq.unwrap_or(count), sent.unwrap_or(arrived), arrived);
                     if let (Some(clock), Some(sent)) = (w.one_way, sent) {
-                        record_one_way(&mut stats, sent, clock);
+                        record_one_way(&mut stats, &buf[..n], sent, clock, w);
                     }
                     drop(stats);
                     bytes += n as u64;
@@ -153,7 +153,7 @@ pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
                             if let (Some(clock), Some(sent)) =
                                 (w.one_way, w.format.fin_sent(&buf[..n]))
                             {
-                                record_one_way(&mut stats, sent, clock);
+                                record_one_way(&mut stats, &[], sent, clock, w);
                             }
                             bytes += n as u64;
                             w.counters.bytes.store(bytes, Ordering::Relaxed);
@@ -222,10 +222,24 @@ pub(super) use crate::util::lock;
 /// far end that does not stamp it) or the clocks are hours apart, and the delay is not counted.
 const MAX_ONE_WAY_S: f64 = 3600.0;
 
-/// Counts a datagram's one-way delay: now on our wall clock minus its wall-clock send time.
-pub(super) fn record_one_way(stats: &mut UdpRxStats, sent: Duration, clock: ClockBasis) {
-    let delay = wall_clock().as_secs_f64() - sent.as_secs_f64();
-    if delay.abs() <= MAX_ONE_WAY_S {
-        stats.on_one_way(delay, clock);
+/// Counts a datagram's one-way delay (now on our wall clock minus its wall-clock send time)
+/// and, in a video test, its place in its frame (`datagram`: its bytes, with the frame tag).
+pub(super) fn record_one_way(
+    stats: &mut UdpRxStats,
+    datagram: &[u8],
+    sent: Duration,
+    clock: ClockBasis,
+    w: &Worker,
+) {
+    let (now, sent) = (wall_clock().as_secs_f64(), sent.as_secs_f64());
+    let delay = now - sent;
+    if delay.abs() > MAX_ONE_WAY_S {
+        return;
+    }
+    stats.on_one_way(delay, clock, w.histogram);
+    if let Some((video, _)) = w.video
+        && let Ok(tag) = FrameTag::read(datagram)
+    {
+        stats.on_frame(tag, (sent, now), video.period_s(), clock);
     }
 }

@@ -170,7 +170,7 @@ pub(super) fn receive(sock: &UdpSocket, w: &Worker) -> io::Result<()> {
                                 arrived,
                             );
                             if let (Some(clock), Some(sent)) = (w.one_way, sent) {
-                                super::udp::record_one_way(&mut stats, sent, clock);
+                                super::udp::record_one_way(&mut stats, d, sent, clock, w);
                             }
                             bytes += len as u64;
                         }

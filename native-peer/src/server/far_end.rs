@@ -107,12 +107,16 @@ pub(crate) fn check_caps(
                 ),
             ));
         }
-        let asked = spec.bitrate.filter(|b| b.0 > 0);
+        // A video test's rate is its frames' mean (a frame is never above 4 × the mean).
+        let asked = spec
+            .bitrate
+            .filter(|b| b.0 > 0)
+            .or(spec.video.map(|v| v.mean));
         if asked.is_none_or(|b| b > cap) {
             return Err(refuse(
                 ErrorCode::OverLimit,
                 format!(
-                    "this peer accepts at most {cap} per direction (its --max-bitrate): pass -b"
+                    "this peer accepts at most {cap} per direction (its --max-bitrate): pass -b (or a lower --isochronous mean)"
                 ),
             ));
         }

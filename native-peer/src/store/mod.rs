@@ -685,7 +685,9 @@ fn unfinished(summary: &HistoryEntry, test_id: &str, spec: TestSpec, host: HostI
 /// Bytes and throughput for the list: the first flow's receiver view, else its sender's.
 fn headline(result: &TestResult) -> (Option<u64>, Option<f64>) {
     let flows = result.flows();
-    let totals = flows.first().and_then(|f| f.received.or(f.sent));
+    let totals = flows
+        .first()
+        .and_then(|f| f.received.as_ref().or(f.sent.as_ref()));
     (totals.map(|t| t.bytes), totals.map(|t| t.bits_per_second))
 }
 

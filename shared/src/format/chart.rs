@@ -300,6 +300,68 @@ pub(super) fn grid_line(s: &mut String, y: f64, x: (f64, f64), label: &str) {
     );
 }
 
+/// One-way delays in bins as an `<svg>` bar chart: at most 60 bars from 0 to the last bin that
+/// counted something, counts on the left axis, ms below.
+pub fn histogram_svg(h: &crate::histogram::DelayHistogram, label: &str) -> String {
+    let bars = h.grouped(60);
+    let top = bars.iter().map(|b| b.2).max().unwrap_or(0).max(1) as f64;
+    let y_max = nice_max(top);
+    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let end_ms = bars.last().map_or(1.0, |b| b.1);
+    let mut s = format!(
+        "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {H}' role='img' \
+         aria-label='{}' class='chart'>",
+        escape(label)
+    );
+    for i in 0..=4 {
+        let v = y_max * f64::from(i) / 4.0;
+        grid_line(
+            &mut s,
+            TOP + ph - v / y_max * ph,
+            (LEFT, W - RIGHT),
+            &trim_float(v),
+        );
+    }
+    for (start, end, count) in &bars {
+        let height = *count as f64 / y_max * ph;
+        let _ = write!(
+            s,
+            "<rect x='{:.1}' y='{:.1}' width='{:.1}' height='{height:.1}' fill='{}'><title>{} delays, {}–{} ms</title></rect>",
+            LEFT + start / end_ms * pw,
+            TOP + ph - height,
+            ((end - start) / end_ms * pw - 0.5).max(0.5),
+            COLORS[0],
+            count,
+            trim_ms(*start),
+            trim_ms(*end)
+        );
+    }
+    for (x, anchor, text) in [
+        (LEFT, "start", "0".to_string()),
+        (W - RIGHT, "end", format!("{} ms", trim_ms(end_ms))),
+    ] {
+        let _ = write!(
+            s,
+            "<text x='{x:.1}' y='{:.1}' class='tick' text-anchor='{anchor}'>{text}</text>",
+            TOP + ph + 14.0
+        );
+    }
+    let _ = write!(
+        s,
+        "<text x='{:.1}' y='{:.1}' class='tick' text-anchor='middle'>{}</text></svg>",
+        LEFT + pw / 2.0,
+        TOP + ph + 28.0,
+        escape(label)
+    );
+    s
+}
+
+/// A time in ms with the digits it needs (up to three decimals).
+fn trim_ms(v: f64) -> String {
+    let t = format!("{v:.3}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 fn trim_float(v: f64) -> String {
     let t = format!("{v:.1}");
     t.strip_suffix(".0").map(str::to_string).unwrap_or(t)

@@ -171,6 +171,12 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
                 ));
                 if let Some(d) = u.one_way {
                     rows.push((format!("One-way delay ({dir})"), d.words()));
+                    if let Some(h) = &d.histogram {
+                        rows.push((format!("Delay histogram ({dir})"), h.words()));
+                    }
+                }
+                if let Some(f) = &u.frames {
+                    rows.push((format!("Video frames ({dir})"), f.words()));
                 }
             }
         }
@@ -238,7 +244,7 @@ fn headline(result: &TestResult) -> String {
     let flows = result.flows();
     let bps = flows
         .first()
-        .and_then(|f| f.received.or(f.sent))
+        .and_then(|f| f.received.as_ref().or(f.sent.as_ref()))
         .map(|t| t.bits_per_second);
     let rate = bps
         .map(|b| format!(" · {}", format_rate(b)))
@@ -286,6 +292,25 @@ pub fn page(result: &TestResult, notes: &Notes) -> String {
         "<section class='card'>{}</section>",
         chart::svg(&chart::series(&result.local.intervals), x_max)
     );
+    // The one-way delays in bins (`--histograms`), a chart per direction that kept them.
+    for flow in result.flows() {
+        let bins = flow
+            .received
+            .as_ref()
+            .and_then(|t| t.udp_rx.as_ref()?.one_way.as_ref()?.histogram.as_ref());
+        if let Some(bins) = bins {
+            let dir = if result.sent_from_here(&flow) {
+                "this peer → other peer"
+            } else {
+                "other peer → this peer"
+            };
+            let _ = write!(
+                h,
+                "<section class='card'>{}</section>",
+                chart::histogram_svg(bins, &format!("one-way delays ({dir})"))
+            );
+        }
+    }
     h.push_str("<section class='card'>");
     for (i, (name, text)) in renderings(result).iter().enumerate() {
         let open = if i == 0 { " open" } else { "" };

@@ -4,6 +4,7 @@
 //! `--trip-times`, one-way latency and packets a second), as the
 //! Debian 2.1.8 build prints them (intervals with four decimals, adaptive units).
 
+use crate::histogram::{DelayHistogram, HistogramSpec};
 use crate::one_way::OneWayFinal;
 use crate::report::{
     DirectionTotals, IntervalReport, PeerRole, StreamFinal, StreamInterval, StreamRole, TcpSample,
@@ -62,18 +63,33 @@ pub fn client_banner(host: &str, port: u16, protocol: Protocol, window: Option<u
     )
 }
 
-/// The server's banner.
-pub fn server_banner(port: u16, window: Option<u32>) -> String {
+/// The server's banner, with the histograms' line where it counts delays in bins.
+pub fn server_banner(port: u16, window: Option<u32>, bins: Option<HistogramSpec>) -> String {
     format!(
-        "{RULE}\nServer listening on TCP and UDP port {port}\nTCP window size: {}\n{RULE}\n",
+        "{RULE}\nServer listening on TCP and UDP port {port}\n{}TCP window size: {}\n{RULE}\n",
+        histograms_line(bins),
         window_text(window)
     )
 }
 
 /// The banner of a server that receives a multicast group (UDP only), with iperf 2's line for
 /// the join (`join`, e.g. "Joining multicast group 239.255.1.1").
-pub fn group_banner(port: u16, join: &str) -> String {
-    format!("{RULE}\nServer listening on UDP port {port}\n{join}\n{RULE}\n")
+pub fn group_banner(port: u16, join: &str, bins: Option<HistogramSpec>) -> String {
+    format!(
+        "{RULE}\nServer listening on UDP port {port}\n{join}\n{}{RULE}\n",
+        histograms_line(bins)
+    )
+}
+
+/// iperf 2.1's banner line of a server started with `--histograms` (empty without).
+fn histograms_line(bins: Option<HistogramSpec>) -> String {
+    bins.map_or_else(String::new, |h| {
+        format!(
+            "Enabled receive histograms bin-width={:.3} ms, bins={} (clients should use --trip-times)\n",
+            f64::from(h.bin_width_us) / 1e3,
+            h.bins
+        )
+    })
 }
 
 fn window_text(window: Option<u32>) -> String {
@@ -115,7 +131,7 @@ pub fn latency_header() -> String {
 }
 
 /// UDP receiver columns of a row.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct UdpColumns {
     /// Jitter, ms.
     pub jitter_ms: f64,
@@ -128,12 +144,15 @@ pub struct UdpColumns {
 }
 
 impl UdpColumns {
-    fn of(rx: UdpRxFinal, datagrams_per_second: Option<f64>) -> UdpColumns {
+    fn of(rx: &UdpRxFinal, datagrams_per_second: Option<f64>) -> UdpColumns {
         UdpColumns {
             jitter_ms: rx.jitter_ms,
             lost: rx.lost,
             total: rx.expected(),
-            latency: rx.one_way.map(|d| (d, datagrams_per_second.unwrap_or(0.0))),
+            latency: rx
+                .one_way
+                .clone()
+                .map(|d| (d, datagrams_per_second.unwrap_or(0.0))),
         }
     }
 }
@@ -313,6 +332,7 @@ pub fn client_sum_row(seconds: f64, bytes: u64, units: Units) -> String {
 fn stream_row(s: &StreamFinal, units: Units) -> String {
     let udp = s
         .udp_rx
+        .as_ref()
         .map(|r| UdpColumns::of(r, s.datagrams_per_second()));
     row_in(
         Some(s.id),
@@ -324,7 +344,7 @@ fn stream_row(s: &StreamFinal, units: Units) -> String {
 }
 
 fn sum_row(t: &DirectionTotals, units: Units) -> String {
-    let udp = t.udp_rx.map(|r| UdpColumns::of(r, None));
+    let udp = t.udp_rx.as_ref().map(|r| UdpColumns::of(r, None));
     row_in(None, (0.0, t.seconds), t.bytes, udp, units)
 }
 
@@ -441,6 +461,13 @@ fn final_rows_with(result: &TestResult, units: Units, enhanced: bool) -> String 
         } else {
             for s in &mine {
                 out.push_str(&stream_row(s, units));
+                let bins = s
+                    .udp_rx
+                    .as_ref()
+                    .and_then(|r| r.one_way.as_ref()?.histogram.as_ref());
+                if let Some(h) = bins {
+                    out.push_str(&histogram_line(s.id, (0.0, s.duration.as_secs_f64()), h));
+                }
             }
             if let (true, Some(t)) = (mine.len() > 1, totals) {
                 out.push_str(&sum_row(&t, units));
@@ -472,8 +499,28 @@ fn final_rows_with(result: &TestResult, units: Units, enhanced: bool) -> String 
     out
 }
 
+/// iperf 2.1's final histogram line of a stream's one-way delays (`--histograms`, name `T8`):
+/// `[  1] 0.00-10.00 sec T8(f)-PDF: bin(w=1ms):cnt(900)=1:890,2:10 (5.00/95.00/99.7%=1/1/2,Outliers=0,obl/obu=0/0)`
+/// — bins numbered from 1 (bin n ends at n × width), then the bins where 5, 95 and 99.7 % of
+/// the delays are counted, outliers, and the delays below and above the bins.
+pub fn histogram_line(id: u32, (start, end): (f64, f64), h: &DelayHistogram) -> String {
+    let p = h.points(5.0, 95.0);
+    format!(
+        "[{id:3}] {start:.4}-{end:.4} sec T8(f)-PDF: bin(w={}):cnt({})={} (5.00/95.00/99.7%={}/{}/{},Outliers={},obl/obu={}/{})\n",
+        h.width_text(),
+        h.in_bins(),
+        h.bins_text(),
+        p.lower,
+        p.upper,
+        p.p99_7,
+        p.outliers,
+        h.below,
+        h.above
+    )
+}
+
 fn has_one_way(s: &StreamFinal) -> bool {
-    s.udp_rx.is_some_and(|r| r.one_way.is_some())
+    s.udp_rx.as_ref().is_some_and(|r| r.one_way.is_some())
 }
 
 /// Whether the end a result was measured at received UDP (its rows carry loss columns).
@@ -574,8 +621,8 @@ fn csv_line(
 
 /// A UDP row's extra columns.
 #[derive(Clone, Copy)]
-enum CsvUdp {
-    Received(crate::report::UdpRxFinal),
+enum CsvUdp<'a> {
+    Received(&'a crate::report::UdpRxFinal),
     Sent,
 }
 
@@ -590,7 +637,7 @@ pub fn csv_final(result: &TestResult) -> String {
         .iter()
         .map(|s| {
             let socket = result.local.sockets.iter().find(|k| k.id == s.id);
-            let extra = match (udp, s.udp_rx, s.role) {
+            let extra = match (udp, s.udp_rx.as_ref(), s.role) {
                 (false, _, _) => None,
                 (true, Some(rx), _) => Some(CsvUdp::Received(rx)),
                 (true, None, _) => Some(CsvUdp::Sent),
@@ -769,7 +816,7 @@ mod tests {
                 1,
                 (0.0, 1.0),
                 (136_710, 1_071_497.0),
-                Some(CsvUdp::Received(rx))
+                Some(CsvUdp::Received(&rx))
             )
             .ends_with(",136710,1071497,0.003,0,93,0.000,0\n")
         );

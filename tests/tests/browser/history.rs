@@ -96,7 +96,10 @@ async fn the_browser_history_lists_overlays_and_shares_stored_results() {
                 &format!("return document.querySelector(\"{row} .rate\").textContent;"),
             )
             .await;
-            let received = result.flows()[0].received.expect("receiver figures");
+            let received = result.flows()[0]
+                .received
+                .clone()
+                .expect("receiver figures");
             assert_eq!(
                 shown,
                 Value::from(rate(received.bits_per_second)),
@@ -166,7 +169,7 @@ async fn the_browser_history_lists_overlays_and_shares_stored_results() {
         js(&c, "document.getElementById('share').scrollIntoView();").await;
         save_screenshot(&c, "browser-history-result").await;
         // "Download as a file" is the self-contained page, with the stored numbers.
-        let received = tcp.flows()[0].received.unwrap();
+        let received = tcp.flows()[0].received.clone().unwrap();
         let expected = format!(
             "{}, {}",
             format_bytes(received.bytes as f64).trim(),

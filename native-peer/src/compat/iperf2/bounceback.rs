@@ -191,6 +191,7 @@ impl BounceOutcome {
     /// round-trip times); `None` without a round trip.
     pub(crate) fn requests_per_second(&self) -> Option<f64> {
         self.rtt
+            .as_ref()
             .filter(|r| r.mean_ms > 0.0)
             .map(|r| 1e3 / r.mean_ms)
     }

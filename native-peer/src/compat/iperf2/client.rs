@@ -485,6 +485,7 @@ fn remote_report(reports: &[(u32, ServerReport)], clock: ClockBasis) -> SideRepo
                         clock,
                     )
                 }),
+                frames: None,
             }),
             rr: None,
             writes: None,

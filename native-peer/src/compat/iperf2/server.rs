@@ -158,6 +158,8 @@ pub(crate) struct ServerConfig {
     /// Receive this multicast group (UDP only, no report sent back), instead of serving TCP
     /// and UDP on the address.
     pub multicast: Option<Join>,
+    /// Count the one-way delays of `--trip-times` UDP flows in these bins (`--histograms`).
+    pub histograms: Option<perfpeer_shared::histogram::HistogramSpec>,
 }
 
 /// What the server reports to its printer.
@@ -674,6 +676,11 @@ async fn udp_flow(
     spec.end = EndCondition::Time {
         duration: shared.config.max_duration,
     };
+    // The delays' bins, for a client that sends its times (iperf 2 counts them only then).
+    spec.histogram = shared
+        .config
+        .histograms
+        .filter(|_| header.wants_trip_times());
     let _memory = shared
         .memory
         .charge(crate::engine::memory_needed(&spec, [StreamRole::Receiver]))
@@ -732,7 +739,7 @@ async fn udp_flow(
         .filter(|_| status == TestStatus::Complete && shared.config.multicast.is_none())
         .map_or(0, |rx| rx.bytes);
     if let Some(rx) = local_report.streams.first().filter(|_| report_budget > 0) {
-        let stats = rx.udp_rx.unwrap_or_default();
+        let stats = rx.udp_rx.clone().unwrap_or_default();
         let report = ServerReport {
             bytes: rx.bytes,
             duration: rx.duration,

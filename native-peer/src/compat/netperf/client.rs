@@ -927,6 +927,7 @@ impl Plan {
                     jitter_ms: 0.0,
                     max_gap_ms: None,
                     one_way: None,
+                    frames: None,
                 }),
                 rr: None,
                 writes: None,

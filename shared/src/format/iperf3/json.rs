@@ -435,7 +435,7 @@ fn end_stream_json(
             let local_tx = flow_is_local_tx(result.local.role, flow);
             let view = if local_tx { tx.or(rx) } else { rx.or(tx) };
             if let Some(s) = view {
-                let rx_final = rx.and_then(|r| r.udp_rx);
+                let rx_final = rx.and_then(|r| r.udp_rx.clone());
                 put(
                     &mut m,
                     "udp",
@@ -484,23 +484,27 @@ fn put_flow_sums(m: &mut Obj, result: &TestResult, flow: &Flow<'_>, suffix: &str
     let local_tx = flow_is_local_tx(result.local.role, flow);
     if udp {
         let preferred = if local_tx {
-            flow.sent.map(|t| (t, true))
+            flow.sent.as_ref().map(|t| (t, true))
         } else {
-            flow.received.map(|t| (t, false))
+            flow.received.as_ref().map(|t| (t, false))
         };
         let view = preferred
-            .or(flow.sent.map(|t| (t, true)))
-            .or(flow.received.map(|t| (t, false)));
+            .or(flow.sent.as_ref().map(|t| (t, true)))
+            .or(flow.received.as_ref().map(|t| (t, false)));
         if let Some((t, sender)) = view {
-            let loss = flow.received.and_then(|r| r.udp_rx).unwrap_or_default();
+            let loss = flow
+                .received
+                .as_ref()
+                .and_then(|r| r.udp_rx.clone())
+                .unwrap_or_default();
             put(
                 m,
                 &format!("sum{suffix}"),
-                totals_json(&t, sender, sender, Some(loss)),
+                totals_json(t, sender, sender, Some(loss)),
             );
         }
     }
-    if let Some(t) = flow.sent {
+    if let Some(t) = &flow.sent {
         let loss = udp.then(|| UdpRxFinal {
             sender_packets: t.packets,
             ..Default::default()
@@ -508,19 +512,19 @@ fn put_flow_sums(m: &mut Obj, result: &TestResult, flow: &Flow<'_>, suffix: &str
         put(
             m,
             &format!("sum_sent{suffix}"),
-            totals_json(&t, true, udp || local_tx, loss),
+            totals_json(t, true, udp || local_tx, loss),
         );
     }
-    if let Some(t) = flow.received {
+    if let Some(t) = &flow.received {
         let loss = if udp {
-            Some(t.udp_rx.unwrap_or_default())
+            Some(t.udp_rx.clone().unwrap_or_default())
         } else {
             None
         };
         put(
             m,
             &format!("sum_received{suffix}"),
-            totals_json(&t, false, !udp && local_tx, loss),
+            totals_json(t, false, !udp && local_tx, loss),
         );
     }
 }
@@ -622,21 +626,37 @@ fn perfpeer_json(result: &TestResult) -> Value {
         let (main, reverse) = split_flows(result, &flows);
         let mut udp = Obj::new();
         for (flow, key) in [(main, "duplicates"), (reverse, "duplicates_bidir_reverse")] {
-            if let Some(rx) = flow.and_then(|f| f.received).and_then(|t| t.udp_rx) {
+            if let Some(rx) = flow
+                .and_then(|f| f.received.as_ref())
+                .and_then(|t| t.udp_rx.as_ref())
+            {
                 put(&mut udp, key, rx.duplicates);
             }
         }
         if let Some(gap) = main
-            .and_then(|f| f.received)
-            .and_then(|t| t.udp_rx?.max_gap_ms)
+            .and_then(|f| f.received.as_ref())
+            .and_then(|t| t.udp_rx.as_ref()?.max_gap_ms)
         {
             put(&mut udp, "max_gap_ms", gap);
+        }
+        // Video frames (--isochronous), for each direction that received them.
+        for (flow, key) in [(main, "frames"), (reverse, "frames_bidir_reverse")] {
+            if let Some(f) = flow
+                .and_then(|f| f.received.as_ref())
+                .and_then(|t| t.udp_rx.as_ref()?.frames.as_ref())
+            {
+                put(
+                    &mut udp,
+                    key,
+                    serde_json::to_value(f).unwrap_or(Value::Null),
+                );
+            }
         }
         // One-way delays (--trip-times), for each direction that measured them.
         for (flow, key) in [(main, "one_way"), (reverse, "one_way_bidir_reverse")] {
             if let Some(d) = flow
-                .and_then(|f| f.received)
-                .and_then(|t| t.udp_rx?.one_way)
+                .and_then(|f| f.received.as_ref())
+                .and_then(|t| t.udp_rx.as_ref()?.one_way.as_ref())
             {
                 put(
                     &mut udp,

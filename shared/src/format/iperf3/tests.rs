@@ -181,6 +181,7 @@ fn udp_receiver() -> TestResult {
         jitter_ms: 0.05,
         max_gap_ms: None,
         one_way: None,
+        frames: None,
     };
     let rx = StreamFinal {
         udp_rx: Some(udp_rx),

@@ -225,7 +225,7 @@ fn summary_header(result: &TestResult) -> String {
     let has_retr = result
         .flows()
         .iter()
-        .any(|f| f.sent.is_some_and(|t| t.retransmits.is_some()));
+        .any(|f| f.sent.as_ref().is_some_and(|t| t.retransmits.is_some()));
     let tail = match result.spec.protocol {
         Protocol::Tcp if has_retr => "         Retr",
         Protocol::Tcp => "",
@@ -260,15 +260,15 @@ fn summary_flow_lines(
                 &cell,
                 tag,
                 s.duration.as_secs_f64(),
-                s.udp_rx,
+                s.udp_rx.as_ref(),
             ));
-            lines.extend(one_way_line(&cell, tag, s.udp_rx));
+            lines.extend(one_way_lines(&cell, tag, s.udp_rx.as_ref()));
         }
     }
     if flow.streams.len() < 2 {
         return;
     }
-    for (totals, label) in [(flow.sent, "sender"), (flow.received, "receiver")] {
+    for (totals, label) in [(&flow.sent, "sender"), (&flow.received, "receiver")] {
         let Some(t) = totals else { continue };
         let lead = lead(
             "SUM",
@@ -280,12 +280,12 @@ fn summary_flow_lines(
         );
         lines.push(line(
             &lead,
-            final_tail(proto, t.packets, t.retransmits, t.udp_rx),
+            final_tail(proto, t.packets, t.retransmits, t.udp_rx.as_ref()),
             label,
         ));
         if label == "receiver" {
-            lines.extend(out_of_order_line("SUM", tag, t.seconds, t.udp_rx));
-            lines.extend(one_way_line("SUM", tag, t.udp_rx));
+            lines.extend(out_of_order_line("SUM", tag, t.seconds, t.udp_rx.as_ref()));
+            lines.extend(one_way_lines("SUM", tag, t.udp_rx.as_ref()));
         }
     }
 }
@@ -308,7 +308,12 @@ fn final_line(
     );
     line(
         &lead,
-        final_tail(proto, s.packets, s.tcp.map(|t| t.retransmits), s.udp_rx),
+        final_tail(
+            proto,
+            s.packets,
+            s.tcp.map(|t| t.retransmits),
+            s.udp_rx.as_ref(),
+        ),
         label,
     )
 }
@@ -317,7 +322,7 @@ fn out_of_order_line(
     cell: &str,
     tag: &str,
     seconds: f64,
-    rx: Option<UdpRxFinal>,
+    rx: Option<&UdpRxFinal>,
 ) -> Option<String> {
     let n = rx.map_or(0, |r| r.out_of_order);
     (n > 0).then(|| {
@@ -328,9 +333,30 @@ fn out_of_order_line(
     })
 }
 
-/// The one-way delays a receiver measured (`--trip-times`), with the clock assumption.
-fn one_way_line(cell: &str, tag: &str, rx: Option<UdpRxFinal>) -> Option<String> {
-    let d = rx?.one_way?;
+/// The one-way delays a receiver measured (`--trip-times`), with the clock assumption, their
+/// histogram where the test asked for one (`--histograms`), and the frames of a video test.
+fn one_way_lines(cell: &str, tag: &str, rx: Option<&UdpRxFinal>) -> Vec<String> {
+    let Some(d) = rx.and_then(|r| r.one_way.as_ref()) else {
+        return Vec::new();
+    };
+    let frames = rx.and_then(|r| r.frames.as_ref()).map(|f| {
+        let latency = f.latency.as_ref().map_or_else(String::new, |l| {
+            let percentiles = l.percentiles.map_or_else(String::new, |p| {
+                format!(
+                    "; 50/95/99.7 % {:.3}/{:.3}/{:.3} ms",
+                    p.p50_ms, p.p95_ms, p.p99_7_ms
+                )
+            });
+            format!(
+                "; frame latency avg/min/max/stdev {:.3}/{:.3}/{:.3}/{:.3} ms{percentiles}",
+                l.mean_ms, l.min_ms, l.max_ms, l.stdev_ms
+            )
+        });
+        format!(
+            "[{cell}]{tag}   frames {} whole/{} lost/{} late (> {:.3} ms){latency}",
+            f.whole, f.lost, f.late, f.period_ms
+        )
+    });
     let percentiles = d.percentiles.map_or_else(String::new, |p| {
         format!(
             "; 50/95/99.7 % {:.3}/{:.3}/{:.3} ms",
@@ -345,14 +371,31 @@ fn one_way_line(cell: &str, tag: &str, rx: Option<UdpRxFinal>) -> Option<String>
     } else {
         String::new()
     };
-    Some(format!(
+    let mut lines = vec![format!(
         "[{cell}]{tag}   one-way delay avg/min/max/stdev {:.3}/{:.3}/{:.3}/{:.3} ms{percentiles}{negative} ({}{offset})",
         d.mean_ms,
         d.min_ms,
         d.max_ms,
         d.stdev_ms,
         d.clock.words()
-    ))
+    )];
+    lines.extend(frames);
+    if let Some(h) = &d.histogram {
+        let points = h.points(5.0, 95.0);
+        lines.push(format!(
+            "[{cell}]{tag}   delay histogram bin(w={}):cnt({})={} (5.00/95.00/99.7%={}/{}/{},outliers={},below/above={}/{})",
+            h.width_text(),
+            h.in_bins(),
+            h.bins_text(),
+            points.lower,
+            points.upper,
+            points.p99_7,
+            points.outliers,
+            h.below,
+            h.above
+        ));
+    }
+    lines
 }
 
 fn cpu_line(result: &TestResult) -> String {
@@ -464,7 +507,7 @@ fn final_tail(
     proto: Protocol,
     packets: Option<u64>,
     retr: Option<u64>,
-    rx: Option<UdpRxFinal>,
+    rx: Option<&UdpRxFinal>,
 ) -> Tail {
     match (proto, rx, retr) {
         (_, Some(u), _) => Tail::Loss(u.jitter_ms, u.lost, u.expected(), u.lost_percent()),

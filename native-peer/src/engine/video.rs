@@ -1,0 +1,98 @@
+//! The sender of a video-like stream (`--isochronous`): a frame every 1/fps seconds on the
+//! monotonic clock, its size drawn by [`FrameSizes`], sent as a burst of datagrams that each
+//! carry perfpeer's header (wall-clock stamped: the test measures trip times) and a
+//! [`FrameTag`]. A frame once started is sent whole; a sender late for its next frame sends it
+//! at once (the receiver sees it late), it never skips one. The receiver's side is the UDP
+//! receiver's, which hands each tag to [`super::udp_stats::UdpRxStats::on_frame`].
+
+use std::io;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use perfpeer_shared::video::{FrameSizes, VideoSpec};
+
+use super::datagram::Datagrams;
+use super::pacing::{tighten_timer_slack, wait_until};
+use super::udp::{Refusals, signal_end};
+use super::wire::{DATA_HEADER_LEN, FRAME_TAG_LEN, FrameTag};
+use super::{POLL, Worker, is_retry};
+use crate::util::wall_clock;
+
+/// Sends frames until the test stops or its byte budget (`-n`) ends, both checked between
+/// frames: the last frame is sent whole, even past the budget.
+pub(super) fn send(
+    sock: &impl Datagrams,
+    w: &Worker,
+    video: VideoSpec,
+    streams: u16,
+) -> io::Result<()> {
+    sock.set_write_timeout(Some(POLL))?;
+    tighten_timer_slack();
+    let mut buf = w.payload();
+    let len = buf.len();
+    let header = DATA_HEADER_LEN + FRAME_TAG_LEN;
+    // Any bits will do: the low 64 of the time in ns, and the stream's id.
+    let nanos = wall_clock().as_nanos() & u128::from(u64::MAX);
+    let seed = u64::from(w.id) ^ u64::try_from(nanos).unwrap_or_default();
+    let mut sizes = FrameSizes::new(&video, streams, seed);
+    let period = Duration::from_secs_f64(video.period_s());
+    let start = Instant::now();
+    let (mut seq, mut bytes, mut frame) = (0u64, 0u64, 0u32);
+    let mut refused = Refusals::default();
+    'frames: while !w.control.stopping() {
+        let due = start + period * frame;
+        if !wait_until(due, || w.control.stopping()) {
+            break;
+        }
+        frame += 1;
+        let size = sizes.next_bytes();
+        if w.control
+            .take_budget(usize::try_from(size).unwrap_or(usize::MAX))
+            .is_none()
+        {
+            break;
+        }
+        // Whole datagrams of -l bytes, the last one shorter (never below the header and tag).
+        let count = u32::try_from(size.div_ceil(len as u64).max(1)).unwrap_or(u32::MAX);
+        for index in 0..count {
+            let this_len = if index + 1 == count {
+                let rest = size - u64::from(index) * len as u64;
+                usize::try_from(rest).map_or(len, |rest| rest.clamp(header, len))
+            } else {
+                len
+            };
+            let tag = FrameTag {
+                frame,
+                index,
+                count,
+            };
+            loop {
+                let wall = wall_clock();
+                w.format.write_data(&mut buf, seq + 1, wall, wall);
+                tag.write(&mut buf);
+                match sock.send(&buf[..this_len]) {
+                    Ok(n) => {
+                        seq += 1;
+                        bytes += n as u64;
+                        w.counters.packets.store(seq, Ordering::Relaxed);
+                        w.counters.bytes.store(bytes, Ordering::Relaxed);
+                        break;
+                    }
+                    // A full queue: the same datagram again (a frame is sent whole).
+                    Err(e) if is_retry(&e) || crate::sys::is_no_buffer_space(&e) => {
+                        if w.control.stopping() {
+                            break 'frames;
+                        }
+                        std::thread::yield_now();
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                        refused.on_refusal()?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+    signal_end(sock, w, seq);
+    Ok(())
+}
