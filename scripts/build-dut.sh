@@ -145,9 +145,13 @@ for row in "${rows[@]}"; do
     # the dynamic loader); a plain static executable like the other targets'.
     x86_64*) flags="$flags -C relocation-model=static" ;;
     esac
+    # The C code (SQLite) without unwind tables either: nothing unwinds through it (panics
+    # abort), and the tables were 70 KB of .eh_frame.
+    export "CFLAGS_${triple//-/_}=-fno-asynchronous-unwind-tables -fno-unwind-tables"
     echo "build-dut: $short ($triple) with Debian's rustc-web and -Zbuild-std" >&2
-    # Panic messages keep their text but not the file:line they came from.
-    export "CARGO_TARGET_${var}_RUSTFLAGS=$flags -Z location-detail=none"
+    # Panic messages keep their text but not the file:line they came from; derived Debug prints
+    # a type's name only (the DUT's messages never show a struct's fields).
+    export "CARGO_TARGET_${var}_RUSTFLAGS=$flags -Z location-detail=none -Z fmt-debug=shallow"
     RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$cache \
         /usr/bin/cargo build --locked --profile dut --target "$triple" \
         -Zbuild-std=std,panic_abort -Zbuild-std-features="$std_features" -p perfpeer

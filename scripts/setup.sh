@@ -29,6 +29,8 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
     [ -d /usr/lib/rustlib/src/rust/library ] || need+=(rust-web-src)
     [ -x /usr/bin/wasm-ld-22 ] || need+=(lld-22)
 fi
+# zopfli: the UI's embedded files gzipped 4 % smaller than gzip -9 (12 KB of a router's flash).
+command -v zopfli >/dev/null 2>&1 || need+=(zopfli)
 # The DCCP test boots Debian's own kernel (fetched at test time with apt-get download) under
 # qemu with software emulation, in a busybox initramfs packed with cpio.
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
@@ -38,14 +40,15 @@ command -v cpio >/dev/null 2>&1 || need+=(cpio)
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
 
-# `--dut` (scripts/build-dut.sh and the DUT tests): the cross compilers (which build musl from
+# `--dut` (scripts/build-dut.sh and the DUT tests): xz (the tests check the size budget), the
+# cross compilers (which build musl from
 # Debian's source, fetched with curl, built with make), Debian's rustc-web to build std for those
 # targets, and qemu-user to run the results.
 # `--windows` (scripts/build-windows.sh and the Windows tests): the mingw-w64 cross compiler and
 # wine to run the .exe. `--macos` (scripts/check-macos.sh): nothing beyond Debian's rustc.
 case "${1:-}" in
 --dut) cross=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-mipsel-linux-gnu make curl
-    gcc-mips-linux-gnu qemu-user-static) ;;
+    gcc-mips-linux-gnu qemu-user-static xz-utils) ;;
 --windows) cross=(gcc-mingw-w64-x86-64 wine64) ;;
 --macos) cross=() ;;
 *) cross=(none) ;;

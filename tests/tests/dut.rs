@@ -207,8 +207,43 @@ fn suite(short: &'static str, qemu_arch: &str) {
         let abi = String::from_utf8_lossy(&abi.stdout);
         assert!(abi.contains("FP ABI: Soft float"), "{short}: {abi}");
     }
+    keeps_its_size_budget(&dut);
     the_dut_serves(&dut);
     counters_cross_four_gib(&dut);
+}
+
+/// docs/dut.md's budgets: at most 4 MB stripped (a router's flash), 1.5 MB compressed with
+/// `xz -9` (as a firmware image packs it). New code on the DUT earns its bytes: a change that
+/// goes over fails here. The MIPS builds are still over the xz budget (MIPS code packs worse:
+/// 1 513 340 B for mipsel on 2026-12-06): they are held where they are until it is earned back.
+fn keeps_its_size_budget(dut: &Dut) {
+    let stripped = std::fs::metadata(&dut.bin).unwrap().len();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("xz -9 -c \"$0\" | wc -c")
+        .arg(&dut.bin)
+        .output()
+        .expect("xz (scripts/setup.sh --dut installs xz-utils)");
+    let xz: u64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("xz: {out:?}"));
+    println!("{}: {stripped} B stripped, {xz} B xz -9", dut.short);
+    assert!(
+        stripped <= 4_000_000,
+        "{}: {stripped} B stripped",
+        dut.short
+    );
+    let xz_limit = if dut.short.starts_with("mips") {
+        1_515_000
+    } else {
+        1_500_000
+    };
+    assert!(
+        xz <= xz_limit,
+        "{}: {xz} B xz -9, over {xz_limit}",
+        dut.short
+    );
 }
 
 #[test]
