@@ -576,13 +576,11 @@ pub fn put_udp_start_time(datagram: &mut [u8], start: Duration) {
     put_time(datagram, UDP_START_TIME_AT, start);
 }
 
-#[allow(
-    clippy::cast_possible_truncation,
-    reason = "iperf 2 sends the low 32 bits of the seconds since 1970"
-)]
+/// Writes `wall` as iperf 2's seconds and microseconds (u32 BE each) at `at`.
 fn put_time(buf: &mut [u8], at: usize, wall: Duration) {
-    buf[at..at + 4].copy_from_slice(&(wall.as_secs() as u32).to_be_bytes());
-    buf[at + 4..at + 8].copy_from_slice(&wall.subsec_micros().to_be_bytes());
+    let (secs, micros) = crate::wire::split_time(wall);
+    buf[at..at + 4].copy_from_slice(&secs.to_be_bytes());
+    buf[at + 4..at + 8].copy_from_slice(&micros.to_be_bytes());
 }
 
 #[cfg(test)]

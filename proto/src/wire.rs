@@ -477,11 +477,13 @@ pub enum Datagram {
     Other,
 }
 
+/// `t`'s seconds (the low 32 bits) and microseconds, as iperf's datagrams and headers carry
+/// a time.
 #[allow(
     clippy::cast_possible_truncation,
     reason = "wall-clock seconds in 32 bits, as iperf's datagrams carry them (until 2106)"
 )]
-fn split_time(t: Duration) -> (u32, u32) {
+pub(crate) fn split_time(t: Duration) -> (u32, u32) {
     (t.as_secs() as u32, t.subsec_micros())
 }
 

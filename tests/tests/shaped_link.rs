@@ -205,6 +205,7 @@ fn video_frames_arrive_late_where_the_link_is_slower_than_their_bursts() {
         let mean = f64_at(&v, "/perfpeer/udp/frames/latency/mean_ms");
         seen.push((whole, lost, late, mean));
     }
+    println!("(whole, lost, late, mean latency ms) A → B, B → A: {seen:?}");
     let ((ab_whole, _, ab_late, ab_mean), (_, _, ba_late, ba_mean)) = (seen[0], seen[1]);
     assert!(
         ab_late >= 10 && ab_late >= 3 * (ba_late + 1),
