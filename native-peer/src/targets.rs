@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use perfpeer_shared::control::ErrorCode;
 use perfpeer_shared::report::{StreamRole, TestResult};
-use perfpeer_shared::spec::{Direction, TestSpec, ValidSpec};
+use perfpeer_shared::spec::{Direction, Protocol, TestSpec, ValidSpec};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -98,10 +98,10 @@ pub(crate) async fn run(
             message: "--histograms: a stock server reports no bins (an iperf 2 server prints its own with `iperf -s --histograms`); use --trip-times here, or test against a perfpeer peer".into(),
         });
     }
-    if spec.trip_times && kind != Kind::Iperf2 {
+    if spec.trip_times && (kind != Kind::Iperf2 || spec.protocol == Protocol::Tcp) {
         return Err(SessionError::Refused {
             code: ErrorCode::InvalidSpec,
-            message: "--trip-times is measured by perfpeer peers and iperf 2 servers (iperf://), not by stock iperf3 or ttcp".into(),
+            message: "--trip-times is measured by perfpeer peers (UDP and TCP) and iperf 2 servers (iperf://, UDP), not by stock iperf3 or ttcp".into(),
         });
     }
     let server = resolve_host(&host, port, opts.family)

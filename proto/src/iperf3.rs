@@ -649,6 +649,7 @@ fn stream_final(
             }
         }),
         rr: None,
+        write_one_way: None,
     }
 }
 

@@ -20,3 +20,4 @@ pub mod netperf;
 pub mod probe;
 pub mod udp_stats;
 pub mod wire;
+pub mod write_stamps;

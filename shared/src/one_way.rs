@@ -1,5 +1,5 @@
-//! One-way delays (iperf 2's `--trip-times`): each datagram's send time, stamped by the sender on
-//! its wall clock, read against the receiver's wall clock on arrival. The figures are only as
+//! One-way delays (iperf 2's `--trip-times`): each datagram's (or TCP write's) send time, stamped
+//! by the sender on its wall clock, read against the receiver's wall clock on arrival. The figures are only as
 //! good as the agreement of the two clocks, so the result says which assumption they rest on.
 //! Pure data and arithmetic: the receive loop feeds [`OneWayDelays`], reports carry
 //! [`OneWayFinal`].

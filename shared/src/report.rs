@@ -373,6 +373,20 @@ pub struct StreamFinal {
     /// Request/response figures (`--rr`, at the end that sent the requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rr: Option<crate::rr::RrFinal>,
+    /// A TCP receiver's one-way delay of each write, from its send to the read of its last byte
+    /// (`--trip-times`; a UDP receiver's are in `udp_rx`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_one_way: Option<crate::one_way::OneWayFinal>,
+}
+
+impl StreamFinal {
+    /// The one-way delays this receiver measured: of its datagrams (UDP) or its writes (TCP).
+    pub fn one_way(&self) -> Option<&crate::one_way::OneWayFinal> {
+        self.udp_rx
+            .as_ref()
+            .and_then(|r| r.one_way.as_ref())
+            .or(self.write_one_way.as_ref())
+    }
 }
 
 impl SideReport {
@@ -680,6 +694,18 @@ pub struct DirectionTotals {
     pub udp_rx: Option<UdpRxFinal>,
     /// The TCP senders' smoothed RTT over the test (TCP_INFO, sampled each interval).
     pub tcp_rtt: Option<TcpRtt>,
+    /// The TCP receivers' one-way delays of their writes, combined (`--trip-times`).
+    pub write_one_way: Option<crate::one_way::OneWayFinal>,
+}
+
+impl DirectionTotals {
+    /// The one-way delays of the direction's datagrams (UDP) or writes (TCP), combined.
+    pub fn one_way(&self) -> Option<&crate::one_way::OneWayFinal> {
+        self.udp_rx
+            .as_ref()
+            .and_then(|r| r.one_way.as_ref())
+            .or(self.write_one_way.as_ref())
+    }
 }
 
 /// The round-trip time TCP itself measured for a direction's streams, µs: the smallest and
@@ -761,6 +787,12 @@ fn totals(streams: &[&StreamFinal]) -> Option<DirectionTotals> {
         retransmits: sum_all(streams.iter().map(|s| s.tcp.map(|t| t.retransmits))),
         packets: sum_all(streams.iter().map(|s| s.packets)),
         udp_rx,
+        write_one_way: crate::one_way::OneWayFinal::combine(
+            &streams
+                .iter()
+                .filter_map(|s| s.write_one_way.clone())
+                .collect::<Vec<_>>(),
+        ),
     })
 }
 
@@ -915,6 +947,7 @@ mod service_demand_tests {
             udp_rx: None,
             rr: None,
             writes: None,
+            write_one_way: None,
         }
     }
 

@@ -193,6 +193,8 @@ pub const DEFAULT_UDP_LEN: u32 = 1448;
 pub const DEFAULT_UDP_RATE: BitRate = BitRate(1_000_000);
 /// Smallest UDP datagram: our 16-byte sequence/timestamp header.
 pub const MIN_UDP_LEN: u32 = 16;
+/// Smallest TCP write of a `trip_times` test: its 16-byte stamp.
+pub const MIN_TRIP_TIMES_TCP_LEN: u32 = 16;
 /// Smallest datagram of a video test: the header and the 12-byte frame tag.
 pub const MIN_VIDEO_LEN: usize = 28;
 /// Largest UDP payload over IPv4.
@@ -314,7 +316,14 @@ impl TestSpec {
         if self.fq_pacing && (self.protocol != Protocol::Tcp || self.per_stream_rate().is_none()) {
             return Err(SpecError::FqPacing);
         }
-        if self.trip_times && (self.protocol != Protocol::Udp || self.rr.is_some()) {
+        // UDP stamps every datagram; TCP the first 16 bytes of every write, which its
+        // receiver must read (so not discard).
+        if self.trip_times
+            && (self.protocol == Protocol::Dccp
+                || self.rr.is_some()
+                || (self.protocol == Protocol::Tcp
+                    && (self.skip_rx_copy || self.len < MIN_TRIP_TIMES_TCP_LEN)))
+        {
             return Err(SpecError::TripTimes);
         }
         if let Some(h) = self.histogram
@@ -324,6 +333,7 @@ impl TestSpec {
         }
         if let Some(v) = self.video
             && (!v.is_valid()
+                || self.protocol != Protocol::Udp
                 || !self.trip_times
                 || self.bitrate.is_some()
                 || self.burst.is_some()
@@ -476,7 +486,9 @@ pub enum SpecError {
     #[error("--fq-pacing applies to TCP with a rate (-b)")]
     FqPacing,
     /// `--trip-times` on a test whose data is not UDP datagrams with perfpeer's header.
-    #[error("--trip-times, --histograms and --isochronous measure UDP datagrams (-u, not --rr)")]
+    #[error(
+        "--trip-times and --histograms measure UDP datagrams or TCP writes of at least 16 bytes (not --rr, DCCP or TCP's --skip-rx-copy); --isochronous sends UDP"
+    )]
     TripTimes,
     /// Histogram bins without one-way delays to count, or out of range.
     #[error(

@@ -217,7 +217,14 @@ fn trip_times_count_every_datagram_on_one_clock() {
         page.contains("One-way delay") && page.contains("one clock (same host)"),
         "{page}"
     );
-    let out = perfpeer_test(&[peer.control.as_str(), "--trip-times", "-t", "1"]);
+    let out = perfpeer_test(&[
+        peer.control.as_str(),
+        "-u",
+        "--trip-times",
+        "--rr",
+        "-t",
+        "1",
+    ]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
 
@@ -366,6 +373,52 @@ fn video_frames_arrive_whole_at_their_rate() {
         &["-u", "--isochronous=0"],
         &["-u", "--isochronous", "-l", "20"],
         &["-u", "--isochronous", "--rr"],
+    ] {
+        let mut args = vec![peer.control.as_str(), "-t", "1"];
+        args.extend_from_slice(bad);
+        let out = perfpeer_test(&args);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
+    }
+}
+
+/// TCP `--trip-times`: each write's one-way delay, from its send to the read of its last byte,
+/// counted once per write in both directions; what cannot carry the stamps is a usage error.
+#[test]
+fn trip_times_of_tcp_writes_count_every_write() {
+    let peer = Peer::start(&["--open"]);
+    for reverse in [false, true] {
+        let args = ["-l", "1000", "-b", "8M", "-t", "2", "--histograms"];
+        let v = json_one_way(&peer, &args, reverse);
+        let d = v.pointer("/perfpeer/tcp/one_way").expect("write delays");
+        let received = perfpeer_tests::u64_at(&v, "/end/sum_received/bytes");
+        let count = d["count"].as_u64().unwrap();
+        // Every whole write once (2000 of them at 8 Mbit/s for 2 s).
+        assert_eq!(count, received / 1000, "{d}");
+        assert!((1900..=2100).contains(&count), "{d}");
+        let ms = |k: &str| d[k].as_f64().unwrap();
+        assert!(
+            0.0 <= ms("min_ms") && ms("min_ms") <= ms("mean_ms") && ms("mean_ms") < 20.0,
+            "loopback, paced below any queue: {d}"
+        );
+        assert_eq!(d["clock"], "same_host");
+        let bins: u64 = d["histogram"]["counts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c[1].as_u64().unwrap())
+            .sum();
+        assert_eq!(bins, count, "{d}");
+    }
+    let out = perfpeer_test(&[peer.control.as_str(), "-t", "1", "--trip-times"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("one-way delay avg/min/max/stdev"), "{text}");
+    let id = perfpeer_tests::result_id_from(&text);
+    let (_, page) = perfpeer_tests::http_request(&peer.control, "GET", &format!("/r/{id}"), "", "");
+    assert!(page.contains("One-way delay of writes"), "{page}");
+    for bad in [
+        &["--trip-times", "--skip-rx-copy"][..],
+        &["--trip-times", "-l", "8"],
+        &["--trip-times", "--rr"],
     ] {
         let mut args = vec![peer.control.as_str(), "-t", "1"];
         args.extend_from_slice(bad);

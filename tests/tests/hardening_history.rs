@@ -114,6 +114,7 @@ impl Stranger {
                 tcp: None,
                 udp_rx: None,
                 rr: None,
+                write_one_way: None,
             }],
             ..SideReport::empty(PeerRole::Client, host)
         };

@@ -770,7 +770,7 @@ mod tests {
     }
 
     #[test]
-    fn the_one_way_preset_measures_each_way_and_tcp_cannot() {
+    fn the_one_way_preset_measures_each_way_and_tcp_its_writes() {
         let mut input = preset("oneway").unwrap().input;
         input.target = "pc".into();
         let spec = to_request(&input).unwrap().spec;
@@ -780,7 +780,10 @@ mod tests {
             Some(perfpeer_shared::histogram::HistogramSpec::DEFAULT)
         );
         assert_eq!(spec.direction, Direction::Bidir);
+        // TCP measures its writes; DCCP cannot.
         input.protocol = Protocol::Tcp;
+        assert!(to_request(&input).unwrap().spec.trip_times);
+        input.protocol = Protocol::Dccp;
         assert_eq!(
             to_request(&input).err().map(|e| e.field),
             Some("trip-times")

@@ -231,27 +231,33 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
                     format!("{dir} jitter"),
                     format!("{:.3} ms", u.jitter_ms),
                 ));
-                if let Some(d) = &u.one_way {
+            }
+            // Datagrams' or (TCP) writes' one-way delays, their bins, a video test's frames.
+            if let Some(d) = received.one_way() {
+                let of = if received.udp_rx.is_some() {
+                    ""
+                } else {
+                    " of writes"
+                };
+                rows.push(row(
+                    format!("flow{i}-one-way"),
+                    format!("{dir} one-way delay{of}"),
+                    d.words(),
+                ));
+                if let Some(h) = &d.histogram {
                     rows.push(row(
-                        format!("flow{i}-one-way"),
-                        format!("{dir} one-way delay"),
-                        d.words(),
-                    ));
-                    if let Some(h) = &d.histogram {
-                        rows.push(row(
-                            format!("flow{i}-histogram"),
-                            format!("{dir} delay histogram"),
-                            h.words(),
-                        ));
-                    }
-                }
-                if let Some(f) = &u.frames {
-                    rows.push(row(
-                        format!("flow{i}-frames"),
-                        format!("{dir} video frames"),
-                        f.words(),
+                        format!("flow{i}-histogram"),
+                        format!("{dir} delay histogram"),
+                        h.words(),
                     ));
                 }
+            }
+            if let Some(f) = received.udp_rx.as_ref().and_then(|u| u.frames.as_ref()) {
+                rows.push(row(
+                    format!("flow{i}-frames"),
+                    format!("{dir} video frames"),
+                    f.words(),
+                ));
             }
         }
     }

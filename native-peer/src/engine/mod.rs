@@ -239,8 +239,9 @@ struct Worker {
 }
 
 /// Whether (and on what clock assumption) a stream measures one-way delays: a stock tool's
-/// format when its driver asks (iperf 2's wall-clock stamps), perfpeer's own for a UDP receiver
-/// of a `--trip-times` test (its sender stamps wall-clock time).
+/// format when its driver asks (iperf 2's wall-clock stamps), perfpeer's own for a UDP or TCP
+/// receiver of a `--trip-times` test (its sender stamps wall-clock time on each datagram or
+/// write).
 fn one_way_basis(
     spec: &TestSpec,
     wire: &WireOptions,
@@ -250,18 +251,17 @@ fn one_way_basis(
     if wire.format.stamps_wall_clock() {
         return wire.one_way;
     }
-    let ours = spec.trip_times
-        && wire.format == DatagramFormat::Perfpeer
-        && role == StreamRole::Receiver
-        && spec.protocol == Protocol::Udp;
-    let DataSocket::Udp(udp) = socket else {
-        return None;
+    let ours =
+        spec.trip_times && wire.format == DatagramFormat::Perfpeer && role == StreamRole::Receiver;
+    let peer = match socket {
+        DataSocket::Udp(udp) if spec.protocol == Protocol::Udp => udp.peer_addr(),
+        DataSocket::Tcp(tcp) if spec.protocol == Protocol::Tcp => tcp.peer_addr(),
+        _ => return None,
     };
     ours.then(|| {
-        udp.peer_addr()
-            .map_or(ClockBasis::SynchronisedClocks, |peer| {
-                ClockBasis::of_peer(peer.ip())
-            })
+        peer.map_or(ClockBasis::SynchronisedClocks, |peer| {
+            ClockBasis::of_peer(peer.ip())
+        })
     })
 }
 

@@ -280,6 +280,16 @@ impl Sampler {
             udp_rx,
             rr: *s.counters.rr.lock().unwrap_or_else(|p| p.into_inner()),
             writes: s.is_tcp_sender().then(|| s.last.packets - s.base.packets),
+            // A TCP receiver's write delays (kept in its counters' one-way statistics).
+            write_one_way: (s.role == StreamRole::Receiver && !s.is_udp_receiver())
+                .then(|| {
+                    s.counters
+                        .udp_rx
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .one_way()
+                })
+                .flatten(),
         }
     }
 }

@@ -6,9 +6,14 @@ use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use perfpeer_proto::write_stamps::WriteStamps;
+
 use super::pacing::{Pacer, tighten_timer_slack, wait_until};
 use super::sockopt::set_max_pacing_rate;
+use super::udp::MAX_ONE_WAY_S;
+use super::wire::DataHeader;
 use super::{POLL, Worker, is_retry};
+use crate::util::{lock, wall_clock};
 
 /// How long a receiver waits for the sender's EOF after stop before giving up.
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
@@ -39,7 +44,7 @@ fn take_turns(w: &Worker) {
 pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     sock.set_write_timeout(Some(POLL))?;
     take_turns(w);
-    let buf = w.payload();
+    let mut buf = w.payload();
     let kernel_paced = match w.rate {
         Some(rate) if w.fq_pacing => {
             set_max_pacing_rate(sock, rate)?;
@@ -57,7 +62,8 @@ pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     // A lone sending stream's large sends go out with sendfile from a memory file holding the
     // payload (no copy from user memory per send, as iperf3's -Z); with several streams, for
     // small sends, off Linux, or where that file cannot be made, the buffer is written.
-    let source = (w.alone && buf.len() >= SENDFILE_MIN)
+    // A `--trip-times` stream stamps each write, so it writes.
+    let source = (w.alone && buf.len() >= SENDFILE_MIN && !w.stamp_wall)
         .then(|| crate::sys::SendSource::new(&buf).ok())
         .flatten();
     let (mut total, mut writes) = (0u64, 0u64);
@@ -70,6 +76,15 @@ pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
             && !wait_until(p.due(), || w.control.stopping())
         {
             break;
+        }
+        if w.stamp_wall {
+            // The write's number and its wall-clock send time, in its first 16 bytes: the
+            // receiver reads them when the write's last byte arrives (`WriteStamps`).
+            DataHeader {
+                seq: writes + 1,
+                sent: wall_clock(),
+            }
+            .write(&mut buf);
         }
         let mut off = 0;
         while off < chunk {
@@ -114,7 +129,11 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     // reads in large gulps and costs its sender far fewer wake-ups; a slow stream's partial data
     // is read when RX_WAIT passes, so counts and arrival times lag by at most that. (Several
     // streams at once went slower with it until their threads took turns, `take_turns`.)
-    let gulp = crate::sys::set_recv_low_water(sock, RX_LOW_WATER.min(buf.len())).is_ok();
+    // A `--trip-times` stream reads as bytes arrive: each write's delay ends with the read that
+    // brings its last byte.
+    let mut stamps = w.one_way.map(|clock| (WriteStamps::new(w.len), clock));
+    let gulp = stamps.is_none()
+        && crate::sys::set_recv_low_water(sock, RX_LOW_WATER.min(buf.len())).is_ok();
     sock.set_read_timeout(Some(if gulp { RX_WAIT } else { POLL }))?;
     let mut total = 0u64;
     let mut reader = sock;
@@ -127,6 +146,16 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
         match got {
             Ok(0) => return Ok(()),
             Ok(n) => {
+                if let Some((stamps, clock)) = &mut stamps {
+                    let now = wall_clock();
+                    let mut rx = lock(&w.counters.udp_rx);
+                    stamps.on_read(&buf[..n], |sent| {
+                        let delay = now.as_secs_f64() - sent.as_secs_f64();
+                        if delay.abs() <= MAX_ONE_WAY_S {
+                            rx.on_one_way(delay, *clock, w.histogram);
+                        }
+                    });
+                }
                 total += n as u64;
                 w.counters.bytes.store(total, Ordering::Relaxed);
                 w.counters.mark_data(w.control.epoch.elapsed());

@@ -220,7 +220,7 @@ pub(super) use crate::util::lock;
 
 /// Largest one-way delay believed, either way: beyond, the send time was not wall-clock time (a
 /// far end that does not stamp it) or the clocks are hours apart, and the delay is not counted.
-const MAX_ONE_WAY_S: f64 = 3600.0;
+pub(super) const MAX_ONE_WAY_S: f64 = 3600.0;
 
 /// Counts a datagram's one-way delay (now on our wall clock minus its wall-clock send time)
 /// and, in a video test, its place in its frame (`datagram`: its bytes, with the frame tag).

@@ -436,6 +436,7 @@ mod tests {
                 udp_rx: None,
                 rr: None,
                 writes: None,
+                write_one_way: None,
             })
             .collect();
         TestResult {

@@ -50,6 +50,7 @@ fn side(role: PeerRole, stream_role: StreamRole, bytes: u64) -> SideReport {
             udp_rx: None,
             rr: None,
             writes: None,
+            write_one_way: None,
         }],
         ..SideReport::empty(role, Default::default())
     }

@@ -158,7 +158,7 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
                     format_rate(rx.bits_per_second)
                 ),
             ));
-            if let Some(u) = rx.udp_rx {
+            if let Some(u) = &rx.udp_rx {
                 rows.push((
                     "UDP loss, jitter".into(),
                     format!(
@@ -169,15 +169,21 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
                         u.jitter_ms
                     ),
                 ));
-                if let Some(d) = u.one_way {
-                    rows.push((format!("One-way delay ({dir})"), d.words()));
-                    if let Some(h) = &d.histogram {
-                        rows.push((format!("Delay histogram ({dir})"), h.words()));
-                    }
+            }
+            // Datagrams' or (TCP) writes' one-way delays, their bins, a video test's frames.
+            if let Some(d) = rx.one_way() {
+                let of = if rx.udp_rx.is_some() {
+                    ""
+                } else {
+                    " of writes"
+                };
+                rows.push((format!("One-way delay{of} ({dir})"), d.words()));
+                if let Some(h) = &d.histogram {
+                    rows.push((format!("Delay histogram ({dir})"), h.words()));
                 }
-                if let Some(f) = &u.frames {
-                    rows.push((format!("Video frames ({dir})"), f.words()));
-                }
+            }
+            if let Some(f) = rx.udp_rx.as_ref().and_then(|u| u.frames.as_ref()) {
+                rows.push((format!("Video frames ({dir})"), f.words()));
             }
         }
     }
@@ -297,7 +303,7 @@ pub fn page(result: &TestResult, notes: &Notes) -> String {
         let bins = flow
             .received
             .as_ref()
-            .and_then(|t| t.udp_rx.as_ref()?.one_way.as_ref()?.histogram.as_ref());
+            .and_then(|t| t.one_way()?.histogram.as_ref());
         if let Some(bins) = bins {
             let dir = if result.sent_from_here(&flow) {
                 "this peer → other peer"

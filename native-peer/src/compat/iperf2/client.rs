@@ -489,6 +489,7 @@ fn remote_report(reports: &[(u32, ServerReport)], clock: ClockBasis) -> SideRepo
             }),
             rr: None,
             writes: None,
+            write_one_way: None,
         })
         .collect();
     // iperf2 reports no CPU figures: the empty report's zero elapsed time marks them as not measured.

@@ -885,6 +885,7 @@ impl Plan {
                 rtt: counts.rtt.summary(),
             }),
             writes: None,
+            write_one_way: None,
         });
 
         let remote = results.map(|results| {
@@ -931,6 +932,7 @@ impl Plan {
                 }),
                 rr: None,
                 writes: None,
+                write_one_way: None,
             });
             remote
         });

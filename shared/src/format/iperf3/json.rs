@@ -667,6 +667,26 @@ fn perfpeer_json(result: &TestResult) -> Value {
         }
         put(&mut m, "udp", udp);
     }
+    if result.spec.protocol == Protocol::Tcp {
+        // One-way delays of the writes (--trip-times), for each direction that measured them.
+        let (main, reverse) = split_flows(result, &flows);
+        let mut tcp = Obj::new();
+        for (flow, key) in [(main, "one_way"), (reverse, "one_way_bidir_reverse")] {
+            if let Some(d) = flow
+                .and_then(|f| f.received.as_ref())
+                .and_then(|t| t.write_one_way.as_ref())
+            {
+                put(
+                    &mut tcp,
+                    key,
+                    serde_json::to_value(d).unwrap_or(Value::Null),
+                );
+            }
+        }
+        if !tcp.is_empty() {
+            put(&mut m, "tcp", tcp);
+        }
+    }
     if result.spec.protocol == Protocol::Dccp {
         put(&mut m, "dccp", crate::format::dccp::json(result));
     }

@@ -68,6 +68,7 @@ fn fin(id: u32, role: StreamRole, bytes: u64, duration: f64) -> StreamFinal {
         udp_rx: None,
         rr: None,
         writes: None,
+        write_one_way: None,
     }
 }
 

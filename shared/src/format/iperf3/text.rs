@@ -1,12 +1,14 @@
 //! iperf3's text: the preamble, the column header, one block of lines per interval, and the
 //! closing summary (in perfpeer's voice or stock iperf3's).
 
+use crate::one_way::OneWayFinal;
 use crate::report::{
     CpuUsage, Flow, IntervalReport, IntervalSum, PeerRole, ServiceDemand, StreamFinal,
     StreamInterval, StreamRole, TestResult, UdpRxFinal, UdpRxSample, bits_per_second,
 };
 use crate::spec::{Direction, Protocol, TestSpec};
 use crate::units::{format_bits, format_bytes, format_rate_in};
+use crate::video::FrameFinal;
 
 use super::{
     Preamble, end_sends, flow_is_local_tx, port_text, service_demands, socket_number, split_addr,
@@ -262,7 +264,8 @@ fn summary_flow_lines(
                 s.duration.as_secs_f64(),
                 s.udp_rx.as_ref(),
             ));
-            lines.extend(one_way_lines(&cell, tag, s.udp_rx.as_ref()));
+            let frames = s.udp_rx.as_ref().and_then(|r| r.frames.as_ref());
+            lines.extend(one_way_lines(&cell, tag, s.one_way(), frames));
         }
     }
     if flow.streams.len() < 2 {
@@ -285,7 +288,8 @@ fn summary_flow_lines(
         ));
         if label == "receiver" {
             lines.extend(out_of_order_line("SUM", tag, t.seconds, t.udp_rx.as_ref()));
-            lines.extend(one_way_lines("SUM", tag, t.udp_rx.as_ref()));
+            let frames = t.udp_rx.as_ref().and_then(|r| r.frames.as_ref());
+            lines.extend(one_way_lines("SUM", tag, t.one_way(), frames));
         }
     }
 }
@@ -335,11 +339,16 @@ fn out_of_order_line(
 
 /// The one-way delays a receiver measured (`--trip-times`), with the clock assumption, their
 /// histogram where the test asked for one (`--histograms`), and the frames of a video test.
-fn one_way_lines(cell: &str, tag: &str, rx: Option<&UdpRxFinal>) -> Vec<String> {
-    let Some(d) = rx.and_then(|r| r.one_way.as_ref()) else {
+fn one_way_lines(
+    cell: &str,
+    tag: &str,
+    one_way: Option<&OneWayFinal>,
+    frames: Option<&FrameFinal>,
+) -> Vec<String> {
+    let Some(d) = one_way else {
         return Vec::new();
     };
-    let frames = rx.and_then(|r| r.frames.as_ref()).map(|f| {
+    let frames = frames.map(|f| {
         let latency = f.latency.as_ref().map_or_else(String::new, |l| {
             let percentiles = l.percentiles.map_or_else(String::new, |p| {
                 format!(

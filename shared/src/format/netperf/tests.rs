@@ -54,6 +54,7 @@ fn stream(role: StreamRole, bytes: u64, secs: f64) -> StreamFinal {
         udp_rx: None,
         rr: None,
         writes: None,
+        write_one_way: None,
     }
 }
 
