@@ -140,7 +140,7 @@ pub(super) struct TestFlags {
     /// of clients that send --trip-times).
     #[arg(
         long = "histograms",
-        alias = "udp-histograms",
+        aliases = ["udp-histograms", "udp-histogram"],
         value_name = "WIDTH[u|m][,BINS]",
         num_args = 0..=1,
         require_equals = true,
