@@ -359,6 +359,22 @@ pub const LAN_DEV: &str = "lan0";
 impl Bridged {
     /// Creates `count` hosts on one bridge.
     pub fn new(tag: &str, count: usize) -> Result<Bridged, String> {
+        Bridged::build(tag, count, false)
+    }
+
+    /// [`Bridged::new`] with IPv6 too: host `k` also has `fd18:3::(k+1)/64` (no duplicate
+    /// address detection, so it is usable at once). These hosts send their own IPv6 chatter
+    /// (router solicitations, MLD reports).
+    pub fn with_ipv6(tag: &str, count: usize) -> Result<Bridged, String> {
+        Bridged::build(tag, count, true)
+    }
+
+    /// Host `k`'s IPv6 address (a [`Bridged::with_ipv6`] LAN's).
+    pub fn addr6(k: usize) -> String {
+        format!("fd18:3::{}", k + 1)
+    }
+
+    fn build(tag: &str, count: usize, ipv6: bool) -> Result<Bridged, String> {
         let id = format!("{}{}", tag, std::process::id() % 100_000);
         let lan = Bridged {
             ns_switch: format!("ppS-{id}"),
@@ -405,8 +421,13 @@ impl Bridged {
             in_ns(ns, &["ip", "link", "set", "lo", "up"])?;
             // Quiet hosts: no IPv6 (router solicitations, MLD) and IGMP's unsolicited reports
             // sent at once on a join, so what a host sends during a test is its own doing.
+            let v6 = if ipv6 {
+                "net.ipv6.conf.all.disable_ipv6=0"
+            } else {
+                "net.ipv6.conf.all.disable_ipv6=1"
+            };
             for setting in [
-                "net.ipv6.conf.all.disable_ipv6=1",
+                v6,
                 "net.ipv4.conf.all.igmpv3_unsolicited_report_interval=10",
                 "net.ipv4.conf.default.igmpv3_unsolicited_report_interval=10",
             ] {
@@ -414,6 +435,10 @@ impl Bridged {
             }
             let addr = format!("198.18.3.{}/24", k + 1);
             in_ns(ns, &["ip", "addr", "add", &addr, "dev", LAN_DEV])?;
+            if ipv6 {
+                let addr = format!("{}/64", Bridged::addr6(k));
+                in_ns(ns, &["ip", "addr", "add", &addr, "dev", LAN_DEV, "nodad"])?;
+            }
             in_ns(ns, &["ip", "link", "set", LAN_DEV, "up"])?;
             in_ns(ns, &["ip", "route", "add", "224.0.0.0/4", "dev", LAN_DEV])?;
         }

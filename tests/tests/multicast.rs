@@ -174,26 +174,37 @@ fn a_source_specific_receiver_takes_its_source_only() {
     }
     // Host 1 joins (S,G) with S = host 0; hosts 0 and 2 both send to the group.
     let lan = Bridged::new("ssm", 3).expect("LAN");
-    let ours = perfpeer_bin();
-    let group = "232.1.1.1";
+    source_specific(&lan, "232.1.1.1", &Bridged::addr(0), &[]);
+}
+
+/// IPv6 source-specific multicast (MLDv2 (S,G), `-H` with an IPv6 group), as above.
+#[test]
+fn an_ipv6_source_specific_receiver_takes_its_source_only() {
+    if !available() {
+        skip("needs root and iproute2 for network namespaces");
+        return;
+    }
+    if !have("iperf") {
+        return;
+    }
+    let lan = Bridged::with_ipv6("ssm6", 3).expect("LAN");
+    source_specific(&lan, "ff3e::8000:1", &Bridged::addr6(0), &["-V"]);
+}
+
+/// Host 1 runs our receiver joined to (`source`, `group`); hosts 0 (the source) and 2 send to
+/// the group with stock iperf (`family`: `-V` for IPv6): only host 0's stream is received.
+fn source_specific(lan: &Bridged, group: &str, source: &str, family: &[&str]) {
     let bind = format!("{group}%{LAN_DEV}");
-    let source = Bridged::addr(0);
-    let receiver = spawn_in(
-        &lan,
-        1,
-        &ours,
-        &["iperf", "-s", "-u", "-B", &bind, "-H", &source, "-p", PORT],
-    );
+    let mut args = vec!["iperf", "-s", "-u", "-B", &bind, "-H", source, "-p", PORT];
+    args.extend_from_slice(family);
+    let receiver = spawn_in(lan, 1, &perfpeer_bin(), &args);
     std::thread::sleep(Duration::from_millis(1500));
     let send = |k: usize| {
-        spawn_in(
-            &lan,
-            k,
-            Path::new("iperf"),
-            &[
-                "-c", group, "-u", "-T", "1", "-b", "1M", "-t", "2", "-p", PORT,
-            ],
-        )
+        let mut args = vec![
+            "-c", group, "-u", "-T", "1", "-b", "1M", "-t", "2", "-p", PORT,
+        ];
+        args.extend_from_slice(family);
+        spawn_in(lan, k, Path::new("iperf"), &args)
     };
     let (wanted, other) = (send(0), send(2));
     for (who, sender) in [("host 0", wanted), ("host 2", other)] {

@@ -34,6 +34,18 @@ pub(crate) fn receive_own_groups_only(_sock: &socket2::Socket, _ipv6: bool) -> i
     Ok(())
 }
 
+/// No IPv6 source-specific join here (Linux's MCAST_JOIN_SOURCE_GROUP).
+pub(crate) fn join_ssm_v6(
+    _sock: &socket2::Socket,
+    _group: std::net::Ipv6Addr,
+    _source: std::net::Ipv6Addr,
+    _index: u32,
+) -> io::Result<()> {
+    Err(unsupported(
+        "an IPv6 source-specific join (-H with an IPv6 group)",
+    ))
+}
+
 /// No IPv6 traffic class here.
 pub(crate) fn set_tclass_v6(_sock: &socket2::Socket, _tclass: u32) -> io::Result<()> {
     Err(unsupported("the IPv6 traffic class (-S with IPv6)"))

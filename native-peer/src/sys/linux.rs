@@ -37,6 +37,48 @@ pub(crate) fn receive_own_groups_only(sock: &socket2::Socket, ipv6: bool) -> io:
     }
 }
 
+/// Joins IPv6 `group` for `source`'s datagrams only (an (S,G) join, MLDv2's source-specific
+/// membership) on interface `index` (0: the one the kernel routes the group to). socket2 joins
+/// IPv4 (S,G) only; this is MCAST_JOIN_SOURCE_GROUP (RFC 3678), which Linux takes for both.
+pub(crate) fn join_ssm_v6(
+    sock: &socket2::Socket,
+    group: std::net::Ipv6Addr,
+    source: std::net::Ipv6Addr,
+    index: u32,
+) -> io::Result<()> {
+    let storage_of = |addr: std::net::Ipv6Addr| {
+        let v6: socket2::SockAddr = std::net::SocketAddr::from((addr, 0)).into();
+        v6.as_storage()
+    };
+    // SAFETY: group_source_req is plain old data (an integer and two sockaddr_storage).
+    let mut req: libc::group_source_req = unsafe { std::mem::zeroed() };
+    req.gsr_interface = index;
+    // SAFETY: both are sockaddr_storage, socket2's of an IPv6 address: the same layout.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            std::ptr::from_ref(&storage_of(group)).cast::<u8>(),
+            std::ptr::from_mut(&mut req.gsr_group).cast::<u8>(),
+            std::mem::size_of::<libc::sockaddr_storage>(),
+        );
+        std::ptr::copy_nonoverlapping(
+            std::ptr::from_ref(&storage_of(source)).cast::<u8>(),
+            std::ptr::from_mut(&mut req.gsr_source).cast::<u8>(),
+            std::mem::size_of::<libc::sockaddr_storage>(),
+        );
+    }
+    // SAFETY: `req` lives across the call and its size is given; the kernel copies it.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            libc::MCAST_JOIN_SOURCE_GROUP,
+            std::ptr::from_ref(&req).cast(),
+            socklen_of::<libc::group_source_req>(),
+        )
+    };
+    check(rc).map(|_| ())
+}
+
 /// Sets the IPv6 traffic class (the TOS byte's place in IPv6).
 pub(crate) fn set_tclass_v6(sock: &socket2::Socket, tclass: u32) -> io::Result<()> {
     sock.set_tclass_v6(tclass)

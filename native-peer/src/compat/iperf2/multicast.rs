@@ -1,6 +1,6 @@
 //! Receiving a multicast group for `perfpeer iperf -s -u -B GROUP[%DEV] [-H SOURCE]`: the UDP
 //! socket bound to the group's address and port, joined on the interface asked for (any-source,
-//! IGMP/MLD), or to one source only (source-specific, IPv4). A multicast receiver never
+//! IGMP/MLD), or to one source only (source-specific: IGMPv3 or MLDv2). A multicast receiver never
 //! answers: the server sends no report to a flow that came to a group.
 
 use std::io;
@@ -80,10 +80,14 @@ pub(crate) fn bind_and_join(join: &Join, port: u16) -> io::Result<std::net::UdpS
             socket.join_multicast_v6(&group, index.unwrap_or(0))?;
             crate::sys::receive_own_groups_only(&socket, true)?;
         }
-        (IpAddr::V6(_), Some(_)) => {
+        (IpAddr::V6(group), Some(IpAddr::V6(source))) => {
+            crate::sys::join_ssm_v6(&socket, group, source, index.unwrap_or(0))?;
+            crate::sys::receive_own_groups_only(&socket, true)?;
+        }
+        (IpAddr::V6(_), Some(IpAddr::V4(_))) => {
             return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "-H (a source-specific group) is served for IPv4 groups only",
+                io::ErrorKind::InvalidInput,
+                "-H: an IPv6 group's source is an IPv6 address",
             ));
         }
         (IpAddr::V4(_), Some(IpAddr::V6(_))) => {
