@@ -169,6 +169,14 @@ impl RrFinal {
         }
     }
 
+    /// Round trips a second at the mean round trip (iperf 2's bounce-back "rps": what one
+    /// transaction after another would reach), `None` without a round trip.
+    pub fn requests_per_second_at_mean(&self) -> Option<f64> {
+        self.rtt
+            .filter(|r| r.mean_us > 0.0)
+            .map(|r| 1e6 / r.mean_us)
+    }
+
     /// Microseconds per transaction over `seconds` (netperf's "round trip latency"), `None`
     /// without a transaction.
     pub fn us_per_transaction(&self, seconds: f64) -> Option<f64> {

@@ -96,7 +96,29 @@ pub struct RequestResponse {
     /// such mode, so [`TestSpec::validate`] refuses it and a perfpeer peer never sees it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_per_transaction: Option<ConnectionTest>,
+    /// Bounce-back (iperf 2's `--bounceback`): the transactions come in bursts, a burst every
+    /// period, and the answering end holds each answer; TCP only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bursts: Option<Bursts>,
 }
+
+/// Bursts of request/response round trips (iperf 2's bounce-back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bursts {
+    /// Round trips in a burst, one after another.
+    pub count: u32,
+    /// From one burst's start to the next one's, µs.
+    pub period_us: u32,
+    /// How long the answering end holds each answer, µs.
+    pub hold_us: u32,
+}
+
+/// Most round trips in a burst.
+pub const MAX_BURST_COUNT: u32 = 1000;
+/// Longest period between bursts: 60 s.
+pub const MAX_BURST_PERIOD_US: u32 = 60_000_000;
+/// Longest hold of an answer: 1 s (as `perfpeer iperf -s` holds a stock client's).
+pub const MAX_HOLD_US: u32 = 1_000_000;
 
 /// What each connection of a connection test carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -375,6 +397,15 @@ impl TestSpec {
                 return Err(SpecError::RrLen(len));
             }
         }
+        if let Some(b) = rr.bursts
+            && (self.protocol != Protocol::Tcp
+                || rr.probe_interval_us.is_some()
+                || !(1..=MAX_BURST_COUNT).contains(&b.count)
+                || !(1_000..=MAX_BURST_PERIOD_US).contains(&b.period_us)
+                || b.hold_us > MAX_HOLD_US)
+        {
+            return Err(SpecError::Bursts);
+        }
         if let Some(us) = rr.probe_interval_us {
             if self.protocol != Protocol::Udp || self.direction != Direction::Normal {
                 return Err(SpecError::RrNeeds(
@@ -490,6 +521,11 @@ pub enum SpecError {
         "--trip-times and --histograms measure UDP datagrams or TCP writes of at least 16 bytes (not --rr, DCCP or TCP's --skip-rx-copy); --isochronous sends UDP"
     )]
     TripTimes,
+    /// Bounce-back bursts out of range, or not over TCP.
+    #[error(
+        "--bounceback runs over TCP: 1 to {MAX_BURST_COUNT} round trips a burst, a period of 1 ms to 60 s, a hold of at most 1 s"
+    )]
+    Bursts,
     /// Histogram bins without one-way delays to count, or out of range.
     #[error(
         "--histograms counts one-way delays (with --trip-times) in 1 to {} bins of 1 µs to 1 s",
@@ -629,6 +665,7 @@ mod tests {
             response_len: 1,
             probe_interval_us: None,
             connection_per_transaction: None,
+            bursts: None,
         });
         assert_eq!(s.validate(), Ok(()));
         s.direction = Direction::Bidir;
@@ -638,12 +675,14 @@ mod tests {
             response_len: 0,
             probe_interval_us: None,
             connection_per_transaction: None,
+            bursts: None,
         });
         assert_eq!(s.validate(), Err(SpecError::RrLen(0)));
         s.rr = Some(RequestResponse {
             response_len: 1,
             probe_interval_us: None,
             connection_per_transaction: None,
+            bursts: None,
         });
         let mut probe = TestSpec::new(Protocol::Udp);
         probe.bitrate = None;
@@ -652,6 +691,7 @@ mod tests {
             response_len: 40,
             probe_interval_us: Some(10_000),
             connection_per_transaction: None,
+            bursts: None,
         });
         assert_eq!(probe.validate(), Ok(()));
         probe.len = 15;
@@ -661,12 +701,14 @@ mod tests {
             response_len: 40,
             probe_interval_us: Some(999),
             connection_per_transaction: None,
+            bursts: None,
         });
         assert_eq!(probe.validate(), Err(SpecError::ProbeInterval(999)));
         probe.rr = Some(RequestResponse {
             response_len: 40,
             probe_interval_us: Some(10_000),
             connection_per_transaction: None,
+            bursts: None,
         });
         probe.direction = Direction::Reverse;
         assert!(matches!(probe.validate(), Err(SpecError::RrNeeds(_))));
@@ -678,6 +720,7 @@ mod tests {
             response_len: 1,
             probe_interval_us: None,
             connection_per_transaction: None,
+            bursts: None,
         });
         assert_eq!(
             u.validate(),
@@ -693,6 +736,7 @@ mod tests {
             response_len: 1,
             probe_interval_us: None,
             connection_per_transaction: None,
+            bursts: None,
         });
         assert_eq!(d.validate(), Err(SpecError::RrNeeds("TCP or UDP")));
         // netperf's connection tests run only against a netserver: a perfpeer peer refuses them.
@@ -702,6 +746,7 @@ mod tests {
             response_len: 1,
             probe_interval_us: None,
             connection_per_transaction: Some(ConnectionTest::RequestResponse),
+            bursts: None,
         });
         assert!(
             matches!(crr.validate(), Err(SpecError::RrNeeds(why)) if why.contains("netserver"))

@@ -338,3 +338,51 @@ fn unpaced_tcp_stream_threads_take_turns_and_the_rest_do_not() {
         );
     }
 }
+
+/// `--bounceback`: bursts of round trips a period apart, each answer held as asked; the round
+/// trips carry the hold, the requests a second at their mean follow from it, and what cannot
+/// bounce is a usage error.
+#[test]
+fn bounce_back_runs_bursts_and_holds_each_answer() {
+    let peer = Peer::start(&["--open"]);
+    let v = perfpeer_json(&[
+        &peer.control,
+        "-t",
+        "2",
+        "--bounceback=5",
+        "--bounceback-hold",
+        "20",
+        "--bounceback-period",
+        "0.5",
+    ]);
+    let rr = v.pointer("/perfpeer/rr").expect("request/response figures");
+    // A burst at 0, 0.5, 1 and 1.5 s (and perhaps one as the test ends), 5 round trips each.
+    let n = rr["transactions"].as_u64().unwrap();
+    assert!((20..=25).contains(&n), "{rr}");
+    assert_eq!(rr["request_len"], 100, "{rr}");
+    let mean_us = f64_at(rr, "/rtt/mean_us");
+    assert!((20_000.0..40_000.0).contains(&mean_us), "held 20 ms: {rr}");
+    let rps = f64_at(rr, "/requests_per_second_at_mean");
+    assert!((rps - 1e6 / mean_us).abs() < 1e-6, "{rr}");
+    assert_eq!(u64_at(rr, "/bursts/count"), 5);
+    // Unheld, on loopback: round trips well under a millisecond at the median.
+    let out = perfpeer_test(&[&peer.control, "-t", "1", "--bounceback"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("Bounce-back: bursts of 10 every 1.000 s"),
+        "{text}"
+    );
+    for bad in [
+        &["--bounceback", "-u"][..],
+        &["--bounceback", "-b", "1M"],
+        &["--bounceback=0"],
+        &["--bounceback", "--bounceback-hold", "2000"],
+        &["--bounceback", "--bounceback-period", "0"],
+        &["--bounceback-hold", "5"],
+    ] {
+        let mut args = vec![peer.control.as_str(), "-t", "1"];
+        args.extend_from_slice(bad);
+        let out = perfpeer_test(&args);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
+    }
+}

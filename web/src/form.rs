@@ -620,6 +620,7 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
             response_len: spec.len,
             probe_interval_us: None,
             connection_per_transaction: None,
+            bursts: None,
         });
     }
     // A rate is a datagram test's: UDP, DCCP, or any sweep or stream (never request/response).

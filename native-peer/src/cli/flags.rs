@@ -374,6 +374,7 @@ impl TestFlags {
                 response_len,
                 probe_interval_us: None,
                 connection_per_transaction: None,
+                bursts: None,
             });
         }
         Ok(spec)

@@ -11,7 +11,7 @@ use perfpeer_shared::dccp::{DccpSpec, parse_service};
 use perfpeer_shared::format::cbr::{self, StreamError};
 use perfpeer_shared::format::{dccp as dccp_text, sweep as sweep_text};
 use perfpeer_shared::request::{Mode, RequestError, RequestInput, TestRequest};
-use perfpeer_shared::spec::{TestSpec, ValidSpec};
+use perfpeer_shared::spec::{Bursts, RequestResponse, TestSpec, ValidSpec};
 use perfpeer_shared::sweep::parse_sizes;
 use tokio::sync::mpsc;
 
@@ -45,6 +45,24 @@ pub(super) struct ModeFlags {
     /// --dccp.
     #[arg(long, value_name = "RATE|PRESET", conflicts_with_all = ["bitrate", "rr"])]
     cbr: Option<String>,
+    /// Bounce-back (iperf 2's --bounceback[=N]): bursts of N (10) request/response round trips
+    /// over TCP, a burst every --bounceback-period, with -l bytes (100) each way; reports the
+    /// round trips and the requests a second at their mean.
+    #[arg(
+        long,
+        value_name = "N",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "10",
+        conflicts_with_all = ["sweep_len", "cbr", "rr", "udp", "dccp", "bitrate"]
+    )]
+    bounceback: Option<u32>,
+    /// Bounce-back: the far end holds each answer this many milliseconds (0 to 1000).
+    #[arg(long, value_name = "MS", requires = "bounceback")]
+    bounceback_hold: Option<f64>,
+    /// Bounce-back: seconds from one burst's start to the next (0.001 to 60; default 1).
+    #[arg(long, value_name = "SECS", requires = "bounceback")]
+    bounceback_period: Option<f64>,
 }
 
 impl ModeFlags {
@@ -53,9 +71,12 @@ impl ModeFlags {
     pub(super) fn request(
         &self,
         target: &str,
-        spec: TestSpec,
+        mut spec: TestSpec,
         given: Given,
     ) -> anyhow::Result<TestRequest> {
+        if let Some(count) = self.bounceback {
+            self.bounce_back(&mut spec, count, given)?;
+        }
         let mode = match (&self.sweep_len, &self.cbr) {
             (Some(sizes), _) => {
                 Mode::Sweep(parse_sizes(sizes).map_err(|e| anyhow::anyhow!("{e}"))?)
@@ -82,6 +103,48 @@ impl ModeFlags {
             RequestError::Stream { error, text } => stream_words(error, &text),
             other => anyhow::anyhow!("{other}"),
         })
+    }
+
+    /// Makes `spec` a bounce-back test: request/response in bursts of `count` (100-byte requests
+    /// and answers unless -l), no rate.
+    fn bounce_back(&self, spec: &mut TestSpec, count: u32, given: Given) -> anyhow::Result<()> {
+        let micros = |what: &str, v: f64, most: f64| -> anyhow::Result<u32> {
+            if v.is_finite() && (0.0..=most).contains(&v) {
+                #[allow(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "a checked, non-negative figure of at most 60 s in µs"
+                )]
+                Ok((v * 1e6).round() as u32)
+            } else {
+                anyhow::bail!("{what} is out of range")
+            }
+        };
+        let hold_us = micros(
+            "--bounceback-hold",
+            self.bounceback_hold.unwrap_or(0.0) / 1e3,
+            1.0,
+        )?;
+        let period_us = micros(
+            "--bounceback-period",
+            self.bounceback_period.unwrap_or(1.0),
+            60.0,
+        )?;
+        if !given.len {
+            spec.len = 100;
+        }
+        spec.bitrate = None;
+        spec.rr = Some(RequestResponse {
+            response_len: spec.len,
+            probe_interval_us: None,
+            connection_per_transaction: None,
+            bursts: Some(Bursts {
+                count,
+                period_us,
+                hold_us,
+            }),
+        });
+        Ok(())
     }
 
     /// Whether this is a constant-bitrate stream.

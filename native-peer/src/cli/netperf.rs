@@ -334,6 +334,7 @@ impl NetperfArgs {
                 response_len: resp.unwrap_or(1),
                 probe_interval_us: None,
                 connection_per_transaction: None,
+                bursts: None,
             });
         } else {
             spec.len = t.send_size.unwrap_or_else(|| {

@@ -6,7 +6,7 @@ use std::io;
 use perfpeer_shared::format::iperf3::{self, Preamble, Voice};
 use perfpeer_shared::report::{PeerRole, TestResult};
 use perfpeer_shared::rr::RrFinal;
-use perfpeer_shared::spec::TestSpec;
+use perfpeer_shared::spec::{Bursts, TestSpec};
 
 use crate::hostinfo;
 use crate::session::events::TestEvent;
@@ -131,8 +131,8 @@ impl<'a> Printer<'a> {
         match self.style {
             Style::Text => {
                 self.write(&iperf3::text_summary_as(result, self.voice))?;
-                if let Some((fin, secs)) = rr {
-                    self.write(&rr_text(&fin, secs))?;
+                if let Some((fin, secs, bursts)) = rr {
+                    self.write(&rr_text(&fin, secs, bursts))?;
                 }
                 if let Some(text) = self.far_end_output.as_ref().and_then(|(t, _)| t.as_deref()) {
                     self.write(&format!("\nServer output:\n{text}"))?;
@@ -148,8 +148,8 @@ impl<'a> Printer<'a> {
                     .get_mut("perfpeer")
                     .and_then(serde_json::Value::as_object_mut)
                 {
-                    if let Some((fin, secs)) = rr {
-                        obj.insert("rr".into(), rr_json(&fin, secs));
+                    if let Some((fin, secs, bursts)) = rr {
+                        obj.insert("rr".into(), rr_json(&fin, secs, bursts));
                     }
                     if let Some((id, url)) = &self.stored {
                         obj.insert("result_id".into(), id.clone().into());
@@ -182,13 +182,14 @@ impl<'a> Printer<'a> {
     }
 }
 
-/// The request/response figures of a `--rr` test (from whichever end sent the requests) and the
-/// seconds they cover.
-fn rr_of(result: &TestResult) -> Option<(RrFinal, f64)> {
-    result.rr_final()
+/// The request/response figures of a `--rr` test (from whichever end sent the requests), the
+/// seconds they cover, and the bursts of a bounce-back test.
+fn rr_of(result: &TestResult) -> Option<(RrFinal, f64, Option<Bursts>)> {
+    let bursts = result.spec.rr.and_then(|r| r.bursts);
+    result.rr_final().map(|(fin, secs)| (fin, secs, bursts))
 }
 
-fn rr_json(rr: &RrFinal, seconds: f64) -> serde_json::Value {
+fn rr_json(rr: &RrFinal, seconds: f64, bursts: Option<Bursts>) -> serde_json::Value {
     let mut v = serde_json::to_value(rr).unwrap_or_default();
     if let Some(obj) = v.as_object_mut() {
         obj.insert("seconds".into(), seconds.into());
@@ -196,12 +197,32 @@ fn rr_json(rr: &RrFinal, seconds: f64) -> serde_json::Value {
             "transactions_per_second".into(),
             rr.transactions_per_second(seconds).into(),
         );
+        if let Some(b) = bursts {
+            obj.insert("bursts".into(), serde_json::to_value(b).unwrap_or_default());
+            if let Some(rps) = rr.requests_per_second_at_mean() {
+                obj.insert("requests_per_second_at_mean".into(), rps.into());
+            }
+        }
     }
     v
 }
 
-fn rr_text(rr: &RrFinal, seconds: f64) -> String {
-    let mut line = format!(
+fn rr_text(rr: &RrFinal, seconds: f64, bursts: Option<Bursts>) -> String {
+    let mut line = String::new();
+    if let Some(b) = bursts {
+        let rps = rr
+            .requests_per_second_at_mean()
+            .map_or_else(String::new, |r| {
+                format!(", {r:.0} rps at the mean round trip")
+            });
+        line += &format!(
+            "Bounce-back: bursts of {} every {:.3} s, answers held {:.3} ms{rps}\n",
+            b.count,
+            f64::from(b.period_us) / 1e6,
+            f64::from(b.hold_us) / 1e3
+        );
+    }
+    line += &format!(
         "Request/response: {} transactions of {} B / {} B in {:.2} s = {:.0} trans/s",
         rr.transactions,
         rr.request_len,

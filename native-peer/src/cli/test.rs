@@ -207,6 +207,7 @@ mod tests {
                 response_len: 1,
                 probe_interval_us: None,
                 connection_per_transaction: None,
+                bursts: None,
             })
         );
         let s = spec_of(&["pc", "--rr", "-l", "100", "--response-len", "2K"]).unwrap();

@@ -2,6 +2,8 @@
 //! reads the whole response and records the round trip; the receiving end reads one whole
 //! request and answers it. One transaction in flight. `bytes` counts request bytes at both ends,
 //! so they agree exactly; the round-trip histogram is published once, when the stream ends.
+//! Bounce-back (`rr.bursts`): the requester runs its transactions in bursts, a burst every
+//! period on the monotonic clock, and the answering end holds each answer as asked.
 
 use std::io;
 use std::net::{Shutdown, TcpStream};
@@ -11,6 +13,7 @@ use std::time::{Duration, Instant};
 use perfpeer_shared::rr::{RrFinal, RttHistogram};
 use perfpeer_shared::spec::RequestResponse;
 
+use super::pacing::wait_until;
 use super::patient::{self, Moved, Want};
 use super::{POLL, Worker, payload};
 
@@ -41,7 +44,20 @@ pub(super) fn request(sock: &TcpStream, w: &Worker, rr: RequestResponse) -> io::
     let mut resp = vec![0u8; rr.response_len as usize];
     let mut hist = RttHistogram::new();
     let mut total = 0u64;
+    let (started, mut in_burst, mut bursts_done) = (Instant::now(), 0u32, 0u32);
     let result = loop {
+        if let Some(b) = rr.bursts
+            && in_burst == b.count
+        {
+            // The burst is done: the next one starts a period after this one did.
+            bursts_done += 1;
+            in_burst = 0;
+            let due = started + Duration::from_micros(u64::from(b.period_us)) * bursts_done;
+            if !wait_until(due, || w.control.stopping()) {
+                break Ok(());
+            }
+        }
+        in_burst += 1;
         if w.control.stopping() || w.control.take_budget(w.len) != Some(w.len) {
             break Ok(());
         }
@@ -116,6 +132,12 @@ pub(super) fn answer(sock: &TcpStream, w: &Worker, rr: RequestResponse) -> io::R
                     io::ErrorKind::TimedOut,
                     "requester never closed the stream",
                 ));
+            }
+        }
+        if let Some(b) = rr.bursts.filter(|b| b.hold_us > 0) {
+            let until = Instant::now() + Duration::from_micros(u64::from(b.hold_us));
+            if !wait_until(until, || w.control.aborted()) {
+                return Ok(());
             }
         }
         if !send_whole(sock, &resp, w)? {

@@ -144,6 +144,7 @@ impl LatencyRequest {
             response_len: self.probe_bytes,
             probe_interval_us: Some(self.probe_interval_us()),
             connection_per_transaction: None,
+            bursts: None,
         });
         spec
     }

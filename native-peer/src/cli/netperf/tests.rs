@@ -85,6 +85,7 @@ fn tests_map_onto_specs() {
                 response_len: 1,
                 probe_interval_us: None,
                 connection_per_transaction: None,
+                bursts: None,
             })
         )
     );

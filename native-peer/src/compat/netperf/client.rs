@@ -274,6 +274,7 @@ impl Plan {
                 response_len: self.response_size,
                 probe_interval_us: None,
                 connection_per_transaction: self.connection_test(),
+                bursts: None,
             });
         }
         spec.end = match self.length {

@@ -199,6 +199,7 @@ fn rr_result() -> TestResult {
         response_len: 1,
         probe_interval_us: None,
         connection_per_transaction: None,
+        bursts: None,
     });
     let mut tx = stream(StreamRole::Sender, 200_000, 10.0);
     tx.rr = Some(RrFinal {
@@ -383,6 +384,7 @@ fn banner_flags_and_ipv6() {
         response_len: 1,
         probe_interval_us: None,
         connection_per_transaction: None,
+        bursts: None,
     });
     assert_eq!(NetperfTest::of_spec(&spec), Ok(NetperfTest::UdpRr));
 }
