@@ -320,11 +320,11 @@ fn histograms_count_every_delay_in_its_bin() {
         page.contains("Delay histogram") && page.contains("aria-label='one-way delays ("),
         "{page}"
     );
-    // Bins out of range, and bins of a TCP test, are usage errors.
+    // Bins out of range, and bins of a test with no one-way delays, are usage errors.
     for bad in [
         &["-u", "--histograms=0"][..],
         &["-u", "--histograms=1u,10001"],
-        &["--histograms"],
+        &["-u", "--histograms", "--rr"],
     ] {
         let mut args = vec![peer.control.as_str(), "-t", "1"];
         args.extend_from_slice(bad);
