@@ -96,15 +96,30 @@ struct Runner {
     capture_ok: bool,
 }
 
+/// Whether TCP and UDP can both bind `port` on loopback now.
+fn port_is_free(port: u16) -> bool {
+    std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+        && std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok()
+}
+
 impl Runner {
     fn ports(&mut self) -> Ports {
-        // Fresh ports for every server start: no waiting for the previous one to let go.
+        // Fresh ports for every server start: no waiting for the previous one to let go. The
+        // range lies inside Linux's ephemeral ports, so a pair some other socket holds (a test
+        // or a connection's own end) is skipped: a server that cannot bind would exit and its
+        // client find nothing listening.
+        for _ in 0..64 {
+            let ctl = self.next_port;
+            self.next_port = if self.next_port > 47_900 {
+                40_000
+            } else {
+                self.next_port + 2
+            };
+            if [ctl, ctl + 1].iter().all(|&port| port_is_free(port)) {
+                return Ports { ctl, data: ctl + 1 };
+            }
+        }
         let ctl = self.next_port;
-        self.next_port = if self.next_port > 47_900 {
-            40_000
-        } else {
-            self.next_port + 2
-        };
         Ports { ctl, data: ctl + 1 }
     }
 
