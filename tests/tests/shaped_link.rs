@@ -14,20 +14,12 @@ fn hosts(tag: &str) -> Option<TwoHosts> {
     Some(TwoHosts::new(tag, "20mbit").expect("create namespaces"))
 }
 
-/// Puts a `tbf` of `rate` (its rate, then the rest of its arguments) on A's way out in place
-/// of the link's own, and starts an open peer on B.
-fn shape_a_and_serve_b(hosts: &TwoHosts, rate: &[&str]) -> Peer {
+/// Replaces `dev`'s qdisc in namespace `ns` with a `tbf` of `rate` (its rate, then the rest of
+/// its arguments).
+fn shape(ns: &str, dev: &str, rate: &[&str]) {
     let out = std::process::Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &hosts.ns_a,
-            "tc",
-            "qdisc",
-            "replace",
-            "dev",
-        ])
-        .args([hosts.dev_a.as_str(), "root", "tbf", "rate"])
+        .args(["netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev])
+        .args(["root", "tbf", "rate"])
         .args(rate)
         .output()
         .expect("tc");
@@ -36,6 +28,12 @@ fn shape_a_and_serve_b(hosts: &TwoHosts, rate: &[&str]) -> Peer {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Puts a `tbf` of `rate` (its rate, then the rest of its arguments) on A's way out in place
+/// of the link's own, and starts an open peer on B.
+fn shape_a_and_serve_b(hosts: &TwoHosts, rate: &[&str]) -> Peer {
+    shape(&hosts.ns_a, &hosts.dev_a, rate);
     Peer::start_with(
         hosts.prefix_b(),
         &format!("{ADDR_B}:5210"),
@@ -189,24 +187,10 @@ fn trip_times_show_a_delay_on_one_direction_only() {
 fn video_frames_arrive_late_where_the_link_is_slower_than_their_bursts() {
     let Some(hosts) = hosts("v") else { return };
     let _peer = shape_a_and_serve_b(&hosts, &["9mbit", "burst", "16kb", "latency", "200ms"]);
-    let out = std::process::Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &hosts.ns_b,
-            "tc",
-            "qdisc",
-            "replace",
-            "dev",
-        ])
-        .args([hosts.dev_b.as_str(), "root", "tbf", "rate", "100mbit"])
-        .args(["burst", "64kb", "latency", "50ms"])
-        .output()
-        .expect("tc");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    shape(
+        &hosts.ns_b,
+        &hosts.dev_b,
+        &["100mbit", "burst", "64kb", "latency", "50ms"],
     );
     let mut seen = Vec::new();
     for reverse in [false, true] {

@@ -10,7 +10,7 @@ use perfpeer_proto::write_stamps::WriteStamps;
 
 use super::pacing::{Pacer, tighten_timer_slack, wait_until};
 use super::sockopt::set_max_pacing_rate;
-use super::udp::MAX_ONE_WAY_S;
+use super::udp::count_one_way;
 use super::wire::DataHeader;
 use super::{POLL, Worker, is_retry};
 use crate::util::{lock, wall_clock};
@@ -150,10 +150,7 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
                     let now = wall_clock();
                     let mut rx = lock(&w.counters.udp_rx);
                     stamps.on_read(&buf[..n], |sent| {
-                        let delay = now.as_secs_f64() - sent.as_secs_f64();
-                        if delay.abs() <= MAX_ONE_WAY_S {
-                            rx.on_one_way(delay, *clock, w.histogram);
-                        }
+                        count_one_way(&mut rx, now, sent, *clock, w);
                     });
                 }
                 total += n as u64;

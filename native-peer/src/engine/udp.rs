@@ -220,7 +220,7 @@ pub(super) use crate::util::lock;
 
 /// Largest one-way delay believed, either way: beyond, the send time was not wall-clock time (a
 /// far end that does not stamp it) or the clocks are hours apart, and the delay is not counted.
-pub(super) const MAX_ONE_WAY_S: f64 = 3600.0;
+const MAX_ONE_WAY_S: f64 = 3600.0;
 
 /// Counts a datagram's one-way delay (now on our wall clock minus its wall-clock send time)
 /// and, in a video test, its place in its frame (`datagram`: its bytes, with the frame tag).
@@ -231,15 +231,31 @@ pub(super) fn record_one_way(
     clock: ClockBasis,
     w: &Worker,
 ) {
-    let (now, sent) = (wall_clock().as_secs_f64(), sent.as_secs_f64());
-    let delay = now - sent;
-    if delay.abs() > MAX_ONE_WAY_S {
+    let now = wall_clock();
+    if !count_one_way(stats, now, sent, clock, w) {
         return;
     }
-    stats.on_one_way(delay, clock, w.histogram);
     if let Some((video, _)) = w.video
         && let Ok(tag) = FrameTag::read(datagram)
     {
-        stats.on_frame(tag, (sent, now), video.period_s(), clock);
+        let times = (sent.as_secs_f64(), now.as_secs_f64());
+        stats.on_frame(tag, times, video.period_s(), clock);
     }
+}
+
+/// Counts one one-way delay, `now` minus `sent` (both wall-clock times), unless it is beyond
+/// belief ([`MAX_ONE_WAY_S`]); whether it was counted. UDP datagrams and TCP writes alike.
+pub(super) fn count_one_way(
+    stats: &mut UdpRxStats,
+    now: Duration,
+    sent: Duration,
+    clock: ClockBasis,
+    w: &Worker,
+) -> bool {
+    let delay = now.as_secs_f64() - sent.as_secs_f64();
+    let believed = delay.abs() <= MAX_ONE_WAY_S;
+    if believed {
+        stats.on_one_way(delay, clock, w.histogram);
+    }
+    believed
 }

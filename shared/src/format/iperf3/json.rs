@@ -622,67 +622,33 @@ fn perfpeer_json(result: &TestResult) -> Value {
         "host_cpu_percent",
         local_remote_json(Some(result.local.cpu.host_total_percent()), host_remote),
     );
+    let each_way = split_flows(result, &flows);
     if result.spec.protocol.is_datagram() {
-        let (main, reverse) = split_flows(result, &flows);
         let mut udp = Obj::new();
-        for (flow, key) in [(main, "duplicates"), (reverse, "duplicates_bidir_reverse")] {
-            if let Some(rx) = flow
-                .and_then(|f| f.received.as_ref())
-                .and_then(|t| t.udp_rx.as_ref())
-            {
-                put(&mut udp, key, rx.duplicates);
-            }
-        }
-        if let Some(gap) = main
+        put_each_way(&mut udp, each_way, "duplicates", |t| {
+            t.udp_rx.as_ref().map(|r| &r.duplicates)
+        });
+        if let Some(gap) = each_way
+            .0
             .and_then(|f| f.received.as_ref())
             .and_then(|t| t.udp_rx.as_ref()?.max_gap_ms)
         {
             put(&mut udp, "max_gap_ms", gap);
         }
-        // Video frames (--isochronous), for each direction that received them.
-        for (flow, key) in [(main, "frames"), (reverse, "frames_bidir_reverse")] {
-            if let Some(f) = flow
-                .and_then(|f| f.received.as_ref())
-                .and_then(|t| t.udp_rx.as_ref()?.frames.as_ref())
-            {
-                put(
-                    &mut udp,
-                    key,
-                    serde_json::to_value(f).unwrap_or(Value::Null),
-                );
-            }
-        }
-        // One-way delays (--trip-times), for each direction that measured them.
-        for (flow, key) in [(main, "one_way"), (reverse, "one_way_bidir_reverse")] {
-            if let Some(d) = flow
-                .and_then(|f| f.received.as_ref())
-                .and_then(|t| t.udp_rx.as_ref()?.one_way.as_ref())
-            {
-                put(
-                    &mut udp,
-                    key,
-                    serde_json::to_value(d).unwrap_or(Value::Null),
-                );
-            }
-        }
+        // Video frames (--isochronous) and one-way delays (--trip-times), for each direction
+        // that measured them.
+        put_each_way(&mut udp, each_way, "frames", |t| {
+            t.udp_rx.as_ref()?.frames.as_ref()
+        });
+        put_each_way(&mut udp, each_way, "one_way", |t| {
+            t.udp_rx.as_ref()?.one_way.as_ref()
+        });
         put(&mut m, "udp", udp);
     }
     if result.spec.protocol == Protocol::Tcp {
         // One-way delays of the writes (--trip-times), for each direction that measured them.
-        let (main, reverse) = split_flows(result, &flows);
         let mut tcp = Obj::new();
-        for (flow, key) in [(main, "one_way"), (reverse, "one_way_bidir_reverse")] {
-            if let Some(d) = flow
-                .and_then(|f| f.received.as_ref())
-                .and_then(|t| t.write_one_way.as_ref())
-            {
-                put(
-                    &mut tcp,
-                    key,
-                    serde_json::to_value(d).unwrap_or(Value::Null),
-                );
-            }
-        }
+        put_each_way(&mut tcp, each_way, "one_way", |t| t.write_one_way.as_ref());
         if !tcp.is_empty() {
             put(&mut m, "tcp", tcp);
         }
@@ -696,6 +662,24 @@ fn perfpeer_json(result: &TestResult) -> Value {
         serde_json::to_value(&result.spec).unwrap_or(Value::Null),
     );
     Value::Object(m)
+}
+
+/// Puts `key` for the main flow and `key_bidir_reverse` for the reverse one (`--bidir`), each
+/// where the flow's received totals have what `of` picks from them.
+fn put_each_way<T: serde::Serialize>(
+    obj: &mut Obj,
+    (main, reverse): (Option<&Flow<'_>>, Option<&Flow<'_>>),
+    key: &str,
+    of: impl for<'t> Fn(&'t DirectionTotals) -> Option<&'t T>,
+) {
+    for (flow, key) in [
+        (main, key.to_string()),
+        (reverse, format!("{key}_bidir_reverse")),
+    ] {
+        if let Some(v) = flow.and_then(|f| f.received.as_ref()).and_then(&of) {
+            put(obj, &key, serde_json::to_value(v).unwrap_or(Value::Null));
+        }
+    }
 }
 
 fn local_remote_json(local: Option<f64>, remote: Option<f64>) -> Value {

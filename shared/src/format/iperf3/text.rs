@@ -350,26 +350,11 @@ fn one_way_lines(
     };
     let frames = frames.map(|f| {
         let latency = f.latency.as_ref().map_or_else(String::new, |l| {
-            let percentiles = l.percentiles.map_or_else(String::new, |p| {
-                format!(
-                    "; 50/95/99.7 % {:.3}/{:.3}/{:.3} ms",
-                    p.p50_ms, p.p95_ms, p.p99_7_ms
-                )
-            });
-            format!(
-                "; frame latency avg/min/max/stdev {:.3}/{:.3}/{:.3}/{:.3} ms{percentiles}",
-                l.mean_ms, l.min_ms, l.max_ms, l.stdev_ms
-            )
+            format!("; frame latency {}", delay_figures(l))
         });
         format!(
             "[{cell}]{tag}   frames {} whole/{} lost/{} late (> {:.3} ms){latency}",
             f.whole, f.lost, f.late, f.period_ms
-        )
-    });
-    let percentiles = d.percentiles.map_or_else(String::new, |p| {
-        format!(
-            "; 50/95/99.7 % {:.3}/{:.3}/{:.3} ms",
-            p.p50_ms, p.p95_ms, p.p99_7_ms
         )
     });
     let offset = d
@@ -381,11 +366,8 @@ fn one_way_lines(
         String::new()
     };
     let mut lines = vec![format!(
-        "[{cell}]{tag}   one-way delay avg/min/max/stdev {:.3}/{:.3}/{:.3}/{:.3} ms{percentiles}{negative} ({}{offset})",
-        d.mean_ms,
-        d.min_ms,
-        d.max_ms,
-        d.stdev_ms,
+        "[{cell}]{tag}   one-way delay {}{negative} ({}{offset})",
+        delay_figures(d),
         d.clock.words()
     )];
     lines.extend(frames);
@@ -405,6 +387,21 @@ fn one_way_lines(
         ));
     }
     lines
+}
+
+/// `avg/min/max/stdev 0.035/0.012/0.262/0.015 ms; 50/95/99.7 % 0.031/0.058/0.201 ms`: delays'
+/// figures as the one-way and frame-latency lines print them (percentiles where measured).
+fn delay_figures(d: &OneWayFinal) -> String {
+    let percentiles = d.percentiles.map_or_else(String::new, |p| {
+        format!(
+            "; 50/95/99.7 % {:.3}/{:.3}/{:.3} ms",
+            p.p50_ms, p.p95_ms, p.p99_7_ms
+        )
+    });
+    format!(
+        "avg/min/max/stdev {:.3}/{:.3}/{:.3}/{:.3} ms{percentiles}",
+        d.mean_ms, d.min_ms, d.max_ms, d.stdev_ms
+    )
 }
 
 fn cpu_line(result: &TestResult) -> String {
