@@ -198,7 +198,8 @@ fn trip_times_count_every_datagram_on_one_clock() {
         );
         let d = |k: &str| f64_at(&v, &format!("/perfpeer/udp/one_way/{k}"));
         assert!(0.0 <= d("min_ms") && d("min_ms") <= d("mean_ms") && d("mean_ms") <= d("max_ms"));
-        assert!(d("mean_ms") < 20.0, "loopback: {v}");
+        // The reader waits for a CPU on a busy host (tens of ms), never for the test's length.
+        assert!(d("min_ms") < 10.0 && d("max_ms") < 1000.0, "loopback: {v}");
         assert_eq!(
             v.pointer("/perfpeer/udp/one_way/clock")
                 .and_then(|c| c.as_str()),
@@ -396,8 +397,16 @@ fn trip_times_of_tcp_writes_count_every_write() {
         assert_eq!(count, received / 1000, "{d}");
         assert!((1900..=2100).contains(&count), "{d}");
         let ms = |k: &str| d[k].as_f64().unwrap();
+        // Paced below any queue on loopback, so the fastest write takes microseconds; the
+        // rest wait only for the reader's turn on a CPU, which a busy CI host stretches to tens
+        // of milliseconds (seen: mean 20 ms with three spinning processes on two cores), never
+        // to the test's length. A wrong clock basis would be off by far more in either way.
         assert!(
-            0.0 <= ms("min_ms") && ms("min_ms") <= ms("mean_ms") && ms("mean_ms") < 20.0,
+            0.0 <= ms("min_ms")
+                && ms("min_ms") < 10.0
+                && ms("min_ms") <= ms("mean_ms")
+                && ms("mean_ms") <= ms("max_ms")
+                && ms("max_ms") < 1000.0,
             "loopback, paced below any queue: {d}"
         );
         assert_eq!(d["clock"], "same_host");

@@ -160,7 +160,7 @@ fn trip_times_show_a_delay_on_one_direction_only() {
         let offset = d("clock_offset/server_minus_client_ms");
         let within = d("clock_offset/within_ms");
         assert!(
-            offset.abs() <= within + 0.05 && within < 20.0,
+            offset.abs() <= within + 0.05 && within < 200.0,
             "{offset} ± {within}: {v}"
         );
         delays.push((d("mean_ms"), d("min_ms"), d("max_ms")));
