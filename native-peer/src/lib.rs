@@ -8,7 +8,7 @@
 //! # Layers
 //! Modules import only downward (docs/architecture.md draws it; `tests/tests/layers.rs` checks
 //! it): [`cli`] → [`sweep`], [`latency`] → [`targets`] → [`compat`] → [`server`] → [`session`] → [`store`],
-//! [`engine`] → [`dccp`], [`hostinfo`], [`admission`], [`budget`] → [`util`], [`sys`] (every call into the OS beyond std). The pure wire
+//! [`engine`] → [`dccp`], [`hostinfo`], [`multicast`], [`admission`], [`budget`] → [`util`], [`sys`] (every call into the OS beyond std). The pure wire
 //! formats are in the `perfpeer-proto` crate, the shared model in `perfpeer-shared`.
 //!
 //! - [`cli`]: one module per subcommand; flags are parsed and validated there, then become a
@@ -20,6 +20,8 @@
 //! - [`targets`], [`sweep`], [`latency`]: what a test target names; packet-size sweeps;
 //!   latency under load (a probe through idle, download, upload and both).
 //! - [`store`]: the result history in SQLite.
+//! - [`multicast`]: joining a group (perfpeer's receivers, `iperf -s -B GROUP`) and a
+//!   sender's socket to one.
 
 #![warn(missing_docs, unreachable_pub)]
 // The crate's docs are read with --document-private-items: its links point into private modules.
@@ -33,6 +35,7 @@ mod dccp;
 mod engine;
 mod hostinfo;
 mod latency;
+mod multicast;
 mod resolve;
 mod server;
 mod session;

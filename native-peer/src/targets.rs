@@ -56,7 +56,27 @@ pub(crate) fn parse(target: &str) -> Result<(Kind, String, u16), String> {
     Ok((kind, host, port))
 }
 
-/// Runs `spec` against `target`, whatever kind of far end it names.
+/// A multicast test's receivers as one target names them: perfpeer peers separated by commas
+/// or spaces (`10.0.0.2, 10.0.0.3:5210`), as the browser's target field takes them.
+pub(crate) fn group_receivers(target: &str) -> Result<Vec<String>, SessionError> {
+    let receivers: Vec<String> = target
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|r| !r.is_empty())
+        .map(|r| r.strip_prefix("perfpeer://").unwrap_or(r).to_string())
+        .collect();
+    if let Some(stock) = receivers.iter().find(|r| r.contains("://")) {
+        return Err(SessionError::Refused {
+            code: ErrorCode::InvalidSpec,
+            message: format!(
+                "a multicast test's receivers are perfpeer peers (host[:port]), not {stock}"
+            ),
+        });
+    }
+    Ok(receivers)
+}
+
+/// Runs `spec` against `target`, whatever kind of far end it names (a multicast test: the
+/// group's receivers it names).
 pub(crate) async fn run(
     target: &str,
     spec: &ValidSpec,
@@ -64,6 +84,16 @@ pub(crate) async fn run(
     events: mpsc::UnboundedSender<TestEvent>,
     cancel: CancellationToken,
 ) -> Result<TestResult, SessionError> {
+    if spec.multicast.is_some() {
+        return crate::session::multicast::run_group(
+            &group_receivers(target)?,
+            spec,
+            opts,
+            events,
+            cancel,
+        )
+        .await;
+    }
     let (kind, host, port) = parse(target).map_err(|reason| SessionError::Unreachable {
         target: target.to_string(),
         reason,

@@ -21,6 +21,7 @@
 //! - [`histogram`]: latency in bins of a fixed width (iperf 2's `--histograms`).
 //! - [`video`]: video-like frames (iperf 2's `--isochronous`): the frames asked for, their
 //!   sizes, and what a receiver reports of them.
+//! - [`multicast`]: a test sent to a multicast group and what each receiver reported.
 //! - [`rr`]: request/response results (round-trip histogram and its summary).
 //! - [`tagged`]: internally tagged enums read with their tag first, without serde's buffering.
 //! - [`format`]: renderings of a [`report::TestResult`] (iperf3 text and JSON, iperf2, ttcp,
@@ -34,6 +35,7 @@ pub mod format;
 pub mod histogram;
 pub mod history;
 pub mod latency;
+pub mod multicast;
 pub mod one_way;
 pub mod report;
 pub mod request;

@@ -672,6 +672,10 @@ pub struct TestResult {
     pub local: SideReport,
     /// The other end's report, when it arrived.
     pub remote: Option<SideReport>,
+    /// A multicast test's receivers, each with what it reported (the far end is the group,
+    /// so `remote` is empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group_receivers: Vec<crate::multicast::GroupReceiver>,
     /// How it ended.
     #[serde(flatten)]
     pub status: TestStatus,
@@ -967,6 +971,7 @@ mod service_demand_tests {
             server_addr: String::new(),
             local: client,
             remote: Some(server),
+            group_receivers: Vec::new(),
             status: TestStatus::Complete,
         }
     }

@@ -202,6 +202,10 @@ pub struct TestSpec {
     /// `trip_times` (frames are timed on the clocks), no `bitrate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub video: Option<crate::video::VideoSpec>,
+    /// Send to a multicast group, received by any number of perfpeer peers that each report
+    /// back over their control connection (one UDP stream, client to group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multicast: Option<crate::multicast::MulticastSpec>,
     /// DCCP service code and CCID (DCCP only; `None` = the defaults).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dccp: Option<DccpSpec>,
@@ -262,6 +266,7 @@ impl TestSpec {
             trip_times: false,
             histogram: None,
             video: None,
+            multicast: None,
             dccp: None,
         }
     }
@@ -370,6 +375,20 @@ impl TestSpec {
         }
         if let Some(rr) = self.rr {
             self.validate_rr(rr)?;
+        }
+        if let Some(m) = self.multicast {
+            m.check().map_err(SpecError::Multicast)?;
+            if self.protocol != Protocol::Udp
+                || self.direction != Direction::Normal
+                || self.streams != 1
+                || self.rr.is_some()
+            {
+                return Err(SpecError::Multicast(
+                    "a multicast group takes one UDP stream sent to it (-u, without -R, --bidir, \
+                     -P or --rr)"
+                        .into(),
+                ));
+            }
         }
         Ok(())
     }
@@ -538,6 +557,9 @@ pub enum SpecError {
         crate::video::MAX_FPS
     )]
     Video,
+    /// A multicast group a test cannot use, or a test a group cannot take.
+    #[error("{0}")]
+    Multicast(String),
     /// A burst out of range, or without a rate.
     #[error("a burst (-b RATE/BURST) is 1 to {MAX_BURST} writes, with a rate above 0; got {0}")]
     Burst(u32),

@@ -450,6 +450,13 @@ impl Bridged {
         format!("198.18.3.{}", k + 1)
     }
 
+    /// Moves the calling thread into host `k`'s network namespace: sockets it opens and
+    /// programs it starts from now on are host `k`'s. Use a thread of its own (and a runtime
+    /// of its own on it).
+    pub fn enter(&self, k: usize) -> Result<(), String> {
+        enter(&self.hosts[k])
+    }
+
     /// Command prefix that runs a program in host `k`.
     pub fn prefix(&self, k: usize) -> Vec<String> {
         vec![

@@ -1,5 +1,5 @@
 //! The binary's modules import only downward, in the order docs/architecture.md draws: cli →
-//! sweep/latency → targets → compat → server → session → store/engine → dccp/hostinfo/admission/budget
+//! sweep/latency → targets → compat → server → session → store/engine → dccp/hostinfo/multicast/admission/budget
 //! → util (modules of one layer do not import each other). Reads every `crate::<module>` path
 //! in native-peer/src and fails on one that points up or sideways (exceptions would be listed
 //! below with their reason; there are none), and on sibling modules importing each other.
@@ -24,6 +24,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("dccp", 1),
     ("hostinfo", 1),
     ("resolve", 1),
+    ("multicast", 1),
     ("admission", 1),
     ("budget", 1),
     ("util", 0),

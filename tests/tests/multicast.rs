@@ -3,6 +3,9 @@
 //! count the stream, a host that did not join gets nothing, and no receiver sends anything
 //! back. Stock iperf 2.1.8 and `perfpeer iperf -c` take turns as the sender. A
 //! source-specific receiver (`-H`) takes its source's stream and not another sender's.
+//! perfpeer's own group test (`perfpeer test --multicast GROUP R1 R2`, and `--from`, the
+//! browser's `run`): perfpeer receivers each report on their own row, IPv4 and IPv6, and count
+//! only the asking sender's flow while another host sends to the same group and port.
 
 use std::path::Path;
 use std::time::Duration;
@@ -233,4 +236,192 @@ fn source_specific(lan: &Bridged, group: &str, source: &str, family: &[&str]) {
         (200.0..300.0).contains(&kib) && loss.starts_with("0/"),
         "{out}"
     );
+}
+
+/// perfpeer's own multicast test: `perfpeer test --multicast GROUP R1 R2` sends one stream to
+/// the group; R1 and R2, perfpeer peers asked over their control connections, join it and
+/// each report what they received, on their own rows at the sender. Another host sends its
+/// own stream to the same group and port all the while: no receiver counts a datagram of it
+/// (each takes the asking sender's flow only), with an any-source join and a source-specific
+/// one. A receiver that cannot be reached is a row with its reason, and the rest still report.
+#[test]
+fn perfpeer_receivers_report_a_group_test_each_on_its_row() {
+    if !available() {
+        skip("needs root and iproute2 for network namespaces");
+        return;
+    }
+    let lan = Bridged::new("mcp", 4).expect("LAN");
+    group_test_round_trip(
+        &lan,
+        GROUP,
+        &[Bridged::addr(1), Bridged::addr(2)],
+        &Bridged::addr(3),
+    );
+}
+
+/// The same over IPv6 (MLD joins on the interface that faces the sender, hop limit 1).
+#[test]
+fn perfpeer_receivers_report_an_ipv6_group_test() {
+    if !available() {
+        skip("needs root and iproute2 for network namespaces");
+        return;
+    }
+    let lan = Bridged::with_ipv6("mcp6", 4).expect("LAN");
+    let bracket = |k| format!("[{}]", Bridged::addr6(k));
+    group_test_round_trip(&lan, "ff05::1:3", &[bracket(1), bracket(2)], &bracket(3));
+}
+
+/// Hosts 1 and 2 serve (their addresses `receivers`), host 0 runs the group test, host 3
+/// (`stray`, serving nothing) sends to the group's port during it.
+fn group_test_round_trip(lan: &Bridged, group: &str, receivers: &[String], stray: &str) {
+    let sender = if group.contains(':') {
+        format!("[{}]", Bridged::addr6(0))
+    } else {
+        Bridged::addr(0)
+    };
+    let ours = perfpeer_bin();
+    let _peers: Vec<perfpeer_tests::Peer> = receivers
+        .iter()
+        .enumerate()
+        .map(|(i, addr)| {
+            perfpeer_tests::Peer::start_with(
+                lan.prefix(i + 1),
+                &format!("{addr}:5210"),
+                "5211",
+                &["--open"],
+            )
+        })
+        .collect();
+    let family: &[&str] = if group.contains(':') { &["-V"] } else { &[] };
+    for ssm in [false, true] {
+        let mut stray_args = vec![
+            "iperf", "-c", group, "-u", "-p", "5212", "-b", "1M", "-t", "4",
+        ];
+        stray_args.extend_from_slice(family);
+        let stray_sender = spawn_in(lan, 3, &ours, &stray_args);
+        std::thread::sleep(Duration::from_millis(300));
+        let mut args: Vec<&str> = receivers.iter().map(String::as_str).collect();
+        args.extend([
+            "--multicast",
+            group,
+            "-u",
+            "-b",
+            "2M",
+            "-t",
+            "2",
+            "-J",
+            "--no-store",
+        ]);
+        if ssm {
+            args.push("--ssm");
+        }
+        let out = perfpeer_tests::perfpeer_test_with(lan.prefix(0), &args);
+        let v = perfpeer_tests::json_of(&out, &args);
+        assert!(out.status.success(), "{args:?}: {v}");
+        let sent = perfpeer_tests::u64_at(&v, "/end/sum_sent/packets");
+        // 2 Mbit/s of 1448-byte datagrams for 2 s.
+        assert!((330..=370).contains(&sent), "{v}");
+        let m = &v["perfpeer"]["multicast"];
+        assert_eq!(m["source_specific"], ssm, "{m}");
+        let rows = m["receivers"].as_array().expect("receivers");
+        assert_eq!(rows.len(), 2, "{m}");
+        for (row, addr) in rows.iter().zip(receivers) {
+            assert_eq!(row["peer"], addr.as_str(), "{m}");
+            // Every datagram the sender sent, none of the stray sender's.
+            assert_eq!(
+                (
+                    row["sum_received"]["packets"].as_u64(),
+                    row["sum_received"]["lost_packets"].as_u64()
+                ),
+                (Some(sent), Some(0)),
+                "ssm {ssm}: {row}"
+            );
+            assert!(
+                row["result_id"].as_str().is_some_and(|id| id.len() == 32),
+                "{row}"
+            );
+            assert!(row.get("error").is_none(), "{row}");
+        }
+        let stray_out = stray_sender.wait(Duration::from_secs(10));
+        assert!(stray_out.status.success(), "{}", text(&stray_out));
+    }
+    // Asked of the sender over its /ws (`run`, as the browser's form asks it): the same rows.
+    let _sender_peer = perfpeer_tests::Peer::start_with(
+        lan.prefix(0),
+        &format!("{sender}:5210"),
+        "5211",
+        &["--open"],
+    );
+    let mut args: Vec<&str> = vec!["--from", &sender];
+    args.extend(receivers.iter().map(String::as_str));
+    args.extend(["--multicast", group, "-u", "-b", "1M", "-t", "1", "-J"]);
+    let out = perfpeer_tests::perfpeer_test_with(lan.prefix(0), &args);
+    let v = perfpeer_tests::json_of(&out, &args);
+    assert!(out.status.success(), "{args:?}: {v}");
+    let sent = perfpeer_tests::u64_at(&v, "/end/sum_sent/packets");
+    let rows = v["perfpeer"]["multicast"]["receivers"]
+        .as_array()
+        .expect("receivers");
+    assert_eq!(rows.len(), 2, "{v}");
+    for row in rows {
+        assert_eq!(row["sum_received"]["packets"].as_u64(), Some(sent), "{row}");
+    }
+    // The text names the group and a row per receiver; one that cannot be reached is a row
+    // with its reason, the others still report, and the test is partial.
+    let mut args: Vec<&str> = receivers.iter().map(String::as_str).collect();
+    args.extend([
+        stray,
+        "--multicast",
+        group,
+        "-u",
+        "-b",
+        "1M",
+        "-t",
+        "1",
+        "--no-store",
+    ]);
+    let out = perfpeer_tests::perfpeer_test_with(lan.prefix(0), &args);
+    let shown = text(&out);
+    assert!(!out.status.success(), "{shown}");
+    let port = if group.contains(':') {
+        format!("[{group}]:5212")
+    } else {
+        format!("{group}:5212")
+    };
+    assert!(
+        shown.contains(&format!("Multicast group {port} (TTL 1), 3 receivers:")),
+        "{shown}"
+    );
+    for addr in receivers {
+        let row = shown
+            .lines()
+            .find(|l| l.ends_with(&format!("receiver {addr}")))
+            .unwrap_or_else(|| panic!("no row for {addr}: {shown}"));
+        assert!(row.contains(" 0/"), "{row}");
+    }
+    assert!(
+        shown.contains(&format!("receiver {stray}: cannot reach")),
+        "{shown}"
+    );
+    assert!(shown.contains("Test ended early: "), "{shown}");
+}
+
+/// What cannot be a group test is a usage error, before anything is sent.
+#[test]
+fn a_group_test_refuses_what_a_group_cannot_take() {
+    for bad in [
+        &["127.0.0.1", "--multicast", GROUP][..],
+        &["127.0.0.1", "--multicast", GROUP, "-u", "-R"],
+        &["127.0.0.1", "--multicast", GROUP, "-u", "-P", "2"],
+        &["127.0.0.1", "--multicast", "224.0.0.1", "-u"],
+        &["127.0.0.1", "--multicast", "10.0.0.1", "-u"],
+        &["127.0.0.1", "--multicast", "ff02::1", "-u"],
+        &["127.0.0.1", "--multicast", GROUP, "-u", "--ttl", "0"],
+        &["127.0.0.1", "127.0.0.2", "-u"],
+        &["127.0.0.1", "-u", "--ssm"],
+        &["iperf3://127.0.0.1", "--multicast", GROUP, "-u"],
+    ] {
+        let out = perfpeer_tests::perfpeer_test(bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", text(&out));
+    }
 }

@@ -275,6 +275,7 @@ fn multicast_join(args: &IperfArgs, ip: IpAddr) -> anyhow::Result<Option<server:
     Ok(Some(server::Join {
         group: ip,
         device: args.flags.bind_device(),
+        local: None,
         source: args.ssm_host,
     }))
 }

@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
+use perfpeer_shared::multicast::MulticastSpec;
 use perfpeer_shared::report::TestResult;
 
 use super::UsageError;
@@ -28,6 +29,20 @@ pub(super) struct TestArgs {
     /// result (--token is its token).
     #[arg(long, value_name = "PEER", conflicts_with_all = ["sweep_len", "cbr", "latency_under_load"])]
     from: Option<String>,
+    /// Further receiving peers of a --multicast test (PEER is the first).
+    #[arg(value_name = "MORE_PEERS", requires = "multicast")]
+    more_peers: Vec<String>,
+    /// Send one UDP stream to this multicast group (GROUP[:PORT], an IPv6 group as
+    /// [GROUP]:PORT; port 5212 unless given): PEER and each further peer join it and report
+    /// what they received, each on its own row.
+    #[arg(long, value_name = "GROUP", conflicts_with_all = ["sweep_len", "cbr", "latency_under_load"])]
+    multicast: Option<String>,
+    /// The group's datagrams live this many hops (IPv6 hop limit): 1, this link, unless given.
+    #[arg(long, value_name = "HOPS", requires = "multicast", value_parser = clap::value_parser!(u8).range(1..))]
+    ttl: Option<u8>,
+    /// Receivers join for this end's address only (source-specific multicast: IGMPv3, MLDv2).
+    #[arg(long, requires = "multicast")]
+    ssm: bool,
     #[command(flatten)]
     flags: TestFlags,
     #[command(flatten)]
@@ -60,13 +75,11 @@ pub(super) async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         )
         .await;
     }
+    let mut spec = args.flags.build_spec(false).map_err(usage)?;
+    spec.multicast = args.group().map_err(usage)?;
     let request = args
         .modes
-        .request(
-            &args.peer,
-            args.flags.build_spec(false).map_err(usage)?,
-            args.flags.given(),
-        )
+        .request(&args.peer, spec, args.flags.given())
         .map_err(usage)?;
     let spec = request.spec;
     let opts = args.flags.options().map_err(usage)?;
@@ -87,12 +100,16 @@ pub(super) async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     }
     let outcome = run_printing(
         |events, cancel| async {
+            // A group's receivers are one target, as the browser's field names them.
+            let target = std::iter::once(args.peer.as_str())
+                .chain(args.more_peers.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(",");
             match &args.from {
                 Some(from) => {
-                    crate::session::remote::run(from, &args.peer, &spec, &opts, events, cancel)
-                        .await
+                    crate::session::remote::run(from, &target, &spec, &opts, events, cancel).await
                 }
-                None => crate::targets::run(&args.peer, &spec, &opts, events, cancel).await,
+                None => crate::targets::run(&target, &spec, &opts, events, cancel).await,
             }
         },
         |ev| printer.event(ev),
@@ -109,13 +126,42 @@ pub(super) async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
         }
         _ => String::new(),
     };
-    let code = finish(
-        &mut printer,
-        outcome.map_err(anyhow::Error::new),
-        &args.peer,
-    )?;
+    let against = match spec.multicast {
+        Some(group) => format!("multicast group {}", group.address()),
+        None => args.peer.clone(),
+    };
+    let code = finish(&mut printer, outcome.map_err(anyhow::Error::new), &against)?;
     out!("{extra_lines}");
     Ok(code)
+}
+
+impl TestArgs {
+    /// `--multicast GROUP[:PORT]` with its `--ttl` and `--ssm`, checked.
+    fn group(&self) -> anyhow::Result<Option<MulticastSpec>> {
+        let Some(text) = &self.multicast else {
+            return Ok(None);
+        };
+        let mut group =
+            MulticastSpec::parse(text).map_err(|e| anyhow::anyhow!("--multicast: {e}"))?;
+        group.ttl = self.ttl.unwrap_or(1);
+        group.source_specific = self.ssm;
+        let receivers = 1 + self.more_peers.len();
+        if receivers > perfpeer_shared::multicast::MAX_RECEIVERS {
+            anyhow::bail!(
+                "--multicast reports at most {} receiving peers, got {receivers}",
+                perfpeer_shared::multicast::MAX_RECEIVERS
+            );
+        }
+        if let Some(bad) = std::iter::once(&self.peer)
+            .chain(&self.more_peers)
+            .find(|p| p.contains("://"))
+        {
+            anyhow::bail!(
+                "--multicast's receivers are perfpeer peers (host[:port]), not a stock server: {bad}"
+            );
+        }
+        Ok(Some(group))
+    }
 }
 
 /// Adds a finished test to this machine's history; a store that cannot be opened is only a

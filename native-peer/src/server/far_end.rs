@@ -175,15 +175,29 @@ async fn run_accepted(
     cookie: Cookie,
     test_id: String,
 ) -> Result<(), SessionError> {
-    let (pending, incoming) = state.expect_streams(cookie, spec.stream_plan().len(), client.ip());
-    chan.send(&ServerMsg::Accepted {
+    let accepted = |clock_us| ServerMsg::Accepted {
         test_id: test_id.clone(),
         cookie: cookie_to_hex(&cookie),
         data_port: state.info.data_port,
-        clock_us: spec.trip_times.then(crate::util::unix_us_now),
-    })?;
-    let setups = collect_streams(chan, incoming, &spec).await?;
-    drop(pending);
+        clock_us,
+    };
+    let setups = match spec.multicast {
+        // A group's receiver: joined before it says yes (a join that fails is a refusal); no
+        // data stream comes to the data port.
+        Some(group) => {
+            let setups = vec![join_group(group, client, &spec)?];
+            chan.send(&accepted(spec.trip_times.then(crate::util::unix_us_now)))?;
+            setups
+        }
+        None => {
+            let (pending, incoming) =
+                state.expect_streams(cookie, spec.stream_plan().len(), client.ip());
+            chan.send(&accepted(spec.trip_times.then(crate::util::unix_us_now)))?;
+            let setups = collect_streams(chan, incoming, &spec).await?;
+            drop(pending);
+            setups
+        }
+    };
     chan.send(&ServerMsg::Ready)?;
     match tokio::time::timeout(BEGIN_TIMEOUT, chan.recv::<ClientMsg>()).await {
         Ok(Ok(ClientMsg::Begin)) => {}
@@ -273,6 +287,7 @@ async fn run_accepted(
         server_addr: client_name(client, remote.as_ref()),
         local: report,
         remote,
+        group_receivers: Vec::new(),
         status,
     };
     let result_id = match (rec, member) {
@@ -311,6 +326,62 @@ fn client_name(client: SocketAddr, remote: Option<&SideReport>) -> String {
     } else {
         format!("{name} ({ip})")
     }
+}
+
+/// The receiving stream of a multicast test for `client`: the group joined on the interface
+/// that faces the client (for the client's address only if source-specific), the socket
+/// connected to the client's sending port, so the kernel hands it that flow's datagrams and
+/// no other sender's. It only receives: nothing goes back to the group or the client.
+fn join_group(
+    group: perfpeer_shared::multicast::MulticastSpec,
+    client: SocketAddr,
+    spec: &TestSpec,
+) -> Result<StreamSetup, SessionError> {
+    let refused = |why: String| refuse(ErrorCode::InvalidSpec, why);
+    let sender = client.ip().to_canonical();
+    if sender.is_ipv6() != group.group.is_ipv6() {
+        return Err(refused(format!(
+            "the group {} and your address {sender} are not one family: reach this peer over \
+             the group's",
+            group.group
+        )));
+    }
+    if group.sender_port == 0 {
+        return Err(refused(
+            "the test does not say the port it sends from".into(),
+        ));
+    }
+    let join = crate::multicast::Join {
+        group: group.group,
+        device: None,
+        local: Some(crate::multicast::local_toward(sender).map_err(|e| {
+            refused(format!(
+                "no route back to {sender} to join the group on: {e}"
+            ))
+        })?),
+        source: group.source_specific.then_some(sender),
+    };
+    let socket = crate::multicast::bind_and_join(&join, group.port)
+        .and_then(|s| {
+            s.set_nonblocking(false)?;
+            s.connect(SocketAddr::new(sender, group.sender_port))?;
+            Ok(s)
+        })
+        .map_err(|e| {
+            refused(format!(
+                "cannot receive {} here: {}",
+                group.address(),
+                crate::util::plain_error(&e)
+            ))
+        })?;
+    let socket = DataSocket::Udp(Arc::new(socket));
+    apply_server_options(&socket, spec);
+    let (id, _) = spec.stream_plan()[0];
+    Ok(StreamSetup {
+        id,
+        role: StreamRole::Receiver,
+        socket,
+    })
 }
 
 async fn collect_streams(

@@ -446,6 +446,7 @@ mod tests {
             server_addr: "laptop (10.0.0.2)".into(),
             local,
             remote: None,
+            group_receivers: Vec::new(),
             status: TestStatus::Complete,
         }
     }

@@ -95,6 +95,19 @@ pub(crate) async fn connect(
     device: Option<&str>,
     timeout: Duration,
 ) -> Result<ControlChannel, SessionError> {
+    connect_from(server, target, bind, device, timeout)
+        .await
+        .map(|(chan, _)| chan)
+}
+
+/// Opens a control channel to the peer at `server`, and says which local address it left from.
+pub(crate) async fn connect_from(
+    server: SocketAddr,
+    target: &str,
+    bind: Option<IpAddr>,
+    device: Option<&str>,
+    timeout: Duration,
+) -> Result<(ControlChannel, SocketAddr), SessionError> {
     let unreachable = |reason: String| SessionError::Unreachable {
         target: target.to_string(),
         reason,
@@ -123,6 +136,9 @@ pub(crate) async fn connect(
             })
         })?;
     let _ = tcp.set_nodelay(true);
+    let local = tcp
+        .local_addr()
+        .map_err(|e| unreachable(crate::util::plain_error(&e)))?;
     let url = format!("ws://{server}/ws");
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_CONTROL_MESSAGE))
@@ -163,7 +179,7 @@ pub(crate) async fn connect(
             crate::util::plain_error(&other)
         )),
     })?;
-    Ok(ControlChannel::spawn(ws))
+    Ok((ControlChannel::spawn(ws), local))
 }
 
 /// A TCP connection to `server`, from `bind` if given: the far end takes data streams only from
@@ -349,6 +365,47 @@ pub(crate) async fn open(
     Ok((far, ready))
 }
 
+/// Asks the peer on `chan` (at `server`, said hello to) to receive the multicast test `spec`
+/// (its sender port set), up to its `ready`: it has joined the group and counts the flow from
+/// this end's address and port. Returns it as a far end, and its test id.
+pub(crate) async fn open_receiver(
+    mut chan: ControlChannel,
+    server: SocketAddr,
+    spec: &ValidSpec,
+) -> Result<(PerfpeerFarEnd, String), SessionError> {
+    let opened_us = crate::util::unix_us_now();
+    chan.send(&ClientMsg::Open {
+        spec: TestSpec::clone(spec),
+        group: None,
+    })?;
+    let (test_id, clock_offset) = match answer(&mut chan, "open").await? {
+        ServerMsg::Accepted {
+            test_id, clock_us, ..
+        } => {
+            let answered_us = crate::util::unix_us_now();
+            let offset = clock_us
+                .filter(|_| spec.trip_times)
+                .map(|server_us| ClockOffset::from_round_trip(opened_us, server_us, answered_us));
+            (test_id, offset)
+        }
+        other => return Err(refusal_or_protocol(other)),
+    };
+    match answer(&mut chan, "the group's join").await? {
+        ServerMsg::Ready => {}
+        other => return Err(refusal_or_protocol(other)),
+    }
+    let far = PerfpeerFarEnd {
+        chan,
+        server,
+        server_sends: false,
+        remote_intervals: Vec::new(),
+        remote_senders_done: false,
+        remote_stream_errors: Vec::new(),
+        clock_offset,
+    };
+    Ok((far, test_id))
+}
+
 /// A perfpeer peer as the far end of a running test: its control channel (closed when this
 /// is dropped).
 pub(crate) struct PerfpeerFarEnd {
@@ -430,6 +487,11 @@ impl FarEnd for PerfpeerFarEnd {
 }
 
 impl PerfpeerFarEnd {
+    /// Tells it the test has begun (its measurement starts).
+    pub(crate) fn begin(&mut self) -> Result<(), SessionError> {
+        self.chan.send(&ClientMsg::Begin)
+    }
+
     async fn exchange_finals(
         &mut self,
         local: &SideReport,

@@ -107,6 +107,12 @@ pub(crate) trait FarEnd {
     fn far_stream_errors(&self) -> Option<String> {
         None
     }
+
+    /// After the finals: a multicast group's receivers, each with its report (a far end that
+    /// is one peer has none).
+    fn group_receivers(&mut self) -> Vec<perfpeer_shared::multicast::GroupReceiver> {
+        Vec::new()
+    }
 }
 
 /// Runs the test with a far end that is ready, sending live events to `events`; `cancel` ends
@@ -197,6 +203,7 @@ async fn run(
         server_addr,
         local,
         remote,
+        group_receivers: far.group_receivers(),
         status,
     })
 }

@@ -9,6 +9,8 @@
 //!   stock tools' in `compat`): measure, watch the far end, end, finals, the result.
 //! - [`events`]: what a client run tells its caller while it goes on (tests and sweeps).
 //! - [`measure`]: one end's measurement (engine + sampler + CPU) from begin to final report.
+//! - [`multicast`]: a test sent to a multicast group, each receiving peer asked over its own
+//!   control connection and its report collected (`group_receivers`).
 //! - [`remote`]: a test between two other peers, asked of one over its `/ws` and followed
 //!   (`perfpeer test --from A B`).
 
@@ -18,6 +20,7 @@ pub(crate) mod data_connect;
 pub(crate) mod driver;
 pub(crate) mod events;
 pub(crate) mod measure;
+pub(crate) mod multicast;
 pub(crate) mod remote;
 pub(crate) mod target;
 

@@ -673,6 +673,7 @@ fn unfinished(summary: &HistoryEntry, test_id: &str, spec: TestSpec, host: HostI
         server_addr: summary.peer.clone(),
         local,
         remote: None,
+        group_receivers: Vec::new(),
         status: TestStatus::Partial {
             reason: summary
                 .reason

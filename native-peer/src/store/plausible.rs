@@ -133,6 +133,7 @@ mod tests {
             server_addr: String::new(),
             local: SideReport::empty(PeerRole::Server, Default::default()),
             remote: None,
+            group_receivers: Vec::new(),
             status: TestStatus::Complete,
         }
     }

@@ -68,6 +68,7 @@ fn result(spec: &TestSpec) -> TestResult {
         server_addr: "pc:5210".into(),
         local,
         remote: Some(remote),
+        group_receivers: Vec::new(),
         status: TestStatus::Complete,
     }
 }

@@ -187,6 +187,7 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
             }
         }
     }
+    rows.extend(group_rows(result));
     let cpu = |c: &crate::report::CpuUsage| {
         format!(
             "{:.1} % process, {:.1} % host",
@@ -204,6 +205,28 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
         TestStatus::Cancelled => "cancelled".to_string(),
     };
     rows.push(("Status".into(), status));
+    rows
+}
+
+/// A multicast test's group, then a row per receiver (the model's words).
+fn group_rows(result: &TestResult) -> Vec<(String, String)> {
+    let Some(group) = result.spec.multicast else {
+        return Vec::new();
+    };
+    let mut rows = vec![(
+        "Multicast group".to_string(),
+        format!(
+            "{}, {} receivers",
+            group.words(),
+            result.group_receivers.len()
+        ),
+    )];
+    rows.extend(
+        result
+            .group_receiver_words()
+            .into_iter()
+            .map(|(peer, words)| (format!("Received by {peer}"), words)),
+    );
     rows
 }
 

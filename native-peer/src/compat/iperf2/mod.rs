@@ -6,13 +6,12 @@
 //! - [`codec`]: headers, ack and server report as bytes (pure).
 //! - [`client`]: `perfpeer iperf -c`, against a stock `iperf -s`.
 //! - [`bounceback`]: the server's side of `--bounceback` (requests sent back, stamped).
-//! - [`multicast`]: joining a group for `-s -u -B GROUP[%DEV] [-H SOURCE]` (the server answers
-//!   no flow that came to a group).
+//! - `-s -u -B GROUP[%DEV] [-H SOURCE]` joins with [`crate::multicast`] (the server answers no
+//!   flow that came to a group).
 //! - [`server`]: `perfpeer iperf -s`, TCP and UDP on one port, for stock clients.
 
 pub(crate) mod bounceback;
 pub(crate) mod client;
 pub(crate) mod clients;
 pub(crate) use perfpeer_proto::iperf2 as codec;
-pub(crate) mod multicast;
 pub(crate) mod server;

@@ -27,12 +27,12 @@ use super::clients::{
 use super::codec::{
     ACK_LEN, Amount, BounceBack, Header, ServerReport, TransitReport, UDP_HEADER_AT, ack, flags,
 };
-use super::multicast;
-pub(crate) use super::multicast::Join;
+
 use crate::admission::{Admission, Admitted, Caps, LogLimit, LogLine, accept_admitted};
 use crate::budget::MemoryBudget;
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions};
+pub(crate) use crate::multicast::Join;
 use crate::server::far_end;
 use crate::session::measure::{EarlyEnd, Measurement};
 
@@ -241,7 +241,7 @@ pub(crate) async fn run(
     let (tcp, udp) = match &config.multicast {
         Some(join) => (
             None,
-            UdpSocket::from_std(multicast::bind_and_join(join, addr.port())?)?,
+            UdpSocket::from_std(crate::multicast::bind_and_join(join, addr.port())?)?,
         ),
         None => {
             let (tcp, udp) = crate::server::data_listener::bind(addr)?;
@@ -514,6 +514,7 @@ async fn tcp_stream(
         server_addr: from.to_string(),
         local,
         remote: None,
+        group_receivers: Vec::new(),
         status,
     };
     shared.report(ServerEvent::Finished(Box::new(result)));
@@ -766,6 +767,7 @@ async fn udp_flow(
         server_addr: from.to_string(),
         local: local_report,
         remote: None,
+        group_receivers: Vec::new(),
         status,
     };
     shared.report(ServerEvent::Finished(Box::new(result)));

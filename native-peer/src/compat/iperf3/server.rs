@@ -539,6 +539,7 @@ async fn serve_test(
             .unwrap_or_default(),
         local,
         remote: Some(remote),
+        group_receivers: Vec::new(),
         status,
     };
     // `--get-server-output`: this test as this server shows it, in the client's style.
@@ -595,6 +596,7 @@ fn partial(
         server_addr: client.to_string(),
         local,
         remote: None,
+        group_receivers: Vec::new(),
         status: TestStatus::Partial { reason },
     }
 }

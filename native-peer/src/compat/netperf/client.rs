@@ -954,6 +954,7 @@ impl Plan {
             server_addr: self.server.to_string(),
             local,
             remote,
+            group_receivers: Vec::new(),
             status,
         }
     }

@@ -656,11 +656,71 @@ fn perfpeer_json(result: &TestResult) -> Value {
     if result.spec.protocol == Protocol::Dccp {
         put(&mut m, "dccp", crate::format::dccp::json(result));
     }
+    if let Some(group) = result.spec.multicast {
+        put(&mut m, "multicast", multicast_json(result, group));
+    }
     put(
         &mut m,
         "spec",
         serde_json::to_value(&result.spec).unwrap_or(Value::Null),
     );
+    Value::Object(m)
+}
+
+/// A multicast test's group and each receiver: what it received (`sum_received`, as a unicast
+/// test's), its one-way delays and frames where measured, its result id, or why it has none.
+fn multicast_json(result: &TestResult, group: crate::multicast::MulticastSpec) -> Value {
+    let mut m = Obj::new();
+    put(&mut m, "group", group.group.to_string());
+    put(&mut m, "port", group.port);
+    put(&mut m, "ttl", group.ttl);
+    put(&mut m, "source_specific", group.source_specific);
+    let receivers: Vec<Value> = result
+        .group_views()
+        .map(|(receiver, view)| {
+            let mut r = Obj::new();
+            put(&mut r, "peer", receiver.peer.as_str());
+            for (key, v) in [
+                ("result_id", &receiver.result_id),
+                ("result_url", &receiver.result_url),
+            ] {
+                if let Some(v) = v {
+                    put(&mut r, key, v.as_str());
+                }
+            }
+            if let Some(why) = &receiver.error {
+                put(&mut r, "error", why.as_str());
+            }
+            let flows = view.as_ref().map(TestResult::flows).unwrap_or_default();
+            if let Some(t) = flows.first().and_then(|f| f.received.as_ref()) {
+                let loss = t.udp_rx.clone().unwrap_or_default();
+                put(
+                    &mut r,
+                    "sum_received",
+                    totals_json(t, false, false, Some(loss)),
+                );
+                for (key, v) in [
+                    (
+                        "one_way",
+                        t.one_way().and_then(|d| serde_json::to_value(d).ok()),
+                    ),
+                    (
+                        "frames",
+                        t.udp_rx
+                            .as_ref()
+                            .and_then(|u| u.frames.as_ref())
+                            .and_then(|f| serde_json::to_value(f).ok()),
+                    ),
+                ] {
+                    if let Some(v) = v {
+                        put(&mut r, key, v);
+                    }
+                }
+            }
+            Value::Object(r)
+        })
+        .collect();
+    put(&mut m, "receivers", receivers);
     Value::Object(m)
 }
 

@@ -126,6 +126,7 @@ fn result(spec: TestSpec, local: SideReport, remote: Option<SideReport>) -> Test
         server_addr: "10.0.0.2:5201".into(),
         local,
         remote,
+        group_receivers: Vec::new(),
         status: TestStatus::Complete,
     }
 }

@@ -178,6 +178,7 @@ pub fn text_summary_as(result: &TestResult, voice: Voice) -> String {
     for flow in main.into_iter().chain(reverse) {
         summary_flow_lines(result, flow, &mut lines, voice.rate());
     }
+    group_lines(result, &mut lines, voice.rate());
     match voice {
         Voice::Perfpeer => {
             lines.push(cpu_line(result));
@@ -257,15 +258,7 @@ fn summary_flow_lines(
             lines.push(final_line(&cell, tag, proto, s, "sender", rate));
         }
         if let Some(s) = rx {
-            lines.push(final_line(&cell, tag, proto, s, "receiver", rate));
-            lines.extend(out_of_order_line(
-                &cell,
-                tag,
-                s.duration.as_secs_f64(),
-                s.udp_rx.as_ref(),
-            ));
-            let frames = s.udp_rx.as_ref().and_then(|r| r.frames.as_ref());
-            lines.extend(one_way_lines(&cell, tag, s.one_way(), frames));
+            receiver_lines(lines, (&cell, tag), proto, s, "receiver", rate);
         }
     }
     if flow.streams.len() < 2 {
@@ -292,6 +285,71 @@ fn summary_flow_lines(
             lines.extend(one_way_lines("SUM", tag, t.one_way(), frames));
         }
     }
+}
+
+/// A multicast test's receivers: a line naming the group, then each receiver's row (and its
+/// out-of-order and one-way lines) as a unicast test's receiver line, labelled with the peer,
+/// or why it has none.
+fn group_lines(result: &TestResult, lines: &mut Vec<String>, rate: RateFormat) {
+    let Some(group) = result.spec.multicast else {
+        return;
+    };
+    lines.push(format!(
+        "Multicast group {} (TTL {}{}), {} receiver{}:",
+        group.address(),
+        group.ttl,
+        if group.source_specific {
+            ", source-specific"
+        } else {
+            ""
+        },
+        result.group_receivers.len(),
+        if result.group_receivers.len() == 1 {
+            ""
+        } else {
+            "s"
+        }
+    ));
+    let tag = role_tag(&result.spec, result.local.role, true);
+    for (receiver, view) in result.group_views() {
+        let label = format!("receiver {}", receiver.peer);
+        let flows = view.as_ref().map(TestResult::flows).unwrap_or_default();
+        let rows: Vec<&StreamFinal> = flows
+            .iter()
+            .flat_map(|f| f.streams.iter().filter_map(|(_, _, rx)| *rx))
+            .collect();
+        for s in &rows {
+            let cell = id_cell(s.id);
+            receiver_lines(lines, (&cell, tag), result.spec.protocol, s, &label, rate);
+        }
+        if rows.is_empty() || receiver.error.is_some() {
+            let why = receiver.error.as_deref().unwrap_or("no report");
+            lines.push(format!("      {label}: {why}"));
+        }
+        if let Some(url) = &receiver.result_url {
+            lines.push(format!("      {label}: result page {url}"));
+        }
+    }
+}
+
+/// A receiver's summary line labelled `label`, then its out-of-order and one-way lines.
+fn receiver_lines(
+    lines: &mut Vec<String>,
+    (cell, tag): (&str, &str),
+    proto: Protocol,
+    s: &StreamFinal,
+    label: &str,
+    rate: RateFormat,
+) {
+    lines.push(final_line(cell, tag, proto, s, label, rate));
+    lines.extend(out_of_order_line(
+        cell,
+        tag,
+        s.duration.as_secs_f64(),
+        s.udp_rx.as_ref(),
+    ));
+    let frames = s.udp_rx.as_ref().and_then(|r| r.frames.as_ref());
+    lines.extend(one_way_lines(cell, tag, s.one_way(), frames));
 }
 
 fn final_line(

@@ -77,6 +77,7 @@ fn result(spec: TestSpec, client: Vec<StreamFinal>, server: Vec<StreamFinal>) ->
             cpu(5.0, 25.0, 2),
             server,
         )),
+        group_receivers: Vec::new(),
         status: TestStatus::Complete,
     }
 }
