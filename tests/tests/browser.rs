@@ -23,6 +23,7 @@ mod first_use;
 mod history;
 mod latency;
 mod modes;
+mod multicast;
 mod one_way;
 mod phone;
 mod windows;

@@ -12,6 +12,7 @@ use perfpeer_shared::format::layout::Layout;
 use perfpeer_shared::latency::{
     LatencyRequest, LatencyRequestError, MAX_LOAD_STREAMS, MAX_PHASE_SECONDS,
 };
+use perfpeer_shared::multicast::{MAX_RECEIVERS, MulticastSpec};
 use perfpeer_shared::request::{Mode, RequestError, RequestInput};
 use perfpeer_shared::spec::{Direction, EndCondition, MAX_STREAMS, Protocol, SpecError, TestSpec};
 use perfpeer_shared::sweep::parse_sizes;
@@ -74,6 +75,11 @@ pub struct FormInput {
     /// or `""` for an even rate (left out when empty, as `trip_times`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub video: String,
+    /// A multicast group to send to (`--multicast`, UDP, `GROUP[:PORT]`), received by every
+    /// peer the target names (commas between them), or `""` for a unicast test (left out when
+    /// empty, as `trip_times`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub multicast: String,
 }
 
 impl Default for FormInput {
@@ -98,6 +104,7 @@ impl Default for FormInput {
             interval: "1".into(),
             trip_times: String::new(),
             video: String::new(),
+            multicast: String::new(),
         }
     }
 }
@@ -391,6 +398,17 @@ pub fn presets() -> Vec<Preset> {
             tab: Layout::Iperf3,
         },
         Preset {
+            id: "multicast",
+            label: "Multicast 10 Mbit/s to 239.255.1.1",
+            input: FormInput {
+                protocol: Protocol::Udp,
+                bitrate: "10M".into(),
+                multicast: "239.255.1.1".into(),
+                ..base.clone()
+            },
+            tab: Layout::Iperf3,
+        },
+        Preset {
             id: "latency",
             label: "Latency under load (bufferbloat), 17 s",
             input: FormInput {
@@ -554,7 +572,35 @@ pub fn to_latency(input: &FormInput) -> Option<Result<(String, LatencyRequest), 
 /// The request the form describes, built and checked by the same builder as `perfpeer test`'s
 /// flags; a problem names the field to fix.
 pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
-    let target = check_target(&input.target)?;
+    let group = match input.multicast.trim() {
+        "" => None,
+        g => Some(MulticastSpec::parse(g).map_err(|e| err("multicast", e))?),
+    };
+    // A group's receivers: every peer the target names.
+    let target = match group {
+        Some(_) => {
+            let receivers = input
+                .target
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .filter(|r| !r.is_empty())
+                .map(check_target)
+                .collect::<Result<Vec<String>, FormError>>()?;
+            if receivers.is_empty() {
+                return Err(err(
+                    "target",
+                    "no receiving peer: type each one, with commas between them",
+                ));
+            }
+            if receivers.len() > MAX_RECEIVERS {
+                return Err(err(
+                    "target",
+                    format!("a multicast test reports at most {MAX_RECEIVERS} receiving peers"),
+                ));
+            }
+            receivers.join(", ")
+        }
+        None => check_target(&input.target)?,
+    };
     // A latency form reaches here only when checked as a test too (a remembered form).
     let mode = match input.mode {
         RunKind::Sweep => Mode::Sweep(parse_sizes(&input.sizes).map_err(|e| err("sizes", e))?),
@@ -641,6 +687,7 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
         spec.bitrate = None;
         spec.trip_times = true;
     }
+    spec.multicast = group;
     let dccp = if input.protocol == Protocol::Dccp {
         let ccid = match input.ccid.trim() {
             "" => None,
@@ -681,6 +728,7 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
                 SpecError::Congestion(_) => "congestion",
                 SpecError::TripTimes => "trip-times",
                 SpecError::Video => "video",
+                SpecError::Multicast(_) => "multicast",
                 SpecError::RrNeeds(_) => "mode",
                 _ => "seconds",
             };
@@ -768,6 +816,42 @@ mod tests {
             };
             assert_eq!(to_request(&f).unwrap().spec.direction, want);
         }
+    }
+
+    #[test]
+    fn the_multicast_preset_sends_to_the_group_and_every_named_peer_receives() {
+        let mut input = preset("multicast").unwrap().input;
+        input.target = " pc.lan, 10.0.0.3:5210 [fd00::4] ".into();
+        let request = to_request(&input).unwrap();
+        assert_eq!(request.target, "pc.lan, 10.0.0.3:5210, [fd00::4]");
+        let group = request.spec.multicast.expect("a group");
+        assert_eq!((group.address(), group.ttl), ("239.255.1.1:5212".into(), 1));
+        assert_eq!(request.spec.bitrate.map(|b| b.0), Some(10_000_000));
+        // What a group cannot take names the field to fix.
+        for (change, field) in [
+            (
+                &(|i: &mut FormInput| i.multicast = "10.0.0.1".into()) as &dyn Fn(&mut FormInput),
+                "multicast",
+            ),
+            (&|i: &mut FormInput| i.protocol = Protocol::Tcp, "multicast"),
+            (
+                &|i: &mut FormInput| i.direction = WhoSends::Both,
+                "multicast",
+            ),
+            (&|i: &mut FormInput| i.target = "pc, a/b".into(), "target"),
+            (&|i: &mut FormInput| i.target = " , ".into(), "target"),
+            (
+                &|i: &mut FormInput| i.target = vec!["pc"; MAX_RECEIVERS + 1].join(","),
+                "target",
+            ),
+        ] {
+            let mut bad = input.clone();
+            change(&mut bad);
+            assert_eq!(to_request(&bad).err().map(|e| e.field), Some(field));
+        }
+        // Without a group, a list of peers is not a target.
+        input.multicast = String::new();
+        assert_eq!(to_request(&input).err().map(|e| e.field), Some("target"));
     }
 
     #[test]

@@ -261,6 +261,17 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
             }
         }
     }
+    // A multicast test: the group, then each receiver's figures (or why it has none).
+    if let Some(group) = result.spec.multicast {
+        rows.push(row("group", "Multicast group", group.words()));
+        for (i, (peer, words)) in result.group_receiver_words().into_iter().enumerate() {
+            rows.push(row(
+                format!("group{i}"),
+                format!("Received by {peer}"),
+                words,
+            ));
+        }
+    }
     let this = result.local.role;
     for (side, end, name) in [
         (Some(&result.local), this, "this peer"),

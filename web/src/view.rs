@@ -697,6 +697,7 @@ fn render_form_error(model: &Model) {
         "congestion",
         "trip-times",
         "video",
+        "multicast",
     ] {
         let bad = model.form_error.as_ref().is_some_and(|e| e.field == f);
         toggle_class(&format!("f-{f}"), "invalid", bad);
@@ -704,7 +705,7 @@ fn render_form_error(model: &Model) {
     if model.form_error.as_ref().is_some_and(|e| {
         matches!(
             e.field,
-            "tos" | "window" | "congestion" | "trip-times" | "video"
+            "tos" | "window" | "congestion" | "trip-times" | "video" | "multicast"
         )
     }) {
         let _ = el("more-settings").set_attribute("open", "");
@@ -906,6 +907,7 @@ pub fn read_form() -> FormInput {
         interval: value("f-interval"),
         trip_times: value("f-trip-times"),
         video: value("f-video"),
+        multicast: value("f-multicast"),
     }
 }
 
@@ -940,6 +942,7 @@ pub fn fill_form(input: &FormInput) {
     set_value("f-interval", &input.interval);
     set_value("f-trip-times", &input.trip_times);
     set_value("f-video", &input.video);
+    set_value("f-multicast", &input.multicast);
     sync_form();
 }
 
