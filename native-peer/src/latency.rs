@@ -189,7 +189,9 @@ async fn start_probe(
     let cancel = CancellationToken::new();
     let mut task = {
         let (target, opts, cancel) = (target.to_string(), opts.clone(), cancel.clone());
-        tokio::spawn(async move { crate::targets::run(&target, &spec, &opts, tx, cancel).await })
+        crate::util::spawn(
+            async move { crate::targets::run(&target, &spec, &opts, tx, cancel).await },
+        )
     };
     loop {
         tokio::select! {

@@ -168,7 +168,7 @@ async fn run_ttcp(
         });
     }
     let s = spec.clone();
-    let socket = tokio::task::spawn_blocking(move || ttcp::connect(&s, server, timeout))
+    let socket = crate::util::spawn_blocking(move || ttcp::connect(&s, server, timeout))
         .await
         .map_err(|e| SessionError::Internal(e.to_string()))?
         .map_err(|e| SessionError::Unreachable {

@@ -1,8 +1,37 @@
 //! Small helpers every layer uses, written once: a mutex lock that survives a panicked holder,
-//! the wall clock in Unix milliseconds, 128-bit random ids in hex, and an OS error in words.
+//! the wall clock in Unix milliseconds, 128-bit random ids in hex, an OS error in words, and
+//! tasks spawned with their type erased.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// A task's future with its type erased.
+pub(crate) type BoxedTask<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// `future`, boxed as a [`BoxedTask`]: what every task is spawned as (`tokio::spawn`, a
+/// `TaskTracker`'s spawn). tokio's code for a task (polling, waking, joining, about 1.5 KB of
+/// MIPS code) is then in the binary once per output type, not once per spawn site: 114 KB of
+/// a router's binary before. One allocation per task, one indirect call per poll.
+pub(crate) fn boxed<T>(future: impl Future<Output = T> + Send + 'static) -> BoxedTask<T> {
+    Box::pin(future)
+}
+
+/// `tokio::spawn` of `future` as a [`BoxedTask`].
+pub(crate) fn spawn<T: Send + 'static>(
+    future: impl Future<Output = T> + Send + 'static,
+) -> tokio::task::JoinHandle<T> {
+    tokio::spawn(boxed(future))
+}
+
+/// `tokio::task::spawn_blocking` of `work`, its type erased as [`spawn`]'s futures are.
+pub(crate) fn spawn_blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> tokio::task::JoinHandle<T> {
+    let work: Box<dyn FnOnce() -> T + Send> = Box::new(work);
+    tokio::task::spawn_blocking(work)
+}
 
 /// Locks `m`; a holder that panicked does not poison it for everyone else (the data behind
 /// these locks stays consistent at every await and return).

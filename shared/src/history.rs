@@ -55,9 +55,9 @@ pub enum RunStatus {
 
 /// The word of a unit-like enum variant as serde writes it.
 fn word_of<T: Serialize>(value: &T) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
+    crate::format::json_value(value)
+        .as_str()
+        .map(str::to_string)
         .unwrap_or_default()
 }
 

@@ -136,30 +136,15 @@ pub struct GroupReceiver {
 }
 
 impl TestResult {
-    /// For a multicast test, the result as each receiver saw it: the sender's own report with
-    /// that receiver's as the far end, so every figure a receiver row shows (rate, loss,
-    /// jitter, one-way delays, frames) is derived by the same model code as a unicast test's.
-    pub fn group_views(&self) -> impl Iterator<Item = (&GroupReceiver, Option<TestResult>)> {
-        self.group_receivers.iter().map(|r| {
-            let view = r.report.as_ref().map(|report| TestResult {
-                remote: Some(report.clone()),
-                group_receivers: Vec::new(),
-                ..self.clone()
-            });
-            (r, view)
-        })
-    }
-}
-
-impl TestResult {
     /// Each receiver of a multicast test and what it received in words, for the result page
     /// and the phone: `735 KBytes, 2.00 Mbit/s; lost 0/520 (0.00 %), jitter 0.014 ms` (and
     /// its one-way delays), or why it has no report.
     pub fn group_receiver_words(&self) -> Vec<(String, String)> {
-        self.group_views()
-            .map(|(receiver, view)| {
-                let flows = view.as_ref().map(TestResult::flows).unwrap_or_default();
-                let words = match flows.first().and_then(|f| f.received.as_ref()) {
+        self.group_receivers
+            .iter()
+            .map(|receiver| {
+                let received = receiver.report.as_ref().and_then(|r| r.received().1);
+                let words = match &received {
                     Some(rx) => {
                         let mut w = format!(
                             "{}, {}",

@@ -737,6 +737,16 @@ pub struct Flow<'a> {
     pub received: Option<DirectionTotals>,
 }
 
+impl SideReport {
+    /// This side's receiving streams, and their totals (what a flow's `received` is): one
+    /// multicast receiver's figures.
+    pub fn received(&self) -> (Vec<&StreamFinal>, Option<DirectionTotals>) {
+        let streams = streams_of(Some(self), StreamRole::Receiver);
+        let totals = totals(&streams);
+        (streams, totals)
+    }
+}
+
 fn streams_of(side: Option<&SideReport>, role: StreamRole) -> Vec<&StreamFinal> {
     side.map(|s| s.streams.iter().filter(|st| st.role == role).collect())
         .unwrap_or_default()

@@ -337,7 +337,7 @@ async fn run_bounceback(host: String, args: &IperfArgs) -> anyhow::Result<ExitCo
         ask.hold.as_micros()
     );
     let timeout = opts.connect_timeout;
-    let outcome = tokio::task::spawn_blocking(move || {
+    let outcome = crate::util::spawn_blocking(move || {
         bounceback::run_client(server, &ask, timeout, &|| false)
     })
     .await?

@@ -129,7 +129,7 @@ pub(super) async fn run(
     let cancel = cancel_on_ctrl_c();
     let (tx, mut events) = mpsc::unbounded_channel();
     let text = style == Style::Text;
-    let progress = tokio::spawn(async move {
+    let progress = crate::util::spawn(async move {
         let mut live = Live::default();
         while let Some(ev) = events.recv().await {
             live.apply(&ev);

@@ -19,7 +19,7 @@ use crate::session::events::TestEvent;
 pub(super) fn cancel_on_ctrl_c() -> CancellationToken {
     let cancel = CancellationToken::new();
     let ctrl_c = cancel.clone();
-    tokio::spawn(async move {
+    crate::util::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             ctrl_c.cancel();
             if tokio::signal::ctrl_c().await.is_ok() {

@@ -177,7 +177,7 @@ pub(super) async fn run_sweep(
 ) -> anyhow::Result<ExitCode> {
     let cancel = cancel_on_ctrl_c();
     let (tx, mut events) = mpsc::unbounded_channel();
-    let progress = tokio::spawn(async move {
+    let progress = crate::util::spawn(async move {
         while let Some(ev) = events.recv().await {
             if let SweepEvent::Point(p) = ev
                 && style == Style::Text

@@ -504,7 +504,7 @@ async fn against_netserver(
     let stop = Arc::new(AtomicBool::new(false));
     let stopper = {
         let stop = stop.clone();
-        tokio::spawn(async move {
+        crate::util::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
                 stop.store(true, Ordering::Relaxed);
             }
@@ -516,7 +516,7 @@ async fn against_netserver(
         args.headers == 1,
         host.to_string(),
     );
-    let outcome = tokio::task::spawn_blocking(move || {
+    let outcome = crate::util::spawn_blocking(move || {
         client::run(&plan, &stop, |ip| {
             if headers {
                 let _ = print(&fmt::banner(test, &host, Some(ip), no_delay));

@@ -190,7 +190,7 @@ fn rr_of(result: &TestResult) -> Option<(RrFinal, f64, Option<Bursts>)> {
 }
 
 fn rr_json(rr: &RrFinal, seconds: f64, bursts: Option<Bursts>) -> serde_json::Value {
-    let mut v = serde_json::to_value(rr).unwrap_or_default();
+    let mut v = perfpeer_shared::format::json_value(rr);
     if let Some(obj) = v.as_object_mut() {
         obj.insert("seconds".into(), seconds.into());
         obj.insert(
@@ -198,7 +198,7 @@ fn rr_json(rr: &RrFinal, seconds: f64, bursts: Option<Bursts>) -> serde_json::Va
             rr.transactions_per_second(seconds).into(),
         );
         if let Some(b) = bursts {
-            obj.insert("bursts".into(), serde_json::to_value(b).unwrap_or_default());
+            obj.insert("bursts".into(), perfpeer_shared::format::json_value(&b));
             if let Some(rps) = rr.requests_per_second_at_mean() {
                 obj.insert("requests_per_second_at_mean".into(), rps.into());
             }

@@ -190,7 +190,7 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCod
     server::dccp_listener::spawn(data, dccp_services, state.clone());
     open_store(&args, &state);
     announce(control, data, token.as_deref());
-    tokio::spawn(wait_for_signal(shutdown));
+    crate::util::spawn(wait_for_signal(shutdown));
     server::run(bound, state).await;
     tracing::info!("stopped");
     Ok(std::process::ExitCode::SUCCESS)

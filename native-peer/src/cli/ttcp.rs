@@ -158,19 +158,19 @@ pub(super) async fn run(args: TtcpArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
         let s = spec.clone();
         let sock =
-            tokio::task::spawn_blocking(move || ttcp::connect(&s, addr, Duration::from_secs(10)))
+            crate::util::spawn_blocking(move || ttcp::connect(&s, addr, Duration::from_secs(10)))
                 .await?
                 .with_context(|| format!("connect to {addr}"))?;
         (sock, addr.to_string())
     } else {
         let listen = SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), args.port);
         let s = spec.clone();
-        let sock = match tokio::task::spawn_blocking(move || ttcp::accept(&s, listen)).await? {
+        let sock = match crate::util::spawn_blocking(move || ttcp::accept(&s, listen)).await? {
             Ok(sock) => sock,
             Err(_) => {
                 let v4 = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), args.port);
                 let s = spec.clone();
-                tokio::task::spawn_blocking(move || ttcp::accept(&s, v4))
+                crate::util::spawn_blocking(move || ttcp::accept(&s, v4))
                     .await?
                     .with_context(|| format!("listen on port {}", args.port))?
             }
@@ -203,7 +203,7 @@ pub(super) async fn run(args: TtcpArgs) -> anyhow::Result<ExitCode> {
         fmt::figures(&result).1
     } else {
         let (len, full) = (args.buflen_used() as usize, args.full_blocks);
-        tokio::task::spawn_blocking(move || ttcp::run_copy(socket, stream_role, len, full))
+        crate::util::spawn_blocking(move || ttcp::run_copy(socket, stream_role, len, full))
             .await??
     };
     if args.verbose {

@@ -249,7 +249,7 @@ mod tests {
     async fn server() -> (SocketAddr, tokio::task::JoinHandle<u32>) {
         let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let addr = sock.local_addr().unwrap();
-        let task = tokio::spawn(async move {
+        let task = crate::util::spawn(async move {
             let mut questions = 0;
             let mut buf = [0u8; 512];
             while let Ok(Ok((n, from))) =

@@ -92,7 +92,7 @@ pub(crate) async fn run_tcp(listener: TcpListener, state: Arc<ServerState>) {
     {
         let state = state.clone();
         let tasks = state.tasks.clone();
-        tasks.spawn(async move {
+        tasks.spawn(crate::util::boxed(async move {
             let outcome = tokio::select! {
                 r = identify_tcp(stream, from, &state) => r,
                 _ = place.evicted().cancelled() => Err("shed for another source's connection".into()),
@@ -101,7 +101,7 @@ pub(crate) async fn run_tcp(listener: TcpListener, state: Arc<ServerState>) {
                 DROPPED_TCP.warn(from, reason);
             }
             drop(place);
-        });
+        }));
     }
 }
 

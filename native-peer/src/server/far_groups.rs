@@ -194,9 +194,11 @@ impl FarGroups {
                         },
                     },
                 );
-                keeper
-                    .tasks
-                    .spawn(watch(self.clone(), keeper.clone(), key.clone()));
+                keeper.tasks.spawn(crate::util::boxed(watch(
+                    self.clone(),
+                    keeper.clone(),
+                    key.clone(),
+                )));
                 0.0
             }
         };

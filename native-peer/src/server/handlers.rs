@@ -200,11 +200,22 @@ async fn serve_socket(
     chan.close();
 }
 
-fn message_name(msg: &ClientMsg) -> String {
-    serde_json::to_value(msg)
-        .ok()
-        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
-        .unwrap_or_else(|| "message".into())
+/// The message's type as it is spelled on the wire (its `type`; the control module's test
+/// checks each spelling against serde's).
+fn message_name(msg: &ClientMsg) -> &'static str {
+    match msg {
+        ClientMsg::Hello { .. } => "hello",
+        ClientMsg::Open { .. } => "open",
+        ClientMsg::Begin => "begin",
+        ClientMsg::Stop => "stop",
+        ClientMsg::Final { .. } => "final",
+        ClientMsg::Run { .. } => "run",
+        ClientMsg::Sweep { .. } => "sweep",
+        ClientMsg::Latency { .. } => "latency",
+        ClientMsg::Cancel => "cancel",
+        ClientMsg::ListTests => "list_tests",
+        ClientMsg::Attach { .. } => "attach",
+    }
 }
 
 async fn expect_hello(
@@ -376,6 +387,54 @@ async fn follow(
                 // The browser went away; the run goes on for a grace period, for it to attach.
                 Err(e) => return Err(e),
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use perfpeer_shared::control::ClientMsg;
+    use perfpeer_shared::report::{HostInfo, PeerRole, SideReport};
+    use perfpeer_shared::spec::{Protocol, TestSpec};
+
+    #[test]
+    fn each_message_is_named_as_serde_spells_its_type() {
+        let spec = TestSpec::new(Protocol::Tcp);
+        let target = String::from("pc");
+        for msg in [
+            ClientMsg::Hello {
+                protocol_version: 2,
+                token: None,
+            },
+            ClientMsg::Open {
+                spec: spec.clone(),
+                group: None,
+            },
+            ClientMsg::Begin,
+            ClientMsg::Stop,
+            ClientMsg::Final {
+                report: SideReport::empty(PeerRole::Client, HostInfo::default()),
+                clock_offset: None,
+            },
+            ClientMsg::Run {
+                target: target.clone(),
+                spec: spec.clone(),
+            },
+            ClientMsg::Sweep {
+                target: target.clone(),
+                spec,
+                sizes: vec![16],
+            },
+            ClientMsg::Latency {
+                target: target.clone(),
+                request: Default::default(),
+            },
+            ClientMsg::Cancel,
+            ClientMsg::ListTests,
+            ClientMsg::Attach { test_id: target },
+        ] {
+            let json = serde_json::to_value(&msg).unwrap();
+            assert_eq!(json["type"], super::message_name(&msg), "{json}");
         }
     }
 }

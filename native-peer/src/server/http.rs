@@ -68,7 +68,7 @@ pub(crate) async fn serve(listener: TcpListener, state: Arc<ServerState>) {
             .timer(TokioTimer::new())
             .header_read_timeout(HEADER_READ_TIMEOUT);
         let shutdown = state.shutdown.clone();
-        state.tasks.spawn(async move {
+        state.tasks.spawn(crate::util::boxed(async move {
             let connection = builder
                 .serve_connection(TokioIo::new(stream), service)
                 .with_upgrades();
@@ -89,7 +89,7 @@ pub(crate) async fn serve(listener: TcpListener, state: Arc<ServerState>) {
                     }
                 }
             }
-        });
+        }));
     }
     drop(listener);
 }

@@ -102,12 +102,14 @@ pub(crate) async fn drain(tasks: &tokio_util::task::TaskTracker) {
 /// Serves until `state.shutdown` is cancelled, then waits (at most [`DRAIN_LIMIT`]) for every
 /// task it started, and for the store's queued writes.
 pub async fn run(bound: Bound, state: Arc<ServerState>) {
-    let tcp = state
-        .tasks
-        .spawn(data_listener::run_tcp(bound.data_tcp, state.clone()));
-    let udp = state
-        .tasks
-        .spawn(data_listener::run_udp(bound.data_udp, state.clone()));
+    let tcp = state.tasks.spawn(crate::util::boxed(data_listener::run_tcp(
+        bound.data_tcp,
+        state.clone(),
+    )));
+    let udp = state.tasks.spawn(crate::util::boxed(data_listener::run_udp(
+        bound.data_udp,
+        state.clone(),
+    )));
     http::serve(bound.control, state.clone()).await;
     let _ = tokio::join!(tcp, udp);
     drain(&state.tasks).await;

@@ -183,7 +183,7 @@ where
             "this peer keeps no results",
         );
     };
-    match tokio::task::spawn_blocking(move || f(&store)).await {
+    match crate::util::spawn_blocking(move || f(&store)).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => error_json(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
         Err(e) => error_json(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),

@@ -46,9 +46,7 @@ pub(crate) fn start(
         running: None,
         rec: None,
     };
-    state
-        .tasks
-        .spawn(supervise(state.clone(), slot, run, job, events));
+    spawn_supervised(state, slot, run, job, events);
     log
 }
 
@@ -87,9 +85,7 @@ pub(crate) fn start_sweep(
         test_id: String::new(),
         running: None,
     };
-    state
-        .tasks
-        .spawn(supervise(state.clone(), slot, run, job, events));
+    spawn_supervised(state, slot, run, job, events);
     log
 }
 
@@ -135,9 +131,7 @@ pub(crate) fn start_latency(
         request,
         _running: running,
     };
-    state
-        .tasks
-        .spawn(supervise(state.clone(), slot, run, job, events));
+    spawn_supervised(state, slot, run, job, events);
     log
 }
 
@@ -160,6 +154,19 @@ trait Supervised: Send {
     ) -> impl Future<Output = ServerMsg> + Send;
 }
 
+/// Runs [`supervise`] as a task of the peer's.
+fn spawn_supervised<S: Supervised + Send + 'static>(
+    state: &Arc<ServerState>,
+    slot: OwnedSemaphorePermit,
+    run: S,
+    job: BoxFuture<'static, S::Output>,
+    events: mpsc::UnboundedReceiver<S::Event>,
+) {
+    state
+        .tasks
+        .spawn(crate::util::boxed(supervise(state.clone(), slot, run, job, events)));
+}
+
 /// Drives one run to its end: its events into the log as they come, a cancel when nobody
 /// followed it for the grace period or on shutdown; then its last message, its slot given
 /// back, and the finished log kept attachable for [`KEEP_FINISHED`].
@@ -171,7 +178,7 @@ async fn supervise<S: Supervised>(
     mut events: mpsc::UnboundedReceiver<S::Event>,
 ) {
     let log = run.log().clone();
-    let mut job = std::pin::pin!(tokio::spawn(job));
+    let mut job = std::pin::pin!(crate::util::spawn(job));
     let mut check = tokio::time::interval(Duration::from_secs(1));
     // Shutdown cancels the run once; the branch is then off, or it would be ready on every
     // turn and spin this task, starving the run it is waiting for.

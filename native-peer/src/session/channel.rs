@@ -93,7 +93,7 @@ impl ControlChannel {
         let (outgoing, mut out_rx) = mpsc::channel::<String>(OUT_QUEUE);
         let closed = CancellationToken::new();
         let reader_closed = closed.clone();
-        tokio::spawn(async move {
+        crate::util::spawn(async move {
             loop {
                 let next = tokio::select! {
                     _ = reader_closed.cancelled() => break,
@@ -115,7 +115,7 @@ impl ControlChannel {
             reader_closed.cancel();
         });
         let writer_closed = closed.clone();
-        tokio::spawn(async move {
+        crate::util::spawn(async move {
             let mut ping = tokio::time::interval(PING_EVERY);
             loop {
                 let msg = tokio::select! {

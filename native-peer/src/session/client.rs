@@ -161,7 +161,8 @@ pub(crate) async fn connect_from(
             let said = resp
                 .body()
                 .as_deref()
-                .and_then(|b| serde_json::from_slice::<ApiError>(b).ok())
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .and_then(|b| serde_json::from_str::<ApiError>(b).ok())
                 .map(|e| e.error)
                 .filter(|w| (1..=120).contains(&w.len()) && w.chars().all(|c| !c.is_control()));
             let words = said.as_deref().unwrap_or("too many connections");
@@ -277,6 +278,7 @@ pub async fn run_test(
     cancel: CancellationToken,
 ) -> Result<TestResult, SessionError> {
     let (far, ready) = open(target, spec, opts).await?;
+    let far = super::multicast::PeerFarEnds::One(far);
     drive(far, ready, spec, &events, &cancel).await
 }
 
@@ -329,7 +331,7 @@ pub(crate) async fn open(
         device: opts.device.clone(),
         first_port: opts.data_port,
     };
-    let setups = tokio::task::spawn_blocking(move || {
+    let setups = crate::util::spawn_blocking(move || {
         data_connect::open_streams(&spec_c, data_addr, &bind, cookie, timeout)
     })
     .await

@@ -201,7 +201,7 @@ impl Measurement {
         // The streams drain in real time: wait for them off the runtime, on the real clock (a
         // runtime whose clock is paused, in tests, would otherwise run through the limit).
         let all_done = self.engine.all_done_check();
-        let _ = tokio::task::spawn_blocking(move || {
+        let _ = crate::util::spawn_blocking(move || {
             let deadline = Instant::now() + JOIN_LIMIT;
             while !all_done() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(5));
@@ -216,7 +216,7 @@ impl Measurement {
         let mut engine = self.engine;
         // Workers have ended (or will within their poll timeout once aborted): join off the runtime.
         engine.abort();
-        let stream_errors = tokio::task::spawn_blocking(move || {
+        let stream_errors = crate::util::spawn_blocking(move || {
             engine.join();
             engine.errors()
         })

@@ -7,16 +7,20 @@
 
 use std::sync::Arc;
 
-use futures_util::future::{join_all, select_all};
 use perfpeer_shared::control::ErrorCode;
 use perfpeer_shared::multicast::{GroupReceiver, MAX_RECEIVERS};
 use perfpeer_shared::report::{PeerRole, SideReport, StreamRole, TestResult};
 use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use socket2::SockRef;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::Poll;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::SessionError;
+use super::channel::ControlChannel;
 use super::client::{ClientOptions, PerfpeerFarEnd, connect_from, hello, open_receiver};
 use super::driver::{FarEnd, FarEvent, Ready, drive};
 use super::events::TestEvent;
@@ -59,20 +63,12 @@ pub(crate) async fn run_group(
             group.group
         )));
     }
-    let connected = join_all(receivers.iter().map(|peer| async move {
-        let server = resolve(peer, family).await?;
-        let (mut chan, local) = connect_from(
-            server,
-            peer,
-            opts.bind,
-            opts.device.as_deref(),
-            opts.connect_timeout,
-        )
-        .await?;
-        hello(&mut chan, opts.token.clone()).await?;
-        Ok::<_, SessionError>((chan, server, local))
-    }))
-    .await;
+    // One after another (a receiver that does not answer costs its connect timeout): a join
+    // of futures would be one more copy of this code in a router's binary.
+    let mut connected = Vec::with_capacity(receivers.len());
+    for peer in receivers {
+        connected.push(connect_receiver(peer, family, opts).await);
+    }
     let Some(local) = opts.bind.or_else(|| {
         connected
             .iter()
@@ -104,22 +100,17 @@ pub(crate) async fn run_group(
             .port();
     }
     let asked = ValidSpec::new(asked).map_err(|e| SessionError::Internal(e.to_string()))?;
-    let opened = join_all(connected.into_iter().map(|c| {
-        let asked = &asked;
-        async move {
-            let (chan, server, _) = c?;
-            open_receiver(chan, server, asked).await
-        }
-    }))
-    .await;
-    let mut members: Vec<Member> = receivers
-        .iter()
-        .zip(opened)
-        .map(|(peer, opened)| match opened {
+    let mut members: Vec<Member> = Vec::with_capacity(receivers.len());
+    for (peer, connected) in receivers.iter().zip(connected) {
+        let opened = match connected {
+            Ok((chan, server, _)) => open_receiver(chan, server, &asked).await,
+            Err(e) => Err(e),
+        };
+        members.push(match opened {
             Ok((far, _)) => Member::listening(peer, far),
             Err(e) => Member::failed(peer, e.to_string()),
-        })
-        .collect();
+        });
+    }
     if members.iter().all(|m| m.far.is_none()) {
         let why = members
             .iter()
@@ -149,7 +140,34 @@ pub(crate) async fn run_group(
         wire: WireOptions::default(),
         role: PeerRole::Client,
     };
-    drive(GroupFarEnd { members }, ready, &asked, &events, &cancel).await
+    drive(
+        PeerFarEnds::Group(GroupFarEnd { members }),
+        ready,
+        &asked,
+        &events,
+        &cancel,
+    )
+    .await
+}
+
+/// A receiving peer, connected and said hello to: its channel, its address, and the local
+/// address this end reached it from.
+async fn connect_receiver(
+    peer: &str,
+    family: Option<Family>,
+    opts: &ClientOptions,
+) -> Result<(ControlChannel, SocketAddr, SocketAddr), SessionError> {
+    let server = resolve(peer, family).await?;
+    let (mut chan, local) = connect_from(
+        server,
+        peer,
+        opts.bind,
+        opts.device.as_deref(),
+        opts.connect_timeout,
+    )
+    .await?;
+    hello(&mut chan, opts.token.clone()).await?;
+    Ok((chan, server, local))
 }
 
 /// The first error among `errors` (there is one: nothing connected).
@@ -201,7 +219,7 @@ impl Member {
 }
 
 /// The group's receivers as the far end of the test.
-struct GroupFarEnd {
+pub(crate) struct GroupFarEnd {
     members: Vec<Member>,
 }
 
@@ -212,17 +230,29 @@ impl FarEnd for GroupFarEnd {
     async fn next_event(&mut self) -> FarEvent {
         loop {
             let (index, event) = {
-                let live: Vec<_> = self
+                type Next<'a> = Pin<Box<dyn Future<Output = (usize, FarEvent)> + Send + 'a>>;
+                let mut live: Vec<Next<'_>> = self
                     .members
                     .iter_mut()
                     .enumerate()
                     .filter_map(|(i, m)| m.far.as_mut().map(|far| (i, far)))
-                    .map(|(i, far)| Box::pin(async move { (i, far.next_event().await) }))
+                    .map(|(i, far)| -> Next<'_> {
+                        Box::pin(async move { (i, far.next_event().await) })
+                    })
                     .collect();
                 if live.is_empty() {
                     return FarEvent::Ended("every receiver of the group went away".into());
                 }
-                select_all(live).await.0
+                // The first receiver with something to say (each one's wait is cancel-safe).
+                std::future::poll_fn(|cx| {
+                    live.iter_mut()
+                        .find_map(|next| match next.as_mut().poll(cx) {
+                            Poll::Ready(said) => Some(said),
+                            Poll::Pending => None,
+                        })
+                        .map_or(Poll::Pending, Poll::Ready)
+                })
+                .await
             };
             if let FarEvent::Ended(why) = event {
                 self.members[index].fail(why);
@@ -256,9 +286,13 @@ impl FarEnd for GroupFarEnd {
         local: &mut SideReport,
         _events: &mpsc::UnboundedSender<TestEvent>,
     ) -> Result<Option<SideReport>, String> {
-        let local = &*local;
-        let answers = join_all(self.members.iter_mut().map(|m| async move {
-            let far = m.far.as_mut()?;
+        // One after another: each drained its stream when told to stop, so each answers at once.
+        let mut answers = Vec::with_capacity(self.members.len());
+        for m in &mut self.members {
+            let Some(far) = m.far.as_mut() else {
+                answers.push(None);
+                continue;
+            };
             let (tx, mut stored) = mpsc::unbounded_channel();
             let mut mine = local.clone();
             let report = far.finals(&mut mine, &tx).await;
@@ -269,9 +303,8 @@ impl FarEnd for GroupFarEnd {
                     id = Some((kept, url));
                 }
             }
-            Some((report, id))
-        }))
-        .await;
+            answers.push(Some((report, id)));
+        }
         for (m, answer) in self.members.iter_mut().zip(answers) {
             match answer {
                 // Where each receiver kept the test goes with its row, not in the one
@@ -316,5 +349,66 @@ impl FarEnd for GroupFarEnd {
                 }
             })
             .collect()
+    }
+}
+
+/// The far ends that are perfpeer peers, as one type: `drive` is generic over its far end, and
+/// one copy of it serves a unicast test and a group's (a router's binary holds each copy).
+pub(crate) enum PeerFarEnds {
+    /// One peer: a unicast test.
+    One(PerfpeerFarEnd),
+    /// A multicast group's receivers.
+    Group(GroupFarEnd),
+}
+
+impl FarEnd for PeerFarEnds {
+    async fn next_event(&mut self) -> FarEvent {
+        match self {
+            PeerFarEnds::One(far) => far.next_event().await,
+            PeerFarEnds::Group(far) => far.next_event().await,
+        }
+    }
+
+    fn done(&mut self, m: &Measurement, spec: &TestSpec) -> bool {
+        match self {
+            PeerFarEnds::One(far) => far.done(m, spec),
+            PeerFarEnds::Group(far) => far.done(m, spec),
+        }
+    }
+
+    async fn end(&mut self, m: &Measurement) -> Result<(), SessionError> {
+        match self {
+            PeerFarEnds::One(far) => far.end(m).await,
+            PeerFarEnds::Group(far) => far.end(m).await,
+        }
+    }
+
+    fn finals_after_cancel(&self) -> bool {
+        true
+    }
+
+    async fn finals(
+        &mut self,
+        local: &mut SideReport,
+        events: &mpsc::UnboundedSender<TestEvent>,
+    ) -> Result<Option<SideReport>, String> {
+        match self {
+            PeerFarEnds::One(far) => far.finals(local, events).await,
+            PeerFarEnds::Group(far) => far.finals(local, events).await,
+        }
+    }
+
+    fn far_stream_errors(&self) -> Option<String> {
+        match self {
+            PeerFarEnds::One(far) => far.far_stream_errors(),
+            PeerFarEnds::Group(far) => far.far_stream_errors(),
+        }
+    }
+
+    fn group_receivers(&mut self) -> Vec<GroupReceiver> {
+        match self {
+            PeerFarEnds::One(_) => Vec::new(),
+            PeerFarEnds::Group(far) => far.group_receivers(),
+        }
     }
 }

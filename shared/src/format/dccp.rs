@@ -37,7 +37,7 @@ pub fn json(result: &TestResult) -> serde_json::Value {
     for (end, side) in [("client", client), ("server", server)] {
         for s in side.iter().flat_map(|side| side.sockets.iter()) {
             if let Some(d) = &s.dccp
-                && let Ok(serde_json::Value::Object(mut obj)) = serde_json::to_value(d)
+                && let serde_json::Value::Object(mut obj) = crate::format::json_value(d)
             {
                 obj.insert("end".into(), end.into());
                 obj.insert("id".into(), s.id.into());

@@ -125,7 +125,7 @@ pub(crate) async fn run(
     }
     let (spec_c, opts_c) = (spec.clone(), opts.clone());
     let setups =
-        tokio::task::spawn_blocking(move || open_streams(&spec_c, server, &opts_c, &extras))
+        crate::util::spawn_blocking(move || open_streams(&spec_c, server, &opts_c, &extras))
             .await
             .map_err(data_err)??;
     let template = (spec.protocol == Protocol::Udp).then(|| udp_template(spec, server.port()));
@@ -205,7 +205,7 @@ impl FarEnd for Iperf2FarEnd {
                         s.bytes += super::codec::TCP_HEADER_LEN as u64;
                     }
                 }
-                tokio::task::spawn_blocking(move || drain_until_closed(&sockets))
+                crate::util::spawn_blocking(move || drain_until_closed(&sockets))
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok(None)
@@ -215,7 +215,7 @@ impl FarEnd for Iperf2FarEnd {
             Protocol::Udp if self.multicast => {
                 let template = self.template.clone();
                 let finals = local.streams.clone();
-                tokio::task::spawn_blocking(move || send_group_fins(&sockets, &finals, &template))
+                crate::util::spawn_blocking(move || send_group_fins(&sockets, &finals, &template))
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok(None)
@@ -224,7 +224,7 @@ impl FarEnd for Iperf2FarEnd {
                 let template = self.template.clone();
                 let finals = local.streams.clone();
                 let reports =
-                    tokio::task::spawn_blocking(move || fin_exchange(&sockets, &finals, &template))
+                    crate::util::spawn_blocking(move || fin_exchange(&sockets, &finals, &template))
                         .await
                         .map_err(|e| e.to_string())??;
                 Ok(Some(remote_report(&reports, self.clock)))

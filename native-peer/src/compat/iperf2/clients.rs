@@ -384,7 +384,7 @@ mod tests {
         let other = {
             let clients = clients.clone();
             let stop = stop.clone();
-            tokio::spawn(async move { clients.join(ip(2), &stop).await.map(|m| m.leave(1)) })
+            crate::util::spawn(async move { clients.join(ip(2), &stop).await.map(|m| m.leave(1)) })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!other.is_finished(), "the second address waits");

@@ -262,7 +262,12 @@ pub(crate) async fn run(
         shutdown,
     });
     let tasks = TaskTracker::new();
-    tasks.spawn(udp_flows(udp, local, shared.clone(), tasks.clone()));
+    tasks.spawn(crate::util::boxed(udp_flows(
+        udp,
+        local,
+        shared.clone(),
+        tasks.clone(),
+    )));
     let unidentified = Admission::new(UNIDENTIFIED_CAPS);
     let Some(tcp) = tcp else {
         // A multicast group: datagrams only.
@@ -274,11 +279,11 @@ pub(crate) async fn run(
         accept_admitted(&tcp, &unidentified, &DROPPED, &shared.shutdown).await
     {
         let shared = shared.clone();
-        tasks.spawn(async move {
+        tasks.spawn(crate::util::boxed(async move {
             if let Err(reason) = tcp_stream(stream, from, place, &shared).await {
                 shared.report(ServerEvent::Refused { from, reason });
             }
-        });
+        }));
     }
     // Running tests end at the shutdown; their results are reported before the server exits.
     crate::server::drain(&tasks).await;
@@ -614,7 +619,7 @@ async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>, ta
         crate::util::lock(&shared.udp_flows).insert(from);
         let first = buf[..n].to_vec();
         let shared = shared.clone();
-        tasks.spawn(async move {
+        tasks.spawn(crate::util::boxed(async move {
             match udp_flow(first, socket, from, place, &shared).await {
                 Ok(FlowEnd::Served) => {}
                 Ok(FlowEnd::LostItsPlace) => remember_refusal(&shared, from),
@@ -624,7 +629,7 @@ async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>, ta
                 }
             }
             crate::util::lock(&shared.udp_flows).remove(&from);
-        });
+        }));
     }
 }
 
@@ -755,7 +760,7 @@ async fn udp_flow(
         };
         place.answering();
         let udp2 = udp.clone();
-        tokio::task::spawn_blocking(move || send_report(&udp2, &report, report_budget))
+        crate::util::spawn_blocking(move || send_report(&udp2, &report, report_budget))
             .await
             .map_err(|e| Reason::Failed(e.to_string()))?;
     }

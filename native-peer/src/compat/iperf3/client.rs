@@ -112,7 +112,7 @@ async fn open(
     expect(&mut control, State::CreateStreams).await?;
     let (spec_c, opts_c) = (spec.clone(), opts.clone());
     let setups =
-        tokio::task::spawn_blocking(move || open_streams(&spec_c, server, cookie, &opts_c))
+        crate::util::spawn_blocking(move || open_streams(&spec_c, server, cookie, &opts_c))
             .await
             .map_err(|e| Iperf3Error::Aborted(e.to_string()))??;
     expect(&mut control, State::TestStart).await?;
@@ -214,7 +214,7 @@ impl Iperf3FarEnd {
         expect(control, State::ExchangeResults).await?;
         let ours = Results::from_report(local, protocol);
         control
-            .write_json(&serde_json::to_value(&ours).expect("results serialize"))
+            .write_json(&perfpeer_shared::format::json_value(&ours))
             .await?;
         let mut theirs = Results::parse(&control.read_json(self.results_limit).await?)?;
         // `--get-server-output`: the server's own account of the test, printed after ours.

@@ -189,7 +189,7 @@ pub(crate) async fn run(
     });
     let local = udp.local_addr()?;
     let tasks = TaskTracker::new();
-    tasks.spawn(udp_connects(udp, local, shared.clone()));
+    tasks.spawn(crate::util::boxed(udp_connects(udp, local, shared.clone())));
     let unidentified = Admission::new(UNIDENTIFIED_CAPS);
     let mut arrivals = 0u64;
     while let Some((stream, from, place)) =
@@ -201,7 +201,9 @@ pub(crate) async fn run(
         // orders its streams by this number (stream i has role i of the plan).
         let arrival = arrivals;
         arrivals += 1;
-        tasks.spawn(async move { on_connection(stream, from, place, arrival, shared).await });
+        tasks.spawn(crate::util::boxed(async move {
+            on_connection(stream, from, place, arrival, shared).await
+        }));
     }
     // Running tests end at the shutdown; their results are reported before the server exits.
     crate::server::drain(&tasks).await;
@@ -557,7 +559,7 @@ async fn serve_test(
         (false, _) => {}
     }
     control
-        .write_json(&serde_json::to_value(&ours).expect("results serialize"))
+        .write_json(&perfpeer_shared::format::json_value(&ours))
         .await?;
     control.write_state(State::DisplayResults).await?;
     // The client answers IPERF_DONE and closes; either way the test is over.

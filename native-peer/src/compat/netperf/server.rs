@@ -171,11 +171,11 @@ pub(crate) async fn run(
         accept_admitted(&listener, &places, &DROPPED, &shared.shutdown).await
     {
         let shared = shared.clone();
-        tasks.spawn(async move {
+        tasks.spawn(crate::util::boxed(async move {
             if let Err(reason) = control(conn, from, place, &shared).await {
                 shared.refused(from, reason);
             }
-        });
+        }));
     }
     crate::server::drain(&tasks).await;
     Ok(())

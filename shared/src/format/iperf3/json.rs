@@ -659,11 +659,7 @@ fn perfpeer_json(result: &TestResult) -> Value {
     if let Some(group) = result.spec.multicast {
         put(&mut m, "multicast", multicast_json(result, group));
     }
-    put(
-        &mut m,
-        "spec",
-        serde_json::to_value(&result.spec).unwrap_or(Value::Null),
-    );
+    put(&mut m, "spec", crate::format::json_value(&result.spec));
     Value::Object(m)
 }
 
@@ -676,8 +672,9 @@ fn multicast_json(result: &TestResult, group: crate::multicast::MulticastSpec) -
     put(&mut m, "ttl", group.ttl);
     put(&mut m, "source_specific", group.source_specific);
     let receivers: Vec<Value> = result
-        .group_views()
-        .map(|(receiver, view)| {
+        .group_receivers
+        .iter()
+        .map(|receiver| {
             let mut r = Obj::new();
             put(&mut r, "peer", receiver.peer.as_str());
             for (key, v) in [
@@ -691,25 +688,21 @@ fn multicast_json(result: &TestResult, group: crate::multicast::MulticastSpec) -
             if let Some(why) = &receiver.error {
                 put(&mut r, "error", why.as_str());
             }
-            let flows = view.as_ref().map(TestResult::flows).unwrap_or_default();
-            if let Some(t) = flows.first().and_then(|f| f.received.as_ref()) {
+            if let Some(t) = receiver.report.as_ref().and_then(|r| r.received().1) {
                 let loss = t.udp_rx.clone().unwrap_or_default();
                 put(
                     &mut r,
                     "sum_received",
-                    totals_json(t, false, false, Some(loss)),
+                    totals_json(&t, false, false, Some(loss)),
                 );
                 for (key, v) in [
-                    (
-                        "one_way",
-                        t.one_way().and_then(|d| serde_json::to_value(d).ok()),
-                    ),
+                    ("one_way", t.one_way().map(crate::format::json_value)),
                     (
                         "frames",
                         t.udp_rx
                             .as_ref()
                             .and_then(|u| u.frames.as_ref())
-                            .and_then(|f| serde_json::to_value(f).ok()),
+                            .map(crate::format::json_value),
                     ),
                 ] {
                     if let Some(v) = v {
@@ -737,7 +730,7 @@ fn put_each_way<T: serde::Serialize>(
         (reverse, format!("{key}_bidir_reverse")),
     ] {
         if let Some(v) = flow.and_then(|f| f.received.as_ref()).and_then(&of) {
-            put(obj, &key, serde_json::to_value(v).unwrap_or(Value::Null));
+            put(obj, &key, crate::format::json_value(v));
         }
     }
 }

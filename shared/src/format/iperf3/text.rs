@@ -311,13 +311,13 @@ fn group_lines(result: &TestResult, lines: &mut Vec<String>, rate: RateFormat) {
         }
     ));
     let tag = role_tag(&result.spec, result.local.role, true);
-    for (receiver, view) in result.group_views() {
+    for receiver in &result.group_receivers {
         let label = format!("receiver {}", receiver.peer);
-        let flows = view.as_ref().map(TestResult::flows).unwrap_or_default();
-        let rows: Vec<&StreamFinal> = flows
-            .iter()
-            .flat_map(|f| f.streams.iter().filter_map(|(_, _, rx)| *rx))
-            .collect();
+        let rows: Vec<&StreamFinal> = receiver
+            .report
+            .as_ref()
+            .map(|r| r.received().0)
+            .unwrap_or_default();
         for s in &rows {
             let cell = id_cell(s.id);
             receiver_lines(lines, (&cell, tag), result.spec.protocol, s, &label, rate);
