@@ -55,6 +55,7 @@ pub mod in_process {
     pub use crate::server::state::{ServeConfig, ServerState};
     pub use crate::server::{Bound, bind, run as serve};
     pub use crate::session::SessionError;
-    pub use crate::session::client::{ClientOptions, run_test};
+    pub use crate::session::client::ClientOptions;
     pub use crate::session::events::TestEvent;
+    pub use crate::session::far_ends::run_test;
 }

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::compat::{iperf2, iperf3, ttcp};
 use crate::session::SessionError;
-use crate::session::client::{self, ClientOptions};
+use crate::session::client::ClientOptions;
 use crate::session::events::TestEvent;
 use crate::session::target::{resolve_host, split_host_port_or};
 
@@ -85,7 +85,7 @@ pub(crate) async fn run(
     cancel: CancellationToken,
 ) -> Result<TestResult, SessionError> {
     if spec.multicast.is_some() {
-        return crate::session::multicast::run_group(
+        return crate::session::far_ends::run_group(
             &group_receivers(target)?,
             spec,
             opts,
@@ -99,7 +99,7 @@ pub(crate) async fn run(
         reason,
     })?;
     if kind == Kind::Perfpeer {
-        return client::run_test(
+        return crate::session::far_ends::run_test(
             target.split_once("://").map_or(target, |(_, r)| r),
             spec,
             opts,

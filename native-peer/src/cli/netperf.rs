@@ -21,8 +21,9 @@ use perfpeer_shared::spec::{
 
 use super::live::run_printing;
 use crate::compat::netperf::{client, codec};
-use crate::session::client::{ClientOptions, run_test};
+use crate::session::client::ClientOptions;
 use crate::session::events::TestEvent;
+use crate::session::far_ends::run_test;
 use crate::session::target::{Family, split_host_port};
 
 /// Flags of `perfpeer netperf` (netperf's letters).

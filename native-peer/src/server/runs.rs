@@ -162,9 +162,13 @@ fn spawn_supervised<S: Supervised + Send + 'static>(
     job: BoxFuture<'static, S::Output>,
     events: mpsc::UnboundedReceiver<S::Event>,
 ) {
-    state
-        .tasks
-        .spawn(crate::util::boxed(supervise(state.clone(), slot, run, job, events)));
+    state.tasks.spawn(crate::util::boxed(supervise(
+        state.clone(),
+        slot,
+        run,
+        job,
+        events,
+    )));
 }
 
 /// Drives one run to its end: its events into the log as they come, a cancel when nobody

@@ -9,16 +9,15 @@ use perfpeer_shared::control::{
     ApiError, ClientMsg, ErrorCode, MAX_CONTROL_MESSAGE, ServerMsg, TestGroup,
 };
 use perfpeer_shared::one_way::ClockOffset;
-use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport, TestResult};
+use perfpeer_shared::report::{IntervalReport, PeerRole, SideReport};
 use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::{self, Message, protocol::WebSocketConfig};
-use tokio_util::sync::CancellationToken;
 
 use super::SessionError;
 use super::channel::{ControlChannel, Frame, WsMessage};
 use super::data_connect;
-use super::driver::{FarEnd, FarEvent, Ready, drive};
+use super::driver::{FarEnd, FarEvent, Ready};
 use super::events::TestEvent;
 use super::measure::Measurement;
 use super::target::{Family, resolve};
@@ -266,20 +265,6 @@ fn refusal_or_protocol(msg: ServerMsg) -> SessionError {
         ServerMsg::Error { code, message } => SessionError::Refused { code, message },
         other => SessionError::Protocol(format!("unexpected message {other:?}")),
     }
-}
-
-/// Runs `spec` against the peer at `target`, sending live events to `events`; `cancel` ends it
-/// early with a partial result.
-pub async fn run_test(
-    target: &str,
-    spec: &ValidSpec,
-    opts: &ClientOptions,
-    events: mpsc::UnboundedSender<TestEvent>,
-    cancel: CancellationToken,
-) -> Result<TestResult, SessionError> {
-    let (far, ready) = open(target, spec, opts).await?;
-    let far = super::multicast::PeerFarEnds::One(far);
-    drive(far, ready, spec, &events, &cancel).await
 }
 
 /// Connects to the peer at `target`, asks it to be the far end of `spec` and opens the data

@@ -7,6 +7,8 @@
 //! - [`data_connect`]: the client opening its data streams.
 //! - [`driver`]: one client run against any [`driver::FarEnd`] (a perfpeer peer here; the
 //!   stock tools' in `compat`): measure, watch the far end, end, finals, the result.
+//! - [`far_ends`]: the far ends that are perfpeer peers (one, or a group's receivers) as one
+//!   type for the driver, and the runs against them (`run_test`, `run_group`).
 //! - [`events`]: what a client run tells its caller while it goes on (tests and sweeps).
 //! - [`measure`]: one end's measurement (engine + sampler + CPU) from begin to final report.
 //! - [`multicast`]: a test sent to a multicast group, each receiving peer asked over its own
@@ -19,6 +21,7 @@ pub(crate) mod client;
 pub(crate) mod data_connect;
 pub(crate) mod driver;
 pub(crate) mod events;
+pub(crate) mod far_ends;
 pub(crate) mod measure;
 pub(crate) mod multicast;
 pub(crate) mod remote;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use perfpeer_shared::control::ErrorCode;
 use perfpeer_shared::multicast::{GroupReceiver, MAX_RECEIVERS};
-use perfpeer_shared::report::{PeerRole, SideReport, StreamRole, TestResult};
+use perfpeer_shared::report::{PeerRole, SideReport, StreamRole};
 use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use socket2::SockRef;
 use std::future::Future;
@@ -17,26 +17,25 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::Poll;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::SessionError;
 use super::channel::ControlChannel;
 use super::client::{ClientOptions, PerfpeerFarEnd, connect_from, hello, open_receiver};
-use super::driver::{FarEnd, FarEvent, Ready, drive};
+use super::driver::{FarEnd, FarEvent, Ready};
 use super::events::TestEvent;
 use super::measure::Measurement;
 use super::target::{Family, resolve};
 use crate::engine::{DataSocket, StreamSetup, WireOptions};
 
-/// Runs the multicast test `spec` (its `multicast` set) with `receivers` (host[:port] of each
-/// receiving peer's control port), sending live events to `events`.
-pub(crate) async fn run_group(
+/// Sets up the multicast test `spec` (its `multicast` set) with `receivers` (host[:port] of
+/// each receiving peer's control port), up to every receiver's `ready` and `begin`: the group's
+/// far end, this end's sending stream, and the spec as the receivers were asked it (with the
+/// sending port). `far_ends::run_group` drives it.
+pub(crate) async fn open_group(
     receivers: &[String],
     spec: &ValidSpec,
     opts: &ClientOptions,
-    events: mpsc::UnboundedSender<TestEvent>,
-    cancel: CancellationToken,
-) -> Result<TestResult, SessionError> {
+) -> Result<(GroupFarEnd, Ready, ValidSpec), SessionError> {
     let refused = |message: String| SessionError::Refused {
         code: ErrorCode::InvalidSpec,
         message,
@@ -140,14 +139,7 @@ pub(crate) async fn run_group(
         wire: WireOptions::default(),
         role: PeerRole::Client,
     };
-    drive(
-        PeerFarEnds::Group(GroupFarEnd { members }),
-        ready,
-        &asked,
-        &events,
-        &cancel,
-    )
-    .await
+    Ok((GroupFarEnd { members }, ready, asked))
 }
 
 /// A receiving peer, connected and said hello to: its channel, its address, and the local
@@ -349,66 +341,5 @@ impl FarEnd for GroupFarEnd {
                 }
             })
             .collect()
-    }
-}
-
-/// The far ends that are perfpeer peers, as one type: `drive` is generic over its far end, and
-/// one copy of it serves a unicast test and a group's (a router's binary holds each copy).
-pub(crate) enum PeerFarEnds {
-    /// One peer: a unicast test.
-    One(PerfpeerFarEnd),
-    /// A multicast group's receivers.
-    Group(GroupFarEnd),
-}
-
-impl FarEnd for PeerFarEnds {
-    async fn next_event(&mut self) -> FarEvent {
-        match self {
-            PeerFarEnds::One(far) => far.next_event().await,
-            PeerFarEnds::Group(far) => far.next_event().await,
-        }
-    }
-
-    fn done(&mut self, m: &Measurement, spec: &TestSpec) -> bool {
-        match self {
-            PeerFarEnds::One(far) => far.done(m, spec),
-            PeerFarEnds::Group(far) => far.done(m, spec),
-        }
-    }
-
-    async fn end(&mut self, m: &Measurement) -> Result<(), SessionError> {
-        match self {
-            PeerFarEnds::One(far) => far.end(m).await,
-            PeerFarEnds::Group(far) => far.end(m).await,
-        }
-    }
-
-    fn finals_after_cancel(&self) -> bool {
-        true
-    }
-
-    async fn finals(
-        &mut self,
-        local: &mut SideReport,
-        events: &mpsc::UnboundedSender<TestEvent>,
-    ) -> Result<Option<SideReport>, String> {
-        match self {
-            PeerFarEnds::One(far) => far.finals(local, events).await,
-            PeerFarEnds::Group(far) => far.finals(local, events).await,
-        }
-    }
-
-    fn far_stream_errors(&self) -> Option<String> {
-        match self {
-            PeerFarEnds::One(far) => far.far_stream_errors(),
-            PeerFarEnds::Group(far) => far.far_stream_errors(),
-        }
-    }
-
-    fn group_receivers(&mut self) -> Vec<GroupReceiver> {
-        match self {
-            PeerFarEnds::One(_) => Vec::new(),
-            PeerFarEnds::Group(far) => far.group_receivers(),
-        }
     }
 }
