@@ -56,12 +56,15 @@ pub(crate) fn parse(target: &str) -> Result<(Kind, String, u16), String> {
     Ok((kind, host, port))
 }
 
-/// A multicast test's receivers as one target names them: perfpeer peers separated by commas
-/// or spaces (`10.0.0.2, 10.0.0.3:5210`), as the browser's target field takes them.
+/// A multicast test's receivers as one target names them (`shared::multicast::receivers_in`:
+/// `10.0.0.2, 10.0.0.3:5210`), each a perfpeer peer.
 pub(crate) fn group_receivers(target: &str) -> Result<Vec<String>, SessionError> {
-    let receivers: Vec<String> = target
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|r| !r.is_empty())
+    let receivers: Vec<String> = perfpeer_shared::multicast::receivers_in(target)
+        .map_err(|message| SessionError::Refused {
+            code: ErrorCode::InvalidSpec,
+            message,
+        })?
+        .into_iter()
         .map(|r| r.strip_prefix("perfpeer://").unwrap_or(r).to_string())
         .collect();
     if let Some(stock) = receivers.iter().find(|r| r.contains("://")) {

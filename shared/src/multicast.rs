@@ -116,6 +116,22 @@ impl MulticastSpec {
     }
 }
 
+/// A multicast test's receivers as one target names them (the browser's field, a `run`):
+/// peers separated by commas or spaces, 1 to [`MAX_RECEIVERS`] of them.
+pub fn receivers_in(target: &str) -> Result<Vec<&str>, String> {
+    let receivers: Vec<&str> = target
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|r| !r.is_empty())
+        .collect();
+    match receivers.len() {
+        0 => Err("no receiving peer: name each one, with commas between them".into()),
+        n if n > MAX_RECEIVERS => Err(format!(
+            "a multicast test reports at most {MAX_RECEIVERS} receiving peers, got {n}"
+        )),
+        _ => Ok(receivers),
+    }
+}
+
 /// One receiver of a multicast test, as the sender collected it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GroupReceiver {
@@ -198,6 +214,22 @@ mod tests {
         assert_eq!(
             MulticastSpec::parse("ff0e::42").unwrap().address(),
             "[ff0e::42]:5212"
+        );
+    }
+
+    #[test]
+    fn a_target_names_one_to_32_receivers() {
+        assert_eq!(
+            receivers_in(" a, b:5210 [fd00::4],,").unwrap(),
+            ["a", "b:5210", "[fd00::4]"]
+        );
+        assert!(receivers_in(" , ").is_err());
+        assert!(receivers_in(&vec!["pc"; MAX_RECEIVERS + 1].join(",")).is_err());
+        assert_eq!(
+            receivers_in(&vec!["pc"; MAX_RECEIVERS].join(" "))
+                .unwrap()
+                .len(),
+            32
         );
     }
 

@@ -12,7 +12,7 @@ use perfpeer_shared::format::layout::Layout;
 use perfpeer_shared::latency::{
     LatencyRequest, LatencyRequestError, MAX_LOAD_STREAMS, MAX_PHASE_SECONDS,
 };
-use perfpeer_shared::multicast::{MAX_RECEIVERS, MulticastSpec};
+use perfpeer_shared::multicast::{MulticastSpec, receivers_in};
 use perfpeer_shared::request::{Mode, RequestError, RequestInput};
 use perfpeer_shared::spec::{Direction, EndCondition, MAX_STREAMS, Protocol, SpecError, TestSpec};
 use perfpeer_shared::sweep::parse_sizes;
@@ -579,24 +579,11 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
     // A group's receivers: every peer the target names.
     let target = match group {
         Some(_) => {
-            let receivers = input
-                .target
-                .split(|c: char| c == ',' || c.is_whitespace())
-                .filter(|r| !r.is_empty())
+            let receivers = receivers_in(&input.target)
+                .map_err(|e| err("target", e))?
+                .into_iter()
                 .map(check_target)
                 .collect::<Result<Vec<String>, FormError>>()?;
-            if receivers.is_empty() {
-                return Err(err(
-                    "target",
-                    "no receiving peer: type each one, with commas between them",
-                ));
-            }
-            if receivers.len() > MAX_RECEIVERS {
-                return Err(err(
-                    "target",
-                    format!("a multicast test reports at most {MAX_RECEIVERS} receiving peers"),
-                ));
-            }
             receivers.join(", ")
         }
         None => check_target(&input.target)?,
@@ -761,6 +748,7 @@ fn stream_error(error: StreamError) -> FormError {
 mod tests {
     use super::*;
     use perfpeer_shared::control::ClientMsg;
+    use perfpeer_shared::multicast::MAX_RECEIVERS;
     use perfpeer_shared::units::BitRate;
 
     #[test]

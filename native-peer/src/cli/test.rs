@@ -101,10 +101,7 @@ pub(super) async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     let outcome = run_printing(
         |events, cancel| async {
             // A group's receivers are one target, as the browser's field names them.
-            let target = std::iter::once(args.peer.as_str())
-                .chain(args.more_peers.iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join(",");
+            let target = args.target();
             match &args.from {
                 Some(from) => {
                     crate::session::remote::run(from, &target, &spec, &opts, events, cancel).await
@@ -145,22 +142,18 @@ impl TestArgs {
             MulticastSpec::parse(text).map_err(|e| anyhow::anyhow!("--multicast: {e}"))?;
         group.ttl = self.ttl.unwrap_or(1);
         group.source_specific = self.ssm;
-        let receivers = 1 + self.more_peers.len();
-        if receivers > perfpeer_shared::multicast::MAX_RECEIVERS {
-            anyhow::bail!(
-                "--multicast reports at most {} receiving peers, got {receivers}",
-                perfpeer_shared::multicast::MAX_RECEIVERS
-            );
-        }
-        if let Some(bad) = std::iter::once(&self.peer)
-            .chain(&self.more_peers)
-            .find(|p| p.contains("://"))
-        {
-            anyhow::bail!(
-                "--multicast's receivers are perfpeer peers (host[:port]), not a stock server: {bad}"
-            );
-        }
+        // The receivers as the test will name them: the same rules, refused here as usage.
+        crate::targets::group_receivers(&self.target())
+            .map_err(|e| anyhow::anyhow!("--multicast: {e}"))?;
         Ok(Some(group))
+    }
+
+    /// PEER, and for a group test every further peer, as one target (commas between them).
+    fn target(&self) -> String {
+        std::iter::once(self.peer.as_str())
+            .chain(self.more_peers.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 

@@ -175,24 +175,25 @@ async fn run_accepted(
     cookie: Cookie,
     test_id: String,
 ) -> Result<(), SessionError> {
-    let accepted = |clock_us| ServerMsg::Accepted {
+    // Read the clock as it is sent: the client takes the round trip around it.
+    let accepted = || ServerMsg::Accepted {
         test_id: test_id.clone(),
         cookie: cookie_to_hex(&cookie),
         data_port: state.info.data_port,
-        clock_us,
+        clock_us: spec.trip_times.then(crate::util::unix_us_now),
     };
     let setups = match spec.multicast {
         // A group's receiver: joined before it says yes (a join that fails is a refusal); no
         // data stream comes to the data port.
         Some(group) => {
             let setups = vec![join_group(group, client, &spec)?];
-            chan.send(&accepted(spec.trip_times.then(crate::util::unix_us_now)))?;
+            chan.send(&accepted())?;
             setups
         }
         None => {
             let (pending, incoming) =
                 state.expect_streams(cookie, spec.stream_plan().len(), client.ip());
-            chan.send(&accepted(spec.trip_times.then(crate::util::unix_us_now)))?;
+            chan.send(&accepted())?;
             let setups = collect_streams(chan, incoming, &spec).await?;
             drop(pending);
             setups

@@ -287,26 +287,8 @@ pub(crate) async fn open(
     )
     .await?;
     hello(&mut chan, opts.token.clone()).await?;
-    let opened_us = crate::util::unix_us_now();
-    chan.send(&ClientMsg::Open {
-        spec: TestSpec::clone(spec),
-        group: opts.group.clone(),
-    })?;
-    let (test_id, cookie, data_port, clock_offset) = match answer(&mut chan, "open").await? {
-        ServerMsg::Accepted {
-            test_id,
-            cookie,
-            data_port,
-            clock_us,
-        } => {
-            let answered_us = crate::util::unix_us_now();
-            let offset = clock_us
-                .filter(|_| spec.trip_times)
-                .map(|server_us| ClockOffset::from_round_trip(opened_us, server_us, answered_us));
-            (test_id, cookie, data_port, offset)
-        }
-        other => return Err(refusal_or_protocol(other)),
-    };
+    let (test_id, cookie, data_port, clock_offset) =
+        ask_to_open(&mut chan, spec, opts.group.clone()).await?;
     let cookie = cookie_from_hex(&cookie)
         .ok_or_else(|| SessionError::Protocol("malformed cookie".into()))?;
     let data_addr = SocketAddr::new(server.ip(), data_port);
@@ -333,15 +315,7 @@ pub(crate) async fn open(
         }
     }
     chan.send(&ClientMsg::Begin)?;
-    let far = PerfpeerFarEnd {
-        chan,
-        server,
-        server_sends: spec.direction.server_sends(),
-        remote_intervals: Vec::new(),
-        remote_senders_done: false,
-        remote_stream_errors: Vec::new(),
-        clock_offset,
-    };
+    let far = PerfpeerFarEnd::new(chan, server, spec.direction.server_sends(), clock_offset);
     let ready = Ready {
         test_id,
         server_addr: server.to_string(),
@@ -360,37 +334,44 @@ pub(crate) async fn open_receiver(
     server: SocketAddr,
     spec: &ValidSpec,
 ) -> Result<(PerfpeerFarEnd, String), SessionError> {
+    let (test_id, _, _, clock_offset) = ask_to_open(&mut chan, spec, None).await?;
+    match answer(&mut chan, "the group's join").await? {
+        ServerMsg::Ready => {}
+        other => return Err(refusal_or_protocol(other)),
+    }
+    Ok((
+        PerfpeerFarEnd::new(chan, server, false, clock_offset),
+        test_id,
+    ))
+}
+
+/// Sends `open{spec, group}` and reads the far peer's `accepted`: its test id, cookie and data
+/// port, and for a `trip_times` test the clocks' offset read around the exchange.
+async fn ask_to_open(
+    chan: &mut ControlChannel,
+    spec: &ValidSpec,
+    group: Option<TestGroup>,
+) -> Result<(String, String, u16, Option<ClockOffset>), SessionError> {
     let opened_us = crate::util::unix_us_now();
     chan.send(&ClientMsg::Open {
         spec: TestSpec::clone(spec),
-        group: None,
+        group,
     })?;
-    let (test_id, clock_offset) = match answer(&mut chan, "open").await? {
+    match answer(chan, "open").await? {
         ServerMsg::Accepted {
-            test_id, clock_us, ..
+            test_id,
+            cookie,
+            data_port,
+            clock_us,
         } => {
             let answered_us = crate::util::unix_us_now();
             let offset = clock_us
                 .filter(|_| spec.trip_times)
                 .map(|server_us| ClockOffset::from_round_trip(opened_us, server_us, answered_us));
-            (test_id, offset)
+            Ok((test_id, cookie, data_port, offset))
         }
-        other => return Err(refusal_or_protocol(other)),
-    };
-    match answer(&mut chan, "the group's join").await? {
-        ServerMsg::Ready => {}
-        other => return Err(refusal_or_protocol(other)),
+        other => Err(refusal_or_protocol(other)),
     }
-    let far = PerfpeerFarEnd {
-        chan,
-        server,
-        server_sends: false,
-        remote_intervals: Vec::new(),
-        remote_senders_done: false,
-        remote_stream_errors: Vec::new(),
-        clock_offset,
-    };
-    Ok((far, test_id))
 }
 
 /// A perfpeer peer as the far end of a running test: its control channel (closed when this
@@ -474,6 +455,25 @@ impl FarEnd for PerfpeerFarEnd {
 }
 
 impl PerfpeerFarEnd {
+    /// The far peer on `chan` (at `server`), its test open; `server_sends`: whether it has
+    /// senders (whose end it announces).
+    fn new(
+        chan: ControlChannel,
+        server: SocketAddr,
+        server_sends: bool,
+        clock_offset: Option<ClockOffset>,
+    ) -> PerfpeerFarEnd {
+        PerfpeerFarEnd {
+            chan,
+            server,
+            server_sends,
+            remote_intervals: Vec::new(),
+            remote_senders_done: false,
+            remote_stream_errors: Vec::new(),
+            clock_offset,
+        }
+    }
+
     /// Tells it the test has begun (its measurement starts).
     pub(crate) fn begin(&mut self) -> Result<(), SessionError> {
         self.chan.send(&ClientMsg::Begin)
