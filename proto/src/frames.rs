@@ -3,6 +3,7 @@
 //! whole frame from its first datagram's send to its last one's arrival. O(1) per datagram, one
 //! frame open at a time. Pure arithmetic, fed by the receive loop.
 
+use perfpeer_shared::histogram::HistogramSpec;
 use perfpeer_shared::one_way::{ClockBasis, OneWayDelays};
 use perfpeer_shared::video::FrameFinal;
 
@@ -31,15 +32,16 @@ pub struct FrameStats {
 }
 
 impl FrameStats {
-    /// Frames expected every `period_s` seconds.
-    pub fn new(period_s: f64) -> FrameStats {
+    /// Frames expected every `period_s` seconds; their latency also in `histogram`'s bins
+    /// when given (iperf 2's `F8` histogram).
+    pub fn new(period_s: f64, histogram: Option<HistogramSpec>) -> FrameStats {
         FrameStats {
             period_s,
             open: None,
             whole: 0,
             lost: 0,
             late: 0,
-            latency: OneWayDelays::default(),
+            latency: histogram.map_or_else(OneWayDelays::default, OneWayDelays::with_histogram),
         }
     }
 
@@ -116,7 +118,7 @@ mod tests {
 
     #[test]
     fn whole_lost_and_late_frames() {
-        let mut f = FrameStats::new(0.010);
+        let mut f = FrameStats::new(0.010, None);
         // Frame 1: two datagrams, 2 ms after the first was sent: whole, on time.
         f.on_datagram(tag(1, 0, 2), 100.000, 100.001);
         f.on_datagram(tag(1, 1, 2), 100.0005, 100.002);
@@ -138,7 +140,7 @@ mod tests {
 
     #[test]
     fn a_frame_open_at_the_end_is_lost_and_duplicates_do_not_complete_twice() {
-        let mut f = FrameStats::new(0.010);
+        let mut f = FrameStats::new(0.010, None);
         f.on_datagram(tag(1, 0, 1), 1.0, 1.001);
         f.on_datagram(tag(1, 0, 1), 1.0, 1.002);
         f.on_datagram(tag(2, 0, 3), 1.01, 1.011);
@@ -148,7 +150,7 @@ mod tests {
 
     #[test]
     fn a_frame_whose_first_datagram_was_reordered_is_timed_from_it() {
-        let mut f = FrameStats::new(0.010);
+        let mut f = FrameStats::new(0.010, None);
         f.on_datagram(tag(1, 1, 2), 5.001, 5.003);
         f.on_datagram(tag(1, 0, 2), 5.000, 5.004);
         let r = f.finish(ClockBasis::SameHost);

@@ -209,6 +209,55 @@ fn iperf2_decoders() {
     });
 }
 
+/// A stock client's video datagrams and stamped TCP writes, mangled: a frame's mark reads as
+/// a place inside its frame or as nothing, a stamp as a write of a believable size or as
+/// nothing, and a stream of mangled writes never makes the receiver's position run away.
+#[test]
+fn iperf2_frames_and_write_stamps() {
+    use crate::write_stamps::WriteStamps;
+    let mut isoch = vec![0u8; iperf2::UDP_TRIP_TIMES_LEN];
+    isoch[iperf2::UDP_HEADER_AT..iperf2::UDP_HEADER_AT + iperf2::TCP_HEADER_LEN].copy_from_slice(
+        &iperf2::Header::new(
+            iperf2::Amount::Time(std::time::Duration::from_secs(10)),
+            1,
+            5001,
+            true,
+        )
+        .isochronous()
+        .encode(),
+    );
+    iperf2::IsochMark {
+        period_us: 16_666,
+        start: std::time::Duration::from_secs(1),
+        prev_frame: 4,
+        frame: 5,
+        frame_bytes: 5000,
+        remaining: 3000,
+    }
+    .write(&mut isoch);
+    let mut write = vec![0u8; 200];
+    iperf2::TcpStamp {
+        sent: std::time::Duration::from_secs(1),
+        id: 1,
+        size: 200,
+    }
+    .write(std::time::Duration::ZERO, &mut write);
+    let format = crate::wire::DatagramFormat::Iperf2 { seq64: true };
+    let mut stamps = WriteStamps::new(1, format);
+    each_case(&[isoch, write], |b| {
+        if let Some((tag, period)) = format.frame_of(b, None) {
+            assert!(
+                tag.frame > 0 && tag.index < tag.count && period > 0.0,
+                "{tag:?}"
+            );
+        }
+        if let Some(stamp) = iperf2::TcpStamp::read(b) {
+            assert!(stamp.size as usize >= iperf2::TCP_STAMP_LEN, "{stamp:?}");
+        }
+        stamps.on_read(b, |_| {});
+    });
+}
+
 #[test]
 fn netperf_decoders() {
     let seed = netperf::OmniRequest {

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::wire::FrameTag;
+
 /// iperf2's default port (TCP and UDP).
 pub const DEFAULT_PORT: u16 = 5001;
 /// Length of the TCP test header a 2.1 client sends.
@@ -188,6 +190,52 @@ impl Header {
             | (UDP_TRIP_TIMES_COUNTED << 1);
         self.upper |= upper::TRIPTIME;
         self
+    }
+
+    /// Says the UDP datagrams carry video frames (`--isochronous`): the ISOCH upper flag,
+    /// which a 2.1 server reads in each datagram with its [`IsochMark`], and the header's
+    /// length through that block, as a 2.1 client counts it.
+    pub fn isochronous(mut self) -> Header {
+        self.flags = (self.flags & !flags::LEN_MASK)
+            | flags::UDPTESTS
+            | flags::EXTEND
+            | flags::LEN_BIT
+            | (UDP_TRIP_TIMES_COUNTED << 1);
+        self.upper |= upper::ISOCH;
+        self
+    }
+
+    /// Asks for one-way delays of TCP writes (`--trip-times`): a 2.1 client's 80-byte header
+    /// ([`Header::encode_with_start`]), each write then stamped ([`TcpStamp`]).
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "the header length (80) fits its flag field"
+    )]
+    pub fn with_tcp_trip_times(mut self) -> Header {
+        self.flags = (self.flags & !flags::LEN_MASK)
+            | flags::EXTEND
+            | flags::LEN_BIT
+            | ((TCP_TRIP_TIMES_HEADER_LEN as u32) << 1);
+        self.upper |= upper::TRIPTIME;
+        self
+    }
+
+    /// The header a 2.1 server sends first on a reverse `--trip-times` stream, before its
+    /// stamped writes: the client's own, no longer asking for a reverse test (the client reads
+    /// the server's start time from it).
+    pub fn reverse_reply(mut self) -> Header {
+        self.flags &= !flags::VERSION2;
+        self.upper &= !upper::REVERSE;
+        self
+    }
+
+    /// The 80 bytes of a TCP `--trip-times` header: the 60 of [`Header::encode`] and the start
+    /// time of the test (the sender's wall clock).
+    pub fn encode_with_start(&self, start: Duration) -> [u8; TCP_TRIP_TIMES_HEADER_LEN] {
+        let mut b = [0u8; TCP_TRIP_TIMES_HEADER_LEN];
+        b[..TCP_HEADER_LEN].copy_from_slice(&self.encode());
+        put_time(&mut b, TCP_HEADER_LEN + 4, start);
+        b
     }
 
     /// The 60 header bytes.
@@ -576,6 +624,156 @@ pub fn put_udp_start_time(datagram: &mut [u8], start: Duration) {
     put_time(datagram, UDP_START_TIME_AT, start);
 }
 
+/// Where an `--isochronous` client's block sits in each UDP datagram: after the datagram
+/// header (16 bytes), the test header (24) and its extension (36).
+pub const ISOCH_AT: usize = 76;
+/// The end of that block (eight u32: period, start time, previous and this frame's number,
+/// the frame's bytes, the bytes left of it from this datagram on, a reserved word).
+pub const ISOCH_END: usize = ISOCH_AT + 32;
+
+/// A datagram's place in a video-like frame, as an iperf 2.1 `--isochronous` client marks
+/// every UDP datagram (and its upper flags say ISOCH in each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IsochMark {
+    /// The frame period, µs.
+    pub period_us: u32,
+    /// When the sender's frames began (its wall clock).
+    pub start: Duration,
+    /// The frame before this one.
+    pub prev_frame: u32,
+    /// This datagram's frame, from 1 (the flow's first datagram, sent before the first frame,
+    /// says 0).
+    pub frame: u32,
+    /// The frame's size, bytes.
+    pub frame_bytes: u32,
+    /// The frame's bytes from this datagram's first on: the frame's last datagram carries
+    /// exactly its own length.
+    pub remaining: u32,
+}
+
+impl IsochMark {
+    /// Reads the mark of a frame's datagram: `None` for a datagram that carries none (too short,
+    /// no ISOCH flag, frame 0, or sizes that do not fit together).
+    pub fn read(datagram: &[u8]) -> Option<IsochMark> {
+        if datagram.len() < ISOCH_END || u16_at(datagram, UDP_HEADER_AT + 32) & upper::ISOCH == 0 {
+            return None;
+        }
+        let at = |k: usize| u32_at(datagram, ISOCH_AT + 4 * k);
+        let micros = at(2);
+        let mark = IsochMark {
+            period_us: at(0),
+            start: Duration::new(u64::from(at(1)), micros.min(999_999) * 1000),
+            prev_frame: at(3),
+            frame: at(4),
+            frame_bytes: at(5),
+            remaining: at(6),
+        };
+        (mark.frame > 0 && mark.period_us > 0 && (1..=mark.frame_bytes).contains(&mark.remaining))
+            .then_some(mark)
+    }
+
+    /// Writes the mark into a datagram of at least [`ISOCH_END`] bytes (whose test header's
+    /// upper flags say ISOCH).
+    pub fn write(&self, datagram: &mut [u8]) {
+        let (secs, micros) = crate::wire::split_time(self.start);
+        let words = [
+            self.period_us,
+            secs,
+            micros,
+            self.prev_frame,
+            self.frame,
+            self.frame_bytes,
+            self.remaining,
+            0,
+        ];
+        for (k, w) in words.iter().enumerate() {
+            let at = ISOCH_AT + 4 * k;
+            datagram[at..at + 4].copy_from_slice(&w.to_be_bytes());
+        }
+    }
+
+    /// The datagram's place as perfpeer's receivers count frames, from its own length `len`: a
+    /// full-size datagram gives the frame's datagram count; the frame's last one, shorter,
+    /// cannot, and says only that it is not the first — its frame completes only if an earlier
+    /// datagram of it arrived and said how many to expect.
+    pub fn frame_tag(&self, len: usize) -> FrameTag {
+        let len = u32::try_from(len).unwrap_or(u32::MAX).max(1);
+        let before = self.frame_bytes.saturating_sub(self.remaining);
+        if self.remaining > len {
+            let count = self.frame_bytes.div_ceil(len);
+            FrameTag {
+                frame: self.frame,
+                index: (before / len).min(count - 1),
+                count,
+            }
+        } else if before == 0 {
+            FrameTag {
+                frame: self.frame,
+                index: 0,
+                count: 1,
+            }
+        } else {
+            FrameTag {
+                frame: self.frame,
+                index: u32::MAX - 1,
+                count: u32::MAX,
+            }
+        }
+    }
+}
+
+/// Bytes of the stamp an iperf 2.1 `--trip-times` TCP client puts at the start of each write
+/// (its "burst" header): the server reads the write's size and wall-clock send time from it.
+pub const TCP_STAMP_LEN: usize = 92;
+/// Largest TCP write whose stamp a receiver believes (iperf 2's writes are at most a few MB).
+const TCP_STAMP_MAX_WRITE: u32 = 1 << 30;
+
+/// The stamp at the start of each write of an iperf 2.1 `--trip-times` TCP stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpStamp {
+    /// The write's send time (the sender's wall clock).
+    pub sent: Duration,
+    /// The write's number, from 1.
+    pub id: u32,
+    /// The write's length, stamp included.
+    pub size: u32,
+}
+
+impl TcpStamp {
+    /// Reads a write's stamp ([`TCP_STAMP_LEN`] bytes); `None` when its size cannot be a write
+    /// (shorter than the stamp, or beyond belief) or its time is not one.
+    pub fn read(b: &[u8]) -> Option<TcpStamp> {
+        if b.len() < TCP_STAMP_LEN {
+            return None;
+        }
+        let size = u32_at(b, 48);
+        let micros = u32_at(b, 24);
+        let size_fits =
+            usize::try_from(size).is_ok_and(|n| n >= TCP_STAMP_LEN) && size <= TCP_STAMP_MAX_WRITE;
+        (size_fits && micros < 1_000_000).then(|| TcpStamp {
+            sent: Duration::new(u64::from(u32_at(b, 20)), micros * 1000),
+            id: u32_at(b, 44),
+            size,
+        })
+    }
+
+    /// Writes the stamp at the start of a write (`buf`: at least [`TCP_STAMP_LEN`] bytes) of a
+    /// test that began at `start`, as a 2.1 client does (its write count in the sequence
+    /// words too).
+    pub fn write(&self, start: Duration, buf: &mut [u8]) {
+        put_time(buf, 12, start);
+        put_time(buf, 20, self.sent);
+        buf[44..48].copy_from_slice(&self.id.to_be_bytes());
+        buf[48..52].copy_from_slice(&self.size.to_be_bytes());
+        buf[52..56].copy_from_slice(&self.id.to_be_bytes());
+        buf[56..60].copy_from_slice(&0u32.to_be_bytes());
+    }
+}
+
+/// Length of a 2.1 client's TCP test header when it asks for trip-times: the header and its
+/// start-time block, whose time the server takes as the test's start.
+pub const TCP_TRIP_TIMES_HEADER_LEN: usize = 80;
+
 /// Writes `wall` as iperf 2's seconds and microseconds (u32 BE each) at `at`.
 fn put_time(buf: &mut [u8], at: usize, wall: Duration) {
     let (secs, micros) = crate::wire::split_time(wall);
@@ -745,5 +943,103 @@ mod tests {
         ours[UDP_HEADER_AT..UDP_HEADER_AT + TCP_HEADER_LEN].copy_from_slice(&h.encode());
         put_udp_start_time(&mut ours, Duration::new(0x6b15_2362, 0x0002_97b5 * 1000));
         assert_eq!(ours, b);
+    }
+
+    /// The first 112 bytes of the second datagram of `iperf -c 127.0.0.1 -p 5702 -u
+    /// --isochronous=60:20m,5m -t 1 --trip-times` (2.1.8): frame 1 of 53,157 bytes, 1470-byte
+    /// datagrams, 16,666 µs apart.
+    const STOCK_ISOCH: &str = "000000026b15ac3a000e0a9d00000000680100d800000001000016460000000000000000ffffff9c0000000000000000001100000002000100080003000000000010000000000000000000000000411a6b15ac3a000e0a9d00000000000000010000cfa50000cfa50000000000000000";
+
+    #[test]
+    fn stock_isochronous_datagrams_give_their_frame() {
+        let b = hex(STOCK_ISOCH);
+        let mark = IsochMark::read(&b).expect("a frame's datagram");
+        assert_eq!(
+            (
+                mark.period_us,
+                mark.prev_frame,
+                mark.frame,
+                mark.frame_bytes
+            ),
+            (16_666, 0, 1, 53_157)
+        );
+        assert_eq!(mark.remaining, 53_157, "the frame's first datagram");
+        assert_eq!(mark.start, Duration::new(0x6b15_ac3a, 0x000e_0a9d * 1000));
+        // Written back, the same bytes.
+        let mut ours = b.clone();
+        ours[ISOCH_AT..ISOCH_END].fill(0);
+        mark.write(&mut ours);
+        assert_eq!(ours, b);
+        // 37 datagrams of 1470 bytes: 36 full ones and 237 bytes.
+        let at = |remaining: u32| IsochMark { remaining, ..mark }.frame_tag(1470);
+        assert_eq!((at(53_157).index, at(53_157).count), (0, 37), "first of 37");
+        assert_eq!(at(53_157 - 1470).index, 1);
+        let last = at(237);
+        assert!(
+            last.index > 0 && last.index < last.count,
+            "the last: not the first"
+        );
+        // A one-datagram frame, and the marks that say nothing.
+        let small = IsochMark {
+            frame_bytes: 200,
+            remaining: 200,
+            ..mark
+        };
+        assert_eq!(
+            (small.frame_tag(200).index, small.frame_tag(200).count),
+            (0, 1)
+        );
+        let mut first = b.clone();
+        first[ISOCH_AT..ISOCH_END].fill(0);
+        assert_eq!(
+            IsochMark::read(&first),
+            None,
+            "the flow's first datagram: frame 0"
+        );
+        let mut plain = b.clone();
+        plain[UDP_HEADER_AT + 32..UDP_HEADER_AT + 34]
+            .copy_from_slice(&upper::TRIPTIME.to_be_bytes());
+        assert_eq!(IsochMark::read(&plain), None, "no ISOCH flag");
+        assert_eq!(IsochMark::read(&b[..ISOCH_END - 1]), None);
+        let mut bad = b.clone();
+        bad[ISOCH_AT + 24..ISOCH_AT + 28].copy_from_slice(&60_000u32.to_be_bytes());
+        assert_eq!(IsochMark::read(&bad), None, "more left than the frame has");
+    }
+
+    /// The first 80 bytes of `iperf -c 127.0.0.1 -p 5704 -t 1 --trip-times -l 1000 -b 1m`
+    /// (2.1.8): its header with the start time.
+    const STOCK_TCP_TRIP_TIMES: &str = "400100a00000000100001648000003e800000000ffffff9c000000000000000000100000000200010008000300000000000f42400000000000000000000000006b15ac85000894b20000000000000000";
+
+    #[test]
+    fn tcp_trip_times_header_and_stamps() {
+        let b = hex(STOCK_TCP_TRIP_TIMES);
+        assert_eq!(
+            Header::length_from_flags(u32_at(&b, 0)),
+            Ok(Some(TCP_TRIP_TIMES_HEADER_LEN))
+        );
+        let theirs = Header::decode(&b).unwrap();
+        assert!(theirs.wants_trip_times());
+        let mut h = Header::new(Amount::Time(Duration::from_secs(1)), 1, 5704, false);
+        h.buflen = 1000;
+        h.rate = Some(1_000_000);
+        let ours = h
+            .with_tcp_trip_times()
+            .encode_with_start(Duration::new(0x6b15_ac85, 0x0008_94b2 * 1000));
+        assert_eq!(ours.as_slice(), b.as_slice());
+        // A write's stamp, read back; sizes that cannot be a write are refused.
+        let mut write = vec![0xAAu8; 1000];
+        let stamp = TcpStamp {
+            sent: Duration::new(0x6b15_ac85, 0x0008_94c9 * 1000),
+            id: 1,
+            size: 1000,
+        };
+        stamp.write(Duration::new(0x6b15_ac85, 0x0008_94c4 * 1000), &mut write);
+        assert_eq!(&write[12..28], &hex("6b15ac85000894c46b15ac85000894c9")[..]);
+        assert_eq!(TcpStamp::read(&write), Some(stamp));
+        for size in [0u32, 91, (1 << 30) + 1] {
+            write[48..52].copy_from_slice(&size.to_be_bytes());
+            assert_eq!(TcpStamp::read(&write), None, "size {size}");
+        }
+        assert_eq!(TcpStamp::read(&write[..91]), None);
     }
 }

@@ -171,16 +171,18 @@ impl UdpRxStats {
     }
 
     /// Counts a datagram of a video-like frame (`tag`), sent at `sent_s` on the sender's wall
-    /// clock, arrived at `arrived_s` on ours; frames are due every `period_s`.
+    /// clock, arrived at `arrived_s` on ours; frames are due every `period_s`; their latency
+    /// is also counted in `histogram`'s bins when given.
     pub fn on_frame(
         &mut self,
         tag: FrameTag,
         (sent_s, arrived_s): (f64, f64),
         period_s: f64,
         clock: ClockBasis,
+        histogram: Option<HistogramSpec>,
     ) {
         self.frames
-            .get_or_insert_with(|| (FrameStats::new(period_s), clock))
+            .get_or_insert_with(|| (FrameStats::new(period_s, histogram), clock))
             .0
             .on_datagram(tag, sent_s, arrived_s);
     }

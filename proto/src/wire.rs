@@ -304,6 +304,20 @@ impl FrameTag {
     }
 }
 
+/// What iperf 2's isochronous mark says beyond a [`FrameTag`] (perfpeer's own tag needs none
+/// of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FramePlace {
+    /// The frame's bytes.
+    pub frame_bytes: u32,
+    /// Its bytes from this datagram's first on.
+    pub remaining: u32,
+    /// The frame period, µs.
+    pub period_us: u32,
+    /// When the frames began (the sender's wall clock).
+    pub start: Duration,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -501,6 +515,15 @@ impl DatagramFormat {
         matches!(self, DatagramFormat::Iperf2 { .. })
     }
 
+    /// Whether senders in this format can mark video frames and stamp TCP writes with their
+    /// wall-clock time (perfpeer's and iperf 2's; iperf3's and ttcp's cannot).
+    pub fn marks_frames(self) -> bool {
+        matches!(
+            self,
+            DatagramFormat::Perfpeer | DatagramFormat::Iperf2 { .. }
+        )
+    }
+
     /// The send time an iperf 2 fin carries, where its data datagrams carry theirs.
     pub fn fin_sent(self, buf: &[u8]) -> Option<Duration> {
         (self.fin_is_data() && buf.len() >= self.min_len()).then(|| time_at(buf, 4))
@@ -544,6 +567,71 @@ impl DatagramFormat {
                 buf[12..16].copy_from_slice(&((seq >> 32) as u32).to_be_bytes());
             }
             DatagramFormat::Ttcp => {}
+        }
+    }
+
+    /// Where a received data datagram sits in a video-like frame, and the frame period its
+    /// frames are judged by: perfpeer's tag in a video test (`video_period_s`, from its spec),
+    /// iperf 2's isochronous mark (which says its period itself) in any iperf 2 flow.
+    pub fn frame_of(self, buf: &[u8], video_period_s: Option<f64>) -> Option<(FrameTag, f64)> {
+        match self {
+            DatagramFormat::Perfpeer => Some((FrameTag::read(buf).ok()?, video_period_s?)),
+            DatagramFormat::Iperf2 { .. } => crate::iperf2::IsochMark::read(buf)
+                .map(|m| (m.frame_tag(buf.len()), f64::from(m.period_us) / 1e6)),
+            _ => None,
+        }
+    }
+
+    /// Marks a video datagram's place in its frame: perfpeer's tag, or iperf 2's isochronous
+    /// mark (the frame's bytes and what is left of them from this datagram on, the period
+    /// and the frames' start on the sender's wall clock).
+    pub fn write_frame(self, buf: &mut [u8], tag: FrameTag, place: FramePlace) {
+        match self {
+            DatagramFormat::Iperf2 { .. } => crate::iperf2::IsochMark {
+                period_us: place.period_us,
+                start: place.start,
+                prev_frame: tag.frame - 1,
+                frame: tag.frame,
+                frame_bytes: place.frame_bytes,
+                remaining: place.remaining,
+            }
+            .write(buf),
+            _ => tag.write(buf),
+        }
+    }
+
+    /// Stamps a TCP write of `len` bytes (`buf`: at least the stamp) with its number `seq`
+    /// and its wall-clock send time, for `--trip-times`: perfpeer's [`DataHeader`], or iperf
+    /// 2's [`crate::iperf2::TcpStamp`] (which says the write's length and, with it, the test's
+    /// `start`).
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "iperf 2's write numbers and lengths are 32-bit words: a write is at most 1 MiB, the number wraps as iperf 2's does"
+    )]
+    pub fn write_stamp(
+        self,
+        buf: &mut [u8],
+        (seq, len): (u64, usize),
+        sent: Duration,
+        start: Duration,
+    ) {
+        match self {
+            DatagramFormat::Iperf2 { .. } => crate::iperf2::TcpStamp {
+                sent,
+                id: seq as u32,
+                size: len as u32,
+            }
+            .write(start, buf),
+            _ => DataHeader { seq, sent }.write(buf),
+        }
+    }
+
+    /// Smallest datagram of a video frame in this format: the header and the frame's tag (or
+    /// iperf 2's test header, its isochronous block and start time).
+    pub fn min_frame_len(self) -> usize {
+        match self {
+            DatagramFormat::Iperf2 { .. } => crate::iperf2::UDP_TRIP_TIMES_LEN,
+            _ => DATA_HEADER_LEN + FRAME_TAG_LEN,
         }
     }
 

@@ -1,7 +1,8 @@
 //! iperf 2.1's Wi-Fi-era client features against `perfpeer iperf -s`, with Debian's stock iperf
 //! 2.1.8 as the client: bounce-back round trips, UDP one-way latency (`--trip-times`) in the
-//! server report, and every client flag `iperf --help` lists run with a time limit — none may
-//! hang against our server unless it hangs against the stock server too (a bug of the client's).
+//! server report, video frames (`--isochronous`) and TCP write latency (`--trip-times`) both
+//! ways, and every client flag `iperf --help` lists run with a time limit — none may hang
+//! against our server unless it hangs against the stock server too (a bug of the client's).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -163,11 +164,12 @@ fn stock_udp_trip_times_get_latency_in_the_server_report() {
     }
 }
 
-/// A `T8(f)-PDF` histogram line as iperf 2.1 prints it: its count, its bins `(bin, count)`
-/// and the 5 / 95 / 99.7 % bins; panics on any other shape.
+/// A `T8(f)-PDF` (or `F8(f)-PDF`) histogram line as iperf 2.1 prints it: its count, its bins
+/// `(bin, count)` and the 5 / 95 / 99.7 % bins; panics on any other shape.
 fn histogram_of(line: &str) -> (u64, Vec<(u64, u64)>, [u64; 3]) {
     let rest = line
-        .split_once(" sec T8(f)-PDF: bin(w=50us):cnt(")
+        .split_once("8(f)-PDF: bin(w=")
+        .and_then(|(_, r)| r.split_once("us):cnt("))
         .unwrap_or_else(|| panic!("not a histogram line: {line}"))
         .1;
     let (count, rest) = rest.split_once(")=").unwrap();
@@ -229,6 +231,10 @@ fn server_histograms_count_every_datagram_both_ways() {
             .lines()
             .find(|l| l.contains("T8(f)-PDF"))
             .unwrap_or_else(|| panic!("{who}: no histogram: {printed}"));
+        assert!(
+            line.contains(" sec T8(f)-PDF: bin(w=50us):"),
+            "{who}: {line}"
+        );
         let (count, bins, [lower, upper, p99_7]) = histogram_of(line);
         // 2 Mbit/s (iperf 2 reads 2M as 2 × 2^20) of 1000-byte datagrams for 2 s: about 524,
         // every one in a bin.
@@ -520,8 +526,11 @@ fn our_udp_trip_times_client_prints_the_servers_latency() {
     }
     // Our client's limits are usage errors, said before any traffic.
     for (host, bad) in [
-        ("127.0.0.1", &["--trip-times"][..]),
+        ("127.0.0.1", &["--trip-times", "-l", "50"][..]),
         ("127.0.0.1", &["-u", "--trip-times", "-l", "100"]),
+        ("127.0.0.1", &["-u", "--isochronous=60:2m", "-l", "100"]),
+        ("127.0.0.1", &["-u", "--isochronous=60:2m", "-R"]),
+        ("127.0.0.1", &["-u", "--isochronous=60:2m", "-b", "1m"]),
         ("239.255.1.1", &[]),
         ("239.255.1.1", &["-u", "-R"]),
     ] {
@@ -531,7 +540,12 @@ fn our_udp_trip_times_client_prints_the_servers_latency() {
         let out = Running::spawn(&perfpeer_bin(), &args).wait(Duration::from_secs(10));
         let t = text(&out);
         assert_eq!(out.status.code(), Some(2), "{host} {bad:?}: {t}");
-        assert!(t.contains("trip-times") || t.contains("multicast"), "{t}");
+        assert!(
+            ["trip-times", "multicast", "isochronous"]
+                .iter()
+                .any(|w| t.contains(w)),
+            "{t}"
+        );
     }
 }
 
@@ -582,6 +596,212 @@ fn our_bounceback_client_times_round_trips_against_stock_and_our_server() {
                 row.contains("3.91 KBytes"),
                 "20 requests and replies of 100 B: {row}"
             );
+        }
+    }
+}
+
+/// The `rx/lost` pair and the frame latency figures after `pps` in a frames row
+/// (`… 1740 pps  119/2  0.224/0.101/0.423/0.062 ms`), from stock's server or ours.
+fn frames_of(row: &str) -> (u64, u64, [f64; 4]) {
+    let after = row
+        .split_once(" pps")
+        .unwrap_or_else(|| panic!("no pps: {row}"))
+        .1;
+    let mut words = after.split_whitespace();
+    let (rx, lost) = words
+        .next()
+        .and_then(|w| w.split_once('/'))
+        .unwrap_or_else(|| panic!("no frames: {row}"));
+    let latency = latency_of(words.next().unwrap_or_else(|| panic!("no latency: {row}")));
+    (rx.parse().unwrap(), lost.parse().unwrap(), latency)
+}
+
+/// A TCP `--trip-times` receiver's row: writes timed, their size, and the avg/min/max/stdev of
+/// their delays (`… 0.888/0.013/47.058/4.846 ms (2001/1000) …`), from stock's output or ours.
+fn write_delays_of(row: &str) -> (u64, u64, [f64; 4]) {
+    let (_, rest) = row
+        .split_once(" ms (")
+        .unwrap_or_else(|| panic!("no (cnt/size): {row}"));
+    let (count, size) = rest
+        .split_once(')')
+        .and_then(|(c, _)| c.split_once('/'))
+        .unwrap_or_else(|| panic!("no (cnt/size): {row}"));
+    (
+        count.parse().unwrap(),
+        size.parse().unwrap(),
+        latency_of(row.split_once(" ms (").unwrap().0),
+    )
+}
+
+/// A stock server's report, once it has printed it (killed, then read).
+fn stock_output(mut server: Running) -> String {
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = server.0.kill();
+    text(&server.wait(Duration::from_secs(5)))
+}
+
+/// Video frames (`--isochronous`) both ways: a stock client's frames counted by our server
+/// (frames whole and lost, their latency and iperf 2's `F8` histogram), ours by a stock server.
+#[test]
+fn video_frames_are_counted_both_ways() {
+    if !have("iperf") {
+        return;
+    }
+    // 60 frames a second for 2 s: 120 or so, every one whole on loopback.
+    let frames_in_two_seconds = 110..=125;
+    let (mut our_server, port) = server(&perfpeer_bin(), &["iperf", "-s", "--histograms"]);
+    let (out, ended) = client(
+        "127.0.0.1",
+        port,
+        &args("-u --isochronous=60:8m,1m --trip-times -e"),
+    );
+    assert!(ended && out.status.success(), "{}", text(&out));
+    // Without --trip-times a stock client's frames carry no times: a plain row, no frames.
+    let (out, ended) = client("127.0.0.1", port, &args("-u --isochronous=60:2m"));
+    assert!(ended && out.status.success(), "{}", text(&out));
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = our_server[0].0.kill();
+    let printed = text(&our_server.remove(0).wait(Duration::from_secs(5)));
+    assert!(printed.contains("Frame:rx/lost  latency"), "{printed}");
+    let rows: Vec<&str> = printed
+        .lines()
+        .filter(|l| l.ends_with(" pps") || l.ends_with(" ms"))
+        .collect();
+    let frames_row = rows
+        .iter()
+        .find(|l| l.contains(" pps  "))
+        .unwrap_or_else(|| panic!("no frames row: {printed}"));
+    let (rx, lost, [avg, min, max, _]) = frames_of(frames_row);
+    assert!(
+        frames_in_two_seconds.contains(&rx) && lost <= 1,
+        "{frames_row}"
+    );
+    assert!(
+        0.0 <= min && min <= avg && avg <= max && avg < 100.0,
+        "{frames_row}"
+    );
+    let f8 = printed
+        .lines()
+        .find(|l| l.contains("F8(f)-PDF"))
+        .unwrap_or_else(|| panic!("no frame histogram: {printed}"));
+    assert_eq!(histogram_of(f8).0, rx, "{f8}");
+    let plain = printed
+        .lines()
+        .rfind(|l| l.contains("0.0000-"))
+        .unwrap_or_else(|| panic!("{printed}"));
+    assert!(!plain.contains("pps"), "no times, no latency: {plain}");
+
+    // Ours to a stock server, which prints its frame columns (a stock 2.1.8 server crashes
+    // after an isochronous --trip-times flow, its own client's too: one server per flow).
+    let stock_port = free_port();
+    let p = stock_port.to_string();
+    let stock_server = Running::spawn(Path::new("iperf"), &["-s", "-u", "-e", "-p", &p]);
+    std::thread::sleep(Duration::from_millis(300));
+    let ours = our_iperf_client(
+        stock_port,
+        &["-u", "--isochronous=60:8m,1m", "--trip-times", "-t", "2"],
+    );
+    let t = text(&ours);
+    assert!(ours.status.success(), "{t}");
+    assert!(
+        t.contains("Isochronous: 60.00 frames/sec mean=8.00 Mbit/s"),
+        "{t}"
+    );
+    let stock_printed = stock_output(stock_server);
+    assert!(
+        stock_printed.contains("(isoch) (trip-times)"),
+        "{stock_printed}"
+    );
+    let row = stock_printed
+        .lines()
+        .rfind(|l| l.contains(" pps "))
+        .unwrap_or_else(|| panic!("no row: {stock_printed}"));
+    let (rx, lost, [avg, ..]) = frames_of(row);
+    assert!(frames_in_two_seconds.contains(&rx) && lost <= 1, "{row}");
+    assert!(avg < 100.0, "{row}");
+}
+
+/// TCP `--trip-times` both ways and in both roles: a stock client's writes timed by our server
+/// (and ours, stamped, timed by a stock client in `-R` and `--full-duplex`), our client's
+/// writes timed by a stock server, and a stock server's by our `-R` client.
+#[test]
+fn tcp_write_delays_are_timed_both_ways() {
+    if !have("iperf") {
+        return;
+    }
+    let sane = |who: &str, row: &str, (count, size, [avg, min, max, _]): (u64, u64, [f64; 4])| {
+        assert!(count > 0 && size >= 92, "{who}: {row}");
+        assert!(
+            0.0 <= min && min <= avg && avg <= max && max < 5_000.0,
+            "{who}: {row}"
+        );
+    };
+    let (mut our_server, port) = server(&perfpeer_bin(), &["iperf", "-s"]);
+    // 8 Mbit/s of 1000-byte writes for 2 s: 2000 of them.
+    let (out, ended) = client("127.0.0.1", port, &args("--trip-times -l 1000 -b 8m"));
+    assert!(ended && out.status.success(), "{}", text(&out));
+    for line in ["--trip-times -R", "--trip-times --full-duplex"] {
+        let (out, ended) = client("127.0.0.1", port, &args(line));
+        let t = text(&out);
+        assert!(ended && out.status.success(), "{line}: {t}");
+        let row = t
+            .lines()
+            .find(|l| l.contains(" ms (") && l.contains("0.0000-"))
+            .unwrap_or_else(|| panic!("{line}: the client timed no writes: {t}"));
+        sane(line, row, write_delays_of(row));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = our_server[0].0.kill();
+    let printed = text(&our_server.remove(0).wait(Duration::from_secs(5)));
+    let rows: Vec<&str> = printed.lines().filter(|l| l.contains(" ms (")).collect();
+    assert_eq!(
+        rows.len(),
+        2,
+        "the paced stream and the full-duplex one: {printed}"
+    );
+    let paced = write_delays_of(rows[0]);
+    assert!(
+        (1900..=2100).contains(&paced.0) && paced.1 == 1000,
+        "{}",
+        rows[0]
+    );
+    sane("ours", rows[0], paced);
+    sane("ours", rows[1], write_delays_of(rows[1]));
+
+    // Our client against stock servers, one per test (to read each report).
+    for (line, reverse) in [
+        (
+            &["--trip-times", "-l", "1000", "-b", "8m", "-t", "2"][..],
+            false,
+        ),
+        (&["--trip-times", "-R", "-t", "2"][..], true),
+    ] {
+        let stock_port = free_port();
+        let p = stock_port.to_string();
+        let stock_server = Running::spawn(Path::new("iperf"), &["-s", "-e", "-p", &p]);
+        assert!(wait_for(Duration::from_secs(5), || {
+            std::net::TcpStream::connect(("127.0.0.1", stock_port)).is_ok()
+        }));
+        let out = our_iperf_client(stock_port, line);
+        let t = text(&out);
+        assert!(out.status.success(), "{line:?}: {t}");
+        let stock_printed = stock_output(stock_server);
+        assert!(stock_printed.contains("(trip-times)"), "{stock_printed}");
+        if reverse {
+            assert!(t.contains("Burst Latency"), "{t}");
+            let row = t
+                .lines()
+                .find(|l| l.contains(" ms ("))
+                .unwrap_or_else(|| panic!("our -R client timed no writes: {t}"));
+            sane("our -R client", row, write_delays_of(row));
+        } else {
+            let row = stock_printed
+                .lines()
+                .find(|l| l.contains(" ms ("))
+                .unwrap_or_else(|| panic!("stock timed no writes: {stock_printed}"));
+            let timed = write_delays_of(row);
+            assert!((1900..=2100).contains(&timed.0) && timed.1 == 1000, "{row}");
+            sane("stock", row, timed);
         }
     }
 }

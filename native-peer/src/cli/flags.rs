@@ -356,7 +356,10 @@ impl TestFlags {
         spec.trip_times = self.trip_times || spec.histogram.is_some();
         if let Some(video) = self.isochronous {
             if self.bitrate.is_some() {
-                bail!("--isochronous sets the rate (FPS:MEAN,STDEV): leave out -b");
+                return Err(super::UsageError(
+                    "--isochronous sets the rate (FPS:MEAN,STDEV): leave out -b".into(),
+                )
+                .into());
             }
             spec.video = Some(video);
             spec.bitrate = None;

@@ -152,22 +152,30 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     }
     // The client's own limits on these flags are usage errors (exit 2), said before connecting.
     let multicast = host.parse::<IpAddr>().is_ok_and(|ip| ip.is_multicast());
-    if spec.video.is_some() {
+    if spec.video.is_some() && spec.direction != Direction::Normal {
         return Err(super::UsageError(
-            "--isochronous: perfpeer iperf -c sends no iperf 2 frames; perfpeer test -u --isochronous sends them to a perfpeer peer".into(),
+            "--isochronous: perfpeer iperf -c sends the frames itself: leave out -R and --full-duplex".into(),
         )
         .into());
     }
-    if args.flags.trip_times() && spec.protocol != Protocol::Udp {
-        return Err(super::UsageError(
-            "--trip-times is measured over UDP here: add -u (perfpeer iperf -c stamps no TCP writes)".into(),
-        )
-        .into());
-    }
-    if args.flags.trip_times() && (spec.len as usize) < client::TRIP_TIMES_MIN_LEN {
+    // The stamps (and an --isochronous frame's mark) need room in every datagram or write.
+    let stamp_room = match spec.protocol {
+        Protocol::Udp => client::TRIP_TIMES_MIN_LEN,
+        _ => client::TCP_TRIP_TIMES_MIN_LEN,
+    };
+    if spec.trip_times && (spec.len as usize) < stamp_room {
+        let what = if spec.protocol == Protocol::Udp {
+            "datagrams"
+        } else {
+            "writes"
+        };
+        let flag = if spec.video.is_some() {
+            "--isochronous"
+        } else {
+            "--trip-times"
+        };
         return Err(super::UsageError(format!(
-            "--trip-times needs datagrams of at least {} bytes (-l)",
-            client::TRIP_TIMES_MIN_LEN
+            "{flag} needs {what} of at least {stamp_room} bytes (-l)"
         ))
         .into());
     }
@@ -185,13 +193,19 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     let server = resolve_host(&host, args.port, opts.family)
         .await
         .map_err(|e| anyhow::anyhow!("cannot reach {host}: {e}"))?;
-    let extras = client::Iperf2Extras { ttl: args.ttl };
+    let extras = client::Iperf2Extras {
+        ttl: args.ttl,
+        announce_trip_times: args.flags.trip_times(),
+    };
     let csv = args.csv();
     if !csv {
         out!(
             "{}",
             fmt::client_banner(&host, args.port, spec.protocol, spec.window)
         );
+        if let Some(video) = &spec.video {
+            out!("{}", fmt::isochronous_line(video));
+        }
         if server.ip().is_multicast() {
             outln!(
                 "Sending to multicast group {} (TTL {}): no server report comes back",
@@ -203,6 +217,9 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     let udp_rx = spec.protocol == Protocol::Udp && spec.direction != Direction::Normal;
     // -e's columns are a sender's: a client that receives (-R) prints the plain rows.
     let enhanced = args.enhanced && spec.direction == Direction::Normal;
+    // A reverse TCP --trip-times test: the server stamps its writes, we time them.
+    let write_delays =
+        spec.protocol == Protocol::Tcp && spec.trip_times && spec.direction == Direction::Reverse;
     let (mut started_ms, mut our_sockets) = (0u64, Vec::new());
     let print = |ev: &TestEvent| {
         match ev {
@@ -215,6 +232,8 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
                     }
                     if enhanced {
                         out!("{}", fmt::enhanced_header(spec.protocol));
+                    } else if write_delays {
+                        out!("{}", fmt::write_latency_header());
                     } else {
                         out!("{}", fmt::header(udp_rx));
                     }

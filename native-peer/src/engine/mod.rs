@@ -223,11 +223,12 @@ struct Worker {
     one_way: Option<ClockBasis>,
     /// Also count those delays in bins (`--histograms`).
     histogram: Option<HistogramSpec>,
-    /// Video-like frames (`--isochronous`, perfpeer's own datagrams only), and the streams of
-    /// this direction that share their rate.
+    /// Video-like frames (`--isochronous`, in perfpeer's or iperf 2's datagrams), and the
+    /// streams of this direction that share their rate.
     video: Option<(VideoSpec, u16)>,
     /// A sender stamps wall-clock time, not time since the epoch, into perfpeer's datagram
-    /// header (`--trip-times`: the receiver reads it against its own wall clock).
+    /// header, and each TCP write with its send time (perfpeer's or iperf 2's stamp)
+    /// (`--trip-times`: the receiver reads it against its own wall clock).
     stamp_wall: bool,
     rr: Option<RequestResponse>,
     skip_rx_copy: bool,
@@ -342,9 +343,9 @@ impl Engine {
                 histogram: spec.histogram,
                 video: spec
                     .video
-                    .filter(|_| wire.format == DatagramFormat::Perfpeer)
+                    .filter(|_| wire.format.marks_frames())
                     .map(|v| (v, spec.streams)),
-                stamp_wall: spec.trip_times && wire.format == DatagramFormat::Perfpeer,
+                stamp_wall: spec.trip_times && wire.format.marks_frames(),
                 rr: spec.rr,
                 skip_rx_copy: spec.skip_rx_copy,
                 fq_pacing: spec.fq_pacing,

@@ -11,7 +11,6 @@ use perfpeer_proto::write_stamps::WriteStamps;
 use super::pacing::{Pacer, tighten_timer_slack, wait_until};
 use super::sockopt::set_max_pacing_rate;
 use super::udp::count_one_way;
-use super::wire::DataHeader;
 use super::{POLL, Worker, is_retry};
 use crate::util::{lock, wall_clock};
 
@@ -67,6 +66,7 @@ pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
         .then(|| crate::sys::SendSource::new(&buf).ok())
         .flatten();
     let (mut total, mut writes) = (0u64, 0u64);
+    let started = wall_clock();
     let mut writer = sock;
     'outer: while !w.control.stopping() {
         let Some(chunk) = w.control.take_budget(w.len) else {
@@ -78,13 +78,11 @@ pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
             break;
         }
         if w.stamp_wall {
-            // The write's number and its wall-clock send time, in its first 16 bytes: the
-            // receiver reads them when the write's last byte arrives (`WriteStamps`).
-            DataHeader {
-                seq: writes + 1,
-                sent: wall_clock(),
-            }
-            .write(&mut buf);
+            // The write's number and its wall-clock send time at its start (perfpeer's 16
+            // bytes, or iperf 2's 92 with the write's length): the receiver reads them when
+            // the write's last byte arrives (`WriteStamps`).
+            w.format
+                .write_stamp(&mut buf, (writes + 1, chunk), wall_clock(), started);
         }
         let mut off = 0;
         while off < chunk {
@@ -131,7 +129,9 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     // streams at once went slower with it until their threads took turns, `take_turns`.)
     // A `--trip-times` stream reads as bytes arrive: each write's delay ends with the read that
     // brings its last byte.
-    let mut stamps = w.one_way.map(|clock| (WriteStamps::new(w.len), clock));
+    let mut stamps = w
+        .one_way
+        .map(|clock| (WriteStamps::new(w.len, w.format), clock));
     let gulp = stamps.is_none()
         && crate::sys::set_recv_low_water(sock, RX_LOW_WATER.min(buf.len())).is_ok();
     sock.set_read_timeout(Some(if gulp { RX_WAIT } else { POLL }))?;

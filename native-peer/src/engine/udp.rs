@@ -12,7 +12,7 @@ use perfpeer_shared::one_way::ClockBasis;
 use super::datagram::Datagrams;
 use super::pacing::{Pacer, tighten_timer_slack, wait_until};
 use super::udp_stats::UdpRxStats;
-use super::wire::{Datagram, DatagramFormat, FrameTag, UdpControl};
+use super::wire::{Datagram, DatagramFormat, UdpControl};
 use super::{POLL, Worker, is_retry};
 use crate::util::wall_clock;
 
@@ -223,7 +223,8 @@ pub(super) use crate::util::lock;
 const MAX_ONE_WAY_S: f64 = 3600.0;
 
 /// Counts a datagram's one-way delay (now on our wall clock minus its wall-clock send time)
-/// and, in a video test, its place in its frame (`datagram`: its bytes, with the frame tag).
+/// and, in a video test (or an iperf 2 `--isochronous` flow), its place in its frame
+/// (`datagram`: its bytes, with the frame's tag or mark).
 pub(super) fn record_one_way(
     stats: &mut UdpRxStats,
     datagram: &[u8],
@@ -235,11 +236,10 @@ pub(super) fn record_one_way(
     if !count_one_way(stats, now, sent, clock, w) {
         return;
     }
-    if let Some((video, _)) = w.video
-        && let Ok(tag) = FrameTag::read(datagram)
-    {
+    let video_period = w.video.map(|(video, _)| video.period_s());
+    if let Some((tag, period_s)) = w.format.frame_of(datagram, video_period) {
         let times = (sent.as_secs_f64(), now.as_secs_f64());
-        stats.on_frame(tag, times, video.period_s(), clock);
+        stats.on_frame(tag, times, period_s, clock, w.histogram);
     }
 }
 

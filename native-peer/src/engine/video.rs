@@ -1,7 +1,8 @@
 //! The sender of a video-like stream (`--isochronous`): a frame every 1/fps seconds on the
 //! monotonic clock, its size drawn by [`FrameSizes`], sent as a burst of datagrams that each
-//! carry perfpeer's header (wall-clock stamped: the test measures trip times) and a
-//! [`FrameTag`]. A frame once started is sent whole; a sender late for its next frame sends it
+//! carry the format's header (wall-clock stamped: the test measures trip times) and the
+//! frame's mark: perfpeer's [`FrameTag`], or iperf 2's isochronous block (`perfpeer iperf -c
+//! --isochronous`). A frame once started is sent whole; a sender late for its next frame sends it
 //! at once (the receiver sees it late), it never skips one. The receiver's side is the UDP
 //! receiver's, which hands each tag to [`super::udp_stats::UdpRxStats::on_frame`].
 
@@ -14,7 +15,7 @@ use perfpeer_shared::video::{FrameSizes, VideoSpec};
 use super::datagram::Datagrams;
 use super::pacing::{tighten_timer_slack, wait_until};
 use super::udp::{Refusals, signal_end};
-use super::wire::{DATA_HEADER_LEN, FRAME_TAG_LEN, FrameTag};
+use super::wire::{FramePlace, FrameTag};
 use super::{POLL, Worker, is_retry};
 use crate::util::wall_clock;
 
@@ -30,13 +31,15 @@ pub(super) fn send(
     tighten_timer_slack();
     let mut buf = w.payload();
     let len = buf.len();
-    let header = DATA_HEADER_LEN + FRAME_TAG_LEN;
+    let header = w.format.min_frame_len();
     // Any bits will do: the low 64 of the time in ns, and the stream's id.
     let nanos = wall_clock().as_nanos() & u128::from(u64::MAX);
     let seed = u64::from(w.id) ^ u64::try_from(nanos).unwrap_or_default();
     let mut sizes = FrameSizes::new(&video, streams, seed);
     let period = Duration::from_secs_f64(video.period_s());
     let start = Instant::now();
+    let started_wall = wall_clock();
+    let period_us = u32::try_from(period.as_micros()).unwrap_or(u32::MAX);
     let (mut seq, mut bytes, mut frame) = (0u64, 0u64, 0u32);
     let mut refused = Refusals::default();
     'frames: while !w.control.stopping() {
@@ -66,10 +69,18 @@ pub(super) fn send(
                 index,
                 count,
             };
+            let sent_before = u64::from(index) * len as u64;
+            let place = FramePlace {
+                frame_bytes: u32::try_from(size).unwrap_or(u32::MAX),
+                remaining: u32::try_from(size.saturating_sub(sent_before).max(this_len as u64))
+                    .unwrap_or(u32::MAX),
+                period_us,
+                start: started_wall,
+            };
             loop {
                 let wall = wall_clock();
                 w.format.write_data(&mut buf, seq + 1, wall, wall);
-                tag.write(&mut buf);
+                w.format.write_frame(&mut buf, tag, place);
                 match sock.send(&buf[..this_len]) {
                     Ok(n) => {
                         seq += 1;

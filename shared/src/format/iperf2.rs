@@ -63,6 +63,26 @@ pub fn client_banner(host: &str, port: u16, protocol: Protocol, window: Option<u
     )
 }
 
+/// A video client's line under its banner (`--isochronous`), as iperf 2.1.8 prints it:
+/// `Isochronous: 60.00 frames/sec mean=20.0 Mbit/s, stddev=0.000 bit/s, Period/IPG=16.67/0.000 ms`
+/// (the datagrams of a frame go out back to back: no gap between them).
+pub fn isochronous_line(video: &crate::video::VideoSpec) -> String {
+    let bits = |rate: f64| {
+        if rate < 0.9995 {
+            format!("{rate:.3} bit/s")
+        } else {
+            format!("{}/s", format_bits(rate).trim_end_matches('s'))
+        }
+    };
+    format!(
+        "Isochronous: {:.2} frames/sec mean={}, stddev={}, Period/IPG={:.2}/0.000 ms\n",
+        f64::from(video.fps),
+        bits(video.mean.0 as f64),
+        bits(video.stdev.0 as f64),
+        video.period_s() * 1e3
+    )
+}
+
 /// The server's banner, with the histograms' line where it counts delays in bins.
 pub fn server_banner(port: u16, window: Option<u32>, bins: Option<HistogramSpec>) -> String {
     format!(
@@ -130,6 +150,18 @@ pub fn latency_header() -> String {
     "[ ID] Interval            Transfer     Bandwidth        Jitter   Lost/Total  Latency avg/min/max/stdev PPS\n".into()
 }
 
+/// The column header of a UDP receiver of an `--isochronous` client with trip-times: the
+/// latency header and iperf 2.1.8's frame columns (frames whole/lost, frame latency).
+pub fn frames_header() -> String {
+    "[ ID] Interval            Transfer     Bandwidth        Jitter   Lost/Total  Latency avg/min/max/stdev PPS  Frame:rx/lost  latency\n".into()
+}
+
+/// The column header of a TCP receiver of `--trip-times` writes, as iperf 2.1.8's (without its
+/// inP, NetPwr and read-size columns): each write's delay, how many, and their size.
+pub fn write_latency_header() -> String {
+    "[ ID] Interval            Transfer     Bandwidth    Burst Latency avg/min/max/stdev (cnt/size)\n".into()
+}
+
 /// UDP receiver columns of a row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UdpColumns {
@@ -141,6 +173,8 @@ pub struct UdpColumns {
     pub total: u64,
     /// One-way delays and datagrams a second, when measured.
     pub latency: Option<(OneWayFinal, f64)>,
+    /// Video frames: whole, lost, and their latency, when the sender marked frames.
+    pub frames: Option<(u64, u64, Option<OneWayFinal>)>,
 }
 
 impl UdpColumns {
@@ -153,6 +187,10 @@ impl UdpColumns {
                 .one_way
                 .clone()
                 .map(|d| (d, datagrams_per_second.unwrap_or(0.0))),
+            frames: rx
+                .frames
+                .as_ref()
+                .map(|f| (f.whole, f.lost, f.latency.clone())),
         }
     }
 }
@@ -200,14 +238,25 @@ fn row_in(
             g(pct, 2)
         ));
         if let Some((d, pps)) = u.latency {
-            line.push_str(&format!(
-                " {:.3}/{:.3}/{:.3}/{:.3} ms {pps:.0} pps",
-                d.mean_ms, d.min_ms, d.max_ms, d.stdev_ms
-            ));
+            line.push_str(&format!(" {} ms {pps:.0} pps", delay_figures(&d)));
+        }
+        if let Some((whole, lost, latency)) = u.frames {
+            line.push_str(&format!("  {whole}/{lost}"));
+            if let Some(d) = latency {
+                line.push_str(&format!("  {} ms", delay_figures(&d)));
+            }
         }
     }
     line.push('\n');
     line
+}
+
+/// Delays as iperf 2 prints them: `avg/min/max/stdev`, ms to three places.
+fn delay_figures(d: &OneWayFinal) -> String {
+    format!(
+        "{:.3}/{:.3}/{:.3}/{:.3}",
+        d.mean_ms, d.min_ms, d.max_ms, d.stdev_ms
+    )
 }
 
 /// A row's id, interval, transfer and bandwidth, without its end of line.
@@ -343,6 +392,17 @@ fn stream_row(s: &StreamFinal, units: Units) -> String {
     )
 }
 
+/// A TCP receiver's row with its writes' delays (`--trip-times`): iperf 2.1.8's burst
+/// latency columns, `0.888/0.013/47.058/4.846 ms (2001/1000)` (writes timed / write size).
+fn write_latency_row(s: &StreamFinal, d: &OneWayFinal, write_len: u32, units: Units) -> String {
+    format!(
+        "{}  {} ms ({}/{write_len})\n",
+        row_text(Some(s.id), (0.0, s.duration.as_secs_f64()), s.bytes, units),
+        delay_figures(d),
+        d.count
+    )
+}
+
 fn sum_row(t: &DirectionTotals, units: Units) -> String {
     let udp = t.udp_rx.as_ref().map(|r| UdpColumns::of(r, None));
     row_in(None, (0.0, t.seconds), t.bytes, udp, units)
@@ -405,6 +465,7 @@ pub fn interval_rows_in(report: &IntervalReport, units: Units) -> String {
             lost: u.lost,
             total: u.packets,
             latency: None,
+            frames: None,
         });
         out.push_str(&row_in(Some(s.id), (start, end), s.bytes, udp, units));
     }
@@ -460,13 +521,20 @@ fn final_rows_with(result: &TestResult, units: Units, enhanced: bool) -> String 
             }
         } else {
             for s in &mine {
-                out.push_str(&stream_row(s, units));
-                let bins = s
+                match &s.write_one_way {
+                    Some(d) => out.push_str(&write_latency_row(s, d, result.spec.len, units)),
+                    None => out.push_str(&stream_row(s, units)),
+                }
+                let span = (0.0, s.duration.as_secs_f64());
+                if let Some(h) = s.one_way().and_then(|d| d.histogram.as_ref()) {
+                    out.push_str(&histogram_line(s.id, span, h));
+                }
+                let frame_bins = s
                     .udp_rx
                     .as_ref()
-                    .and_then(|r| r.one_way.as_ref()?.histogram.as_ref());
-                if let Some(h) = bins {
-                    out.push_str(&histogram_line(s.id, (0.0, s.duration.as_secs_f64()), h));
+                    .and_then(|r| r.frames.as_ref()?.latency.as_ref()?.histogram.as_ref());
+                if let Some(h) = frame_bins {
+                    out.push_str(&named_histogram_line("F8", s.id, span, h));
                 }
             }
             if let (true, Some(t)) = (mine.len() > 1, totals) {
@@ -503,10 +571,21 @@ fn final_rows_with(result: &TestResult, units: Units, enhanced: bool) -> String 
 /// `[  1] 0.00-10.00 sec T8(f)-PDF: bin(w=1ms):cnt(900)=1:890,2:10 (5.00/95.00/99.7%=1/1/2,Outliers=0,obl/obu=0/0)`
 /// — bins numbered from 1 (bin n ends at n × width), then the bins where 5, 95 and 99.7 % of
 /// the delays are counted, outliers, and the delays below and above the bins.
-pub fn histogram_line(id: u32, (start, end): (f64, f64), h: &DelayHistogram) -> String {
+pub fn histogram_line(id: u32, span: (f64, f64), h: &DelayHistogram) -> String {
+    named_histogram_line("T8", id, span, h)
+}
+
+/// [`histogram_line`] of the histogram iperf 2 names `name`: `T8` for delays of datagrams
+/// or writes, `F8` for frames' latency.
+pub fn named_histogram_line(
+    name: &str,
+    id: u32,
+    (start, end): (f64, f64),
+    h: &DelayHistogram,
+) -> String {
     let p = h.points(5.0, 95.0);
     format!(
-        "[{id:3}] {start:.4}-{end:.4} sec T8(f)-PDF: bin(w={}):cnt({})={} (5.00/95.00/99.7%={}/{}/{},Outliers={},obl/obu={}/{})\n",
+        "[{id:3}] {start:.4}-{end:.4} sec {name}(f)-PDF: bin(w={}):cnt({})={} (5.00/95.00/99.7%={}/{}/{},Outliers={},obl/obu={}/{})\n",
         h.width_text(),
         h.in_bins(),
         h.bins_text(),
@@ -556,8 +635,16 @@ pub fn text_in(result: &TestResult, units: Units) -> String {
     for s in &result.local.sockets {
         out.push_str(&connected_line(s.id, &s.local, &s.remote));
     }
-    if result.local.streams.iter().any(has_one_way) {
+    let streams = &result.local.streams;
+    if streams
+        .iter()
+        .any(|s| s.udp_rx.as_ref().is_some_and(|r| r.frames.is_some()))
+    {
+        out.push_str(&frames_header());
+    } else if streams.iter().any(has_one_way) {
         out.push_str(&latency_header());
+    } else if streams.iter().any(|s| s.write_one_way.is_some()) {
+        out.push_str(&write_latency_header());
     } else {
         out.push_str(&header(is_udp_receiver(result)));
     }
@@ -691,6 +778,7 @@ mod tests {
             lost: 0,
             total: 449,
             latency: None,
+            frames: None,
         };
         assert_eq!(
             row(Some(1), 0.0, 1.0029, 660_500, Some(udp)),
@@ -709,8 +797,56 @@ mod tests {
             lost: 3,
             total: 200,
             latency: None,
+            frames: None,
         };
         assert!(row(Some(2), 0.0, 1.0, 1000, Some(lossy)).ends_with("  1.500 ms 3/200 (1.5%)\n"));
+    }
+
+    /// A frames row and a TCP write-latency row as a 2.1.8 server prints them (its NetPwr,
+    /// inP and read columns left out); figures by hand.
+    #[test]
+    fn frame_and_write_latency_rows_match_iperf_2_1_8() {
+        let delays = |count, (min, mean, max), stdev_ms: f64| {
+            let m2 = (stdev_ms / 1e3).powi(2) * (count - 1) as f64;
+            OneWayFinal::from_moments(
+                count,
+                (min, mean, max),
+                m2,
+                crate::one_way::ClockBasis::SameHost,
+            )
+        };
+        let udp = UdpColumns {
+            jitter_ms: 0.004,
+            lost: 0,
+            total: 5279,
+            latency: Some((delays(5279, (0.0, 0.000_004, 0.000_377), 0.031), 1760.0)),
+            frames: Some((
+                181,
+                0,
+                Some(delays(181, (0.000_079, 0.000_165, 0.000_769), 0.072)),
+            )),
+        };
+        assert_eq!(
+            row(Some(1), 0.0, 3.0002, 7_612_661, Some(udp)),
+            "[  1] 0.0000-3.0002 sec  7.26 MBytes  20.3 Mbits/sec   0.004 ms 0/5279 (0%) 0.004/0.000/0.377/0.031 ms 1760 pps  181/0  0.165/0.079/0.769/0.072 ms\n"
+        );
+        let rx = StreamFinal {
+            id: 1,
+            role: StreamRole::Receiver,
+            bytes: 2_002_000,
+            duration: std::time::Duration::from_micros(2_000_100),
+            packets: None,
+            tcp: None,
+            udp_rx: None,
+            rr: None,
+            writes: None,
+            write_one_way: None,
+        };
+        let d = delays(2001, (0.000_013, 0.000_888, 0.047_058), 4.846);
+        assert_eq!(
+            write_latency_row(&rx, &d, 1000, None),
+            "[  1] 0.0000-2.0001 sec  1.91 MBytes  8.01 Mbits/sec  0.888/0.013/47.058/4.846 ms (2001/1000)\n"
+        );
     }
 
     /// `-e`'s rows, figures by hand: 1 GiB in 1 s is 8.59 Gbit/s, NetPwr 2^30 B/s over 40 µs;

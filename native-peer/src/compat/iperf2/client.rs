@@ -19,7 +19,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::codec::{
-    Amount, Header, ServerReport, UDP_HEADER_AT, UDP_TRIP_TIMES_LEN, put_udp_start_time,
+    Amount, Header, IsochMark, ServerReport, TCP_HEADER_LEN, TCP_STAMP_LEN,
+    TCP_TRIP_TIMES_HEADER_LEN, UDP_HEADER_AT, UDP_TRIP_TIMES_LEN, put_udp_start_time,
 };
 use crate::engine::wire::DatagramFormat;
 use crate::engine::{DataSocket, StreamSetup, WireOptions, sockopt};
@@ -48,7 +49,7 @@ fn amount(spec: &TestSpec) -> Amount {
     clippy::cast_possible_wrap,
     reason = "iperf2's buffer length is a signed 32-bit field; our lengths are at most 1 MiB"
 )]
-fn header(spec: &TestSpec, port: u16) -> Header {
+fn header(spec: &TestSpec, port: u16, extras: &Iperf2Extras) -> Header {
     let mut h = Header::new(
         amount(spec),
         spec.streams,
@@ -58,8 +59,15 @@ fn header(spec: &TestSpec, port: u16) -> Header {
     h.buflen = spec.len as i32;
     h.rate = spec.per_stream_rate().map(|r| r.0);
     h.tos = spec.tos.unwrap_or(0);
-    if spec.trip_times && spec.protocol == Protocol::Udp {
-        h = h.with_trip_times();
+    // A video test's datagrams carry their send times whatever was asked; the server is told
+    // to read them only when --trip-times was given, as a 2.1 client tells it.
+    match spec.protocol {
+        Protocol::Udp if extras.announce_trip_times => h = h.with_trip_times(),
+        Protocol::Tcp if spec.trip_times => h = h.with_tcp_trip_times(),
+        _ => {}
+    }
+    if spec.video.is_some() {
+        h = h.isochronous();
     }
     if spec.direction == Direction::Reverse {
         h.reverse()
@@ -68,8 +76,10 @@ fn header(spec: &TestSpec, port: u16) -> Header {
     }
 }
 
-/// Smallest datagram that carries the trip-times headers.
+/// Smallest datagram that carries the trip-times headers (and a video frame's mark).
 pub(crate) const TRIP_TIMES_MIN_LEN: usize = UDP_TRIP_TIMES_LEN;
+/// Smallest TCP write that carries iperf 2's trip-times stamp.
+pub(crate) const TCP_TRIP_TIMES_MIN_LEN: usize = TCP_STAMP_LEN;
 
 /// What `perfpeer iperf -c` asks of an iperf 2 server beyond the test spec (whose
 /// `trip_times` asks the server for one-way delays).
@@ -77,17 +87,35 @@ pub(crate) const TRIP_TIMES_MIN_LEN: usize = UDP_TRIP_TIMES_LEN;
 pub(crate) struct Iperf2Extras {
     /// `-T`: the TTL (hop limit) of the datagrams; 1 by default for a multicast group.
     pub ttl: Option<u32>,
+    /// `--trip-times` was asked: the UDP header says so (a video test stamps its datagrams
+    /// either way, and a stock server reads them only when told).
+    pub announce_trip_times: bool,
 }
 
 /// A UDP datagram's first bytes: room for the per-datagram header, then the test header (and
 /// for trip-times the test's start time on our wall clock).
-fn udp_template(spec: &TestSpec, port: u16) -> Vec<u8> {
+fn udp_template(spec: &TestSpec, port: u16, extras: &Iperf2Extras) -> Vec<u8> {
     let mut t = vec![0u8; UDP_HEADER_AT];
-    t.extend_from_slice(&header(spec, port).encode());
+    t.extend_from_slice(&header(spec, port, extras).encode());
     if spec.trip_times {
         t.resize(UDP_TRIP_TIMES_LEN, 0);
         let now = wall_clock();
         put_udp_start_time(&mut t, now);
+        if let Some(video) = spec.video {
+            // The mark of a datagram outside every frame (the fins): frame 0, which a 2.1
+            // server counts in no frame, and a size above 0, which it asserts in each datagram
+            // of an isochronous flow (a stock server aborts on a fin without one).
+            IsochMark {
+                period_us: u32::try_from(Duration::from_secs_f64(video.period_s()).as_micros())
+                    .unwrap_or(u32::MAX),
+                start: now,
+                prev_frame: 0,
+                frame: 0,
+                frame_bytes: spec.len,
+                remaining: 0,
+            }
+            .write(&mut t);
+        }
     }
     t
 }
@@ -128,7 +156,8 @@ pub(crate) async fn run(
         crate::util::spawn_blocking(move || open_streams(&spec_c, server, &opts_c, &extras))
             .await
             .map_err(data_err)??;
-    let template = (spec.protocol == Protocol::Udp).then(|| udp_template(spec, server.port()));
+    let template =
+        (spec.protocol == Protocol::Udp).then(|| udp_template(spec, server.port(), &extras));
     let ready = Ready {
         test_id: String::new(),
         server_addr: server.to_string(),
@@ -137,7 +166,9 @@ pub(crate) async fn run(
             format: DatagramFormat::Iperf2 { seq64: true },
             payload_template: template.clone(),
             first_datagram: None,
-            one_way: None,
+            // A reverse --trip-times test: the server stamps its datagrams or writes.
+            one_way: (spec.trip_times && spec.direction == Direction::Reverse)
+                .then(|| ClockBasis::of_peer(server.ip())),
         },
         role: PeerRole::Client,
     };
@@ -200,9 +231,14 @@ impl FarEnd for Iperf2FarEnd {
             Protocol::Dccp => Ok(None),
             Protocol::Tcp => {
                 // iperf2 counts its header as data.
+                let header_len = if self.spec.trip_times {
+                    TCP_TRIP_TIMES_HEADER_LEN
+                } else {
+                    TCP_HEADER_LEN
+                } as u64;
                 if self.spec.direction == Direction::Normal {
                     for s in &mut local.streams {
-                        s.bytes += super::codec::TCP_HEADER_LEN as u64;
+                        s.bytes += header_len;
                     }
                 }
                 crate::util::spawn_blocking(move || drain_until_closed(&sockets))
@@ -275,17 +311,26 @@ fn open_streams(
                             reason: e.to_string(),
                         })?;
                     let mut stream: TcpStream = socket.into();
-                    // The header goes out as a write of its own, as iperf2's client sends it.
-                    stream
-                        .write_all(&header(spec, server.port()).encode())
-                        .map_err(data_err)?;
+                    // The header goes out as a write of its own, as iperf2's client sends it
+                    // (with the test's start time for --trip-times).
+                    let h = header(spec, server.port(), extras);
+                    if spec.trip_times {
+                        stream
+                            .write_all(&h.encode_with_start(wall_clock()))
+                            .map_err(data_err)?;
+                    } else {
+                        stream.write_all(&h.encode()).map_err(data_err)?;
+                    }
+                    if spec.trip_times && spec.direction == Direction::Reverse {
+                        read_reverse_header(&mut stream, opts.connect_timeout)?;
+                    }
                     DataSocket::Tcp(Arc::new(stream))
                 }
                 Protocol::Udp | Protocol::Dccp => {
                     socket.connect(&SockAddr::from(server)).map_err(data_err)?;
                     let udp: UdpSocket = socket.into();
                     if spec.direction == Direction::Reverse {
-                        ask_reverse_flow(&udp, spec, server)?;
+                        ask_reverse_flow(&udp, spec, server, extras)?;
                     }
                     DataSocket::Udp(Arc::new(udp))
                 }
@@ -293,6 +338,21 @@ fn open_streams(
             Ok(StreamSetup { id, role, socket })
         })
         .collect()
+}
+
+/// TCP `-R --trip-times`: a 2.1 server sends its own header (with its start time) before its
+/// stamped writes; read past it, so the receiver starts at the first write.
+fn read_reverse_header(stream: &mut TcpStream, wait: Duration) -> Result<(), SessionError> {
+    use std::io::Read;
+    stream.set_read_timeout(Some(wait)).map_err(data_err)?;
+    let mut word = [0u8; 4];
+    stream.read_exact(&mut word).map_err(data_err)?;
+    let len = Header::length_from_flags(u32::from_be_bytes(word))
+        .map_err(data_err)?
+        .unwrap_or(4);
+    let mut rest = vec![0u8; len.saturating_sub(4)];
+    stream.read_exact(&mut rest).map_err(data_err)?;
+    stream.set_read_timeout(None).map_err(data_err)
 }
 
 /// Header datagrams sent for a UDP `-R` test before giving up (one every 250 ms).
@@ -304,8 +364,9 @@ fn ask_reverse_flow(
     udp: &UdpSocket,
     spec: &TestSpec,
     server: SocketAddr,
+    extras: &Iperf2Extras,
 ) -> Result<(), SessionError> {
-    let mut hello = udp_template(spec, server.port());
+    let mut hello = udp_template(spec, server.port(), extras);
     let format = DatagramFormat::Iperf2 { seq64: true };
     udp.set_read_timeout(Some(Duration::from_millis(250)))
         .map_err(data_err)?;

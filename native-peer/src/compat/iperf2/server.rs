@@ -25,7 +25,8 @@ use super::clients::{
     ClientSum, Clients, Place, PlaceError, PlaceRules, Places, Probation, Verdict,
 };
 use super::codec::{
-    ACK_LEN, Amount, BounceBack, Header, ServerReport, TransitReport, UDP_HEADER_AT, ack, flags,
+    ACK_LEN, Amount, BounceBack, Header, ServerReport, TCP_STAMP_LEN, TransitReport, UDP_HEADER_AT,
+    ack, flags,
 };
 
 use crate::admission::{Admission, Admitted, Caps, LogLimit, LogLine, accept_admitted};
@@ -448,6 +449,16 @@ async fn tcp_stream(
     let full_duplex = header.as_ref().is_some_and(Header::is_full_duplex);
     let mut spec = spec_for(Protocol::Tcp, header.as_ref(), shared.config.max_duration);
     spec.len = spec.len.min(MAX_TCP_WRITE);
+    // --trip-times: every write starts with its stamp, both ways (a reverse test's client
+    // reads ours); the delays' bins when the server was asked for them.
+    let trip_times = header.as_ref().is_some_and(Header::wants_trip_times);
+    if trip_times {
+        spec.trip_times = true;
+        spec.len = spec
+            .len
+            .max(u32::try_from(TCP_STAMP_LEN).unwrap_or(u32::MAX));
+        spec.histogram = shared.config.histograms;
+    }
     spec.direction = if full_duplex {
         Direction::Bidir
     } else if reverse {
@@ -475,6 +486,15 @@ async fn tcp_stream(
         .memory
         .charge(crate::engine::memory_needed(&spec, roles.iter().copied()))
         .map_err(|e| Reason::Failed(e.to_string()))?;
+    if let (Some(h), true, true) = (&header, trip_times, reverse || full_duplex) {
+        // A reverse --trip-times client reads our header (and start time) before the data.
+        let reply = h
+            .reverse_reply()
+            .encode_with_start(crate::util::wall_clock());
+        tokio::io::AsyncWriteExt::write_all(&mut stream, &reply)
+            .await
+            .map_err(|e| Reason::Failed(e.to_string()))?;
+    }
     let socket = stream
         .into_std()
         .and_then(|s| s.set_nonblocking(false).map(|()| s))
@@ -490,7 +510,12 @@ async fn tcp_stream(
         .collect();
     let id = setups[0].id;
     let started = now_ms();
-    let m = Measurement::start_with(PeerRole::Server, &spec, setups, &WireOptions::default())
+    let wire = WireOptions {
+        format: DatagramFormat::Iperf2 { seq64: false },
+        one_way: trip_times.then(|| ClockBasis::of_peer(from.ip())),
+        ..WireOptions::default()
+    };
+    let m = Measurement::start_with(PeerRole::Server, &spec, setups, &wire)
         .map_err(|e| Reason::Failed(e.to_string()))?;
     let limit = far_end::far_end_limit(&spec, shared.config.max_duration);
     let ended = run_stream(&m, &roles, &spec, limit, &mut place, shared).await;
