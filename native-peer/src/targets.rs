@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use perfpeer_shared::control::ErrorCode;
 use perfpeer_shared::report::{StreamRole, TestResult};
-use perfpeer_shared::spec::{Direction, Protocol, TestSpec, ValidSpec};
+use perfpeer_shared::spec::{Direction, TestSpec, ValidSpec};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -119,10 +119,10 @@ pub(crate) async fn run(
                     .into(),
         });
     }
-    if spec.video.is_some() {
+    if spec.video.is_some() && kind != Kind::Iperf2 {
         return Err(SessionError::Refused {
             code: ErrorCode::InvalidSpec,
-            message: "--isochronous: video frames go to perfpeer peers (stock servers read no frame tags)".into(),
+            message: "--isochronous: video frames go to perfpeer peers and iperf 2 servers (iperf://), not to stock iperf3 or ttcp".into(),
         });
     }
     if spec.histogram.is_some() {
@@ -131,10 +131,10 @@ pub(crate) async fn run(
             message: "--histograms: a stock server reports no bins (an iperf 2 server prints its own with `iperf -s --histograms`); use --trip-times here, or test against a perfpeer peer".into(),
         });
     }
-    if spec.trip_times && (kind != Kind::Iperf2 || spec.protocol == Protocol::Tcp) {
+    if spec.trip_times && kind != Kind::Iperf2 {
         return Err(SessionError::Refused {
             code: ErrorCode::InvalidSpec,
-            message: "--trip-times is measured by perfpeer peers (UDP and TCP) and iperf 2 servers (iperf://, UDP), not by stock iperf3 or ttcp".into(),
+            message: "--trip-times is measured by perfpeer peers and iperf 2 servers (iperf://), not by stock iperf3 or ttcp".into(),
         });
     }
     let server = resolve_host(&host, port, opts.family)
@@ -148,7 +148,13 @@ pub(crate) async fn run(
             iperf3::client::run(server, spec, Default::default(), opts, events, cancel).await
         }
         Kind::Iperf2 => {
-            iperf2::client::run(server, spec, opts, Default::default(), events, cancel).await
+            // The server reads the stamps when told: --trip-times (or --isochronous, which
+            // implies it) says so here.
+            let extras = iperf2::client::Iperf2Extras {
+                ttl: None,
+                announce_trip_times: spec.trip_times,
+            };
+            iperf2::client::run(server, spec, opts, extras, events, cancel).await
         }
         Kind::Ttcp => run_ttcp(server, spec, opts.connect_timeout, &events, &cancel).await,
         Kind::Perfpeer => unreachable!("handled above"),

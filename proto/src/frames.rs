@@ -29,6 +29,8 @@ pub struct FrameStats {
     lost: u64,
     late: u64,
     latency: OneWayDelays,
+    /// A last frame still open at the end was cut by the end of the test, not lost.
+    last_may_be_cut: bool,
 }
 
 impl FrameStats {
@@ -42,7 +44,15 @@ impl FrameStats {
             lost: 0,
             late: 0,
             latency: histogram.map_or_else(OneWayDelays::default, OneWayDelays::with_histogram),
+            last_may_be_cut: false,
         }
+    }
+
+    /// For a sender that may stop in the middle of its last frame (iperf 2's client, when its
+    /// time is up): a frame still open at the end is not counted lost.
+    pub fn last_may_be_cut(mut self) -> FrameStats {
+        self.last_may_be_cut = true;
+        self
     }
 
     /// Counts a datagram of frame `tag`, sent at `sent_s` on the sender's wall clock and
@@ -91,9 +101,9 @@ impl FrameStats {
     }
 
     /// The figures so far; a frame still open at the end is lost (the sender finishes every
-    /// frame it starts).
+    /// frame it starts), unless the sender may cut its last one.
     pub fn finish(&self, clock: ClockBasis) -> FrameFinal {
-        let open_lost = self.open.as_ref().is_some_and(|o| !o.done);
+        let open_lost = !self.last_may_be_cut && self.open.as_ref().is_some_and(|o| !o.done);
         FrameFinal {
             whole: self.whole,
             lost: self.lost + u64::from(open_lost),
@@ -145,6 +155,14 @@ mod tests {
         f.on_datagram(tag(1, 0, 1), 1.0, 1.002);
         f.on_datagram(tag(2, 0, 3), 1.01, 1.011);
         let r = f.finish(ClockBasis::SameHost);
+        assert_eq!((r.whole, r.lost), (1, 1));
+        // An iperf 2 sender stops mid-frame when its time is up: that last frame is not lost,
+        // a frame cut before it still is.
+        let mut cut = FrameStats::new(0.010, None).last_may_be_cut();
+        cut.on_datagram(tag(1, 0, 2), 1.0, 1.001);
+        cut.on_datagram(tag(2, 0, 1), 1.01, 1.011);
+        cut.on_datagram(tag(3, 0, 3), 1.02, 1.021);
+        let r = cut.finish(ClockBasis::SameHost);
         assert_eq!((r.whole, r.lost), (1, 1));
     }
 

@@ -245,10 +245,11 @@ fn iperf2_frames_and_write_stamps() {
     let format = crate::wire::DatagramFormat::Iperf2 { seq64: true };
     let mut stamps = WriteStamps::new(1, format);
     each_case(&[isoch, write], |b| {
-        if let Some((tag, period)) = format.frame_of(b, None) {
+        if let Some(m) = format.frame_of(b, None) {
+            let tag = m.tag;
             assert!(
-                tag.frame > 0 && tag.index < tag.count && period > 0.0,
-                "{tag:?}"
+                tag.frame > 0 && tag.index < tag.count && m.period_s > 0.0,
+                "{m:?}"
             );
         }
         if let Some(stamp) = iperf2::TcpStamp::read(b) {

@@ -10,7 +10,7 @@ use perfpeer_shared::one_way::{ClockBasis, OneWayDelays};
 use perfpeer_shared::report::{UdpRxFinal, UdpRxSample};
 
 use crate::frames::FrameStats;
-use crate::wire::FrameTag;
+use crate::wire::FrameMark;
 
 /// How far back (in sequence numbers) duplicates are recognised.
 const WINDOW: u64 = 4096;
@@ -170,21 +170,28 @@ impl UdpRxStats {
             .record(delay_s);
     }
 
-    /// Counts a datagram of a video-like frame (`tag`), sent at `sent_s` on the sender's wall
-    /// clock, arrived at `arrived_s` on ours; frames are due every `period_s`; their latency
-    /// is also counted in `histogram`'s bins when given.
+    /// Counts a datagram of a video-like frame (`mark`: its place, the frames' period), sent
+    /// at `sent_s` on the sender's wall clock, arrived at `arrived_s` on ours; the frames'
+    /// latency is also counted in `histogram`'s bins when given.
     pub fn on_frame(
         &mut self,
-        tag: FrameTag,
+        mark: FrameMark,
         (sent_s, arrived_s): (f64, f64),
-        period_s: f64,
         clock: ClockBasis,
         histogram: Option<HistogramSpec>,
     ) {
         self.frames
-            .get_or_insert_with(|| (FrameStats::new(period_s, histogram), clock))
+            .get_or_insert_with(|| {
+                let frames = FrameStats::new(mark.period_s, histogram);
+                let frames = if mark.last_may_be_cut {
+                    frames.last_may_be_cut()
+                } else {
+                    frames
+                };
+                (frames, clock)
+            })
             .0
-            .on_datagram(tag, sent_s, arrived_s);
+            .on_datagram(mark.tag, sent_s, arrived_s);
     }
 
     /// The one-way delays so far (over the whole stream, omitted start included).

@@ -304,6 +304,19 @@ impl FrameTag {
     }
 }
 
+/// A received datagram's place in a video-like frame and how its frames are judged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameMark {
+    /// Its frame and place in it.
+    pub tag: FrameTag,
+    /// The frame period, s: a frame whose latency is longer is late.
+    pub period_s: f64,
+    /// The sender may stop in the middle of its last frame when the test's time is up (iperf
+    /// 2's client does; perfpeer's sends every frame it starts whole): a last frame cut short
+    /// is then not counted lost.
+    pub last_may_be_cut: bool,
+}
+
 /// What iperf 2's isochronous mark says beyond a [`FrameTag`] (perfpeer's own tag needs none
 /// of it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -570,14 +583,23 @@ impl DatagramFormat {
         }
     }
 
-    /// Where a received data datagram sits in a video-like frame, and the frame period its
-    /// frames are judged by: perfpeer's tag in a video test (`video_period_s`, from its spec),
-    /// iperf 2's isochronous mark (which says its period itself) in any iperf 2 flow.
-    pub fn frame_of(self, buf: &[u8], video_period_s: Option<f64>) -> Option<(FrameTag, f64)> {
+    /// Where a received data datagram sits in a video-like frame, and how its frames are
+    /// judged: perfpeer's tag in a video test (`video_period_s`, from its spec), iperf 2's
+    /// isochronous mark (which says its period itself) in any iperf 2 flow.
+    pub fn frame_of(self, buf: &[u8], video_period_s: Option<f64>) -> Option<FrameMark> {
         match self {
-            DatagramFormat::Perfpeer => Some((FrameTag::read(buf).ok()?, video_period_s?)),
-            DatagramFormat::Iperf2 { .. } => crate::iperf2::IsochMark::read(buf)
-                .map(|m| (m.frame_tag(buf.len()), f64::from(m.period_us) / 1e6)),
+            DatagramFormat::Perfpeer => Some(FrameMark {
+                tag: FrameTag::read(buf).ok()?,
+                period_s: video_period_s?,
+                last_may_be_cut: false,
+            }),
+            DatagramFormat::Iperf2 { .. } => {
+                crate::iperf2::IsochMark::read(buf).map(|m| FrameMark {
+                    tag: m.frame_tag(buf.len()),
+                    period_s: f64::from(m.period_us) / 1e6,
+                    last_may_be_cut: true,
+                })
+            }
             _ => None,
         }
     }

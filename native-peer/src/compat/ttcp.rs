@@ -111,7 +111,7 @@ pub(crate) async fn run_engine(
         wire: WireOptions {
             format: DatagramFormat::Ttcp,
             payload_template: None,
-            first_datagram: None,
+            first_datagrams: Vec::new(),
             one_way: None,
         },
         role: if role == StreamRole::Sender {

@@ -199,9 +199,10 @@ pub(crate) struct WireOptions {
     /// First bytes of every payload buffer (e.g. iperf2's test header at offset 16); the
     /// per-datagram header is written over its start.
     pub payload_template: Option<Vec<u8>>,
-    /// A datagram that arrived on a listening socket before the stream's own socket existed
-    /// (iperf2's first datagram); the UDP receiver counts it before anything else.
-    pub first_datagram: Option<Vec<u8>>,
+    /// Datagrams that arrived on a listening socket before the stream's own socket existed
+    /// (iperf2's first datagram, and any more of its flow queued behind it); the UDP receiver
+    /// counts them, in order, before anything else.
+    pub first_datagrams: Vec<Vec<u8>>,
     /// Measure each datagram's one-way delay (its wall-clock send time against ours), on the
     /// given clock assumption: only formats that stamp wall-clock time (iperf 2's) carry one.
     pub one_way: Option<ClockBasis>,
@@ -218,7 +219,7 @@ struct Worker {
     burst: Option<u32>,
     format: DatagramFormat,
     template: Option<Arc<Vec<u8>>>,
-    first_datagram: Option<Vec<u8>>,
+    first_datagrams: Vec<Vec<u8>>,
     /// Measure each datagram's one-way delay (its send time must be wall-clock time).
     one_way: Option<ClockBasis>,
     /// Also count those delays in bins (`--histograms`).
@@ -336,9 +337,11 @@ impl Engine {
                 burst: spec.burst,
                 format: wire.format,
                 template: template.clone(),
-                first_datagram: (setup.role == StreamRole::Receiver)
-                    .then(|| wire.first_datagram.clone())
-                    .flatten(),
+                first_datagrams: if setup.role == StreamRole::Receiver {
+                    wire.first_datagrams.clone()
+                } else {
+                    Vec::new()
+                },
                 one_way: one_way_basis(spec, wire, setup.role, &setup.socket),
                 histogram: spec.histogram,
                 video: spec

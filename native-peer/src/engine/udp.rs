@@ -115,11 +115,11 @@ pub(super) fn receive(sock: &impl Datagrams, w: &Worker) -> io::Result<()> {
     let mut bytes = 0u64;
     let mut count = 0u64;
     let mut last_arrival = Instant::now();
-    let mut preloaded = w.first_datagram.clone();
+    let mut preloaded = w.first_datagrams.iter();
     loop {
-        let received = match preloaded.take() {
+        let received = match preloaded.next() {
             Some(first) => {
-                buf[..first.len()].copy_from_slice(&first);
+                buf[..first.len()].copy_from_slice(first);
                 Ok(first.len())
             }
             None => sock.recv(&mut buf),
@@ -237,9 +237,9 @@ pub(super) fn record_one_way(
         return;
     }
     let video_period = w.video.map(|(video, _)| video.period_s());
-    if let Some((tag, period_s)) = w.format.frame_of(datagram, video_period) {
+    if let Some(mark) = w.format.frame_of(datagram, video_period) {
         let times = (sent.as_secs_f64(), now.as_secs_f64());
-        stats.on_frame(tag, times, period_s, clock, w.histogram);
+        stats.on_frame(mark, times, clock, w.histogram);
     }
 }
 

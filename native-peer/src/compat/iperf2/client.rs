@@ -139,11 +139,18 @@ pub(crate) async fn run(
     if multicast && (spec.protocol != Protocol::Udp || spec.direction != Direction::Normal) {
         return refuse("a multicast group takes UDP sent to it (-u, without -R)");
     }
-    // (TCP trip-times never get here: the spec's validation refuses them.)
-    if spec.trip_times && (spec.len as usize) < UDP_TRIP_TIMES_LEN {
+    // Stamps (and a video frame's mark) need room in every datagram or write.
+    let (room, what) = match spec.protocol {
+        Protocol::Tcp => (TCP_TRIP_TIMES_MIN_LEN, "writes"),
+        _ => (UDP_TRIP_TIMES_LEN, "datagrams"),
+    };
+    if spec.trip_times && (spec.len as usize) < room {
         return refuse(&format!(
-            "--trip-times needs datagrams of at least {UDP_TRIP_TIMES_LEN} bytes (-l)"
+            "--trip-times needs {what} of at least {room} bytes (-l)"
         ));
+    }
+    if spec.video.is_some() && spec.direction != Direction::Normal {
+        return refuse("--isochronous: the client sends the frames (no -R or --full-duplex)");
     }
     if spec.direction == Direction::Bidir {
         return Err(SessionError::Refused {
@@ -165,7 +172,7 @@ pub(crate) async fn run(
         wire: WireOptions {
             format: DatagramFormat::Iperf2 { seq64: true },
             payload_template: template.clone(),
-            first_datagram: None,
+            first_datagrams: Vec::new(),
             // A reverse --trip-times test: the server stamps its datagrams or writes.
             one_way: (spec.trip_times && spec.direction == Direction::Reverse)
                 .then(|| ClockBasis::of_peer(server.ip())),

@@ -602,15 +602,30 @@ async fn run_stream(
     }
 }
 
+/// A flow's datagrams that reached the listening socket before the flow's own socket existed,
+/// handed to the flow at most (a video client's first frame comes as one back-to-back burst).
+const EARLY_DATAGRAMS: usize = 64;
+/// Other sources' datagrams read while collecting those, kept for the listener's next turns.
+const HELD_DATAGRAMS: usize = 64;
+
 async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>, tasks: TaskTracker) {
     let mut buf = vec![0u8; 65_536];
+    let mut held: std::collections::VecDeque<(Vec<u8>, SocketAddr)> = Default::default();
     loop {
-        let (n, from) = tokio::select! {
-            _ = shared.shutdown.cancelled() => return,
-            r = socket.recv_from(&mut buf) => match r { Ok(x) => x, Err(_) => continue },
+        let (datagram, from) = match held.pop_front() {
+            Some(d) => d,
+            None => tokio::select! {
+                _ = shared.shutdown.cancelled() => return,
+                r = socket.recv_from(&mut buf) => match r {
+                    Ok((n, from)) => (buf[..n].to_vec(), from),
+                    Err(_) => continue,
+                },
+            },
         };
         // Too short for a header, a leftover fin (negative id) or a flow we already serve.
-        if n < UDP_HEADER_AT + 24 || (i32::from_be_bytes(buf[..4].try_into().expect("4 bytes")) < 0)
+        let n = datagram.len();
+        if n < UDP_HEADER_AT + 24
+            || (i32::from_be_bytes(datagram[..4].try_into().expect("4 bytes")) < 0)
         {
             continue;
         }
@@ -631,8 +646,8 @@ async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>, ta
             }
         };
         // Bound to the flow's 5-tuple at once: its next datagrams queue there, not here.
-        let socket = match crate::server::data_listener::connected_udp_socket(local, from) {
-            Ok(socket) => socket,
+        let flow_socket = match crate::server::data_listener::connected_udp_socket(local, from) {
+            Ok(flow_socket) => flow_socket,
             Err(e) => {
                 shared.report(ServerEvent::Refused {
                     from,
@@ -642,10 +657,21 @@ async fn udp_flows(socket: UdpSocket, local: SocketAddr, shared: Arc<Shared>, ta
             }
         };
         crate::util::lock(&shared.udp_flows).insert(from);
-        let first = buf[..n].to_vec();
+        // The flow's datagrams already queued here go to it, in order; others' wait their turn.
+        let mut firsts = vec![datagram];
+        while firsts.len() < EARLY_DATAGRAMS {
+            match socket.try_recv_from(&mut buf) {
+                Ok((m, src)) if src == from => firsts.push(buf[..m].to_vec()),
+                Ok((m, src)) if held.len() < HELD_DATAGRAMS => {
+                    held.push_back((buf[..m].to_vec(), src));
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
         let shared = shared.clone();
         tasks.spawn(crate::util::boxed(async move {
-            match udp_flow(first, socket, from, place, &shared).await {
+            match udp_flow(firsts, flow_socket, from, place, &shared).await {
                 Ok(FlowEnd::Served) => {}
                 Ok(FlowEnd::LostItsPlace) => remember_refusal(&shared, from),
                 Err(reason) => {
@@ -689,12 +715,13 @@ fn remember_refusal(shared: &Shared, from: SocketAddr) {
 }
 
 async fn udp_flow(
-    first: Vec<u8>,
+    firsts: Vec<Vec<u8>>,
     socket: std::net::UdpSocket,
     from: SocketAddr,
     mut place: Place,
     shared: &Shared,
 ) -> Result<FlowEnd, Reason> {
+    let first = &firsts[0];
     let header =
         Header::decode(&first[UDP_HEADER_AT..]).map_err(|e| Reason::Header(e.to_string()))?;
     if header.wants_connect_back() || header.is_reverse() || header.is_full_duplex() {
@@ -727,7 +754,7 @@ async fn udp_flow(
     let wire = WireOptions {
         format: DatagramFormat::Iperf2 { seq64 },
         payload_template: None,
-        first_datagram: Some(first),
+        first_datagrams: firsts,
         one_way: trip_times.then(|| ClockBasis::of_peer(from.ip())),
     };
     let started = now_ms();

@@ -126,7 +126,7 @@ async fn open(
                 counter64: asks.counter64,
             },
             payload_template: None,
-            first_datagram: None,
+            first_datagrams: Vec::new(),
             one_way: None,
         },
         role: PeerRole::Client,

@@ -486,7 +486,7 @@ async fn serve_test(
             counter64: requested.counter64,
         },
         payload_template: None,
-        first_datagram: None,
+        first_datagrams: Vec::new(),
         one_way: None,
     };
     let started_unix_ms = crate::util::unix_ms_now();
