@@ -111,6 +111,12 @@ pub(crate) async fn run(
         )
         .await;
     }
+    if spec.rr.and_then(|rr| rr.bursts?.congest).is_some() {
+        return Err(SessionError::Refused {
+            code: ErrorCode::InvalidSpec,
+            message: "--bounceback-congest runs its load against perfpeer peers (perfpeer iperf -c --bounceback against an iperf 2 server)".into(),
+        });
+    }
     if spec.protocol == perfpeer_shared::spec::Protocol::Dccp {
         return Err(SessionError::Refused {
             code: ErrorCode::InvalidSpec,

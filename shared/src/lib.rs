@@ -45,6 +45,7 @@ pub mod sweep;
 pub mod tagged;
 pub mod units;
 pub mod video;
+pub mod working_load;
 
 /// Version of perfpeer's own control protocol; peers refuse a different major version.
 /// 2: a UDP data stream is bound only after its client echoes the data port's challenge.

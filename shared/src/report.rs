@@ -676,6 +676,9 @@ pub struct TestResult {
     /// so `remote` is empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub group_receivers: Vec<crate::multicast::GroupReceiver>,
+    /// A bounce-back test's working load (`--bounceback-congest`): what it achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_load: Option<crate::working_load::WorkingLoadResult>,
     /// How it ended.
     #[serde(flatten)]
     pub status: TestStatus,
@@ -982,6 +985,7 @@ mod service_demand_tests {
             local: client,
             remote: Some(server),
             group_receivers: Vec::new(),
+            working_load: None,
             status: TestStatus::Complete,
         }
     }

@@ -111,6 +111,10 @@ pub struct Bursts {
     pub period_us: u32,
     /// How long the answering end holds each answer, µs.
     pub hold_us: u32,
+    /// TCP streams to the same peer beside the bursts (iperf 2's `--bounceback-congest`):
+    /// the client runs them as a test of their own; the far end serves the bursts alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congest: Option<crate::working_load::WorkingLoad>,
 }
 
 /// Most round trips in a burst.
@@ -421,7 +425,10 @@ impl TestSpec {
                 || rr.probe_interval_us.is_some()
                 || !(1..=MAX_BURST_COUNT).contains(&b.count)
                 || !(1_000..=MAX_BURST_PERIOD_US).contains(&b.period_us)
-                || b.hold_us > MAX_HOLD_US)
+                || b.hold_us > MAX_HOLD_US
+                || b.congest.is_some_and(|load| {
+                    !load.is_valid() || !matches!(self.end, EndCondition::Time { .. })
+                }))
         {
             return Err(SpecError::Bursts);
         }
@@ -542,7 +549,8 @@ pub enum SpecError {
     TripTimes,
     /// Bounce-back bursts out of range, or not over TCP.
     #[error(
-        "--bounceback runs over TCP: 1 to {MAX_BURST_COUNT} round trips a burst, a period of 1 ms to 60 s, a hold of at most 1 s"
+        "--bounceback runs over TCP: 1 to {MAX_BURST_COUNT} round trips a burst, a period of 1 ms to 60 s, a hold of at most 1 s; --bounceback-congest: 1 to {} TCP streams, and a test time (not -n)",
+        crate::working_load::MAX_LOAD_STREAMS
     )]
     Bursts,
     /// Histogram bins without one-way delays to count, or out of range.

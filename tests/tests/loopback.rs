@@ -386,3 +386,67 @@ fn bounce_back_runs_bursts_and_holds_each_answer() {
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
     }
 }
+
+/// `--bounceback-congest`: a working load of TCP streams to the same peer beside the bursts,
+/// for the same time; its rates are kept with the round trips (text, `-J`), one way or both,
+/// and a load that cannot run beside bursts is a usage error.
+#[test]
+fn bounce_back_with_a_working_load_reports_the_load_beside_it() {
+    let peer = Peer::start(&["--open"]);
+    let v = perfpeer_json(&[
+        &peer.control,
+        "-t",
+        "2",
+        "--bounceback=5",
+        "--bounceback-period",
+        "0.25",
+        "--bounceback-congest=bidir,2",
+    ]);
+    let load = v
+        .pointer("/perfpeer/working_load")
+        .expect("the load's figures");
+    assert_eq!(load["load"]["direction"], "bidir", "{load}");
+    assert_eq!(load["load"]["streams"], 2, "{load}");
+    assert!(
+        !load["result_id"].as_str().unwrap_or("").is_empty(),
+        "{load}"
+    );
+    assert!(load.get("error").is_none(), "{load}");
+    // Loopback carries gigabits both ways; the bursts still ran, 5 round trips 4 times a second.
+    for way in ["/up_bits_per_second", "/down_bits_per_second"] {
+        assert!(f64_at(load, way) > 1e8, "{way}: {load}");
+    }
+    let n = u64_at(&v, "/perfpeer/rr/transactions");
+    assert!((35..=50).contains(&n), "{n} round trips");
+    assert_eq!(
+        v.pointer("/perfpeer/spec/rr/bursts/congest/streams"),
+        Some(&2.into())
+    );
+    // One way only: only that way's rate, in words too.
+    let out = perfpeer_test(&[
+        &peer.control,
+        "-t",
+        "1",
+        "--bounceback",
+        "--bounceback-congest=up",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Working load: TCP up, 1 stream: "))
+        .unwrap_or_else(|| panic!("no working-load line: {text}"));
+    assert!(line.ends_with(" up") && !line.contains("down"), "{line}");
+    for bad in [
+        &["--bounceback", "--bounceback-congest=sideways"][..],
+        &["--bounceback", "--bounceback-congest=up,9"],
+        &["--bounceback", "--bounceback-congest=down,0"],
+        &["--bounceback-congest"],
+        &["--bounceback", "--bounceback-congest", "-n", "1M"],
+    ] {
+        let mut args = vec![peer.control.as_str()];
+        args.extend_from_slice(bad);
+        let out = perfpeer_test(&args);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
+    }
+}

@@ -272,6 +272,10 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
             ));
         }
     }
+    // A bounce-back test's working load (`--bounceback-congest`): its rates beside the bursts.
+    if let Some(load) = &result.working_load {
+        rows.push(row("working-load", "Working load", load.words()));
+    }
     let this = result.local.role;
     for (side, end, name) in [
         (Some(&result.local), this, "this peer"),

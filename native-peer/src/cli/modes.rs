@@ -13,6 +13,7 @@ use perfpeer_shared::format::{dccp as dccp_text, sweep as sweep_text};
 use perfpeer_shared::request::{Mode, RequestError, RequestInput, TestRequest};
 use perfpeer_shared::spec::{Bursts, RequestResponse, TestSpec, ValidSpec};
 use perfpeer_shared::sweep::parse_sizes;
+use perfpeer_shared::working_load::WorkingLoad;
 use tokio::sync::mpsc;
 
 use super::flags::Given;
@@ -63,6 +64,23 @@ pub(super) struct ModeFlags {
     /// Bounce-back: seconds from one burst's start to the next (0.001 to 60; default 1).
     #[arg(long, value_name = "SECS", requires = "bounceback")]
     bounceback_period: Option<f64>,
+    /// Bounce-back: a working load beside the bursts (iperf 2's --bounceback-congest): N (1)
+    /// TCP streams to the same peer for the test's time, up, down or bidir (both ways, the
+    /// default); their rates are reported with the round trips.
+    #[arg(
+        long,
+        value_name = "[up|down|bidir][,N]",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "bidir",
+        requires = "bounceback",
+        value_parser = parse_working_load
+    )]
+    bounceback_congest: Option<WorkingLoad>,
+}
+
+fn parse_working_load(text: &str) -> Result<WorkingLoad, String> {
+    WorkingLoad::parse(text)
 }
 
 impl ModeFlags {
@@ -142,6 +160,7 @@ impl ModeFlags {
                 count,
                 period_us,
                 hold_us,
+                congest: self.bounceback_congest,
             }),
         });
         Ok(())

@@ -134,6 +134,9 @@ impl<'a> Printer<'a> {
                 if let Some((fin, secs, bursts)) = rr {
                     self.write(&rr_text(&fin, secs, bursts))?;
                 }
+                if let Some(load) = &result.working_load {
+                    self.write(&format!("\nWorking load: {}", load.words()))?;
+                }
                 if let Some(text) = self.far_end_output.as_ref().and_then(|(t, _)| t.as_deref()) {
                     self.write(&format!("\nServer output:\n{text}"))?;
                 }

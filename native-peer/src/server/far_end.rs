@@ -289,6 +289,7 @@ async fn run_accepted(
         local: report,
         remote,
         group_receivers: Vec::new(),
+        working_load: None,
         status,
     };
     let result_id = match (rec, member) {

@@ -449,6 +449,7 @@ mod tests {
             local,
             remote: None,
             group_receivers: Vec::new(),
+            working_load: None,
             status: TestStatus::Complete,
         }
     }

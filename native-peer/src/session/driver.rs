@@ -204,6 +204,7 @@ async fn run(
         local,
         remote,
         group_receivers: far.group_receivers(),
+        working_load: None,
         status,
     })
 }

@@ -6,6 +6,7 @@
 use perfpeer_shared::multicast::GroupReceiver;
 use perfpeer_shared::report::{SideReport, TestResult};
 use perfpeer_shared::spec::{TestSpec, ValidSpec};
+use perfpeer_shared::working_load::WorkingLoadResult;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -17,7 +18,9 @@ use super::measure::Measurement;
 use super::multicast::{GroupFarEnd, open_group};
 
 /// Runs `spec` against the peer at `target`, sending live events to `events`; `cancel` ends it
-/// early with a partial result.
+/// early with a partial result. A bounce-back test with a working load
+/// (`--bounceback-congest`) runs the load beside it as a test of its own, to the same peer and
+/// for the same time, and keeps what the load achieved with the round trips.
 pub async fn run_test(
     target: &str,
     spec: &ValidSpec,
@@ -25,8 +28,45 @@ pub async fn run_test(
     events: mpsc::UnboundedSender<TestEvent>,
     cancel: CancellationToken,
 ) -> Result<TestResult, SessionError> {
+    let Some(load) = spec.rr.and_then(|rr| rr.bursts?.congest) else {
+        return run_one(target, spec, opts, &events, &cancel).await;
+    };
+    let load_spec = ValidSpec::new(load.spec_beside(spec))
+        .map_err(|e| SessionError::Internal(format!("the working load: {e}")))?;
+    // The load's own events are not the test's (its rows would read as the bursts').
+    let (quiet, _unread) = mpsc::unbounded_channel();
+    let load_cancel = cancel.child_token();
+    let bursts = async {
+        let result = run_one(target, spec, opts, &events, &cancel).await;
+        // Bursts that failed or ended early take their load with them.
+        if result
+            .as_ref()
+            .map_or(true, |r| r.status.ended_early().is_some())
+        {
+            load_cancel.cancel();
+        }
+        result
+    };
+    let (result, loaded) = tokio::join!(
+        bursts,
+        run_one(target, &load_spec, opts, &quiet, &load_cancel)
+    );
+    let mut result = result?;
+    let loaded = loaded.as_ref().map_err(ToString::to_string);
+    result.working_load = Some(WorkingLoadResult::of(load, loaded));
+    Ok(result)
+}
+
+/// One test against one peer.
+async fn run_one(
+    target: &str,
+    spec: &ValidSpec,
+    opts: &ClientOptions,
+    events: &mpsc::UnboundedSender<TestEvent>,
+    cancel: &CancellationToken,
+) -> Result<TestResult, SessionError> {
     let (far, ready) = open(target, spec, opts).await?;
-    drive(PeerFarEnds::One(far), ready, spec, &events, &cancel).await
+    drive(PeerFarEnds::One(far), ready, spec, events, cancel).await
 }
 
 /// Runs the multicast test `spec` (its `multicast` set) with `receivers` (host[:port] of each

@@ -674,6 +674,7 @@ fn unfinished(summary: &HistoryEntry, test_id: &str, spec: TestSpec, host: HostI
         local,
         remote: None,
         group_receivers: Vec::new(),
+        working_load: None,
         status: TestStatus::Partial {
             reason: summary
                 .reason

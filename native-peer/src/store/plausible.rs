@@ -134,6 +134,7 @@ mod tests {
             local: SideReport::empty(PeerRole::Server, Default::default()),
             remote: None,
             group_receivers: Vec::new(),
+            working_load: None,
             status: TestStatus::Complete,
         }
     }

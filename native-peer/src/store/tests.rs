@@ -69,6 +69,7 @@ fn result(spec: &TestSpec) -> TestResult {
         local,
         remote: Some(remote),
         group_receivers: Vec::new(),
+        working_load: None,
         status: TestStatus::Complete,
     }
 }

@@ -188,6 +188,9 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
         }
     }
     rows.extend(group_rows(result));
+    if let Some(load) = &result.working_load {
+        rows.push(("Working load".into(), load.words()));
+    }
     let cpu = |c: &crate::report::CpuUsage| {
         format!(
             "{:.1} % process, {:.1} % host",

@@ -545,6 +545,7 @@ async fn tcp_stream(
         local,
         remote: None,
         group_receivers: Vec::new(),
+        working_load: None,
         status,
     };
     shared.report(ServerEvent::Finished(Box::new(result)));
@@ -825,6 +826,7 @@ async fn udp_flow(
         local: local_report,
         remote: None,
         group_receivers: Vec::new(),
+        working_load: None,
         status,
     };
     shared.report(ServerEvent::Finished(Box::new(result)));

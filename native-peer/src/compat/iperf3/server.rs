@@ -542,6 +542,7 @@ async fn serve_test(
         local,
         remote: Some(remote),
         group_receivers: Vec::new(),
+        working_load: None,
         status,
     };
     // `--get-server-output`: this test as this server shows it, in the client's style.
@@ -599,6 +600,7 @@ fn partial(
         local,
         remote: None,
         group_receivers: Vec::new(),
+        working_load: None,
         status: TestStatus::Partial { reason },
     }
 }

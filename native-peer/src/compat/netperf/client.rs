@@ -955,6 +955,7 @@ impl Plan {
             local,
             remote,
             group_receivers: Vec::new(),
+            working_load: None,
             status,
         }
     }

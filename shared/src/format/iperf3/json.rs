@@ -659,6 +659,9 @@ fn perfpeer_json(result: &TestResult) -> Value {
     if let Some(group) = result.spec.multicast {
         put(&mut m, "multicast", multicast_json(result, group));
     }
+    if let Some(load) = &result.working_load {
+        put(&mut m, "working_load", crate::format::json_value(load));
+    }
     put(&mut m, "spec", crate::format::json_value(&result.spec));
     Value::Object(m)
 }

@@ -127,6 +127,7 @@ fn result(spec: TestSpec, local: SideReport, remote: Option<SideReport>) -> Test
         local,
         remote,
         group_receivers: Vec::new(),
+        working_load: None,
         status: TestStatus::Complete,
     }
 }

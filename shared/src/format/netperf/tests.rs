@@ -78,6 +78,7 @@ fn result(spec: TestSpec, client: Vec<StreamFinal>, server: Vec<StreamFinal>) ->
             server,
         )),
         group_receivers: Vec::new(),
+        working_load: None,
         status: TestStatus::Complete,
     }
 }
