@@ -180,6 +180,14 @@ impl Header {
         self
     }
 
+    /// Asks the server to send too, on the same connection (`--full-duplex`): a version-2
+    /// header with the FULLDUPLEX flag.
+    pub fn full_duplex(mut self) -> Header {
+        self.flags |= flags::VERSION2;
+        self.upper |= upper::FULLDUPLEX;
+        self
+    }
+
     /// Asks for one-way delays (UDP `--trip-times`): the flags a 2.1 client sends; the datagram
     /// then carries the start time ([`put_udp_start_time`]).
     pub fn with_trip_times(mut self) -> Header {

@@ -838,3 +838,70 @@ fn tcp_write_delays_are_timed_both_ways() {
         }
     }
 }
+
+/// Our client's `--full-duplex` (TCP, both ways on one connection, with `--trip-times` too)
+/// and `--bounceback-congest` (a working load beside the bursts), against a stock server and
+/// ours.
+#[test]
+fn our_full_duplex_and_congested_bounceback_clients() {
+    if !have("iperf") {
+        return;
+    }
+    let (_stock, stock_port) = stock();
+    let (_ours, our_port) = ours();
+    let rate_of = |row: &str| -> f64 {
+        let w: Vec<&str> = row.split_whitespace().collect();
+        let at = w
+            .iter()
+            .position(|x| x.ends_with("bits/sec"))
+            .unwrap_or_else(|| panic!("no rate: {row}"));
+        w[at - 1]
+            .parse()
+            .unwrap_or_else(|_| panic!("no rate: {row}"))
+    };
+    for (server, port) in [
+        ("stock iperf -s", stock_port),
+        ("perfpeer iperf -s", our_port),
+    ] {
+        let out = our_iperf_client(port, &["--full-duplex", "-t", "2"]);
+        let t = text(&out);
+        assert!(out.status.success(), "{server}: {t}");
+        let rows: Vec<&str> = t.lines().filter(|l| l.contains(" sec ")).collect();
+        assert_eq!(rows.len(), 2, "{server}: a row each way: {t}");
+        assert!(rows.iter().all(|r| rate_of(r) > 0.0), "{server}: {t}");
+        let out = our_iperf_client(port, &["--full-duplex", "--trip-times", "-t", "2"]);
+        let t = text(&out);
+        assert!(out.status.success(), "{server}: {t}");
+        let row = t
+            .lines()
+            .find(|l| l.contains(" ms ("))
+            .unwrap_or_else(|| panic!("{server}: the server's writes untimed: {t}"));
+        let (count, _, [avg, ..]) = write_delays_of(row);
+        assert!(count > 10 && avg < 1000.0, "{server}: {row}");
+
+        let p = port.to_string();
+        let args = [
+            "iperf",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "--bounceback",
+            "--bounceback-congest",
+            "-t",
+            "2",
+        ];
+        let out = Running::spawn(&perfpeer_bin(), &args).wait(Duration::from_secs(20));
+        let t = text(&out);
+        assert!(out.status.success(), "{server}: {t}");
+        assert!(
+            t.lines().any(|l| l.ends_with(" rps") && l.contains(" 20=")),
+            "{server}: two bursts of ten beside the load: {t}"
+        );
+        let load = t
+            .lines()
+            .find(|l| l.starts_with("Working load: TCP both ways, 1 stream each way: "))
+            .unwrap_or_else(|| panic!("{server}: no working load: {t}"));
+        assert!(load.contains(" up, ") && load.ends_with(" down"), "{load}");
+    }
+}

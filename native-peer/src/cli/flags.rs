@@ -61,8 +61,9 @@ pub(super) struct TestFlags {
     /// Reverse: the peer sends, this machine receives.
     #[arg(short = 'R', long, conflicts_with = "bidir")]
     reverse: bool,
-    /// Both directions at once.
-    #[arg(long)]
+    /// Both directions at once (iperf 2's --full-duplex: one connection each way's streams
+    /// share).
+    #[arg(long, visible_alias = "full-duplex")]
     bidir: bool,
     /// Target rate (K/M/G = 1000-based; 0 = unlimited; UDP default 1M): for the whole test per
     /// direction with `perfpeer test`, per stream with `perfpeer iperf3` (as iperf3 has it).

@@ -93,6 +93,19 @@ pub(super) struct IperfArgs {
         requires = "bounceback"
     )]
     bounceback_period: f64,
+    /// Client, --bounceback: a working load beside the bursts (iperf 2.1's flag): N (1) TCP
+    /// streams to the server for the test's time, up, down or bidir (full duplex, the
+    /// default).
+    #[arg(
+        long,
+        value_name = "[up|down|bidir][,N]",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "bidir",
+        requires = "bounceback",
+        value_parser = perfpeer_shared::working_load::WorkingLoad::parse
+    )]
+    bounceback_congest: Option<perfpeer_shared::working_load::WorkingLoad>,
     /// Server: the source of a source-specific multicast group (-B GROUP): only its datagrams
     /// are received (an (S,G) join).
     #[arg(short = 'H', long = "ssm-host", value_name = "SOURCE")]
@@ -356,11 +369,23 @@ async fn run_bounceback(host: String, args: &IperfArgs) -> anyhow::Result<ExitCo
         ask.hold.as_micros()
     );
     let timeout = opts.connect_timeout;
-    let outcome = crate::util::spawn_blocking(move || {
+    let bursts = crate::util::spawn_blocking(move || {
         bounceback::run_client(server, &ask, timeout, &|| false)
-    })
-    .await?
-    .with_context(|| format!("bounce-back test against {host} failed"))?;
+    });
+    // --bounceback-congest: the load runs beside the bursts, as its own iperf 2 test.
+    let load = async {
+        let load = args.bounceback_congest?;
+        let load_spec = perfpeer_shared::spec::ValidSpec::new(load.spec_beside(&spec)).ok()?;
+        let (events, _unread) = mpsc::unbounded_channel();
+        let extras = client::Iperf2Extras::default();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        Some((
+            load,
+            client::run(server, &load_spec, &opts, extras, events, cancel).await,
+        ))
+    };
+    let (outcome, loaded) = tokio::join!(bursts, load);
+    let outcome = outcome?.with_context(|| format!("bounce-back test against {host} failed"))?;
     let (local, remote) = &outcome.addresses;
     out!("{}", fmt::connected_line(1, local, remote));
     out!("{}", fmt::bounceback_header());
@@ -381,6 +406,17 @@ async fn run_bounceback(host: String, args: &IperfArgs) -> anyhow::Result<ExitCo
             args.units,
         )
     );
+    if let Some((load, loaded)) = loaded {
+        let words = perfpeer_shared::working_load::WorkingLoadResult::of(
+            load,
+            loaded.as_ref().map_err(ToString::to_string),
+        )
+        .words();
+        outln!("Working load: {words}");
+        if let Ok(result) = &loaded {
+            out!("{}", fmt::final_rows_in(result, args.units));
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 

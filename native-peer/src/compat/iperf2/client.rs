@@ -69,10 +69,10 @@ fn header(spec: &TestSpec, port: u16, extras: &Iperf2Extras) -> Header {
     if spec.video.is_some() {
         h = h.isochronous();
     }
-    if spec.direction == Direction::Reverse {
-        h.reverse()
-    } else {
-        h
+    match spec.direction {
+        Direction::Reverse => h.reverse(),
+        Direction::Bidir => h.full_duplex(),
+        Direction::Normal => h,
     }
 }
 
@@ -152,10 +152,10 @@ pub(crate) async fn run(
     if spec.video.is_some() && spec.direction != Direction::Normal {
         return refuse("--isochronous: the client sends the frames (no -R or --full-duplex)");
     }
-    if spec.direction == Direction::Bidir {
+    if spec.direction == Direction::Bidir && spec.protocol != Protocol::Tcp {
         return Err(SessionError::Refused {
             code: perfpeer_shared::control::ErrorCode::InvalidSpec,
-            message: "iperf2's full-duplex and dual tests are not supported: run -R and a normal test one after the other".into(),
+            message: "iperf2's UDP full-duplex test is not supported (a server would send to an unproven address): run -R and a normal test one after the other, or --full-duplex over TCP".into(),
         });
     }
     let (spec_c, opts_c) = (spec.clone(), opts.clone());
@@ -173,8 +173,9 @@ pub(crate) async fn run(
             format: DatagramFormat::Iperf2 { seq64: true },
             payload_template: template.clone(),
             first_datagrams: Vec::new(),
-            // A reverse --trip-times test: the server stamps its datagrams or writes.
-            one_way: (spec.trip_times && spec.direction == Direction::Reverse)
+            // A reverse or full-duplex --trip-times test: the server stamps its datagrams or
+            // writes.
+            one_way: (spec.trip_times && spec.direction.server_sends())
                 .then(|| ClockBasis::of_peer(server.ip())),
         },
         role: PeerRole::Client,
@@ -243,10 +244,12 @@ impl FarEnd for Iperf2FarEnd {
                 } else {
                     TCP_HEADER_LEN
                 } as u64;
-                if self.spec.direction == Direction::Normal {
-                    for s in &mut local.streams {
-                        s.bytes += header_len;
-                    }
+                for s in local
+                    .streams
+                    .iter_mut()
+                    .filter(|s| s.role == StreamRole::Sender)
+                {
+                    s.bytes += header_len;
                 }
                 crate::util::spawn_blocking(move || drain_until_closed(&sockets))
                     .await
@@ -282,13 +285,16 @@ fn open_streams(
     opts: &ClientOptions,
     extras: &Iperf2Extras,
 ) -> Result<Vec<StreamSetup>, SessionError> {
-    let role = if spec.direction == Direction::Reverse {
-        StreamRole::Receiver
-    } else {
-        StreamRole::Sender
+    // Each connection's streams: it sends, it receives, or (--full-duplex, TCP) both, the
+    // stream it receives numbered after all the sending ones.
+    let roles: &[StreamRole] = match spec.direction {
+        Direction::Normal => &[StreamRole::Sender],
+        Direction::Reverse => &[StreamRole::Receiver],
+        Direction::Bidir => &[StreamRole::Sender, StreamRole::Receiver],
     };
-    (1..=u32::from(spec.streams))
-        .map(|id| {
+    let streams = u32::from(spec.streams);
+    let connections: Vec<DataSocket> = (1..=streams)
+        .map(|_| {
             let socket = Socket::new(
                 Domain::for_address(server),
                 if spec.protocol == Protocol::Tcp {
@@ -328,7 +334,7 @@ fn open_streams(
                     } else {
                         stream.write_all(&h.encode()).map_err(data_err)?;
                     }
-                    if spec.trip_times && spec.direction == Direction::Reverse {
+                    if spec.trip_times && spec.direction.server_sends() {
                         read_reverse_header(&mut stream, opts.connect_timeout)?;
                     }
                     DataSocket::Tcp(Arc::new(stream))
@@ -342,9 +348,19 @@ fn open_streams(
                     DataSocket::Udp(Arc::new(udp))
                 }
             };
-            Ok(StreamSetup { id, role, socket })
+            Ok(socket)
         })
-        .collect()
+        .collect::<Result<_, SessionError>>()?;
+    Ok((1..=streams)
+        .zip(connections)
+        .flat_map(|(id, socket)| {
+            roles.iter().enumerate().map(move |(k, &role)| StreamSetup {
+                id: id + streams * u32::try_from(k).unwrap_or(0),
+                role,
+                socket: socket.clone(),
+            })
+        })
+        .collect())
 }
 
 /// TCP `-R --trip-times`: a 2.1 server sends its own header (with its start time) before its
