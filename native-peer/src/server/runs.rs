@@ -7,6 +7,7 @@
 //! from above as a [`Runner`](super::runner::Runner), so this layer does not import `targets`,
 //! `sweep` or `latency`.
 
+use std::any::Any;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -169,10 +170,12 @@ trait Supervision: Send {
     fn end(&mut self) -> BoxFuture<'_, ServerMsg>;
 }
 
-/// A run of kind `S`, its job's task and the events the job sends.
+/// A run of kind `S`, its job's task and the events the job sends. The task's output is
+/// boxed as `Any` (and read back as `S::Output`), so tokio's task code is compiled once for
+/// every kind of run.
 struct Supervisee<S: Supervised> {
     run: S,
-    job: JoinHandle<S::Output>,
+    job: JoinHandle<Box<dyn Any + Send>>,
     joined: Option<Result<S::Output, JoinError>>,
     events: mpsc::UnboundedReceiver<S::Event>,
 }
@@ -188,7 +191,11 @@ impl<S: Supervised> Supervision for Supervisee<S> {
 
     fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
         if let Poll::Ready(joined) = std::pin::Pin::new(&mut self.job).poll(cx) {
-            self.joined = Some(joined);
+            self.joined = Some(joined.map(|output| {
+                *output
+                    .downcast::<S::Output>()
+                    .expect("a run's job ends with its kind's output")
+            }));
             return Poll::Ready(true);
         }
         match self.events.poll_recv(cx) {
@@ -226,7 +233,7 @@ fn spawn_supervised<S: Supervised>(
 ) {
     let run = Box::new(Supervisee {
         run,
-        job: crate::util::spawn(job),
+        job: crate::util::spawn(async move { Box::new(job.await) as Box<dyn Any + Send> }),
         joined: None,
         events,
     });
