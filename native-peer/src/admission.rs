@@ -414,14 +414,24 @@ impl LogLimit {
     /// Records one event from `source` with `detail` as a warning, unless this period already
     /// wrote its lines.
     pub(crate) fn warn(&self, source: impl std::fmt::Display, detail: impl std::fmt::Display) {
+        self.warn_dyn(&source, &detail);
+    }
+
+    /// [`LogLimit::warn`] at the info level: for events that are normal use one at a time.
+    pub(crate) fn info(&self, source: impl std::fmt::Display, detail: impl std::fmt::Display) {
+        self.info_dyn(&source, &detail);
+    }
+
+    /// [`LogLimit::warn`], compiled once rather than once per pair of argument types.
+    fn warn_dyn(&self, source: &dyn std::fmt::Display, detail: &dyn std::fmt::Display) {
         if let LogLine::Write { suppressed } = self.admit() {
             self.log_count(suppressed);
             tracing::warn!(%source, "{}: {detail}", self.what);
         }
     }
 
-    /// [`LogLimit::warn`] at the info level: for events that are normal use one at a time.
-    pub(crate) fn info(&self, source: impl std::fmt::Display, detail: impl std::fmt::Display) {
+    /// [`LogLimit::info`], compiled once.
+    fn info_dyn(&self, source: &dyn std::fmt::Display, detail: &dyn std::fmt::Display) {
         if let LogLine::Write { suppressed } = self.admit() {
             self.log_count(suppressed);
             tracing::info!(%source, "{}: {detail}", self.what);

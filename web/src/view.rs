@@ -193,7 +193,7 @@ impl View {
         el("sweep-chart").set_inner_html(&sweep_text::svg(sweep));
         let text = sweep_text::text(sweep, done.spec.dccp.map(|d| d.service));
         set_lines("sweep-text", &text);
-        let json = serde_json::to_string_pretty(sweep).unwrap_or_default();
+        let json = perfpeer_shared::format::pretty_json(sweep).unwrap_or_default();
         set_download(
             &mut self.sweep_json_url,
             "sweep-json-download",
@@ -251,7 +251,7 @@ impl View {
         el("latency-timeline").set_inner_html(&latency_text::svg_timeline(r));
         el("latency-cdf").set_inner_html(&latency_text::svg_cdf(r));
         set_lines("latency-text", &latency_text::text(r));
-        let json = serde_json::to_string_pretty(r).unwrap_or_default();
+        let json = perfpeer_shared::format::pretty_json(r).unwrap_or_default();
         set_download(
             &mut self.latency_json_url,
             "latency-json-download",

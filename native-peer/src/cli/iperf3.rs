@@ -333,7 +333,8 @@ impl ServerPrinter {
                 } else {
                     outln!(
                         "{}",
-                        serde_json::to_string_pretty(&fmt::json(result)).unwrap_or_default()
+                        perfpeer_shared::format::pretty_json(&fmt::json(result))
+                            .unwrap_or_default()
                     );
                 }
                 self.running.remove(test);

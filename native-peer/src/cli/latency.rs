@@ -182,7 +182,7 @@ pub(super) async fn run(
                 if style == Style::JsonStream {
                     error.to_string()
                 } else {
-                    serde_json::to_string_pretty(&error)?
+                    perfpeer_shared::format::pretty_json(&error)?
                 }
             );
             anyhow::bail!(message);
@@ -207,7 +207,7 @@ pub(super) async fn run(
         }
         Style::Json => outln!(
             "{}",
-            serde_json::to_string_pretty(&Wrapped {
+            perfpeer_shared::format::pretty_json(&Wrapped {
                 event: None,
                 latency_under_load: &result
             })?

@@ -237,16 +237,25 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         .enable_all()
         .thread_name("perfpeer-rt")
         .build()?;
-    match cli.command {
-        Command::Serve(args) => runtime.block_on(serve::run(args)),
-        Command::Test(args) => runtime.block_on(test::run(args)),
-        Command::Iperf3(args) => runtime.block_on(iperf3::run(args)),
-        Command::Netperf(args) => runtime.block_on(netperf::run(args)),
-        Command::Netserver(args) => runtime.block_on(netserver::run(args)),
-        Command::Ttcp(args) => runtime.block_on(ttcp::run(args)),
-        Command::Results(args) => results::run(args),
-        Command::Iperf(args) => runtime.block_on(iperf::run(args)),
+    // Each subcommand's future boxed: tokio's `block_on` (the runtime's entry, its parking and
+    // its budget, inlined with the future's first poll) is then compiled once, not once per
+    // subcommand.
+    fn boxed<'a>(
+        main: impl Future<Output = anyhow::Result<ExitCode>> + 'a,
+    ) -> std::pin::Pin<Box<dyn Future<Output = anyhow::Result<ExitCode>> + 'a>> {
+        Box::pin(main)
     }
+    let main = match cli.command {
+        Command::Serve(args) => boxed(serve::run(args)),
+        Command::Test(args) => boxed(test::run(args)),
+        Command::Iperf3(args) => boxed(iperf3::run(args)),
+        Command::Netperf(args) => boxed(netperf::run(args)),
+        Command::Netserver(args) => boxed(netserver::run(args)),
+        Command::Ttcp(args) => boxed(ttcp::run(args)),
+        Command::Results(args) => return results::run(args),
+        Command::Iperf(args) => boxed(iperf::run(args)),
+    };
+    runtime.block_on(main)
 }
 
 /// Logs go to stderr; `RUST_LOG` (`level` or `target=level,…` directives) overrides

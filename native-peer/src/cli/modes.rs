@@ -214,7 +214,7 @@ pub(super) async fn run_sweep(
             sweep_text::text(&result, spec.dccp.map(|d| d.service))
         );
     } else {
-        outln!("{}", serde_json::to_string_pretty(&result)?);
+        outln!("{}", perfpeer_shared::format::pretty_json(&result)?);
     }
     let all_ok = result.points.iter().all(|p| p.error.is_none());
     Ok(if all_ok {

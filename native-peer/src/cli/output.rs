@@ -169,7 +169,7 @@ impl<'a> Printer<'a> {
                         top.insert("server_output_text".into(), t.into());
                     }
                 }
-                self.write(&serde_json::to_string_pretty(&json).unwrap_or_default())
+                self.write(&perfpeer_shared::format::pretty_json(&json).unwrap_or_default())
             }
             Style::JsonStream => self.write(&iperf3::json_stream_end(result)),
         }

@@ -89,7 +89,7 @@ pub(super) fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
             Kept::Test(found) => out!("{}", render(&found.result, format)?),
             // A sweep has one layout (its table), or its SweepResult JSON.
             Kept::Sweep(sweep) if format == Layout::Json => {
-                outln!("{}", serde_json::to_string_pretty(&sweep.result)?)
+                outln!("{}", perfpeer_shared::format::pretty_json(&sweep.result)?)
             }
             Kept::Sweep(sweep) => out!(
                 "{}",
@@ -97,7 +97,7 @@ pub(super) fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
             ),
             // A latency run: its table, or its LatencyResult JSON.
             Kept::Latency(run) if format == Layout::Json => {
-                outln!("{}", serde_json::to_string_pretty(&run.result)?)
+                outln!("{}", perfpeer_shared::format::pretty_json(&run.result)?)
             }
             Kept::Latency(run) => out!("{}", perfpeer_shared::format::latency::text(&run.result)),
         },

@@ -18,15 +18,33 @@ use crate::admission::{Admission, Caps};
 pub(crate) fn routes(
     state: Arc<ServerState>,
 ) -> impl Filter<Extract = (impl warp::Reply,), Error = Infallible> + Clone {
-    guard::checked(state.host_policy.clone())
-        .and(
-            ws(state.clone())
-                .or(super::results::routes(state.clone()))
-                .or(info(state))
-                .or(index())
-                .or(static_files()),
-        )
+    // Each route a boxed filter answering a plain `Response`: warp's `Or` futures and reply
+    // conversions are then compiled for one type, not nested around every route's own (41 KB
+    // of a MIPS build in three nested copies).
+    let host_policy = state.host_policy.clone();
+    let routes = boxed(ws(state.clone()))
+        .or(super::results::routes(state.clone()))
+        .unify()
+        .or(boxed(info(state)))
+        .unify()
+        .or(boxed(index()))
+        .unify()
+        .or(boxed(static_files()))
+        .unify();
+    guard::checked(host_policy)
+        .and(routes)
         .recover(handle_rejection)
+}
+
+/// `route` with its type erased, answering a plain `Response`.
+fn boxed(
+    route: impl Filter<Extract = (impl warp::Reply + 'static,), Error = warp::Rejection>
+    + Clone
+    + Send
+    + Sync
+    + 'static,
+) -> warp::filters::BoxedFilter<(warp::reply::Response,)> {
+    route.map(warp::Reply::into_response).boxed()
 }
 
 fn with_state(

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use perfpeer_shared::format::html;
 use warp::Filter;
+use warp::filters::BoxedFilter;
 use warp::http::StatusCode;
 use warp::reply::{Reply, Response};
 
@@ -31,9 +32,7 @@ fn with_state(
 }
 
 /// Every result route.
-pub(crate) fn routes(
-    state: Arc<ServerState>,
-) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+pub(crate) fn routes(state: Arc<ServerState>) -> BoxedFilter<(Response,)> {
     let page = warp::path!("r" / String)
         .and(warp::get())
         .and(with_state(state.clone()))
@@ -131,16 +130,19 @@ pub(crate) fn routes(
                 .await
             },
         );
-    page.or(list)
+    // Boxed one by one, as filters::routes does its routes.
+    page.boxed()
+        .or(list.boxed())
         .unify()
-        .or(get)
+        .or(get.boxed())
         .unify()
-        .or(delete)
+        .or(delete.boxed())
         .unify()
-        .or(link)
+        .or(link.boxed())
         .unify()
-        .or(notes)
+        .or(notes.boxed())
         .unify()
+        .boxed()
 }
 
 #[derive(serde::Deserialize)]

@@ -7,7 +7,9 @@
 //! from above as a [`Runner`](super::runner::Runner), so this layer does not import `targets`,
 //! `sweep` or `latency`.
 
+use std::any::Any;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -17,7 +19,7 @@ use perfpeer_shared::report::{PeerRole, TestResult};
 use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use perfpeer_shared::sweep::SweepResult;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
-use tokio::task::JoinError;
+use tokio::task::{JoinError, JoinHandle};
 
 use super::run_log::{DETACHED_GRACE, KEEP_FINISHED, RunLog};
 use super::state::{RunningGuard, ServerState};
@@ -136,7 +138,7 @@ pub(crate) fn start_latency(
 }
 
 /// One kind of run as the supervisor sees it: what its events and its end write to its log.
-trait Supervised: Send {
+trait Supervised: Send + 'static {
     /// What the running job reports.
     type Event: Send;
     /// What the job ends with.
@@ -154,49 +156,112 @@ trait Supervised: Send {
     ) -> impl Future<Output = ServerMsg> + Send;
 }
 
-/// Runs [`supervise`] as a task of the peer's.
-fn spawn_supervised<S: Supervised + Send + 'static>(
+/// A run with its job and its events, as the one [`supervise`] loop drives every kind: that
+/// loop is compiled once, not once per kind (14 KB of a MIPS build were its three copies).
+trait Supervision: Send {
+    /// The run's log.
+    fn log(&self) -> &Arc<RunLog>;
+    /// The id the run is attachable under (empty until its test has started).
+    fn id(&self) -> &str;
+    /// Logs the run's next event (`Ready(false)`), or says its job has ended (`Ready(true)`).
+    fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<bool>;
+    /// After the job's end: logs the events still queued, keeps what is to be kept and says
+    /// how the run ended.
+    fn end(&mut self) -> BoxFuture<'_, ServerMsg>;
+}
+
+/// A run of kind `S`, its job's task and the events the job sends. The task's output is
+/// boxed as `Any` (and read back as `S::Output`), so tokio's task code is compiled once for
+/// every kind of run.
+struct Supervisee<S: Supervised> {
+    run: S,
+    job: JoinHandle<Box<dyn Any + Send>>,
+    joined: Option<Result<S::Output, JoinError>>,
+    events: mpsc::UnboundedReceiver<S::Event>,
+}
+
+impl<S: Supervised> Supervision for Supervisee<S> {
+    fn log(&self) -> &Arc<RunLog> {
+        self.run.log()
+    }
+
+    fn id(&self) -> &str {
+        self.run.id()
+    }
+
+    fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        if let Poll::Ready(joined) = std::pin::Pin::new(&mut self.job).poll(cx) {
+            self.joined = Some(joined.map(|output| {
+                *output
+                    .downcast::<S::Output>()
+                    .expect("a run's job ends with its kind's output")
+            }));
+            return Poll::Ready(true);
+        }
+        match self.events.poll_recv(cx) {
+            Poll::Ready(Some(ev)) => {
+                self.run.on_event(ev);
+                Poll::Ready(false)
+            }
+            // No more events: the job's end is what is left to wait for.
+            Poll::Ready(None) | Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn end(&mut self) -> BoxFuture<'_, ServerMsg> {
+        Box::pin(async move {
+            // Events sent just before the end are still queued: log them first.
+            while let Ok(ev) = self.events.try_recv() {
+                self.run.on_event(ev);
+            }
+            let joined = self
+                .joined
+                .take()
+                .expect("end is called after the job ended");
+            self.run.on_end(joined).await
+        })
+    }
+}
+
+/// Runs [`supervise`] as a task of the peer's, with `job` running as a task of its own.
+fn spawn_supervised<S: Supervised>(
     state: &Arc<ServerState>,
     slot: OwnedSemaphorePermit,
     run: S,
     job: BoxFuture<'static, S::Output>,
     events: mpsc::UnboundedReceiver<S::Event>,
 ) {
-    state.tasks.spawn(crate::util::boxed(supervise(
-        state.clone(),
-        slot,
+    let run = Box::new(Supervisee {
         run,
-        job,
+        job: crate::util::spawn(async move { Box::new(job.await) as Box<dyn Any + Send> }),
+        joined: None,
         events,
-    )));
+    });
+    state
+        .tasks
+        .spawn(crate::util::boxed(supervise(state.clone(), slot, run)));
 }
 
 /// Drives one run to its end: its events into the log as they come, a cancel when nobody
 /// followed it for the grace period or on shutdown; then its last message, its slot given
 /// back, and the finished log kept attachable for [`KEEP_FINISHED`].
-async fn supervise<S: Supervised>(
+async fn supervise(
     state: Arc<ServerState>,
     slot: OwnedSemaphorePermit,
-    mut run: S,
-    job: BoxFuture<'static, S::Output>,
-    mut events: mpsc::UnboundedReceiver<S::Event>,
+    mut run: Box<dyn Supervision>,
 ) {
     let log = run.log().clone();
-    let mut job = std::pin::pin!(crate::util::spawn(job));
     let mut check = tokio::time::interval(Duration::from_secs(1));
     // Shutdown cancels the run once; the branch is then off, or it would be ready on every
     // turn and spin this task, starving the run it is waiting for.
     let mut cancelled_for_shutdown = false;
     let last = loop {
         tokio::select! {
-            joined = &mut job => {
-                // Events sent just before the end are still queued: log them first.
-                while let Ok(ev) = events.try_recv() {
-                    run.on_event(ev);
+            ended = std::future::poll_fn(|cx| run.poll_step(cx)) => {
+                if ended {
+                    break run.end().await;
                 }
-                break run.on_end(joined).await;
             }
-            Some(ev) = events.recv() => run.on_event(ev),
             now = check.tick() => {
                 if log.abandoned_at(now) && !log.cancel_token().is_cancelled() {
                     tracing::info!(

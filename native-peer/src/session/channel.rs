@@ -2,6 +2,7 @@
 //! carries them: the server side adapts warp's socket, the client side tokio-tungstenite's.
 //! Each adapter pings every second so either end notices a vanished peer within seconds.
 
+use std::pin::Pin;
 use std::time::Duration;
 
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
@@ -69,6 +70,14 @@ pub(crate) struct ControlChannel {
     last_heard: tokio::time::Instant,
 }
 
+/// What the writer task hands a socket.
+enum Outgoing {
+    /// A text frame.
+    Text(String),
+    /// A ping frame.
+    Ping,
+}
+
 /// The generic message operations a WebSocket library must offer the adapter.
 pub(crate) trait WsMessage: Sized + Send + 'static {
     /// A text frame.
@@ -88,7 +97,28 @@ impl ControlChannel {
         E1: std::fmt::Display + Send,
         E2: std::fmt::Display + Send,
     {
-        let (mut sink, mut stream) = socket.split();
+        // Each library's socket seen as frames in and out, its types erased: the reader and
+        // writer tasks below are compiled once, not once per WebSocket library.
+        let (sink, stream) = socket.split();
+        let stream = stream.map(|next| match next {
+            Ok(msg) => msg.classify(),
+            Err(e) => Some(Frame::Broken(e.to_string())),
+        });
+        let sink = sink.sink_map_err(|_| ()).with(|out: Outgoing| {
+            std::future::ready(Ok(match out {
+                Outgoing::Text(text) => M::text(text),
+                Outgoing::Ping => M::ping(),
+            }))
+        });
+        Self::spawn_erased(Box::pin(stream), Box::pin(sink))
+    }
+
+    /// [`spawn`](Self::spawn)'s reader and writer tasks over a socket's frames: `None` from
+    /// `stream` is a close frame.
+    fn spawn_erased(
+        mut stream: Pin<Box<dyn Stream<Item = Option<Frame>> + Send>>,
+        mut sink: Pin<Box<dyn Sink<Outgoing, Error = ()> + Send>>,
+    ) -> ControlChannel {
         let (in_tx, incoming) = mpsc::channel(64);
         let (outgoing, mut out_rx) = mpsc::channel::<String>(OUT_QUEUE);
         let closed = CancellationToken::new();
@@ -100,11 +130,8 @@ impl ControlChannel {
                     n = stream.next() => n,
                 };
                 let frame = match next {
-                    Some(Ok(msg)) => match msg.classify() {
-                        Some(f) => f,
-                        None => break, // close frame
-                    },
-                    Some(Err(e)) => Frame::Broken(e.to_string()),
+                    Some(Some(f)) => f,
+                    Some(None) => break, // close frame
                     None => break,
                 };
                 let fatal = matches!(frame, Frame::Broken(_));
@@ -120,9 +147,9 @@ impl ControlChannel {
             loop {
                 let msg = tokio::select! {
                     _ = writer_closed.cancelled() => break,
-                    _ = ping.tick() => M::ping(),
+                    _ = ping.tick() => Outgoing::Ping,
                     m = out_rx.recv() => match m {
-                        Some(text) => M::text(text),
+                        Some(text) => Outgoing::Text(text),
                         None => break,
                     },
                 };
@@ -132,7 +159,7 @@ impl ControlChannel {
             }
             // Flush what is queued (a final error or result), then close.
             while let Ok(text) = out_rx.try_recv() {
-                if sink.send(M::text(text)).await.is_err() {
+                if sink.send(Outgoing::Text(text)).await.is_err() {
                     break;
                 }
             }

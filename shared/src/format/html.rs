@@ -352,7 +352,7 @@ pub fn page(result: &TestResult, notes: &Notes) -> String {
             escape(text)
         );
     }
-    let json = serde_json::to_string_pretty(&iperf3::json(result)).unwrap_or_default();
+    let json = crate::format::pretty_json(&iperf3::json(result)).unwrap_or_default();
     let _ = write!(
         h,
         "<details><summary>JSON (iperf3 -J)</summary><pre>{}</pre></details></section>",
@@ -432,7 +432,7 @@ pub fn sweep_page(
         peer = escape(&context.other_peer),
     );
     h.push_str(&sweep_rows(&result.points));
-    let json = serde_json::to_string_pretty(result).unwrap_or_default();
+    let json = crate::format::pretty_json(result).unwrap_or_default();
     let raw = serde_json::to_string(result)
         .unwrap_or_default()
         .replace("</", "<\\/");
@@ -454,7 +454,7 @@ pub fn sweep_page(
 /// read it", the text and the JSON.
 pub fn latency_page(result: &LatencyResult, title: &str, notes: &Notes) -> String {
     let mut h = head(&format!("perfpeer: {title}"));
-    let json = serde_json::to_string_pretty(result).unwrap_or_default();
+    let json = crate::format::pretty_json(result).unwrap_or_default();
     let raw = serde_json::to_string(result)
         .unwrap_or_default()
         .replace("</", "<\\/");

@@ -109,7 +109,7 @@ fn stream_text(result: &TestResult) -> Result<String, String> {
 
 /// The `-J` JSON, pretty-printed, with a final newline.
 fn json_text(result: &TestResult) -> String {
-    let mut out = serde_json::to_string_pretty(&iperf3::json(result)).unwrap_or_default();
+    let mut out = crate::format::pretty_json(&iperf3::json(result)).unwrap_or_default();
     out.push('\n');
     out
 }

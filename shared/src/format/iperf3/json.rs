@@ -116,7 +116,7 @@ pub fn json_error(message: &str, host: &HostInfo) -> String {
     put(&mut top, "intervals", Vec::<Value>::new());
     put(&mut top, "end", Value::Object(Obj::new()));
     put(&mut top, "error", message);
-    serde_json::to_string_pretty(&Value::Object(top)).unwrap_or_default()
+    crate::format::pretty_json(&Value::Object(top)).unwrap_or_default()
 }
 
 /// A failed test in `--json-stream`: `{"event":"error","data":"..."}`.
