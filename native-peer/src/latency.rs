@@ -44,7 +44,9 @@ impl Emitter {
 /// The probe's test, running.
 struct ProbeRun {
     events: mpsc::UnboundedReceiver<TestEvent>,
-    task: tokio::task::JoinHandle<Result<TestResult, SessionError>>,
+    /// The probe test's task, its output type erased ([`probe_outcome`] reads it): tokio's
+    /// task code is then not compiled once more for this output type (a router's binary).
+    task: tokio::task::JoinHandle<Box<dyn std::any::Any + Send>>,
     cancel: CancellationToken,
     started: Instant,
     ipv6: bool,
@@ -165,7 +167,7 @@ pub(crate) async fn run(
         }
     }
     probe.cancel.cancel();
-    let ended = (&mut probe.task).await;
+    let ended = probe_outcome((&mut probe.task).await);
     while let Ok(ev) = probe.events.try_recv() {
         take_probes(ev, &mut out);
     }
@@ -189,9 +191,10 @@ async fn start_probe(
     let cancel = CancellationToken::new();
     let mut task = {
         let (target, opts, cancel) = (target.to_string(), opts.clone(), cancel.clone());
-        crate::util::spawn(
-            async move { crate::targets::run(&target, &spec, &opts, tx, cancel).await },
-        )
+        crate::util::spawn(async move {
+            let ran = crate::targets::run(&target, &spec, &opts, tx, cancel).await;
+            Box::new(ran) as Box<dyn std::any::Any + Send>
+        })
     };
     loop {
         tokio::select! {
@@ -212,7 +215,7 @@ async fn start_probe(
                 None => break,
             },
             ended = &mut task => {
-                return Err(match ended {
+                return Err(match probe_outcome(ended) {
                     Ok(Err(e)) => e,
                     Ok(Ok(_)) => SessionError::Internal("the probe ended before it started".into()),
                     Err(e) => SessionError::Internal(e.to_string()),
@@ -220,13 +223,24 @@ async fn start_probe(
             }
         }
     }
-    match task.await {
+    match probe_outcome(task.await) {
         Ok(Err(e)) => Err(e),
         Ok(Ok(_)) => Err(SessionError::Internal(
             "the probe ended before it started".into(),
         )),
         Err(e) => Err(SessionError::Internal(e.to_string())),
     }
+}
+
+/// The probe test's outcome from its type-erased task.
+fn probe_outcome(
+    ended: Result<Box<dyn std::any::Any + Send>, tokio::task::JoinError>,
+) -> Result<Result<TestResult, SessionError>, tokio::task::JoinError> {
+    ended.map(|output| {
+        *output
+            .downcast::<Result<TestResult, SessionError>>()
+            .expect("the probe task's output is a test's outcome")
+    })
 }
 
 /// One phase: idle waits; a loaded phase runs its TCP load (and UDP load) test to its end.

@@ -44,6 +44,21 @@ pub(crate) fn spawn_blocking<T: Send + 'static>(
     }
 }
 
+/// [`spawn`] with its output's type erased too, as [`spawn_blocking`]'s: tokio's task code is
+/// then in the binary once for every such task, whatever it returns.
+pub(crate) fn spawn_erased<T: Send + 'static>(
+    future: impl Future<Output = T> + Send + 'static,
+) -> impl Future<Output = Result<T, tokio::task::JoinError>> + Send {
+    let task = spawn(async move { Box::new(future.await) as Box<dyn Any + Send> });
+    async move {
+        task.await.map(|output| {
+            *output
+                .downcast::<T>()
+                .expect("a task's output is of its own type")
+        })
+    }
+}
+
 /// Locks `m`; a holder that panicked does not poison it for everyone else (the data behind
 /// these locks stays consistent at every await and return).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

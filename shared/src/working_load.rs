@@ -13,8 +13,11 @@ use crate::units::format_rate;
 /// Most TCP streams of a working load.
 pub const MAX_LOAD_STREAMS: u16 = 8;
 
-/// The load beside a bounce-back test.
+/// The load beside a bounce-back test; in JSON as iperf 2 writes it, `"bidir,1"` (read with
+/// [`WorkingLoad::parse`]: a string's reader is in every build already, a struct's would be
+/// code of its own on a router).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct WorkingLoad {
     /// Which way the load's streams send: `Normal` up (client to peer), `Reverse` down,
     /// `Bidir` both ways (iperf 2's default).
@@ -84,6 +87,24 @@ impl WorkingLoad {
         };
         let plural = if self.streams == 1 { "" } else { "s" };
         format!("TCP {way}, {} stream{plural}{each}", self.streams)
+    }
+}
+
+impl TryFrom<String> for WorkingLoad {
+    type Error = String;
+    fn try_from(text: String) -> Result<WorkingLoad, String> {
+        WorkingLoad::parse(&text)
+    }
+}
+
+impl From<WorkingLoad> for String {
+    fn from(load: WorkingLoad) -> String {
+        let way = match load.direction {
+            Direction::Normal => "up",
+            Direction::Reverse => "down",
+            Direction::Bidir => "bidir",
+        };
+        format!("{way},{}", load.streams)
     }
 }
 
@@ -190,6 +211,14 @@ mod tests {
             "TCP both ways, 1 stream each way"
         );
         assert_eq!(load(Direction::Reverse, 4).words(), "TCP down, 4 streams");
+        // In JSON as iperf 2 writes it, read back the same; a bad one refused.
+        let json = serde_json::to_string(&load(Direction::Normal, 3)).unwrap();
+        assert_eq!(json, r#""up,3""#);
+        assert_eq!(
+            serde_json::from_str::<WorkingLoad>(&json).unwrap(),
+            load(Direction::Normal, 3)
+        );
+        assert!(serde_json::from_str::<WorkingLoad>(r#""up,99""#).is_err());
     }
 
     #[test]

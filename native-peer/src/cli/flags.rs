@@ -145,10 +145,9 @@ pub(super) struct TestFlags {
         value_name = "WIDTH[u|m][,BINS]",
         num_args = 0..=1,
         require_equals = true,
-        default_missing_value = "",
-        value_parser = parse_histograms
+        default_missing_value = ""
     )]
-    histograms: Option<HistogramArg>,
+    histograms: Option<String>,
     /// UDP: video-like frames, iperf 2's --isochronous[=FPS:MEAN,STDEV] (60:20m,0 unless given):
     /// FPS frames a second, sizes log-normal around MEAN bit/s, each sent as a burst of -l
     /// datagrams; reports frames whole, lost and late and their latency. Implies --trip-times;
@@ -197,15 +196,14 @@ pub(super) fn unit_letter(s: &str, letters: &str, what: &str) -> Result<char, St
     }
 }
 
-/// `--histograms`' value: the bins given, or `None` for the command's default.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct HistogramArg(Option<HistogramSpec>);
-
-fn parse_histograms(s: &str) -> Result<HistogramArg, String> {
+/// `--histograms`' value: the bins given, `None` for the command's default (read when the
+/// command starts, [`TestFlags::check_histograms`]: a clap reader of its own type would be
+/// code of its own on a router).
+fn parse_histograms(s: &str) -> Result<Option<HistogramSpec>, String> {
     if s.is_empty() {
-        return Ok(HistogramArg(None));
+        return Ok(None);
     }
-    HistogramSpec::parse(s, HistogramSpec::DEFAULT).map(|h| HistogramArg(Some(h)))
+    HistogramSpec::parse(s, HistogramSpec::DEFAULT).map(Some)
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
@@ -313,6 +311,7 @@ impl TestFlags {
     /// Builds the spec from the flags, not yet validated (`perfpeer test`'s modes change it
     /// further before it is).
     pub(super) fn build_spec(&self, rate_per_stream: bool) -> anyhow::Result<TestSpec> {
+        self.check_histograms()?;
         let protocol = if self.udp {
             Protocol::Udp
         } else {
@@ -410,9 +409,19 @@ impl TestFlags {
         self.isochronous.is_some()
     }
 
+    /// `--histograms`' value, checked: a usage error when it is not bins.
+    pub(super) fn check_histograms(&self) -> anyhow::Result<()> {
+        match self.histograms.as_deref().map(parse_histograms) {
+            Some(Err(e)) => Err(super::UsageError(format!("--histograms: {e}")).into()),
+            _ => Ok(()),
+        }
+    }
+
     /// The bins `--histograms` asked for, `default`'s where it gave none; `None` without it.
     pub(super) fn histogram(&self, default: HistogramSpec) -> Option<HistogramSpec> {
-        self.histograms.map(|h| h.0.unwrap_or(default))
+        self.histograms
+            .as_deref()
+            .map(|s| parse_histograms(s).ok().flatten().unwrap_or(default))
     }
 
     /// `-B`, if given.

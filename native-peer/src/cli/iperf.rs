@@ -55,15 +55,16 @@ pub(super) struct IperfArgs {
     #[arg(long, value_name = "SIZE", value_parser = super::serve::parse_memory_arg)]
     max_memory: Option<u64>,
     /// Report style: `C` for iperf 2's CSV lines (one per stream and interval).
-    #[arg(short = 'y', long = "reportstyle", value_name = "C", value_parser = parse_style)]
-    reportstyle: Option<char>,
+    // (Strings, read when the command starts: clap's reader of a char is code of its own.)
+    #[arg(short = 'y', long = "reportstyle", value_name = "C")]
+    reportstyle: Option<String>,
     /// Write the report to this file (appended) instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
-    output: Option<std::path::PathBuf>,
+    output: Option<String>,
     /// Units: k, m, g (bandwidth in K/M/Gbits/sec, transfer in K/M/GBytes) or K, M, G (both in
     /// bytes); adaptive if not given.
-    #[arg(short = 'f', long = "format", value_name = "kmgKMG", value_parser = parse_units)]
-    units: Option<char>,
+    #[arg(short = 'f', long = "format", value_name = "kmgKMG")]
+    units: Option<String>,
     /// Server: run in the background (the report goes to -o's file, or nowhere).
     #[arg(short = 'D', long)]
     daemon: bool,
@@ -102,10 +103,9 @@ pub(super) struct IperfArgs {
         num_args = 0..=1,
         require_equals = true,
         default_missing_value = "bidir",
-        requires = "bounceback",
-        value_parser = perfpeer_shared::working_load::WorkingLoad::parse
+        requires = "bounceback"
     )]
-    bounceback_congest: Option<perfpeer_shared::working_load::WorkingLoad>,
+    bounceback_congest: Option<String>,
     /// Server: the source of a source-specific multicast group (-B GROUP): only its datagrams
     /// are received (an (S,G) join).
     #[arg(short = 'H', long = "ssm-host", value_name = "SOURCE")]
@@ -132,14 +132,32 @@ impl IperfArgs {
     }
 
     fn csv(&self) -> bool {
-        self.reportstyle == Some('C')
+        self.reportstyle
+            .as_deref()
+            .is_some_and(|s| parse_style(s).is_ok())
+    }
+
+    /// `-f`'s unit (checked when the command starts).
+    fn units(&self) -> fmt::Units {
+        self.units.as_deref().and_then(|s| parse_units(s).ok())
     }
 }
 
 /// Runs the server or the client.
 pub(super) async fn run(args: IperfArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
-    super::set_output(None, args.output.as_deref())?;
+    if let Some(bad) = args.units.as_deref().and_then(|s| parse_units(s).err()) {
+        return Err(super::UsageError(format!("-f: {bad}")).into());
+    }
+    if let Some(bad) = args
+        .reportstyle
+        .as_deref()
+        .and_then(|s| parse_style(s).err())
+    {
+        return Err(super::UsageError(format!("-y: {bad}")).into());
+    }
+    args.flags.check_histograms()?;
+    super::set_output(None, args.output.as_deref().map(std::path::Path::new))?;
     if args.dualtest || args.tradeoff {
         bail!(
             "-d and -r (dual/tradeoff tests) are not supported: they need the server to connect back to the client; run -R and a normal test instead"
@@ -259,9 +277,9 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
                 if csv {
                     out!("{}", fmt::csv_interval(started_ms, &our_sockets, report));
                 } else if enhanced {
-                    out!("{}", fmt::enhanced_interval_rows(report, args.units));
+                    out!("{}", fmt::enhanced_interval_rows(report, args.units()));
                 } else {
-                    out!("{}", fmt::interval_rows_in(report, args.units));
+                    out!("{}", fmt::interval_rows_in(report, args.units()));
                 }
             }
             TestEvent::Interval { .. }
@@ -279,9 +297,9 @@ async fn run_client(host: String, args: &IperfArgs) -> anyhow::Result<ExitCode> 
     if csv {
         out!("{}", fmt::csv_final(&result));
     } else if enhanced {
-        out!("{}", fmt::enhanced_final_rows(&result, args.units));
+        out!("{}", fmt::enhanced_final_rows(&result, args.units()));
     } else {
-        out!("{}", fmt::final_rows_in(&result, args.units));
+        out!("{}", fmt::final_rows_in(&result, args.units()));
     }
     Ok(match result.status.ended_early() {
         None => ExitCode::SUCCESS,
@@ -349,6 +367,12 @@ async fn run_bounceback(host: String, args: &IperfArgs) -> anyhow::Result<ExitCo
         duration,
         tos: spec.tos,
     };
+    let congest = args
+        .bounceback_congest
+        .as_deref()
+        .map(perfpeer_shared::working_load::WorkingLoad::parse)
+        .transpose()
+        .map_err(|e| usage(format!("--bounceback-congest: {e}")))?;
     if !(8..=bounceback::MAX_SIZE).contains(&ask.size) {
         return Err(usage(format!(
             "-l: a bounce-back request is 8 to {} bytes",
@@ -373,19 +397,24 @@ async fn run_bounceback(host: String, args: &IperfArgs) -> anyhow::Result<ExitCo
         bounceback::run_client(server, &ask, timeout, &|| false)
     });
     // --bounceback-congest: the load runs beside the bursts, as its own iperf 2 test.
-    let load = async {
-        let load = args.bounceback_congest?;
+    let load = congest.and_then(|load| {
         let load_spec = perfpeer_shared::spec::ValidSpec::new(load.spec_beside(&spec)).ok()?;
-        let (events, _unread) = mpsc::unbounded_channel();
-        let extras = client::Iperf2Extras::default();
-        let cancel = tokio_util::sync::CancellationToken::new();
-        Some((
-            load,
-            client::run(server, &load_spec, &opts, extras, events, cancel).await,
-        ))
+        let opts = opts.clone();
+        let task = crate::util::spawn_erased(async move {
+            let (events, _unread) = mpsc::unbounded_channel();
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let extras = client::Iperf2Extras::default();
+            client::run(server, &load_spec, &opts, extras, events, cancel).await
+        });
+        Some((load, task))
+    });
+    let outcome = bursts
+        .await?
+        .with_context(|| format!("bounce-back test against {host} failed"))?;
+    let loaded = match load {
+        Some((load, task)) => Some((load, task.await?)),
+        None => None,
     };
-    let (outcome, loaded) = tokio::join!(bursts, load);
-    let outcome = outcome?.with_context(|| format!("bounce-back test against {host} failed"))?;
     let (local, remote) = &outcome.addresses;
     out!("{}", fmt::connected_line(1, local, remote));
     out!("{}", fmt::bounceback_header());
@@ -403,7 +432,7 @@ async fn run_bounceback(host: String, args: &IperfArgs) -> anyhow::Result<ExitCo
                 [rtt.mean_ms, rtt.min_ms, rtt.max_ms, rtt.stdev_ms]
             ),
             outcome.requests_per_second().unwrap_or(0.0),
-            args.units,
+            args.units(),
         )
     );
     if let Some((load, loaded)) = loaded {
@@ -414,7 +443,7 @@ async fn run_bounceback(host: String, args: &IperfArgs) -> anyhow::Result<ExitCo
         .words();
         outln!("Working load: {words}");
         if let Ok(result) = &loaded {
-            out!("{}", fmt::final_rows_in(result, args.units));
+            out!("{}", fmt::final_rows_in(result, args.units()));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -463,12 +492,12 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
         |ev| match ev {
             server::ServerEvent::Finished(result) if csv => out!("{}", fmt::csv_final(&result)),
             server::ServerEvent::Finished(result) => {
-                out!("{}", fmt::text_in(&result, args.units));
+                out!("{}", fmt::text_in(&result, args.units()));
             }
             server::ServerEvent::Sum { sum, .. } if !csv => {
                 out!(
                     "{}",
-                    fmt::client_sum_row(sum.seconds, sum.bytes, args.units)
+                    fmt::client_sum_row(sum.seconds, sum.bytes, args.units())
                 );
             }
             server::ServerEvent::Sum { .. } => {}
@@ -486,7 +515,7 @@ async fn run_server(args: &IperfArgs) -> anyhow::Result<ExitCode> {
                     (header.size, header.hold_us),
                     bounced.duration.as_secs_f64(),
                     bounced.bytes,
-                    args.units,
+                    args.units(),
                 )
             ),
             server::ServerEvent::Refused { from, reason } => outln!("[ ID] {from}: {reason}"),

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -93,7 +92,7 @@ pub(super) struct Iperf3Args {
     verbose: bool,
     /// Append output to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
-    logfile: Option<PathBuf>,
+    logfile: Option<String>,
     #[command(flatten)]
     flags: TestFlags,
 }
@@ -152,7 +151,10 @@ impl Iperf3Args {
 
 /// Runs the server or the client.
 pub(super) async fn run(args: Iperf3Args) -> anyhow::Result<ExitCode> {
-    super::set_output(args.title.clone(), args.logfile.as_deref())?;
+    super::set_output(
+        args.title.clone(),
+        args.logfile.as_deref().map(std::path::Path::new),
+    )?;
     match (&args.client, args.server) {
         (Some(host), false) => run_client(host.clone(), &args).await,
         (None, true) => run_server(&args).await,

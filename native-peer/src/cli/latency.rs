@@ -22,11 +22,10 @@ use crate::session::client::ClientOptions;
 /// Flags of a latency-under-load run.
 #[derive(Debug, Args)]
 pub(super) struct LatencyFlags {
-    /// Latency under load: a UDP probe runs through four phases (idle, download, upload, both)
-    /// while TCP load fills the link; prints throughput, probe round trip and one-way delay
-    /// percentiles, latency added by load and RPM per phase. `-t` sets each loaded phase
-    /// (default 5 s), `-P` the load streams per direction (default 4), `-C` their congestion
-    /// control, `-b` paces it per direction (default: as fast as it goes).
+    /// Latency under load: a UDP probe through four phases (idle, download, upload, both) while
+    /// TCP load fills the link; throughput, round trip and one-way percentiles, added latency
+    /// and RPM per phase. `-t` each loaded phase (5 s), `-P` load streams per direction (4),
+    /// `-C` their congestion control, `-b` their rate per direction (unpaced).
     #[arg(
         long,
         visible_alias = "lul",
@@ -50,7 +49,7 @@ pub(super) struct LatencyFlags {
     udp_load: Option<BitRate>,
     /// Also write the result page (pictures and table, no server needed) to FILE.
     #[arg(long, value_name = "FILE", requires = "latency_under_load")]
-    html: Option<std::path::PathBuf>,
+    html: Option<String>,
 }
 
 /// Keeps the run in this machine's history (as `perfpeer test` keeps a test); a store that
@@ -229,7 +228,7 @@ pub(super) async fn run(
             &latency_text::title(&result),
             &perfpeer_shared::history::Notes::default(),
         );
-        std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, page).with_context(|| format!("writing {path}"))?;
     }
     let complete = result.error.is_none() && result.phases.iter().all(|p| p.error.is_none());
     Ok(if complete {

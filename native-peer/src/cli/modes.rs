@@ -34,8 +34,9 @@ pub(super) struct ModeFlags {
     #[arg(long, value_name = "CODE", requires = "dccp", value_parser = parse_service)]
     dccp_service: Option<u32>,
     /// DCCP congestion control: CCID 2 (TCP-like), 3 (TFRC) or 4 (TFRC-SP, if the kernel has it).
-    #[arg(long, value_name = "2|3|4", requires = "dccp")]
-    ccid: Option<u8>,
+    // (u16, as clap's other small numbers: a parser for u8 alone is 3 KB of a router's binary)
+    #[arg(long, value_name = "2|3|4", requires = "dccp", value_parser = clap::value_parser!(u16).range(0..=255))]
+    ccid: Option<u16>,
     /// Packet-size sweep: one short test per size (e.g. 16,32,64,...,1420: '...' doubles), then
     /// a table of size, throughput and packets per second. UDP unless --dccp.
     #[arg(long, value_name = "SIZES", conflicts_with_all = ["bidir", "cbr", "rr"])]
@@ -73,14 +74,9 @@ pub(super) struct ModeFlags {
         num_args = 0..=1,
         require_equals = true,
         default_missing_value = "bidir",
-        requires = "bounceback",
-        value_parser = parse_working_load
+        requires = "bounceback"
     )]
-    bounceback_congest: Option<WorkingLoad>,
-}
-
-fn parse_working_load(text: &str) -> Result<WorkingLoad, String> {
-    WorkingLoad::parse(text)
+    bounceback_congest: Option<String>,
 }
 
 impl ModeFlags {
@@ -106,7 +102,7 @@ impl ModeFlags {
             service: self
                 .dccp_service
                 .unwrap_or(perfpeer_shared::dccp::DEFAULT_SERVICE),
-            ccid: self.ccid,
+            ccid: self.ccid.and_then(|c| u8::try_from(c).ok()),
         });
         let input = RequestInput {
             target: target.to_string(),
@@ -143,6 +139,12 @@ impl ModeFlags {
             self.bounceback_hold.unwrap_or(0.0) / 1e3,
             1.0,
         )?;
+        let congest = self
+            .bounceback_congest
+            .as_deref()
+            .map(WorkingLoad::parse)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--bounceback-congest: {e}"))?;
         let period_us = micros(
             "--bounceback-period",
             self.bounceback_period.unwrap_or(1.0),
@@ -160,7 +162,7 @@ impl ModeFlags {
                 count,
                 period_us,
                 hold_us,
-                congest: self.bounceback_congest,
+                congest,
             }),
         });
         Ok(())

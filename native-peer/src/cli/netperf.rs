@@ -54,8 +54,8 @@ pub(super) struct NetperfArgs {
     /// Verbosity: 0 prints only the headline figure, 1 netperf's table, 2 adds the round-trip
     /// percentiles of an _RR test.
     #[arg(short = 'v', value_name = "0|1|2", default_value_t = 1,
-          value_parser = clap::value_parser!(u8).range(0..=2))]
-    verbosity: u8,
+          value_parser = clap::value_parser!(u16).range(0..=2))]
+    verbosity: u16,
     /// Keep latency statistics (accepted: perfpeer's _RR tests always keep their round trips).
     #[arg(short = 'j')]
     latency_stats: bool,
@@ -67,8 +67,8 @@ pub(super) struct NetperfArgs {
     remote_cpu: bool,
     /// 1 prints the banner and column titles, 0 only the figures.
     #[arg(short = 'P', value_name = "0|1", default_value_t = 1,
-          value_parser = clap::value_parser!(u8).range(0..=1))]
-    headers: u8,
+          value_parser = clap::value_parser!(u16).range(0..=1))]
+    headers: u16,
     /// IPv4 only.
     #[arg(short = '4', conflicts_with = "ipv6")]
     ipv4: bool,

@@ -2,7 +2,6 @@
 //! layout (a kept sweep as its table or JSON), export it as a self-contained HTML file, write
 //! notes on it, delete it.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -19,7 +18,7 @@ use crate::store::{Kept, Store};
 pub(super) struct ResultsArgs {
     /// The data directory holding results.db (default as `perfpeer serve`).
     #[arg(long, value_name = "DIR", global = true)]
-    data_dir: Option<PathBuf>,
+    data_dir: Option<String>,
     #[command(subcommand)]
     action: Action,
 }
@@ -46,7 +45,7 @@ enum Action {
         id: String,
         /// Where to write it.
         #[arg(long, value_name = "FILE")]
-        html: PathBuf,
+        html: String,
     },
     /// Write notes on a result (driver version, channel, board): shown in the list, on its
     /// page and in the browser's history. Without --text and --tag, the notes are cleared.
@@ -77,7 +76,7 @@ fn parse_layout(s: &str) -> Result<Layout, String> {
 
 /// Runs the chosen action.
 pub(super) fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
-    let dir = token::data_dir(args.data_dir.as_deref());
+    let dir = token::data_dir(args.data_dir.as_deref().map(std::path::Path::new));
     let (store, note) = Store::open(&dir)
         .with_context(|| format!("cannot open the results in {}", dir.display()))?;
     if let Some(note) = note {
@@ -107,9 +106,8 @@ pub(super) fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
                 Kept::Sweep(s) => html::sweep_page(&s.result, &s.title(), &s.context(), &s.notes),
                 Kept::Latency(l) => html::latency_page(&l.result, &l.title(), &l.notes),
             };
-            std::fs::write(&path, page)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            outln!("{}", path.display());
+            std::fs::write(&path, page).with_context(|| format!("cannot write {path}"))?;
+            outln!("{path}");
         }
         Action::Note { id, text, tags } => {
             let notes = perfpeer_shared::history::Notes { text, tags }

@@ -3,7 +3,6 @@
 
 use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,7 +45,7 @@ pub(super) struct ServeArgs {
     token: Option<String>,
     /// Reads the access token from the first line of FILE.
     #[arg(long, value_name = "FILE", conflicts_with = "open")]
-    token_file: Option<PathBuf>,
+    token_file: Option<String>,
     /// A host name the control port answers to besides its IP addresses, `localhost` and this
     /// machine's name (repeatable). A request naming any other host is refused: that is what
     /// stops DNS rebinding.
@@ -61,22 +60,19 @@ pub(super) struct ServeArgs {
     open: bool,
     /// Where the token and the result history are kept (a directory perfpeer makes is 0700).
     #[arg(long, value_name = "DIR")]
-    data_dir: Option<PathBuf>,
-    /// Take data streams from any address, not only from the one whose control connection
-    /// opened the test (for NAT setups that map a client's connections to different addresses).
-    /// Off by default: otherwise anyone who learns a test's cookie can aim its streams elsewhere.
+    data_dir: Option<String>,
+    /// Take data streams from any address, not only the test's control connection's (for NAT
+    /// that maps a client's connections to several addresses; off: a cookie is then enough to
+    /// aim streams elsewhere).
     #[arg(long)]
     data_from_any_address: bool,
-    /// Results (tests and sweeps) kept in the history; the oldest go first. Tests served for
-    /// anonymous clients keep to half of it (one client address to a quarter) and never push out
-    /// this peer's own results.
+    /// Results kept in the history, the oldest going first (anonymous clients' tests keep to
+    /// half, one address to a quarter, and never push out this peer's own).
     #[arg(long, default_value_t = 1000, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     keep_results: u32,
-    /// Largest size of the result database (K/M/G = x1024); the oldest results go first, and
-    /// tests served for anonymous clients keep to half of it (one client address to a quarter).
-    /// Default: a tenth of the filesystem holding the data dir, between 1M and 64M (a router's
-    /// few MB of flash keep a few results; a PC keeps 64M). On a router, keep the data dir in
-    /// RAM (--data-dir /tmp/perfpeer): flash wears.
+    /// Largest size of the result database (K/M/G = x1024; oldest results go first; anonymous
+    /// clients' tests keep to half, one address to a quarter). Default: a tenth of the data
+    /// dir's filesystem, 1M to 64M. On a router keep the data dir in RAM: flash wears.
     #[arg(long, value_name = "SIZE", value_parser = parse_store_size)]
     max_results_size: Option<u64>,
     /// Memory the buffers of the tests this peer serves may take at once (K/M/G = x1024); a test
@@ -198,7 +194,7 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCod
 
 /// Keeps results in the data directory; a peer without a usable store still serves tests.
 fn open_store(args: &ServeArgs, state: &ServerState) {
-    let dir = token::data_dir(args.data_dir.as_deref());
+    let dir = token::data_dir(args.data_dir.as_deref().map(std::path::Path::new));
     match Store::open(&dir) {
         Ok((mut store, note)) => {
             if let Some(note) = note {
@@ -234,7 +230,7 @@ fn resolve_token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
     let chosen = match &args.token_file {
         Some(path) => Some(
             std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read --token-file {}", path.display()))?
+                .with_context(|| format!("cannot read --token-file {path}"))?
                 .lines()
                 .next()
                 .unwrap_or_default()
@@ -253,7 +249,7 @@ fn resolve_token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
         }
         return Ok(Some(t));
     }
-    let dir = token::data_dir(args.data_dir.as_deref());
+    let dir = token::data_dir(args.data_dir.as_deref().map(std::path::Path::new));
     let t = token::load_or_create(&dir)
         .with_context(|| format!("cannot keep the access token in {}", dir.display()))?;
     Ok(Some(t))

@@ -20,7 +20,7 @@ pub(super) struct TestArgs {
     peer: String,
     /// Where this machine keeps its result history (default as `perfpeer serve`).
     #[arg(long, value_name = "DIR")]
-    data_dir: Option<std::path::PathBuf>,
+    data_dir: Option<String>,
     /// Do not keep this test in the result history.
     #[arg(long)]
     no_store: bool,
@@ -38,8 +38,8 @@ pub(super) struct TestArgs {
     #[arg(long, value_name = "GROUP", conflicts_with_all = ["sweep_len", "cbr", "latency_under_load"])]
     multicast: Option<String>,
     /// The group's datagrams live this many hops (IPv6 hop limit): 1, this link, unless given.
-    #[arg(long, value_name = "HOPS", requires = "multicast", value_parser = clap::value_parser!(u8).range(1..))]
-    ttl: Option<u8>,
+    #[arg(long, value_name = "HOPS", requires = "multicast", value_parser = clap::value_parser!(u16).range(1..=255))]
+    ttl: Option<u16>,
     /// Receivers join for this end's address only (source-specific multicast: IGMPv3, MLDv2).
     #[arg(long, requires = "multicast")]
     ssm: bool,
@@ -63,8 +63,9 @@ pub(super) async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
             .request(&spec, args.flags.given())
             .map_err(usage)?;
         let opts = args.flags.options().map_err(usage)?;
-        let keep_in =
-            (!args.no_store).then(|| crate::server::token::data_dir(args.data_dir.as_deref()));
+        let keep_in = (!args.no_store).then(|| {
+            crate::server::token::data_dir(args.data_dir.as_deref().map(std::path::Path::new))
+        });
         return super::latency::run(
             &args.peer,
             &args.latency,
@@ -140,7 +141,7 @@ impl TestArgs {
         };
         let mut group =
             MulticastSpec::parse(text).map_err(|e| anyhow::anyhow!("--multicast: {e}"))?;
-        group.ttl = self.ttl.unwrap_or(1);
+        group.ttl = self.ttl.and_then(|t| u8::try_from(t).ok()).unwrap_or(1);
         group.source_specific = self.ssm;
         // The receivers as the test will name them: the same rules, refused here as usage.
         crate::targets::group_receivers(&self.target())
@@ -160,7 +161,7 @@ impl TestArgs {
 /// Adds a finished test to this machine's history; a store that cannot be opened is only a
 /// warning, since the test itself succeeded.
 async fn keep(result: &TestResult, args: &TestArgs) {
-    let dir = crate::server::token::data_dir(args.data_dir.as_deref());
+    let dir = crate::server::token::data_dir(args.data_dir.as_deref().map(std::path::Path::new));
     match crate::store::Store::open(&dir) {
         Ok((store, note)) => {
             if let Some(note) = note {

@@ -33,26 +33,30 @@ pub async fn run_test(
     };
     let load_spec = ValidSpec::new(load.spec_beside(spec))
         .map_err(|e| SessionError::Internal(format!("the working load: {e}")))?;
-    // The load's own events are not the test's (its rows would read as the bursts').
-    let (quiet, _unread) = mpsc::unbounded_channel();
     let load_cancel = cancel.child_token();
-    let bursts = async {
-        let result = run_one(target, spec, opts, &events, &cancel).await;
-        // Bursts that failed or ended early take their load with them.
-        if result
-            .as_ref()
-            .map_or(true, |r| r.status.ended_early().is_some())
-        {
-            load_cancel.cancel();
-        }
-        result
+    let load_task = {
+        let (target, opts, cancel) = (target.to_string(), opts.clone(), load_cancel.clone());
+        crate::util::spawn_erased(async move {
+            // The load's own events are not the test's (its rows would read as the bursts').
+            let (quiet, _unread) = mpsc::unbounded_channel();
+            run_one(&target, &load_spec, &opts, &quiet, &cancel).await
+        })
     };
-    let (result, loaded) = tokio::join!(
-        bursts,
-        run_one(target, &load_spec, opts, &quiet, &load_cancel)
-    );
+    let result = run_one(target, spec, opts, &events, &cancel).await;
+    // Bursts that failed or ended early take their load with them.
+    if result
+        .as_ref()
+        .map_or(true, |r| r.status.ended_early().is_some())
+    {
+        load_cancel.cancel();
+    }
+    let loaded = load_task.await;
     let mut result = result?;
-    let loaded = loaded.as_ref().map_err(ToString::to_string);
+    let loaded = match &loaded {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
     result.working_load = Some(WorkingLoadResult::of(load, loaded));
     Ok(result)
 }
