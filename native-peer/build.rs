@@ -1,5 +1,6 @@
 //! Embeds the web front-end: every file of `../web/dist` (built by scripts/build-web.sh) becomes
-//! a static byte slice in `$OUT_DIR/assets.rs`, with its pre-compressed `.gz` twin when present.
+//! a static byte slice in `$OUT_DIR/assets.rs`, as its pre-compressed `.lzma` or `.gz` twin
+//! when present.
 //! Without `web/dist` the binary embeds one page that says how to build the UI. The environment
 //! variable `PERFPEER_WEB_DIST` names another directory instead. Generated files
 //! are rewritten only when their content changes, so an unchanged UI does not relink perfpeer.
@@ -46,7 +47,7 @@ fn main() {
         code.push_str("/// Whether the real UI is embedded (read by the route tests).\n#[allow(dead_code)]\npub(crate) const UI_BUILT: bool = true;\n");
         let served: Vec<&PathBuf> = files
             .iter()
-            .filter(|f| f.extension().is_none_or(|e| e != "gz"))
+            .filter(|f| f.extension().is_none_or(|e| e != "gz" && e != "lzma"))
             .collect();
         // An array, not a slice: each Asset holds a OnceLock, which a static slice cannot.
         let _ = writeln!(
@@ -57,16 +58,18 @@ fn main() {
         for file in served {
             let rel = file.strip_prefix(&dist).expect("walked under dist");
             let rel = rel.to_string_lossy().replace('\\', "/");
-            let gz = PathBuf::from(format!("{}.gz", file.display()));
-            // A file with a .gz twin is embedded only gzipped: the binary carries one copy.
-            let (stored, gzipped) = if gz.is_file() {
-                (&gz, true)
+            let twin = |ext: &str| PathBuf::from(format!("{}.{ext}", file.display()));
+            // A file with an LZMA twin is embedded only packed: the binary carries one copy (xz
+            // packs a router's firmware: a gzip inside it stays gzip-sized, LZMA is 18 % smaller).
+            let lzma = twin("lzma");
+            let (stored, packed) = if lzma.is_file() {
+                (&lzma, "Lzma")
             } else {
-                (file, false)
+                (file, "Plain")
             };
             let _ = writeln!(
                 code,
-                "    Asset::new({rel:?}, include_bytes!({:?}), {gzipped}),",
+                "    Asset::new({rel:?}, include_bytes!({:?}), Packed::{packed}),",
                 stored.display().to_string()
             );
         }
@@ -78,7 +81,7 @@ fn main() {
         code.push_str("/// Whether the real UI is embedded (read by the route tests).\n#[allow(dead_code)]\npub(crate) const UI_BUILT: bool = false;\n");
         code.push_str(
             "/// The embedded files.\npub(crate) static ASSETS: [Asset; 1] = [Asset::new(\"index.html\", \
-             include_bytes!(concat!(env!(\"OUT_DIR\"), \"/missing.html\")), false)];\n",
+             include_bytes!(concat!(env!(\"OUT_DIR\"), \"/missing.html\")), Packed::Plain)];\n",
         );
     }
     write_if_changed(&out.join("assets.rs"), &code);

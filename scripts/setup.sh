@@ -29,8 +29,8 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
     [ -d /usr/lib/rustlib/src/rust/library ] || need+=(rust-web-src)
     [ -x /usr/bin/wasm-ld-22 ] || need+=(lld-22)
 fi
-# zopfli: the UI's embedded files gzipped 4 % smaller than gzip -9 (12 KB of a router's flash).
-command -v zopfli >/dev/null 2>&1 || need+=(zopfli)
+# xz: the UI's embedded files packed as LZMA (scripts/build-web.sh).
+command -v xz >/dev/null 2>&1 || need+=(xz-utils)
 # The DCCP test boots Debian's own kernel (fetched at test time with apt-get download) under
 # qemu with software emulation, in a busybox initramfs packed with cpio.
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)

@@ -1,8 +1,10 @@
 //! The web UI embedded at build time (see native-peer/build.rs): lookup by path, content types,
 //! caching (index.html revalidates; versioned `assets/<hash>/` files are immutable for a year),
-//! and the gzip body when the browser accepts it. A file the build gzipped is embedded only
-//! gzipped (the binary carries one copy: it matters on a router's flash); a client that takes
-//! no gzip gets it inflated, once per file per process. No I/O.
+//! and the gzip body when the browser accepts it. A file the build packed is embedded only
+//! packed (the binary carries one copy: it matters on a router's flash): LZMA (what xz packs
+//! best, as firmware images are packed) is unpacked the first time a client asks for the file
+//! and gzipped for browsers then, once per file per process; a gzipped one is served as it is
+//! and inflated for a client that takes no gzip. No I/O.
 
 use std::sync::OnceLock;
 
@@ -11,78 +13,96 @@ use warp::http::StatusCode;
 use warp::http::header::{CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, HeaderValue, VARY};
 use warp::reply::Response;
 
-/// The largest file an embedded gzip body may inflate to (the UI's wasm is under 1 MiB).
+/// The largest file an embedded LZMA stream may unpack to (the UI's wasm is under 1 MiB).
 const MAX_INFLATED: usize = 16 << 20;
+
+/// How an embedded file's bytes are packed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Packed {
+    /// As the file is.
+    Plain,
+    /// LZMA-alone (`xz --format=lzma`).
+    Lzma,
+}
 
 /// One embedded file.
 #[derive(Debug)]
 pub(crate) struct Asset {
     /// Path under the site root, without a leading slash (`index.html`, `assets/…/x.js`).
     pub path: &'static str,
-    /// Its bytes as embedded: gzipped when `gzipped`, else plain.
+    /// Its bytes as embedded, packed as `packed` says.
     stored: &'static [u8],
-    gzipped: bool,
-    /// The plain bytes of a gzipped file, inflated the first time a client needs them.
-    inflated: OnceLock<Option<Vec<u8>>>,
+    packed: Packed,
+    /// Its plain bytes, unpacked the first time a client needs them.
+    unpacked: OnceLock<Option<Vec<u8>>>,
+    /// The gzip member of an LZMA-packed file, made the first time a browser asks for it.
+    gzipped: OnceLock<Option<Vec<u8>>>,
 }
 
 impl Asset {
     /// An embedded file (build.rs writes one call per file).
-    pub(crate) const fn new(path: &'static str, stored: &'static [u8], gzipped: bool) -> Asset {
+    pub(crate) const fn new(path: &'static str, stored: &'static [u8], packed: Packed) -> Asset {
         Asset {
             path,
             stored,
-            gzipped,
-            inflated: OnceLock::new(),
+            packed,
+            unpacked: OnceLock::new(),
+            gzipped: OnceLock::new(),
         }
     }
 
-    /// Its gzip bytes, when the build made them.
-    pub(crate) fn gzip(&self) -> Option<&'static [u8]> {
-        self.gzipped.then_some(self.stored)
+    /// Its gzip bytes, when the build packed it (made from its plain bytes the first time).
+    pub(crate) fn gzip(&'static self) -> Option<&'static [u8]> {
+        match self.packed {
+            Packed::Plain => None,
+            Packed::Lzma => self
+                .gzipped
+                .get_or_init(|| self.plain().map(gzip_member))
+                .as_deref(),
+        }
     }
 
-    /// Its plain bytes; `None` only if the embedded gzip is broken (a test checks every one).
+    /// Its plain bytes; `None` only if the embedded bytes are broken (a test checks every one).
     pub(crate) fn plain(&'static self) -> Option<&'static [u8]> {
-        if !self.gzipped {
-            return Some(self.stored);
+        match self.packed {
+            Packed::Plain => Some(self.stored),
+            Packed::Lzma => self.unpacked.get_or_init(|| unlzma(self.stored)).as_deref(),
         }
-        self.inflated.get_or_init(|| gunzip(self.stored)).as_deref()
     }
 }
 
-/// The plain bytes of one gzip member (RFC 1952): its header read past, its deflate body
-/// inflated by miniz_oxide, the length in its trailer checked. The CRC is not: these are the
-/// build's own bytes, embedded in the binary (a test inflates every one), and leaving it out
-/// keeps crc32fast's 24 KB of tables off a router's flash.
-fn gunzip(gz: &[u8]) -> Option<Vec<u8>> {
-    const FHCRC: u8 = 1 << 1;
-    const FEXTRA: u8 = 1 << 2;
-    const FNAME: u8 = 1 << 3;
-    const FCOMMENT: u8 = 1 << 4;
-    let (header, _) = gz.split_first_chunk::<10>()?;
-    if header[..3] != [0x1f, 0x8b, 8] {
-        return None;
-    }
-    let flags = header[3];
-    let mut at = 10;
-    if flags & FEXTRA != 0 {
-        let len = u16::from_le_bytes([*gz.get(at)?, *gz.get(at + 1)?]);
-        at += 2 + usize::from(len);
-    }
-    for flag in [FNAME, FCOMMENT] {
-        if flags & flag != 0 {
-            at += gz.get(at..)?.iter().position(|&b| b == 0)? + 1;
+/// The plain bytes of an LZMA-alone stream (the build's own bytes, at most [`MAX_INFLATED`]).
+fn unlzma(packed: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    lzma_rs::lzma_decompress(&mut &packed[..], &mut out).ok()?;
+    (out.len() <= MAX_INFLATED).then_some(out)
+}
+
+/// `plain` as one gzip member (RFC 1952): no name, no time, deflated by miniz_oxide at its
+/// default level, then CRC-32 and length.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "ISIZE is the length modulo 2^32 (RFC 1952)"
+)]
+fn gzip_member(plain: &[u8]) -> Vec<u8> {
+    let mut gz = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    gz.extend_from_slice(&miniz_oxide::deflate::compress_to_vec(plain, 6));
+    gz.extend_from_slice(&crc32(plain).to_le_bytes());
+    gz.extend_from_slice(&(plain.len() as u32).to_le_bytes());
+    gz
+}
+
+/// CRC-32 (IEEE, reflected, as gzip's trailer has it), bit by bit: once per file per process,
+/// and no table on a router's flash.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = (crc >> 1) ^ (0xEDB8_8320 & 0u32.wrapping_sub(crc & 1));
         }
     }
-    if flags & FHCRC != 0 {
-        at += 2;
-    }
-    let body = gz.get(at..gz.len().checked_sub(8)?)?;
-    let (_, size) = gz.split_last_chunk::<4>()?;
-    let out = miniz_oxide::inflate::decompress_to_vec_with_limit(body, MAX_INFLATED).ok()?;
-    // ISIZE is the length modulo 2^32 (RFC 1952); the inflated file is below 16 MiB anyway.
-    (usize::try_from(u32::from_le_bytes(*size)).ok() == Some(out.len())).then_some(out)
+    !crc
 }
 
 include!(concat!(env!("OUT_DIR"), "/assets.rs"));
@@ -151,7 +171,7 @@ pub(crate) fn response(asset: &'static Asset, accept_encoding: Option<&str>) -> 
         CACHE_CONTROL,
         HeaderValue::from_static(cache_control(asset.path)),
     );
-    if asset.gzipped {
+    if asset.packed != Packed::Plain {
         headers.insert(VARY, HeaderValue::from_static("accept-encoding"));
     }
     if gzip.is_some() {
@@ -163,6 +183,41 @@ pub(crate) fn response(asset: &'static Asset, accept_encoding: Option<&str>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The plain bytes of one gzip member (RFC 1952), as a browser reads the ones made here:
+    /// its header read past, its deflate body inflated, its length and CRC checked.
+    fn gunzip(gz: &[u8]) -> Option<Vec<u8>> {
+        const FHCRC: u8 = 1 << 1;
+        const FEXTRA: u8 = 1 << 2;
+        const FNAME: u8 = 1 << 3;
+        const FCOMMENT: u8 = 1 << 4;
+        let (header, _) = gz.split_first_chunk::<10>()?;
+        if header[..3] != [0x1f, 0x8b, 8] {
+            return None;
+        }
+        let flags = header[3];
+        let mut at = 10;
+        if flags & FEXTRA != 0 {
+            let len = u16::from_le_bytes([*gz.get(at)?, *gz.get(at + 1)?]);
+            at += 2 + usize::from(len);
+        }
+        for flag in [FNAME, FCOMMENT] {
+            if flags & flag != 0 {
+                at += gz.get(at..)?.iter().position(|&b| b == 0)? + 1;
+            }
+        }
+        if flags & FHCRC != 0 {
+            at += 2;
+        }
+        let body = gz.get(at..gz.len().checked_sub(8)?)?;
+        let (_, size) = gz.split_last_chunk::<4>()?;
+        let out = miniz_oxide::inflate::decompress_to_vec_with_limit(body, MAX_INFLATED).ok()?;
+        // ISIZE is the length modulo 2^32 (RFC 1952); the inflated file is below 16 MiB anyway.
+        let crc = gz.get(gz.len() - 8..gz.len() - 4)?;
+        (usize::try_from(u32::from_le_bytes(*size)).ok() == Some(out.len())
+            && crc == crc32(&out).to_le_bytes())
+        .then_some(out)
+    }
 
     #[test]
     fn types_and_caching_follow_the_path() {
@@ -211,6 +266,22 @@ mod tests {
         assert_eq!(gunzip(&gz[..gz.len() - 9]), None);
         assert_eq!(gunzip(b"plain text, not gzip"), None);
         assert_eq!(gunzip(&[]), None);
+    }
+
+    /// The check values of CRC-32 (`123456789` → 0xCBF43926), and a member of ours read back
+    /// by our own inflater, header, CRC and length and all.
+    #[test]
+    fn gzip_members_made_here_read_back() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
+        let plain: Vec<u8> = (0..70_000u32).map(|i| (i % 251) as u8).collect();
+        let gz = gzip_member(&plain);
+        assert!(gz.len() < plain.len() / 10, "{}", gz.len());
+        assert_eq!(gunzip(&gz).as_deref(), Some(&plain[..]));
+        assert_eq!(
+            &gz[gz.len() - 8..gz.len() - 4],
+            &crc32(&plain).to_le_bytes()
+        );
     }
 
     #[test]
