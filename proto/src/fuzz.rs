@@ -255,7 +255,7 @@ fn iperf2_frames_and_write_stamps() {
         if let Some(stamp) = iperf2::TcpStamp::read(b) {
             assert!(stamp.size as usize >= iperf2::TCP_STAMP_LEN, "{stamp:?}");
         }
-        stamps.on_read(b, |_| {});
+        stamps.on_read(b, |_, _| {});
     });
 }
 

@@ -656,6 +656,7 @@ fn stream_final(
         }),
         rr: None,
         write_one_way: None,
+        write_frames: None,
     }
 }
 

@@ -201,6 +201,11 @@ impl UdpRxStats {
             .and_then(|(d, clock)| d.finish(*clock))
     }
 
+    /// The video frames so far (a TCP receiver's, whose writes are its frames).
+    pub fn frames(&self) -> Option<perfpeer_shared::video::FrameFinal> {
+        self.frames.as_ref().map(|(f, clock)| f.finish(*clock))
+    }
+
     /// Records the sender's final datagram count (from its fin).
     pub fn on_fin(&mut self, packets: u64) {
         self.sender_packets = Some(packets);

@@ -19,8 +19,8 @@ pub struct WriteStamps {
     len: u64,
     /// Stream offset of the write being read.
     write_start: u64,
-    /// Its length and send time, once its stamp is read whole.
-    current: Option<(u64, Duration)>,
+    /// Its length, send time and number, once its stamp is read whole.
+    current: Option<(u64, Duration, u64)>,
     offset: u64,
     stamp: [u8; TCP_STAMP_LEN],
     lost: bool,
@@ -49,24 +49,24 @@ impl WriteStamps {
         }
     }
 
-    /// The write's length and send time from its whole stamp.
-    fn read_stamp(&self) -> Option<(u64, Duration)> {
+    /// The write's length, send time and number from its whole stamp.
+    fn read_stamp(&self) -> Option<(u64, Duration, u64)> {
         if self.iperf2 {
-            TcpStamp::read(&self.stamp).map(|s| (u64::from(s.size), s.sent))
+            TcpStamp::read(&self.stamp).map(|s| (u64::from(s.size), s.sent, u64::from(s.id)))
         } else {
             DataHeader::read(&self.stamp[..DATA_HEADER_LEN])
                 .ok()
-                .map(|h| (self.len, h.sent))
+                .map(|h| (self.len, h.sent, h.seq))
         }
     }
 
-    /// Takes the next `bytes` of the stream; calls `done` with the send time of every write it
-    /// completes (in order).
+    /// Takes the next `bytes` of the stream; calls `done` with the send time and the number of
+    /// every write it completes (in order).
     #[allow(
         clippy::cast_possible_truncation,
         reason = "positions within one read and within a 92-byte stamp are below the read's length"
     )]
-    pub fn on_read(&mut self, bytes: &[u8], mut done: impl FnMut(Duration)) {
+    pub fn on_read(&mut self, bytes: &[u8], mut done: impl FnMut(Duration, u64)) {
         let end = self.offset + bytes.len() as u64;
         let mut pos = self.offset;
         let stamp_len = self.stamp_len();
@@ -88,16 +88,16 @@ impl WriteStamps {
                         break;
                     }
                     // perfpeer's writes keep their length: an unreadable stamp skips one.
-                    None => self.current = Some((self.len, Duration::ZERO)),
+                    None => self.current = Some((self.len, Duration::ZERO, 0)),
                 }
             }
-            let Some((len, sent)) = self.current else {
+            let Some((len, sent, id)) = self.current else {
                 break;
             };
             let write_end = self.write_start + len;
             if write_end <= end {
                 if !sent.is_zero() {
-                    done(sent);
+                    done(sent, id);
                 }
                 pos = write_end;
                 self.write_start = write_end;
@@ -135,7 +135,7 @@ mod tests {
             .iter()
             .map(|&n| {
                 let mut got = Vec::new();
-                w.on_read(&s[at..at + n], |t| got.push(t.as_secs()));
+                w.on_read(&s[at..at + n], |t, _| got.push(t.as_secs()));
                 at += n;
                 got
             })
@@ -189,7 +189,7 @@ mod tests {
         let (mut at, mut got) = (0, Vec::new());
         for &n in pieces {
             let n = n.min(s.len() - at);
-            w.on_read(&s[at..at + n], |t| got.push(t.as_secs()));
+            w.on_read(&s[at..at + n], |t, _| got.push(t.as_secs()));
             at += n;
         }
         got
@@ -213,7 +213,7 @@ mod tests {
         let mut got = Vec::new();
         let mut bad = vec![0u8; 200];
         bad[48..52].copy_from_slice(&10u32.to_be_bytes());
-        w.on_read(&bad, |t| got.push(t));
+        w.on_read(&bad, |t, _| got.push(t));
         let mut good = vec![0u8; 100];
         TcpStamp {
             sent: Duration::from_secs(5),
@@ -221,7 +221,7 @@ mod tests {
             size: 100,
         }
         .write(Duration::ZERO, &mut good);
-        w.on_read(&good, |t| got.push(t));
+        w.on_read(&good, |t, _| got.push(t));
         assert!(got.is_empty(), "{got:?}");
     }
 }

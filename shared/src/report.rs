@@ -377,6 +377,10 @@ pub struct StreamFinal {
     /// (`--trip-times`; a UDP receiver's are in `udp_rx`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_one_way: Option<crate::one_way::OneWayFinal>,
+    /// A TCP receiver's video frames (`--isochronous` over TCP: each frame one write, whole
+    /// when its last byte was read; a UDP receiver's are in `udp_rx`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_frames: Option<crate::video::FrameFinal>,
 }
 
 impl StreamFinal {
@@ -386,6 +390,14 @@ impl StreamFinal {
             .as_ref()
             .and_then(|r| r.one_way.as_ref())
             .or(self.write_one_way.as_ref())
+    }
+
+    /// The video frames this receiver counted: of its datagrams (UDP) or its writes (TCP).
+    pub fn frames(&self) -> Option<&crate::video::FrameFinal> {
+        self.udp_rx
+            .as_ref()
+            .and_then(|r| r.frames.as_ref())
+            .or(self.write_frames.as_ref())
     }
 }
 
@@ -703,6 +715,8 @@ pub struct DirectionTotals {
     pub tcp_rtt: Option<TcpRtt>,
     /// The TCP receivers' one-way delays of their writes, combined (`--trip-times`).
     pub write_one_way: Option<crate::one_way::OneWayFinal>,
+    /// The TCP receivers' video frames, combined (`--isochronous` over TCP).
+    pub write_frames: Option<crate::video::FrameFinal>,
 }
 
 impl DirectionTotals {
@@ -712,6 +726,14 @@ impl DirectionTotals {
             .as_ref()
             .and_then(|r| r.one_way.as_ref())
             .or(self.write_one_way.as_ref())
+    }
+
+    /// The video frames of the direction's datagrams (UDP) or writes (TCP), combined.
+    pub fn frames(&self) -> Option<&crate::video::FrameFinal> {
+        self.udp_rx
+            .as_ref()
+            .and_then(|r| r.frames.as_ref())
+            .or(self.write_frames.as_ref())
     }
 }
 
@@ -808,6 +830,12 @@ fn totals(streams: &[&StreamFinal]) -> Option<DirectionTotals> {
             &streams
                 .iter()
                 .filter_map(|s| s.write_one_way.clone())
+                .collect::<Vec<_>>(),
+        ),
+        write_frames: crate::video::FrameFinal::combine(
+            &streams
+                .iter()
+                .filter_map(|s| s.write_frames.as_ref())
                 .collect::<Vec<_>>(),
         ),
     })
@@ -965,6 +993,7 @@ mod service_demand_tests {
             rr: None,
             writes: None,
             write_one_way: None,
+            write_frames: None,
         }
     }
 

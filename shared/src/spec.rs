@@ -227,6 +227,9 @@ pub const MIN_UDP_LEN: u32 = 16;
 pub const MIN_TRIP_TIMES_TCP_LEN: u32 = 16;
 /// Smallest datagram of a video test: the header and the 12-byte frame tag.
 pub const MIN_VIDEO_LEN: usize = 28;
+/// Smallest write of a video test over TCP: iperf 2's 92-byte write stamp, which each frame
+/// starts with.
+pub const MIN_TCP_VIDEO_LEN: usize = 92;
 /// Largest UDP payload over IPv4.
 pub const MAX_UDP_LEN: u32 = 65_507;
 /// Default DCCP packet payload: under the maximum packet size of a 1500-byte MTU path.
@@ -362,13 +365,17 @@ impl TestSpec {
         {
             return Err(SpecError::Histogram);
         }
+        let video_len = match self.protocol {
+            Protocol::Tcp => MIN_TCP_VIDEO_LEN,
+            _ => MIN_VIDEO_LEN,
+        };
         if let Some(v) = self.video
             && (!v.is_valid()
-                || self.protocol != Protocol::Udp
+                || self.protocol == Protocol::Dccp
                 || !self.trip_times
                 || self.bitrate.is_some()
                 || self.burst.is_some()
-                || (self.len as usize) < MIN_VIDEO_LEN)
+                || (self.len as usize) < video_len)
         {
             return Err(SpecError::Video);
         }
@@ -561,7 +568,7 @@ pub enum SpecError {
     Histogram,
     /// Video frames on a test that cannot carry them.
     #[error(
-        "--isochronous sends UDP frames (-u, with --trip-times, no -b) of datagrams of at least {MIN_VIDEO_LEN} bytes (-l), 1 to {} frames a second",
+        "--isochronous sends frames over UDP or TCP (with --trip-times, no -b; -l at least {MIN_VIDEO_LEN} bytes over UDP, {MIN_TCP_VIDEO_LEN} over TCP), 1 to {} frames a second",
         crate::video::MAX_FPS
     )]
     Video,

@@ -334,9 +334,9 @@ fn histograms_count_every_delay_in_its_bin() {
     }
 }
 
-/// `--isochronous`: frames at the asked rate, each sent as a burst and counted whole on
-/// loopback, timed, in both directions; the text and page say them; what cannot carry frames
-/// is a usage error.
+/// `--isochronous`: frames at the asked rate, each sent as a burst of datagrams (or one TCP
+/// write) and counted whole on loopback, timed, in both directions; the text and page say
+/// them; what cannot carry frames is a usage error.
 #[test]
 fn video_frames_arrive_whole_at_their_rate() {
     let peer = Peer::start(&["--open"]);
@@ -368,8 +368,19 @@ fn video_frames_arrive_whole_at_their_rate() {
         perfpeer_tests::http_request(&peer.control, "GET", &format!("/r/{id}"), "", "");
     assert_eq!(status, 200);
     assert!(page.contains("Video frames"), "{page}");
+    // Over TCP each frame is one write, timed from its send to the read of its last byte.
+    for reverse in [false, true] {
+        let args = ["--isochronous=50:10m,2m", "-t", "2"];
+        let v = json_one_way(&peer, &args, reverse);
+        let f = |k: &str| perfpeer_tests::u64_at(&v, &format!("/perfpeer/tcp/frames/{k}"));
+        assert!((95..=105).contains(&f("whole")), "{v}");
+        assert_eq!((f("lost"), f("latency/count")), (0, f("whole")), "{v}");
+        let bps = f64_at(&v, "/end/sum_received/bits_per_second");
+        assert!((8.0e6..12.0e6).contains(&bps), "{bps}: {v}");
+    }
     for bad in [
-        &["--isochronous"][..],
+        &["--isochronous", "-l", "50"][..],
+        &["--isochronous", "--rr"],
         &["-u", "--isochronous", "-b", "5M"],
         &["-u", "--isochronous=0"],
         &["-u", "--isochronous", "-l", "20"],

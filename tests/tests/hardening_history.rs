@@ -115,6 +115,7 @@ impl Stranger {
                 udp_rx: None,
                 rr: None,
                 write_one_way: None,
+                write_frames: None,
             }],
             ..SideReport::empty(PeerRole::Client, host)
         };

@@ -223,3 +223,38 @@ fn video_frames_arrive_late_where_the_link_is_slower_than_their_bursts() {
     );
     assert!(ab_mean > ba_mean, "{seen:?}");
 }
+
+/// The same frames over TCP (`--isochronous` without `-u`): each frame one write, timed from its
+/// send to the read of its last byte. Through 9 Mbit/s the large ones and the queue behind them
+/// make frames late; none is lost (TCP delivers every one); at 100 Mbit/s none is late.
+#[test]
+fn video_frames_over_tcp_are_late_but_never_lost_through_a_slow_link() {
+    let Some(hosts) = hosts("w") else { return };
+    let _peer = shape_a_and_serve_b(&hosts, &["9mbit", "burst", "16kb", "latency", "200ms"]);
+    shape(
+        &hosts.ns_b,
+        &hosts.dev_b,
+        &["100mbit", "burst", "64kb", "latency", "50ms"],
+    );
+    let mut seen = Vec::new();
+    for reverse in [false, true] {
+        let mut args = vec![ADDR_B, "--isochronous=30:8m,4m", "-t", "4", "-J"];
+        if reverse {
+            args.push("-R");
+        }
+        let v = json_of(&perfpeer_test_with(hosts.prefix_a(), &args), &args);
+        let f = |k: &str| u64_at(&v, &format!("/perfpeer/tcp/frames/{k}"));
+        let (whole, lost, late) = (f("whole"), f("lost"), f("late"));
+        assert_eq!(lost, 0, "TCP loses no frame: {v}");
+        let mean = f64_at(&v, "/perfpeer/tcp/frames/latency/mean_ms");
+        seen.push((whole, late, mean));
+    }
+    println!("(whole, late, mean latency ms) A → B, B → A: {seen:?}");
+    let ((ab_whole, ab_late, ab_mean), (ba_whole, ba_late, ba_mean)) = (seen[0], seen[1]);
+    // 30 frames a second for 4 s; through 9 Mbit/s the last ones may still be queued at the end.
+    assert!((100..=125).contains(&ab_whole), "{seen:?}");
+    assert!((115..=125).contains(&ba_whole), "{seen:?}");
+    assert!(ab_late >= 3, "late A → B (9 Mbit/s): {seen:?}");
+    assert_eq!(ba_late, 0, "none late B → A (100 Mbit/s): {seen:?}");
+    assert!(ab_mean > ba_mean, "{seen:?}");
+}

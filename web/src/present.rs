@@ -252,7 +252,7 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
                     ));
                 }
             }
-            if let Some(f) = received.udp_rx.as_ref().and_then(|u| u.frames.as_ref()) {
+            if let Some(f) = received.frames() {
                 rows.push(row(
                     format!("flow{i}-frames"),
                     format!("{dir} video frames"),

@@ -486,6 +486,9 @@ fn run_worker(socket: DataSocket, role: StreamRole, w: Worker) {
     let result = match (&socket, role, w.rr, w.video) {
         (DataSocket::Tcp(s), StreamRole::Sender, Some(rr), _) => rr::request(s, &w, rr),
         (DataSocket::Tcp(s), StreamRole::Receiver, Some(rr), _) => rr::answer(s, &w, rr),
+        (DataSocket::Tcp(s), StreamRole::Sender, None, Some((video, streams))) => {
+            video::send_tcp(s, &w, video, streams)
+        }
         (DataSocket::Tcp(s), StreamRole::Sender, None, _) => tcp::send(s, &w),
         (DataSocket::Tcp(s), StreamRole::Receiver, None, _) => tcp::receive(s, &w),
         (DataSocket::Udp(s), StreamRole::Sender, Some(rr), _) => match rr.probe_interval_us {

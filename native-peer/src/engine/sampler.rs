@@ -261,6 +261,8 @@ impl Sampler {
             stats.final_since(&s.base.udp.unwrap_or_default())
         });
         let is_udp_sender = s.is_udp_sender();
+        let tcp_rx = (s.role == StreamRole::Receiver && !s.is_udp_receiver())
+            .then(|| s.counters.udp_rx.lock().unwrap_or_else(|p| p.into_inner()));
         let tcp = (s.is_tcp_sender() && s.tcp.rtt_samples > 0).then(|| TcpFinal {
             retransmits: s.last.retrans.saturating_sub(s.base.retrans),
             max_snd_cwnd: s.tcp.max_cwnd,
@@ -280,16 +282,10 @@ impl Sampler {
             udp_rx,
             rr: *s.counters.rr.lock().unwrap_or_else(|p| p.into_inner()),
             writes: s.is_tcp_sender().then(|| s.last.packets - s.base.packets),
-            // A TCP receiver's write delays (kept in its counters' one-way statistics).
-            write_one_way: (s.role == StreamRole::Receiver && !s.is_udp_receiver())
-                .then(|| {
-                    s.counters
-                        .udp_rx
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .one_way()
-                })
-                .flatten(),
+            // A TCP receiver's write delays and video frames (kept in its counters' one-way
+            // statistics).
+            write_one_way: tcp_rx.as_ref().and_then(|r| r.one_way()),
+            write_frames: tcp_rx.as_ref().and_then(|r| r.frames()),
         }
     }
 }

@@ -11,6 +11,7 @@ use perfpeer_proto::write_stamps::WriteStamps;
 use super::pacing::{Pacer, tighten_timer_slack, wait_until};
 use super::sockopt::set_max_pacing_rate;
 use super::udp::count_one_way;
+use super::wire::{DatagramFormat, FrameMark, FrameTag};
 use super::{POLL, Worker, is_retry};
 use crate::util::{lock, wall_clock};
 
@@ -129,9 +130,17 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     // streams at once went slower with it until their threads took turns, `take_turns`.)
     // A `--trip-times` stream reads as bytes arrive: each write's delay ends with the read that
     // brings its last byte.
+    // A video test's writes are its frames, each stamped as iperf 2 stamps a write (which says
+    // its length: the frames' sizes vary).
+    let stamp_format = if w.video.is_some() {
+        DatagramFormat::Iperf2 { seq64: false }
+    } else {
+        w.format
+    };
+    let video_period = w.video.map(|(video, _)| video.period_s());
     let mut stamps = w
         .one_way
-        .map(|clock| (WriteStamps::new(w.len, w.format), clock));
+        .map(|clock| (WriteStamps::new(w.len, stamp_format), clock));
     let gulp = stamps.is_none()
         && crate::sys::set_recv_low_water(sock, RX_LOW_WATER.min(buf.len())).is_ok();
     sock.set_read_timeout(Some(if gulp { RX_WAIT } else { POLL }))?;
@@ -149,8 +158,21 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
                 if let Some((stamps, clock)) = &mut stamps {
                     let now = wall_clock();
                     let mut rx = lock(&w.counters.udp_rx);
-                    stamps.on_read(&buf[..n], |sent| {
-                        count_one_way(&mut rx, now, sent, *clock, w);
+                    stamps.on_read(&buf[..n], |sent, id| {
+                        let counted = count_one_way(&mut rx, now, sent, *clock, w);
+                        if let (true, Some(period_s)) = (counted, video_period) {
+                            let frame = FrameMark {
+                                tag: FrameTag {
+                                    frame: u32::try_from(id).unwrap_or(u32::MAX).max(1),
+                                    index: 0,
+                                    count: 1,
+                                },
+                                period_s,
+                                last_may_be_cut: false,
+                            };
+                            let times = (sent.as_secs_f64(), now.as_secs_f64());
+                            rx.on_frame(frame, times, *clock, w.histogram);
+                        }
                     });
                 }
                 total += n as u64;

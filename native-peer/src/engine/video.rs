@@ -3,8 +3,10 @@
 //! carry the format's header (wall-clock stamped: the test measures trip times) and the
 //! frame's mark: perfpeer's [`FrameTag`], or iperf 2's isochronous block (`perfpeer iperf -c
 //! --isochronous`). A frame once started is sent whole; a sender late for its next frame sends it
-//! at once (the receiver sees it late), it never skips one. The receiver's side is the UDP
-//! receiver's, which hands each tag to [`super::udp_stats::UdpRxStats::on_frame`].
+//! at once (the receiver sees it late), it never skips one. Over TCP ([`send_tcp`]) a frame is
+//! one write, stamped at its start as iperf 2 stamps a write. The receiver's side is the UDP or
+//! TCP receiver's, which hands each frame's place to
+//! [`super::udp_stats::UdpRxStats::on_frame`].
 
 use std::io;
 use std::sync::atomic::Ordering;
@@ -15,9 +17,10 @@ use perfpeer_shared::video::{FrameSizes, VideoSpec};
 use super::datagram::Datagrams;
 use super::pacing::{tighten_timer_slack, wait_until};
 use super::udp::{Refusals, signal_end};
-use super::wire::{FramePlace, FrameTag};
+use super::wire::{DatagramFormat, FramePlace, FrameTag};
 use super::{POLL, Worker, is_retry};
 use crate::util::wall_clock;
+use perfpeer_proto::iperf2::TCP_STAMP_LEN;
 
 /// Sends frames until the test stops or its byte budget (`-n`) ends, both checked between
 /// frames: the last frame is sent whole, even past the budget.
@@ -105,5 +108,70 @@ pub(super) fn send(
         }
     }
     signal_end(sock, w, seq);
+    Ok(())
+}
+
+/// Sends frames over TCP: each frame one write of its size (in pieces of the buffer), stamped at
+/// its start as iperf 2 stamps a write — its send time, number and length — so the receiver
+/// times each frame from its send to the read of its last byte. A frame once started is sent
+/// whole; the stream ends (EOF) when the test stops or its byte budget ends.
+pub(super) fn send_tcp(
+    sock: &std::net::TcpStream,
+    w: &Worker,
+    video: VideoSpec,
+    streams: u16,
+) -> io::Result<()> {
+    use std::io::Write;
+    sock.set_write_timeout(Some(POLL))?;
+    tighten_timer_slack();
+    let mut buf = w.payload();
+    let nanos = wall_clock().as_nanos() & u128::from(u64::MAX);
+    let seed = u64::from(w.id) ^ u64::try_from(nanos).unwrap_or_default();
+    let mut sizes = FrameSizes::new(&video, streams, seed);
+    let period = Duration::from_secs_f64(video.period_s());
+    let (start, started_wall) = (Instant::now(), wall_clock());
+    let stamp = DatagramFormat::Iperf2 { seq64: false };
+    let (mut bytes, mut frame) = (0u64, 0u32);
+    let mut writer = sock;
+    'frames: while !w.control.stopping() {
+        if !wait_until(start + period * frame, || w.control.stopping()) {
+            break;
+        }
+        frame += 1;
+        let size = usize::try_from(sizes.next_bytes())
+            .unwrap_or(usize::MAX)
+            .max(TCP_STAMP_LEN);
+        if w.control.take_budget(size).is_none() {
+            break;
+        }
+        stamp.write_stamp(
+            &mut buf,
+            (u64::from(frame), size),
+            wall_clock(),
+            started_wall,
+        );
+        let mut left = size;
+        while left > 0 {
+            // Only the frame's first bytes are read as its stamp: the buffer again for the rest.
+            match writer.write(&buf[..left.min(buf.len())]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    left -= n;
+                    bytes += n as u64;
+                    w.counters.bytes.store(bytes, Ordering::Relaxed);
+                }
+                Err(e) if is_retry(&e) => {
+                    if w.control.aborted() {
+                        break 'frames;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        w.counters
+            .packets
+            .store(u64::from(frame), Ordering::Relaxed);
+    }
+    let _ = sock.shutdown(std::net::Shutdown::Write);
     Ok(())
 }

@@ -439,6 +439,7 @@ mod tests {
                 rr: None,
                 writes: None,
                 write_one_way: None,
+                write_frames: None,
             })
             .collect();
         TestResult {

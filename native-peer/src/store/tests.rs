@@ -51,6 +51,7 @@ fn side(role: PeerRole, stream_role: StreamRole, bytes: u64) -> SideReport {
             rr: None,
             writes: None,
             write_one_way: None,
+            write_frames: None,
         }],
         ..SideReport::empty(role, Default::default())
     }

@@ -182,7 +182,7 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
                     rows.push((format!("Delay histogram ({dir})"), h.words()));
                 }
             }
-            if let Some(f) = rx.udp_rx.as_ref().and_then(|u| u.frames.as_ref()) {
+            if let Some(f) = rx.frames() {
                 rows.push((format!("Video frames ({dir})"), f.words()));
             }
         }

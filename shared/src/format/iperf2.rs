@@ -530,9 +530,8 @@ fn final_rows_with(result: &TestResult, units: Units, enhanced: bool) -> String 
                     out.push_str(&histogram_line(s.id, span, h));
                 }
                 let frame_bins = s
-                    .udp_rx
-                    .as_ref()
-                    .and_then(|r| r.frames.as_ref()?.latency.as_ref()?.histogram.as_ref());
+                    .frames()
+                    .and_then(|f| f.latency.as_ref()?.histogram.as_ref());
                 if let Some(h) = frame_bins {
                     out.push_str(&named_histogram_line("F8", s.id, span, h));
                 }
@@ -841,6 +840,7 @@ mod tests {
             rr: None,
             writes: None,
             write_one_way: None,
+            write_frames: None,
         };
         let d = delays(2001, (0.000_013, 0.000_888, 0.047_058), 4.846);
         assert_eq!(

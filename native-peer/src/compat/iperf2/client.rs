@@ -66,7 +66,9 @@ fn header(spec: &TestSpec, port: u16, extras: &Iperf2Extras) -> Header {
         Protocol::Tcp if spec.trip_times => h = h.with_tcp_trip_times(),
         _ => {}
     }
-    if spec.video.is_some() {
+    // Over TCP our frames go as --trip-times writes of their own sizes (a 2.1 server times
+    // each as a burst); the ISOCH flag is UDP's here.
+    if spec.video.is_some() && spec.protocol == Protocol::Udp {
         h = h.isochronous();
     }
     match spec.direction {
@@ -574,6 +576,7 @@ fn remote_report(reports: &[(u32, ServerReport)], clock: ClockBasis) -> SideRepo
             rr: None,
             writes: None,
             write_one_way: None,
+            write_frames: None,
         })
         .collect();
     // iperf2 reports no CPU figures: the empty report's zero elapsed time marks them as not measured.

@@ -887,6 +887,7 @@ impl Plan {
             }),
             writes: None,
             write_one_way: None,
+            write_frames: None,
         });
 
         let remote = results.map(|results| {
@@ -934,6 +935,7 @@ impl Plan {
                 rr: None,
                 writes: None,
                 write_one_way: None,
+                write_frames: None,
             });
             remote
         });

@@ -649,6 +649,7 @@ fn perfpeer_json(result: &TestResult) -> Value {
         // One-way delays of the writes (--trip-times), for each direction that measured them.
         let mut tcp = Obj::new();
         put_each_way(&mut tcp, each_way, "one_way", |t| t.write_one_way.as_ref());
+        put_each_way(&mut tcp, each_way, "frames", |t| t.write_frames.as_ref());
         if !tcp.is_empty() {
             put(&mut m, "tcp", tcp);
         }
@@ -700,13 +701,7 @@ fn multicast_json(result: &TestResult, group: crate::multicast::MulticastSpec) -
                 );
                 for (key, v) in [
                     ("one_way", t.one_way().map(crate::format::json_value)),
-                    (
-                        "frames",
-                        t.udp_rx
-                            .as_ref()
-                            .and_then(|u| u.frames.as_ref())
-                            .map(crate::format::json_value),
-                    ),
+                    ("frames", t.frames().map(crate::format::json_value)),
                 ] {
                     if let Some(v) = v {
                         put(&mut r, key, v);

@@ -69,6 +69,7 @@ fn fin(id: u32, role: StreamRole, bytes: u64, duration: f64) -> StreamFinal {
         rr: None,
         writes: None,
         write_one_way: None,
+        write_frames: None,
     }
 }
 

@@ -281,7 +281,7 @@ fn summary_flow_lines(
         ));
         if label == "receiver" {
             lines.extend(out_of_order_line("SUM", tag, t.seconds, t.udp_rx.as_ref()));
-            let frames = t.udp_rx.as_ref().and_then(|r| r.frames.as_ref());
+            let frames = t.frames();
             lines.extend(one_way_lines("SUM", tag, t.one_way(), frames));
         }
     }
@@ -348,7 +348,7 @@ fn receiver_lines(
         s.duration.as_secs_f64(),
         s.udp_rx.as_ref(),
     ));
-    let frames = s.udp_rx.as_ref().and_then(|r| r.frames.as_ref());
+    let frames = s.frames();
     lines.extend(one_way_lines(cell, tag, s.one_way(), frames));
 }
 

@@ -55,6 +55,7 @@ fn stream(role: StreamRole, bytes: u64, secs: f64) -> StreamFinal {
         rr: None,
         writes: None,
         write_one_way: None,
+        write_frames: None,
     }
 }
 
