@@ -22,6 +22,13 @@ use super::{POLL, Worker, is_retry};
 use crate::util::wall_clock;
 use perfpeer_proto::iperf2::TCP_STAMP_LEN;
 
+/// The stream's frame sizes, seeded with any bits: the low 64 of the time in ns, and its id.
+fn frame_sizes(w: &Worker, video: &VideoSpec, streams: u16) -> FrameSizes {
+    let nanos = wall_clock().as_nanos() & u128::from(u64::MAX);
+    let seed = u64::from(w.id) ^ u64::try_from(nanos).unwrap_or_default();
+    FrameSizes::new(video, streams, seed)
+}
+
 /// Sends frames until the test stops or its byte budget (`-n`) ends, both checked between
 /// frames: the last frame is sent whole, even past the budget.
 pub(super) fn send(
@@ -35,10 +42,7 @@ pub(super) fn send(
     let mut buf = w.payload();
     let len = buf.len();
     let header = w.format.min_frame_len();
-    // Any bits will do: the low 64 of the time in ns, and the stream's id.
-    let nanos = wall_clock().as_nanos() & u128::from(u64::MAX);
-    let seed = u64::from(w.id) ^ u64::try_from(nanos).unwrap_or_default();
-    let mut sizes = FrameSizes::new(&video, streams, seed);
+    let mut sizes = frame_sizes(w, &video, streams);
     let period = Duration::from_secs_f64(video.period_s());
     let start = Instant::now();
     let started_wall = wall_clock();
@@ -125,9 +129,7 @@ pub(super) fn send_tcp(
     sock.set_write_timeout(Some(POLL))?;
     tighten_timer_slack();
     let mut buf = w.payload();
-    let nanos = wall_clock().as_nanos() & u128::from(u64::MAX);
-    let seed = u64::from(w.id) ^ u64::try_from(nanos).unwrap_or_default();
-    let mut sizes = FrameSizes::new(&video, streams, seed);
+    let mut sizes = frame_sizes(w, &video, streams);
     let period = Duration::from_secs_f64(video.period_s());
     let (start, started_wall) = (Instant::now(), wall_clock());
     let stamp = DatagramFormat::Iperf2 { seq64: false };
