@@ -144,6 +144,7 @@ impl ControlChannel {
         let writer_closed = closed.clone();
         crate::util::spawn(async move {
             let mut ping = tokio::time::interval(PING_EVERY);
+            let mut broken = false;
             loop {
                 let msg = tokio::select! {
                     _ = writer_closed.cancelled() => break,
@@ -154,16 +155,19 @@ impl ControlChannel {
                     },
                 };
                 if sink.send(msg).await.is_err() {
+                    broken = true;
                     break;
                 }
             }
-            // Flush what is queued (a final error or result), then close.
-            while let Ok(text) = out_rx.try_recv() {
-                if sink.send(Outgoing::Text(text)).await.is_err() {
-                    break;
-                }
+            // Flush what is queued (a final error or result), then close — not on a sink that
+            // failed: it is broken, and its error mapping (`sink_map_err`, used once) panics
+            // when polled again.
+            while let (false, Ok(text)) = (broken, out_rx.try_recv()) {
+                broken = sink.send(Outgoing::Text(text)).await.is_err();
             }
-            let _ = sink.close().await;
+            if !broken {
+                let _ = sink.close().await;
+            }
             writer_closed.cancel();
         });
         ControlChannel {
