@@ -888,8 +888,12 @@ mod tests {
             spec.video.map(|v| (v.fps, v.mean.0, v.stdev.0)),
             Some((30, 8_000_000, 2_000_000))
         );
+        // Over TCP each frame is one write; DCCP carries none.
         input.protocol = Protocol::Tcp;
-        assert!(to_request(&input).is_err(), "frames are UDP");
+        let spec = to_request(&input).unwrap().spec;
+        assert!(spec.video.is_some() && spec.protocol == Protocol::Tcp);
+        input.protocol = Protocol::Dccp;
+        assert!(to_request(&input).is_err(), "no frames over DCCP");
     }
 
     #[test]
