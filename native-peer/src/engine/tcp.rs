@@ -121,6 +121,17 @@ pub(super) fn send(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     Ok(())
 }
 
+/// How a stream's TCP writes are stamped, for its sender and its receiver alike: a video test's
+/// writes are its frames, each stamped as iperf 2 stamps a write (which says its length: the
+/// frames' sizes vary); any other's in the stream's own format.
+pub(super) fn write_stamps_of(w: &Worker) -> DatagramFormat {
+    if w.video.is_some() {
+        DatagramFormat::Iperf2 { seq64: false }
+    } else {
+        w.format
+    }
+}
+
 pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     take_turns(w);
     let mut buf = vec![0u8; w.len.clamp(64 * 1024, MAX_READ)];
@@ -130,13 +141,7 @@ pub(super) fn receive(sock: &TcpStream, w: &Worker) -> io::Result<()> {
     // streams at once went slower with it until their threads took turns, `take_turns`.)
     // A `--trip-times` stream reads as bytes arrive: each write's delay ends with the read that
     // brings its last byte.
-    // A video test's writes are its frames, each stamped as iperf 2 stamps a write (which says
-    // its length: the frames' sizes vary).
-    let stamp_format = if w.video.is_some() {
-        DatagramFormat::Iperf2 { seq64: false }
-    } else {
-        w.format
-    };
+    let stamp_format = write_stamps_of(w);
     let video_period = w.video.map(|(video, _)| video.period_s());
     let mut stamps = w
         .one_way

@@ -17,7 +17,7 @@ use perfpeer_shared::video::{FrameSizes, VideoSpec};
 use super::datagram::Datagrams;
 use super::pacing::{tighten_timer_slack, wait_until};
 use super::udp::{Refusals, signal_end};
-use super::wire::{DatagramFormat, FramePlace, FrameTag};
+use super::wire::{FramePlace, FrameTag};
 use super::{POLL, Worker, is_retry};
 use crate::util::wall_clock;
 use perfpeer_proto::iperf2::TCP_STAMP_LEN;
@@ -132,7 +132,7 @@ pub(super) fn send_tcp(
     let mut sizes = frame_sizes(w, &video, streams);
     let period = Duration::from_secs_f64(video.period_s());
     let (start, started_wall) = (Instant::now(), wall_clock());
-    let stamp = DatagramFormat::Iperf2 { seq64: false };
+    let stamp = super::tcp::write_stamps_of(w);
     let (mut bytes, mut frame) = (0u64, 0u32);
     let mut writer = sock;
     'frames: while !w.control.stopping() {
