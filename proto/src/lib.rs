@@ -9,6 +9,8 @@
 //! - [`iperf2`]: iperf 2.1's test header, header ack and UDP server report.
 //! - [`netperf`]: netperf 2.7's control messages (OMNI request, response and results).
 //! - [`probe`]: the latency probe's request and timestamped answer.
+//! - [`netlink`]: netlink and generic netlink messages and attributes.
+//! - [`nl80211`]: the Wi-Fi family's interface, station and survey dumps (link statistics).
 //! - [`udp_stats`]: a UDP receiver's loss, reordering, duplicates, jitter and gaps.
 
 pub mod frames;
@@ -16,7 +18,9 @@ pub mod frames;
 mod fuzz;
 pub mod iperf2;
 pub mod iperf3;
+pub mod netlink;
 pub mod netperf;
+pub mod nl80211;
 pub mod probe;
 pub mod udp_stats;
 pub mod wire;

@@ -21,6 +21,7 @@
 //! - [`histogram`]: latency in bins of a fixed width (iperf 2's `--histograms`).
 //! - [`video`]: video-like frames (iperf 2's `--isochronous`): the frames asked for, their
 //!   sizes, and what a receiver reports of them.
+//! - [`wifi`]: the Wi-Fi link beside a test (signal, PHY rates, retries, airtime, channel).
 //! - [`multicast`]: a test sent to a multicast group and what each receiver reported.
 //! - [`rr`]: request/response results (round-trip histogram and its summary).
 //! - [`tagged`]: internally tagged enums read with their tag first, without serde's buffering.
@@ -45,6 +46,7 @@ pub mod sweep;
 pub mod tagged;
 pub mod units;
 pub mod video;
+pub mod wifi;
 pub mod working_load;
 
 /// Version of perfpeer's own control protocol; peers refuse a different major version.
