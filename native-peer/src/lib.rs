@@ -44,6 +44,7 @@ mod sweep;
 mod sys;
 mod targets;
 mod util;
+mod wifi;
 
 // The binary's entry: main.rs parses the command line and runs it.
 pub use cli::{Cli, UsageError, parse_args, run};

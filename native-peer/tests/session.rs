@@ -41,6 +41,7 @@ fn interval(start_s: u64) -> IntervalReport {
         end: Duration::from_secs(start_s + 1),
         omitted: false,
         streams: Vec::new(),
+        wifi: None,
     }
 }
 

@@ -307,6 +307,10 @@ pub struct PeerInfo {
     /// they are not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_problem: Option<String>,
+    /// The peer's wireless interfaces now (mode, network, channel, stations' signal and rate;
+    /// no station addresses), read at most once a second.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wifi: Vec<crate::wifi::WifiInterface>,
 }
 
 /// A test running on a peer.

@@ -180,6 +180,9 @@ pub struct IntervalReport {
     pub omitted: bool,
     /// Every stream at this end.
     pub streams: Vec<StreamInterval>,
+    /// The Wi-Fi link at this end during the interval, where a radio carries the test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wifi: Option<Box<crate::wifi::LinkSample>>,
 }
 
 /// Sum over the streams of one role in one interval.
@@ -609,6 +612,9 @@ pub struct SideReport {
     pub streams: Vec<StreamFinal>,
     /// CPU over the measured period.
     pub cpu: CpuUsage,
+    /// The Wi-Fi link at this end over the test, where a radio carried it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wifi: Option<Box<crate::wifi::LinkSummary>>,
 }
 
 impl SideReport {
@@ -636,6 +642,7 @@ impl SideReport {
             intervals: Vec::new(),
             streams: Vec::new(),
             cpu: CpuUsage::default(),
+            wifi: None,
         }
     }
 }
@@ -694,6 +701,20 @@ pub struct TestResult {
     /// How it ended.
     #[serde(flatten)]
     pub status: TestStatus,
+}
+
+impl TestResult {
+    /// The result with the Wi-Fi link left out at both ends (`--no-wifi`).
+    pub fn without_wifi(&self) -> TestResult {
+        let mut r = self.clone();
+        for side in std::iter::once(&mut r.local).chain(r.remote.as_mut()) {
+            side.wifi = None;
+            for i in &mut side.intervals {
+                i.wifi = None;
+            }
+        }
+        r
+    }
 }
 
 /// Totals of one role across the streams of one direction.
@@ -1188,6 +1209,7 @@ mod statistics_tests {
             end: Duration::from_millis(2000),
             omitted: false,
             streams,
+            wifi: None,
         }
     }
 

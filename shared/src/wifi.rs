@@ -421,8 +421,9 @@ fn shares(rates: impl Iterator<Item = Rate>) -> Vec<RateShare> {
 /// A station as a peer lists it before any test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StationLine {
-    /// Its MAC address.
-    pub mac: String,
+    /// Its MAC address (left out where anyone may ask: `/api/info`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
     /// Signal, dBm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal_dbm: Option<i8>,

@@ -27,6 +27,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("multicast", 1),
     ("admission", 1),
     ("budget", 1),
+    ("wifi", 1),
     ("util", 0),
     ("sys", 0),
 ];

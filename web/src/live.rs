@@ -253,6 +253,7 @@ mod tests {
                 probes: Vec::new(),
                 writes: None,
             }],
+            wifi: None,
         };
         let client = [at(StreamRole::Sender, 400, None)];
         let rx = UdpRxSample {

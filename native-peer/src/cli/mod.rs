@@ -35,6 +35,7 @@ mod results;
 mod serve;
 mod test;
 mod ttcp;
+mod wifi;
 
 use std::process::ExitCode;
 
@@ -71,6 +72,8 @@ enum Command {
     Results(results::ResultsArgs),
     /// Classic ttcp: -t HOST transmits, -r receives (-s for a generated pattern).
     Ttcp(ttcp::TtcpArgs),
+    /// This host's Wi-Fi radios now: mode, network, channel, each station's signal and rates.
+    Wifi(wifi::WifiArgs),
 }
 
 /// The command line. Invoked as `ttcp`, `iperf` or `iperf3` (a symlink to perfpeer), the
@@ -253,6 +256,7 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Netserver(args) => boxed(netserver::run(args)),
         Command::Ttcp(args) => boxed(ttcp::run(args)),
         Command::Results(args) => return results::run(args),
+        Command::Wifi(args) => return wifi::run(&args),
         Command::Iperf(args) => boxed(iperf::run(args)),
     };
     runtime.block_on(main)

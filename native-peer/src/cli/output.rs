@@ -4,6 +4,7 @@
 use std::io;
 
 use perfpeer_shared::format::iperf3::{self, Preamble, Voice};
+use perfpeer_shared::format::wifi;
 use perfpeer_shared::report::{PeerRole, TestResult};
 use perfpeer_shared::rr::RrFinal;
 use perfpeer_shared::spec::{Bursts, TestSpec};
@@ -32,6 +33,8 @@ pub(super) struct Printer<'a> {
     stored: Option<(String, String)>,
     /// The far end's own output of the test (`--get-server-output`).
     far_end_output: Option<(Option<String>, Option<serde_json::Value>)>,
+    /// Whether the Wi-Fi link is printed (`--no-wifi` leaves it out).
+    wifi: bool,
 }
 
 impl<'a> Printer<'a> {
@@ -43,7 +46,14 @@ impl<'a> Printer<'a> {
             voice: Voice::Perfpeer,
             stored: None,
             far_end_output: None,
+            wifi: true,
         }
+    }
+
+    /// Prints the Wi-Fi link (both ends' radios) or leaves it out.
+    pub(super) fn with_wifi(mut self, shown: bool) -> Self {
+        self.wifi = shown;
+        self
     }
 
     /// Prints in `voice` (stock iperf3's for `perfpeer iperf3`).
@@ -108,12 +118,35 @@ impl<'a> Printer<'a> {
                     report,
                 },
                 Style::Text,
-            ) => self.write(&iperf3::text_interval_as(
-                self.spec,
-                PeerRole::Client,
-                report,
-                self.voice.rate(),
-            )),
+            ) => {
+                self.write(&iperf3::text_interval_as(
+                    self.spec,
+                    PeerRole::Client,
+                    report,
+                    self.voice.rate(),
+                ))?;
+                match report.wifi.as_ref().filter(|_| self.wifi) {
+                    Some(w) => self.write(&wifi::interval_line(w, false)),
+                    None => Ok(()),
+                }
+            }
+            // The far end's radio, as its interval arrives.
+            (
+                TestEvent::Interval {
+                    role: PeerRole::Server,
+                    report,
+                },
+                style,
+            ) if self.wifi && report.wifi.is_some() => match style {
+                Style::Text => self.write(&wifi::interval_line(
+                    report.wifi.as_ref().expect("checked"),
+                    true,
+                )),
+                _ => match iperf3::json_stream_far_wifi(report) {
+                    Some(line) => self.write(&line),
+                    None => Ok(()),
+                },
+            },
             (
                 TestEvent::Interval {
                     role: PeerRole::Client,
@@ -127,6 +160,13 @@ impl<'a> Printer<'a> {
 
     /// Prints the final result (with a request/response line or `perfpeer.rr` object in `--rr`).
     pub(super) fn result(&mut self, result: &TestResult) -> io::Result<()> {
+        let without;
+        let result = if self.wifi {
+            result
+        } else {
+            without = result.without_wifi();
+            &without
+        };
         let rr = rr_of(result);
         match self.style {
             Style::Text => {
@@ -136,6 +176,10 @@ impl<'a> Printer<'a> {
                 }
                 if let Some(load) = &result.working_load {
                     self.write(&format!("\nWorking load: {}", load.words()))?;
+                }
+                let link = wifi::result_text(result);
+                if !link.is_empty() {
+                    self.write(&format!("\n{link}"))?;
                 }
                 if let Some(text) = self.far_end_output.as_ref().and_then(|(t, _)| t.as_deref()) {
                     self.write(&format!("\nServer output:\n{text}"))?;

@@ -84,6 +84,8 @@ pub(super) struct ServeArgs {
     /// up to 4 ASCII letters; repeatable).
     #[arg(long, value_name = "CODE", value_parser = perfpeer_shared::dccp::parse_service)]
     dccp_service: Vec<u32>,
+    #[command(flatten)]
+    wifi: super::wifi::WifiFlags,
 }
 
 fn parse_origin(s: &str) -> Result<String, String> {
@@ -134,6 +136,7 @@ fn parse_rate_arg(s: &str) -> Result<BitRate, String> {
 /// Runs the peer until a signal.
 pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCode> {
     super::init_logging("info");
+    args.wifi.apply()?;
     crate::sys::raise_fd_limit();
     let token = resolve_token(&args)?;
     let bound = bind(&args)?;
@@ -155,6 +158,7 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCod
         max_bitrate: args.max_bitrate.map_or(0, |b| b.0),
         dccp: crate::dccp::support(),
         store_problem: None,
+        wifi: Vec::new(),
     };
     let config = ServeConfig {
         max_tests: args.max_tests,

@@ -49,6 +49,8 @@ pub(super) struct TestArgs {
     modes: super::modes::ModeFlags,
     #[command(flatten)]
     latency: super::latency::LatencyFlags,
+    #[command(flatten)]
+    wifi: super::wifi::WifiFlags,
 }
 
 /// Runs the test and prints it; exit 0 only for a complete test.
@@ -56,6 +58,7 @@ pub(super) async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
     // Every flag error is a usage error (exit 2), whether clap or the spec's check found it.
     let usage = |e: anyhow::Error| anyhow::Error::from(UsageError(format!("{e:#}")));
+    args.wifi.apply()?;
     if args.latency.asked() {
         let spec = args.flags.build_spec(false).map_err(usage)?;
         let req = args
@@ -91,7 +94,7 @@ pub(super) async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     if args.modes.is_cbr() && style == Style::Text {
         return super::modes::run_cbr(&args.peer, &spec, &opts).await;
     }
-    let mut printer = Printer::new(style, &spec);
+    let mut printer = Printer::new(style, &spec).with_wifi(args.wifi.shown());
     if let Some(from) = &args.from
         && (args.peer.contains("://") || from.contains("://"))
     {

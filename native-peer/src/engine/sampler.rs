@@ -198,6 +198,7 @@ impl Sampler {
             end,
             omitted,
             streams,
+            wifi: None,
         };
         self.last_end = end;
         report

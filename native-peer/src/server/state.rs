@@ -163,6 +163,7 @@ impl ServerState {
         };
         PeerInfo {
             store_problem,
+            wifi: crate::wifi::interfaces_for_anyone(),
             ..self.info.clone()
         }
     }

@@ -7,12 +7,14 @@ use perfpeer_shared::report::{
     IntervalReport, PeerRole, SideReport, SocketInfo, StreamRole, TestStatus,
 };
 use perfpeer_shared::spec::TestSpec;
+use perfpeer_shared::wifi::LinkSummary;
 use socket2::SockRef;
 
 use crate::engine::cpu::CpuSnapshot;
 use crate::engine::sampler::Sampler;
 use crate::engine::{DataSocket, Engine, StreamSetup, WireOptions, sockopt};
 use crate::hostinfo;
+use crate::wifi::LinkWatch;
 
 use super::SessionError;
 
@@ -81,6 +83,8 @@ pub(crate) struct Measurement {
     /// Each stream's (local, peer) address, read at the start: once the far end has closed a
     /// stream its peer address can no longer be asked for.
     addresses: Vec<(String, String)>,
+    /// The Wi-Fi link, where a radio of this host carries the test.
+    wifi: Option<LinkWatch>,
 }
 
 impl Measurement {
@@ -106,13 +110,17 @@ impl Measurement {
         let engine = Engine::start_with(spec, setups, epoch, wire)
             .map_err(|e| SessionError::Internal(e.to_string()))?;
         let sampler = Sampler::new(&engine, spec.omit, spec.interval);
-        let addresses = engine
+        let addresses: Vec<(String, String)> = engine
             .streams()
             .iter()
             .map(|s| s.socket.addresses())
             .collect();
+        let wifi = addresses
+            .first()
+            .and_then(|(local, far)| LinkWatch::start(local, far));
         Ok(Measurement {
             addresses,
+            wifi,
             role,
             engine,
             sampler,
@@ -186,7 +194,8 @@ impl Measurement {
             // We were starved for more than an interval: skip ahead instead of bursting reports.
             self.next_tick = now + self.interval;
         }
-        let report = self.sampler.tick(Instant::now());
+        let mut report = self.sampler.tick(Instant::now());
+        report.wifi = self.wifi.as_mut().and_then(LinkWatch::sample).map(Box::new);
         self.intervals.push(report.clone());
         report
     }
@@ -209,7 +218,10 @@ impl Measurement {
         })
         .await;
         let end = Instant::now();
-        let (tail, streams) = self.sampler.finish(end);
+        let (mut tail, streams) = self.sampler.finish(end);
+        if let Some(t) = tail.as_mut() {
+            t.wifi = self.wifi.as_mut().and_then(LinkWatch::sample).map(Box::new);
+        }
         let cpu = CpuSnapshot::take().usage_since(&self.cpu_start);
         let sockets = self.sockets();
         let (sndbuf_actual, rcvbuf_actual, tcp_mss, congestion_used) = socket_facts(&self.engine);
@@ -224,7 +236,9 @@ impl Measurement {
         .unwrap_or_default();
         let mut intervals = self.intervals;
         intervals.extend(tail.clone());
+        let wifi = link_summary(&intervals).map(Box::new);
         let report = SideReport {
+            wifi,
             role: self.role,
             host: hostinfo::host_info(),
             sockets,
@@ -242,6 +256,24 @@ impl Measurement {
             stream_errors,
         }
     }
+}
+
+/// The Wi-Fi link over the test from its intervals' readings, each with the interval's
+/// goodput sent and received at this end.
+fn link_summary(intervals: &[IntervalReport]) -> Option<LinkSummary> {
+    let rate = |i: &IntervalReport, role| i.sum(role).map_or(0.0, |s| s.bits_per_second);
+    let readings: Vec<_> = intervals
+        .iter()
+        .filter_map(|i| {
+            let sample = i.wifi.as_deref()?;
+            Some((
+                sample,
+                rate(i, StreamRole::Sender),
+                rate(i, StreamRole::Receiver),
+            ))
+        })
+        .collect();
+    LinkSummary::build(&readings)
 }
 
 fn socket_facts(engine: &Engine) -> (Option<u32>, Option<u32>, Option<u32>, Option<String>) {

@@ -28,6 +28,16 @@ pub(super) const MAX_ADDRESS: usize = 64;
 /// Most CCIDs kept of a DCCP stream's list (the kernel knows 2 and 3).
 pub(super) const MAX_CCIDS: usize = 8;
 
+/// Longest interface name kept (the kernel's IFNAMSIZ less its NUL).
+pub(super) const MAX_IFACE: usize = 15;
+/// Longest station address kept (`aa:bb:cc:dd:ee:ff`).
+pub(super) const MAX_STATION: usize = 17;
+/// Most receive chains kept of a Wi-Fi reading (802.11 has at most 8 streams).
+pub(super) const MAX_CHAINS: usize = 8;
+/// Most rates kept of a Wi-Fi summary, and the longest rate's words.
+pub(super) const MAX_RATES: usize = 32;
+pub(super) const MAX_RATE_WORDS: usize = 64;
+
 /// Cuts `text` to at most `max` bytes on a character boundary, ending with `…` when cut.
 fn cut(text: &mut String, max: usize) {
     const MARK: char = '…';
@@ -43,7 +53,8 @@ fn cut(text: &mut String, max: usize) {
 }
 
 /// Cuts every free-text field of a far side's report to its bound (host name, system line,
-/// version, congestion control, socket addresses, DCCP's CCID lists).
+/// version, congestion control, socket addresses, DCCP's CCID lists, the Wi-Fi link's names
+/// and lists).
 pub(super) fn cut_free_text(remote: &mut SideReport) {
     cut(&mut remote.host.hostname, MAX_HOSTNAME);
     cut(&mut remote.host.system, MAX_SYSTEM);
@@ -56,6 +67,21 @@ pub(super) fn cut_free_text(remote: &mut SideReport) {
         cut(&mut socket.remote, MAX_ADDRESS);
         if let Some(dccp) = socket.dccp.as_mut() {
             dccp.available_ccids.truncate(MAX_CCIDS);
+        }
+    }
+    for sample in remote.intervals.iter_mut().filter_map(|i| i.wifi.as_mut()) {
+        cut(&mut sample.iface, MAX_IFACE);
+        cut(&mut sample.station, MAX_STATION);
+        sample.chain_signal_dbm.truncate(MAX_CHAINS);
+    }
+    if let Some(summary) = remote.wifi.as_mut() {
+        cut(&mut summary.iface, MAX_IFACE);
+        cut(&mut summary.station, MAX_STATION);
+        for rates in [&mut summary.tx_rates, &mut summary.rx_rates] {
+            rates.truncate(MAX_RATES);
+            for r in rates.iter_mut() {
+                cut(&mut r.rate, MAX_RATE_WORDS);
+            }
         }
     }
 }
@@ -145,6 +171,7 @@ mod tests {
             end: Duration::from_secs(at + 1),
             omitted: false,
             streams: Vec::new(),
+            wifi: None,
         }
     }
 
@@ -195,6 +222,54 @@ mod tests {
                 .unwrap()
                 .contains("sockets")
         );
+    }
+
+    #[test]
+    fn a_far_sides_wifi_names_and_lists_are_cut() {
+        use perfpeer_shared::wifi::{LinkSample, LinkSummary, Mode, RateShare};
+        let mut remote = SideReport::empty(PeerRole::Client, Default::default());
+        let sample = LinkSample {
+            iface: "w".repeat(100_000),
+            mode: Mode::Ap,
+            station: "s".repeat(1000),
+            signal_dbm: Some(-30),
+            signal_avg_dbm: None,
+            chain_signal_dbm: vec![-30; 100_000],
+            tx_rate: None,
+            rx_rate: None,
+            tx_packets: None,
+            tx_retries: None,
+            tx_failed: None,
+            retries_percent: None,
+            beacon_loss: None,
+            expected_mbps: None,
+            tx_airtime_us: None,
+            rx_airtime_us: None,
+            connected_s: None,
+            channel: None,
+        };
+        let mut with_wifi = interval(0);
+        with_wifi.wifi = Some(Box::new(sample.clone()));
+        remote.intervals = vec![with_wifi];
+        let readings = [(&sample, 0.0, 0.0)];
+        let mut summary = LinkSummary::build(&readings).unwrap();
+        summary.tx_rates = vec![
+            RateShare {
+                rate: "r".repeat(10_000),
+                mbps: None,
+                share_percent: 1.0,
+            };
+            10_000
+        ];
+        remote.wifi = Some(Box::new(summary));
+        cut_free_text(&mut remote);
+        let kept = remote.intervals[0].wifi.as_ref().unwrap();
+        assert!(kept.iface.len() <= MAX_IFACE && kept.station.len() <= MAX_STATION);
+        assert_eq!(kept.chain_signal_dbm.len(), MAX_CHAINS);
+        let summary = remote.wifi.as_ref().unwrap();
+        assert!(summary.iface.len() <= MAX_IFACE);
+        assert_eq!(summary.tx_rates.len(), MAX_RATES);
+        assert!(summary.tx_rates[0].rate.len() <= MAX_RATE_WORDS);
     }
 
     #[test]

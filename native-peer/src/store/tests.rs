@@ -35,6 +35,7 @@ fn interval(i: u64, bytes: u64) -> IntervalReport {
             probes: Vec::new(),
             writes: None,
         }],
+        wifi: None,
     }
 }
 

@@ -21,6 +21,11 @@ fn unsupported(what: &str) -> io::Error {
     )
 }
 
+/// No netlink here (nor nl80211): the Wi-Fi link is not measured.
+pub(crate) fn generic_netlink_socket(_timeout: Duration) -> io::Result<socket2::Socket> {
+    Err(unsupported("netlink"))
+}
+
 /// No batched UDP calls here: datagram streams send and receive one at a time.
 pub(crate) const BATCHED_UDP: bool = false;
 

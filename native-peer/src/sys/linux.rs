@@ -22,6 +22,18 @@ pub(crate) fn bind_device(sock: socket2::SockRef<'_>, device: &str) -> io::Resul
         .map_err(|e| io::Error::new(e.kind(), format!("cannot bind to device {device}: {e}")))
 }
 
+/// A generic netlink socket (nl80211's family, for the Wi-Fi link beside a test); reads time
+/// out after `timeout`. The kernel binds it to a port of its own at the first send.
+pub(crate) fn generic_netlink_socket(timeout: Duration) -> io::Result<socket2::Socket> {
+    let sock = socket2::Socket::new(
+        socket2::Domain::from(libc::AF_NETLINK),
+        socket2::Type::RAW,
+        Some(socket2::Protocol::from(libc::NETLINK_GENERIC)),
+    )?;
+    sock.set_read_timeout(Some(timeout))?;
+    Ok(sock)
+}
+
 /// Asks TCP to acknowledge at once for now (TCP_QUICKACK; it turns itself off again).
 pub(crate) fn set_tcp_quickack(sock: &socket2::Socket) -> io::Result<()> {
     sock.set_tcp_quickack(true)

@@ -213,6 +213,7 @@ mod tests {
                 probes: Vec::new(),
                 writes: None,
             }],
+            wifi: None,
         };
         let line = interval_line(&report).unwrap();
         assert!(line.starts_with("   1.00-2.00   "), "{line}");

@@ -426,6 +426,7 @@ mod tests {
             end: Duration::from_secs(i + 1),
             omitted: false,
             streams,
+            wifi: None,
         }
     }
 

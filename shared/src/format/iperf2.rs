@@ -876,6 +876,7 @@ mod tests {
             end: std::time::Duration::from_secs(1),
             omitted: false,
             streams,
+            wifi: None,
         };
         assert_eq!(
             enhanced_interval_rows(&report(vec![tcp(1, 3)]), None),

@@ -94,6 +94,7 @@ pub mod markup;
 pub mod netperf;
 pub mod sweep;
 pub mod ttcp;
+pub mod wifi;
 
 #[cfg(test)]
 mod tests {

@@ -53,6 +53,7 @@ fn interval(i: u64) -> IntervalReport {
         end: Duration::from_secs(i + 1),
         omitted: false,
         streams: Vec::new(),
+        wifi: None,
     }
 }
 

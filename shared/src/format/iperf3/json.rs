@@ -27,11 +27,21 @@ fn put(m: &mut Obj, key: &str, value: impl Into<Value>) {
 pub fn json(result: &TestResult) -> Value {
     let mut top = Obj::new();
     put(&mut top, "start", Value::Object(result_start_json(result)));
+    let far = result.remote.as_ref().map(|r| r.intervals.as_slice());
     let intervals = result
         .local
         .intervals
         .iter()
-        .map(|r| interval_json(&result.spec, r))
+        .map(|r| {
+            let mut v = interval_json(&result.spec, r);
+            if let (Some(wifi), Some(obj)) = (
+                crate::format::wifi::interval_json(r, far),
+                v.as_object_mut(),
+            ) {
+                obj.insert("wifi".into(), wifi);
+            }
+            v
+        })
         .collect::<Vec<_>>();
     put(&mut top, "intervals", intervals);
     put(&mut top, "end", Value::Object(end_json(result)));
@@ -88,7 +98,23 @@ pub fn json_stream_start(p: &Preamble<'_>, started_unix_ms: u64, host: &HostInfo
 /// The `--json-stream` line for one interval: `{"event":"interval","data":…}`, `data` shaped as
 /// an element of `-J`'s `intervals`.
 pub fn json_stream_interval(spec: &TestSpec, report: &IntervalReport) -> String {
-    event_line("interval", &interval_json(spec, report))
+    let mut v = interval_json(spec, report);
+    if let (Some(wifi), Some(obj)) = (
+        crate::format::wifi::interval_json(report, None),
+        v.as_object_mut(),
+    ) {
+        obj.insert("wifi".into(), wifi);
+    }
+    event_line("interval", &v)
+}
+
+/// The `--json-stream` line for the far end's Wi-Fi link in one interval (it arrives apart
+/// from this end's interval): `{"event":"perfpeer_wifi_remote","data":{…sample, "end": s}}`.
+pub fn json_stream_far_wifi(report: &IntervalReport) -> Option<String> {
+    let mut v = crate::format::json_value(report.wifi.as_ref()?);
+    v.as_object_mut()?
+        .insert("end".into(), report.end.as_secs_f64().into());
+    Some(event_line("perfpeer_wifi_remote", &v))
 }
 
 /// The `--json-stream` end line: `{"event":"end","data":…}`, `data` being `-J`'s `end` with the
@@ -408,6 +434,9 @@ fn end_json(result: &TestResult) -> Obj {
                 put(&mut m, key, cc);
             }
         }
+    }
+    if let Some(wifi) = crate::format::wifi::end_json(result) {
+        put(&mut m, "wifi", wifi);
     }
     m
 }

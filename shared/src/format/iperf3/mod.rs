@@ -16,8 +16,8 @@ mod text;
 pub(crate) mod tests;
 
 pub use json::{
-    cjson_numbers, json, json_error, json_stream_end, json_stream_error, json_stream_interval,
-    json_stream_start, system_info,
+    cjson_numbers, json, json_error, json_stream_end, json_stream_error, json_stream_far_wifi,
+    json_stream_interval, json_stream_start, system_info,
 };
 pub use text::{
     RateFormat, Voice, text_interval, text_interval_as, text_interval_header, text_preamble,

@@ -54,6 +54,7 @@ fn side(role: PeerRole, streams: Vec<StreamFinal>, cpu: CpuUsage) -> SideReport 
         intervals: Vec::new(),
         streams,
         cpu,
+        wifi: None,
     }
 }
 
@@ -116,6 +117,7 @@ fn interval(start: f64, streams: Vec<StreamInterval>) -> IntervalReport {
         end: secs(start + 1.0),
         omitted: false,
         streams,
+        wifi: None,
     }
 }
 
