@@ -36,6 +36,10 @@ command -v xz >/dev/null 2>&1 || need+=(xz-utils)
 command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
 dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 command -v cpio >/dev/null 2>&1 || need+=(cpio)
+# The -J compatibility test reads a result with the Wi-Fi link through jq and through the PyPI
+# iperf3 parser (its sdist fetched with pip download into target/, nothing installed).
+command -v jq >/dev/null 2>&1 || need+=(jq)
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 # The browser test: Debian's headless Chromium and its WebDriver.
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)

@@ -628,6 +628,18 @@ impl SideReport {
             .and_then(|s| s.tcp)
     }
 
+    /// This report as a final one to the other end: without its intervals (the other end had
+    /// them live), except each interval's Wi-Fi reading, kept in an interval without streams,
+    /// so the other end's result has this end's radio per interval too.
+    pub fn with_link_intervals_only(&self) -> SideReport {
+        let mut summary = self.clone();
+        summary.intervals.retain(|i| i.wifi.is_some());
+        for i in &mut summary.intervals {
+            i.streams.clear();
+        }
+        summary
+    }
+
     /// A report of `role` with nothing measured yet (or nothing the other end could tell): no
     /// sockets, streams, intervals or CPU figures.
     pub fn empty(role: PeerRole, host: HostInfo) -> SideReport {

@@ -96,6 +96,20 @@ fn the_dut_serves(dut: &Dut) {
     let sent = u64_at(&v, "/end/sum_sent/bytes");
     assert!(sent > 0);
     assert_eq!(sent, u64_at(&v, "/end/sum_received/bytes"), "{}", dut.short);
+    // No radio on this path (and no netlink at all under qemu-user): no Wi-Fi in the result or
+    // the peer's description, and `perfpeer wifi` says it is not measured, once.
+    assert!(
+        v["end"].get("wifi").is_none() && v["intervals"][0].get("wifi").is_none(),
+        "{v}"
+    );
+    assert!(!info.contains("\"wifi\""), "{info}");
+    let out = dut.run(&["wifi"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}: {err}", dut.short);
+    assert!(
+        err.contains("not measured") && err.lines().count() == 1 && out.stdout.is_empty(),
+        "{err}"
+    );
 
     // Reverse: the DUT sends.
     let v = native_json(&[&peer.control, "-R", "-t", "2"]);

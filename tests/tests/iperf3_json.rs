@@ -151,3 +151,172 @@ fn a_failed_test_prints_stock_iperf3s_json_skeleton() {
         "{ours}"
     );
 }
+
+/// The PyPI `iperf3` package (0.1.11, the parser scripts import as `iperf3.TestResult`), its
+/// sdist fetched once into target/ and read from there (nothing installed).
+fn pypi_iperf3() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pypi-iperf3");
+    let module = dir.join("iperf3-0.1.11/iperf3/iperf3.py");
+    if !module.exists() {
+        std::fs::create_dir_all(&dir).expect("cache dir");
+        let out = std::process::Command::new("python3")
+            .args(["-m", "pip", "download", "--no-deps", "--no-binary", ":all:"])
+            .args(["iperf3==0.1.11", "-d"])
+            .arg(&dir)
+            .output()
+            .expect("python3 -m pip (scripts/setup.sh installs python3-pip)");
+        assert!(out.status.success(), "{out:?}");
+        let out = std::process::Command::new("tar")
+            .args(["-xzf", "iperf3-0.1.11.tar.gz"])
+            .current_dir(&dir)
+            .output()
+            .expect("tar");
+        assert!(out.status.success(), "{out:?}");
+    }
+    assert!(module.exists(), "{}", module.display());
+    module
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .to_path_buf()
+}
+
+/// A result with the Wi-Fi link at both ends (`intervals[].wifi`, `end.wifi`) still reads as
+/// stock iperf3 JSON: the stock keys' jq paths give the same figures as without it, and the
+/// PyPI `iperf3` parser reads it. (The readings are put into a real loopback result: this host
+/// has no radio; the Wi-Fi guest, wifi_vm, checks real ones.)
+#[test]
+fn a_result_with_the_wifi_link_still_parses_as_stock_json() {
+    use perfpeer_shared::report::TestResult;
+    use perfpeer_shared::wifi::{GuardInterval, LinkSample, LinkSummary, Mode, Rate, RateKind};
+    let peer = perfpeer_tests::Peer::start(&[]);
+    let out = perfpeer_tests::perfpeer_test(&[&peer.control, "-t", "2"]);
+    assert!(out.status.success(), "{out:?}");
+    let id = perfpeer_tests::result_id_from(&String::from_utf8_lossy(&out.stdout));
+    let (status, body) =
+        perfpeer_tests::http_request(&peer.control, "GET", &format!("/r/{id}.json"), "", "");
+    assert_eq!(status, 200, "{body}");
+    let mut result: TestResult = serde_json::from_str(&body).expect("a TestResult");
+    let plain = perfpeer_shared::format::iperf3::json(&result);
+    let sample = LinkSample {
+        iface: "wlan0".into(),
+        mode: Mode::Ap,
+        station: "02:00:00:00:01:00".into(),
+        signal_dbm: Some(-42),
+        signal_avg_dbm: Some(-41),
+        chain_signal_dbm: vec![-44, -45],
+        tx_rate: Some(Rate {
+            kind: RateKind::Vht,
+            mcs: Some(9),
+            nss: Some(2),
+            width_mhz: Some(80),
+            gi: Some(GuardInterval::Short),
+            mbps: Some(866.7),
+        }),
+        rx_rate: None,
+        tx_packets: Some(1000),
+        tx_retries: Some(20),
+        tx_failed: Some(0),
+        retries_percent: Some(2.0),
+        beacon_loss: None,
+        expected_mbps: Some(600.0),
+        tx_airtime_us: Some(400_000),
+        rx_airtime_us: Some(20_000),
+        connected_s: Some(60),
+        channel: None,
+    };
+    let readings = [(&sample, 5e8, 0.0)];
+    let summary = LinkSummary::build(&readings).map(Box::new);
+    // The far end's report as its final one carries it: an interval per reading, no streams.
+    let times = result.local.intervals.clone();
+    if let Some(remote) = result.remote.as_mut()
+        && remote.intervals.is_empty()
+    {
+        remote.intervals = times;
+        for i in &mut remote.intervals {
+            i.streams.clear();
+        }
+    }
+    for side in std::iter::once(&mut result.local).chain(result.remote.as_mut()) {
+        for i in &mut side.intervals {
+            i.wifi = Some(Box::new(sample.clone()));
+        }
+        side.wifi = summary.clone();
+    }
+    let with = perfpeer_shared::format::iperf3::json(&result);
+    assert_eq!(with["intervals"][0]["wifi"]["local"]["tx_rate"]["mcs"], 9);
+    assert_eq!(with["intervals"][0]["wifi"]["remote"]["signal_dbm"], -42);
+    assert_eq!(with["end"]["wifi"]["remote"]["tx_retries"], 20);
+    let dir = std::env::temp_dir().join(format!("pp-wifi-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("with.json");
+    std::fs::write(&file, with.to_string()).unwrap();
+    // jq: the stock keys read the same with and without the link.
+    if have("jq") {
+        for path in [
+            ".end.sum_sent.bytes",
+            ".end.sum_received.bits_per_second",
+            ".intervals[0].sum.bits_per_second",
+            ".intervals | length",
+            ".start.test_start.protocol",
+        ] {
+            let out = std::process::Command::new("jq")
+                .args(["-c", path])
+                .arg(&file)
+                .output()
+                .expect("jq");
+            let got: Value = serde_json::from_slice(&out.stdout).expect("jq's answer");
+            let want: Value = {
+                let std_out = std::process::Command::new("jq")
+                    .args(["-c", path])
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .and_then(|mut c| {
+                        use std::io::Write as _;
+                        c.stdin
+                            .take()
+                            .unwrap()
+                            .write_all(plain.to_string().as_bytes())?;
+                        c.wait_with_output()
+                    })
+                    .expect("jq");
+                serde_json::from_slice(&std_out.stdout).expect("jq's answer")
+            };
+            assert_eq!(got, want, "{path}");
+        }
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "jq: scripts/setup.sh installs it"
+        );
+        perfpeer_tests::skip("jq is not installed");
+    }
+    // The PyPI parser: what a script reads from the file.
+    let script = "import sys, json\nsys.path.insert(0, sys.argv[1])\nfrom iperf3.iperf3 import TestResult\n\
+                  r = TestResult(open(sys.argv[2]).read())\n\
+                  print(json.dumps([r.error, r.protocol, r.sent_bytes, r.received_bytes, r.received_Mbps]))\n";
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(pypi_iperf3())
+        .arg(&file)
+        .output()
+        .expect("python3");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{out:?}");
+    let read: Value = serde_json::from_slice(&out.stdout).expect("the parser's figures");
+    assert_eq!(read[0], Value::Null, "no error: {read}");
+    assert_eq!(read[1], "TCP");
+    assert_eq!(read[2], plain["end"]["sum_sent"]["bytes"]);
+    assert_eq!(read[3], plain["end"]["sum_received"]["bytes"]);
+    let mbps = read[4].as_f64().unwrap();
+    let want = plain["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap()
+        / 1e6;
+    assert!(
+        (mbps - want).abs() < 1e-6 * want.max(1.0),
+        "{mbps} vs {want}"
+    );
+}

@@ -449,3 +449,31 @@ fn bounce_back_with_a_working_load_reports_the_load_beside_it() {
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
     }
 }
+
+/// Without a radio on the path (loopback, and no Wi-Fi in this host's kernel) a test prints
+/// no link lines and `-J` has no `wifi`; the Wi-Fi flags are checked as usage (exit 2), and
+/// `--no-wifi` changes nothing else.
+#[test]
+fn no_radio_no_link_lines_and_wifi_flags_are_checked() {
+    let peer = Peer::start(&["--wifi-iface", "wlan9"]);
+    let out = perfpeer_test(&[&peer.control, "-t", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        !text.contains("wifi") && !text.contains("Wi-Fi"),
+        "no radio here: {text}"
+    );
+    let v = perfpeer_json(&[&peer.control, "-t", "1", "--no-wifi"]);
+    assert!(v["end"].get("wifi").is_none() && v["intervals"][0].get("wifi").is_none());
+    for bad in [
+        &["--wifi-station", "02:00:00:00:01"][..],
+        &["--wifi-station", "zz:00:00:00:01:00"],
+        &["--wifi-iface", "a/b"],
+        &["--no-wifi", "--wifi-iface", "wlan0"],
+    ] {
+        let mut args = vec![peer.control.as_str(), "-t", "1"];
+        args.extend_from_slice(bad);
+        let out = perfpeer_test(&args);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
+    }
+}

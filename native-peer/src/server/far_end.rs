@@ -279,8 +279,7 @@ async fn run_accepted(
         "without the client's report"
     };
     TEST_ENDED.info(source, how);
-    let mut summary = report.clone();
-    summary.intervals.clear();
+    let summary = report.with_link_intervals_only();
     let result = TestResult {
         id: test_id,
         spec,

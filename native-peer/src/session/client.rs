@@ -484,8 +484,7 @@ impl PerfpeerFarEnd {
         local: &SideReport,
         events: &mpsc::UnboundedSender<TestEvent>,
     ) -> Result<SideReport, SessionError> {
-        let mut summary = local.clone();
-        summary.intervals.clear();
+        let summary = local.with_link_intervals_only();
         self.chan.send(&ClientMsg::Final {
             report: summary,
             clock_offset: self.clock_offset,
