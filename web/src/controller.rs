@@ -37,6 +37,8 @@ pub struct App {
     socket: Option<Socket>,
     reconnect: Option<Timeout>,
     delete_expiry: Option<Timeout>,
+    /// The Peer screen's next `/api/info` (dropped, so cleared, when the screen closes).
+    info_refresh: Option<Timeout>,
     ui: Vec<Listener>,
 }
 
@@ -67,6 +69,7 @@ pub fn start() -> Rc<Shared> {
             socket: None,
             reconnect: None,
             delete_expiry: None,
+            info_refresh: None,
             ui: Vec::new(),
         }),
         queue: RefCell::new(VecDeque::new()),
@@ -188,6 +191,11 @@ impl App {
             Cmd::Fetch(request) => {
                 fetch(Rc::downgrade(shared), request, self.model.token.as_deref())
             }
+            Cmd::RefreshInfoIn(ms) => {
+                let weak = Rc::downgrade(shared);
+                self.info_refresh = Timeout::new(ms, move || send(&weak, Msg::InfoDue));
+            }
+            Cmd::StopInfoRefresh => self.info_refresh = None,
             // `dispatch` writes the URL once the update's commands are carried out.
             Cmd::NewEntry => {}
         }

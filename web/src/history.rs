@@ -66,9 +66,12 @@ impl Filter {
     }
 }
 
-/// A request to this peer's result API (all but the page itself need the token).
+/// A request to this peer's result API (all but the page itself need the token), or for what
+/// the peer is now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
+    /// What the peer is now (`/api/info`, no token needed): the Peer screen's refresh.
+    Info,
     /// The history list.
     List,
     /// One stored result, to show it or to add it to the comparison.
@@ -112,7 +115,7 @@ impl Request {
     /// HTTP method.
     pub fn method(&self) -> &'static str {
         match self {
-            Request::List | Request::Get { .. } => "GET",
+            Request::Info | Request::List | Request::Get { .. } => "GET",
             Request::SetLink { .. } => "POST",
             Request::Delete { .. } => "DELETE",
             Request::SetNotes { .. } => "PUT",
@@ -122,6 +125,7 @@ impl Request {
     /// Path on this peer.
     pub fn path(&self) -> String {
         match self {
+            Request::Info => "/api/info".into(),
             Request::List => "/api/results".into(),
             Request::Get { id, .. } | Request::Delete { id } => format!("/api/results/{id}"),
             Request::SetLink { id, .. } => format!("/api/results/{id}/link"),

@@ -1,9 +1,11 @@
 //! The running screen's live numbers (current and average rate, retransmits or loss/jitter,
-//! elapsed and remaining) from the intervals received so far, printed with the shared unit
-//! formatters. DOM-free; sums come from `IntervalReport::sum`.
+//! elapsed and remaining, each end's Wi-Fi link in its last interval) from the intervals
+//! received so far, printed with the shared unit formatters. DOM-free; sums come from
+//! `IntervalReport::sum`, the link's words from `format::wifi`.
 
 use perfpeer_shared::report::{IntervalReport, StreamRole};
 use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
+use perfpeer_shared::wifi::LinkSample;
 
 use crate::present::{bytes, rate};
 
@@ -22,6 +24,24 @@ pub struct LiveFigures {
     pub remaining: String,
     /// 0.0–1.0 when the end is known.
     pub progress: f64,
+    /// This peer's Wi-Fi link in its last interval, where a radio carries the test.
+    pub link_here: Option<String>,
+    /// The other peer's, in its last interval.
+    pub link_far: Option<String>,
+}
+
+/// One interval's Wi-Fi link as `perfpeer test` prints it under the interval, named by its
+/// interface and mode instead of the whole radio line: `wlan0 (AP): -52 dBm, tx VHT MCS 9 2SS
+/// 80MHz 866.7 Mbit/s, retries 30 (3.0 %), failed 0`.
+pub fn link_words(sample: &LinkSample) -> String {
+    let line = perfpeer_shared::format::wifi::interval_line(sample, false);
+    let figures = line.split_once(": ").map_or("", |(_, rest)| rest);
+    format!("{} ({}): {figures}", sample.iface, sample.mode.word())
+}
+
+/// The link in `side`'s last interval, in words.
+fn last_link(side: &[IntervalReport]) -> Option<String> {
+    side.last()?.wifi.as_deref().map(link_words)
 }
 
 /// The client-side roles to show: TX is the client's senders, RX its receivers.
@@ -57,6 +77,8 @@ pub fn live(spec: &TestSpec, client: &[IntervalReport], server: &[IntervalReport
             elapsed: "0 s".into(),
             remaining: "starting…".into(),
             progress: 0.0,
+            link_here: None,
+            link_far: last_link(server),
         };
     };
     let measured: Vec<&IntervalReport> = client.iter().filter(|r| !r.omitted).collect();
@@ -98,6 +120,8 @@ pub fn live(spec: &TestSpec, client: &[IntervalReport], server: &[IntervalReport
         elapsed: format!("{elapsed:.0} s"),
         remaining,
         progress: progress.clamp(0.0, 1.0),
+        link_here: last_link(client),
+        link_far: last_link(server),
     }
 }
 
@@ -217,6 +241,30 @@ mod tests {
         assert_eq!(l.extra, "7 retransmits");
         assert_eq!((l.elapsed.as_str(), l.remaining.as_str()), ("2 s", "8 s"));
         assert!((l.progress - 0.2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn each_ends_link_shows_as_its_interval_arrives() {
+        let r = crate::present::tests::wifi_result();
+        let mut far = r.remote.clone().unwrap().intervals;
+        let l = live(&r.spec, &r.local.intervals, &far);
+        assert_eq!(
+            l.link_here.as_deref(),
+            Some(
+                "wlan0 (station): -54 dBm, tx VHT MCS 9 2SS 160MHz 2882.4 Mbit/s, retries 30 \
+                 (3.0 %), failed 0"
+            )
+        );
+        assert_eq!(l.link_far, None, "no radio there");
+        // The far end's interval carries its own radio's reading.
+        far[1].wifi = Some(Box::new(crate::present::tests::link_sample(-61, 1200.0)));
+        let l = live(&r.spec, &[], &far);
+        assert_eq!((l.current.as_str(), l.link_here), ("—", None));
+        assert!(
+            l.link_far
+                .unwrap()
+                .starts_with("wlan0 (station): -61 dBm, tx VHT")
+        );
     }
 
     #[test]

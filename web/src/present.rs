@@ -174,8 +174,8 @@ fn row(key: impl Into<String>, label: impl Into<String>, value: impl Into<String
 
 /// The summary card, from the side of the peer that measured or kept the result ("this peer",
 /// its `local` report): status, then per direction (TX: this peer sent) the sender's and
-/// receiver's rates, bytes and retransmits or loss/jitter, then CPU and service demand at this
-/// peer and the other.
+/// receiver's rates, bytes and retransmits or loss/jitter, then each end's Wi-Fi link where a
+/// radio carried the test, then CPU and service demand at this peer and the other.
 pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
     let mut rows = vec![match &result.status {
         TestStatus::Complete => row("status", "Status", "complete"),
@@ -275,6 +275,19 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
     // A bounce-back test's working load (`--bounceback-congest`): its rates beside the bursts.
     if let Some(load) = &result.working_load {
         rows.push(row("working-load", "Working load", load.words()));
+    }
+    // Each radio that carried the test: signal, PHY rate, retries (the result page's words).
+    for (side, key, name) in [
+        (Some(&result.local), "wifi-this", "this peer"),
+        (result.remote.as_ref(), "wifi-other", "other peer"),
+    ] {
+        if let Some(link) = side.and_then(|s| s.wifi.as_deref()) {
+            rows.push(row(
+                key,
+                format!("Wi-Fi {name}"),
+                perfpeer_shared::format::html::link_words(link),
+            ));
+        }
     }
     let this = result.local.role;
     for (side, end, name) in [
@@ -464,6 +477,7 @@ pub(crate) mod tests {
     use super::*;
     use perfpeer_shared::format::layout::Layout;
     use perfpeer_shared::format::{iperf2, iperf3, ttcp};
+    use perfpeer_shared::report::StreamRole;
 
     /// A 2-s TCP TX test, both ends' reports, built from JSON like the page receives it.
     pub(crate) fn tcp_result() -> TestResult {
@@ -502,6 +516,62 @@ pub(crate) mod tests {
             "status": "complete"
         }))
         .expect("fixture parses")
+    }
+
+    /// One interval's Wi-Fi link: a VHT (160 MHz) station at `signal` dBm sending at `mbps`, 30 retries
+    /// in 1000 packets.
+    pub(crate) fn link_sample(signal: i8, mbps: f64) -> perfpeer_shared::wifi::LinkSample {
+        serde_json::from_value(serde_json::json!({
+            "iface": "wlan0", "mode": "station", "station": "02:00:00:00:00:01",
+            "signal_dbm": signal,
+            "tx_rate": { "kind": "vht", "mcs": 9, "nss": 2, "width_mhz": 160, "mbps": mbps },
+            "tx_packets": 1000, "tx_retries": 30, "tx_failed": 0, "retries_percent": 3.0
+        }))
+        .expect("sample parses")
+    }
+
+    /// [`tcp_result`] over Wi-Fi: this peer's radio in both intervals (-50, then -54 dBm),
+    /// and its summary.
+    pub(crate) fn wifi_result() -> TestResult {
+        let mut r = tcp_result();
+        for (interval, signal) in r.local.intervals.iter_mut().zip([-50, -54]) {
+            interval.wifi = Some(Box::new(link_sample(signal, 2882.4)));
+        }
+        let readings: Vec<_> = r
+            .local
+            .intervals
+            .iter()
+            .filter_map(|i| {
+                Some((
+                    i.wifi.as_deref()?,
+                    i.sum(StreamRole::Sender)?.bits_per_second,
+                    0.0,
+                ))
+            })
+            .collect();
+        r.local.wifi = perfpeer_shared::wifi::LinkSummary::build(&readings).map(Box::new);
+        r
+    }
+
+    #[test]
+    fn the_summary_card_says_each_radios_link() {
+        let rows = summary(&wifi_result());
+        let wifi = rows
+            .iter()
+            .find(|r| r.key == "wifi-this")
+            .expect("a Wi-Fi row");
+        assert_eq!(wifi.label, "Wi-Fi this peer");
+        assert_eq!(
+            wifi.value,
+            "wlan0 (station): signal -52 dBm median, PHY 2882.4 Mbit/s median, retries 3.0 %, \
+             goodput 52 % of PHY"
+        );
+        assert!(rows.iter().all(|r| r.key != "wifi-other"), "no radio there");
+        assert!(
+            summary(&tcp_result())
+                .iter()
+                .all(|r| !r.key.starts_with("wifi"))
+        );
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! run, reconnect-and-attach flows are unit-tested on the host. `update` only routes each
 //! message to the part of the model it concerns: the link and the token (`link`), the screens
 //! and the URL (`nav`), the run in progress (`run`), the result shown (`shown`), the peers
-//! tested from this page (`peers`) and the results the peer keeps (`results`).
+//! tested from this page (`peers`), the results the peer keeps (`results`) and the Peer
+//! screen's refresh of what this peer is now, its radios (`info`).
 
 use perfpeer_shared::control::{ClientMsg, ErrorCode, PeerInfo, RunningTest, ServerMsg};
 use perfpeer_shared::format::layout::Layout;
@@ -14,6 +15,7 @@ use crate::history::{Filter, History, Request};
 use crate::present::{Notice, explain};
 use crate::route::Route;
 
+pub use info::INFO_REFRESH_MS;
 pub use link::{Link, backoff_ms};
 pub use nav::Screen;
 pub use peers::RECENT_PEERS;
@@ -168,6 +170,8 @@ pub enum Msg {
         /// Tags separated by spaces or commas.
         tags: String,
     },
+    /// Time to ask this peer again what it is now (the Peer screen's radios).
+    InfoDue,
     /// The peer answered a [`Request`] (status 0: no answer; `body` then says why).
     Reply {
         /// What was asked.
@@ -220,6 +224,10 @@ pub enum Cmd {
     /// The place the page moved to is the user's doing, though it came with a reply (a result
     /// opened from History): give it a new entry in the browser's history, so Back returns.
     NewEntry,
+    /// Send [`Msg::InfoDue`] after this many milliseconds (replacing any earlier one).
+    RefreshInfoIn(u32),
+    /// Drop the timer of [`Cmd::RefreshInfoIn`]: the Peer screen closed.
+    StopInfoRefresh,
 }
 
 impl Default for Model {
@@ -259,6 +267,14 @@ pub const DELETE_CONFIRM_MS: u32 = 4000;
 impl Model {
     /// Applies `msg`; returns what the controller must do.
     pub fn update(&mut self, msg: Msg) -> Vec<Cmd> {
+        let before = self.screen;
+        let mut cmds = self.handle(msg);
+        cmds.extend(self.screen_changed(before));
+        cmds
+    }
+
+    /// Routes `msg` to the part of the model it concerns.
+    fn handle(&mut self, msg: Msg) -> Vec<Cmd> {
         match msg {
             Msg::Boot {
                 fragment,
@@ -314,6 +330,7 @@ impl Model {
                 self.delete_expired();
                 Vec::new()
             }
+            Msg::InfoDue => self.info_due(),
             Msg::Reply {
                 request,
                 status,
@@ -402,6 +419,7 @@ impl Model {
     }
 }
 
+mod info;
 mod link;
 mod nav;
 mod peers;

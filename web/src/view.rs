@@ -3,9 +3,9 @@
 //! redone only when a different result (or its newly saved notes) arrives.
 
 use perfpeer_shared::control::PeerInfo;
-use perfpeer_shared::format::{cbr, sweep as sweep_text};
+use perfpeer_shared::format::{cbr, sweep as sweep_text, wifi as wifi_text};
 use perfpeer_shared::history::Notes;
-use perfpeer_shared::report::{IntervalReport, TestResult, TestStatus};
+use perfpeer_shared::report::{IntervalReport, PeerRole, Sending, TestResult, TestStatus};
 use perfpeer_shared::spec::{EndCondition, Protocol};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Blob, BlobPropertyBag, HtmlAnchorElement, HtmlElement, Url};
@@ -41,6 +41,11 @@ pub struct View {
     recent_html: String,
     overlay_key: String,
     congestion_html: String,
+    /// The Peer screen's radios as last drawn (redrawn when the peer says something new).
+    radios_text: String,
+    /// The Peer screen's addresses and running tests as last drawn: redrawn only when they
+    /// change, so the refresh every 2 s neither moves the focus nor eats a tap.
+    peer_html: [String; 2],
     /// The result and notes the notes editor was last filled from (typing is not overwritten).
     notes_key: Option<(String, perfpeer_shared::history::Notes)>,
     /// The screen in front at the last render: focus moves to a new screen's heading.
@@ -93,7 +98,8 @@ impl View {
         render_link(model);
         render_connect(model);
         if let Some(peer) = &model.peer {
-            render_peer(peer, model);
+            render_peer(peer, model, &mut self.peer_html);
+            self.render_radios(peer);
             let options: String =
                 std::iter::once("<option value=''>kernel default</option>".to_string())
                     .chain(
@@ -173,6 +179,17 @@ impl View {
                 show("notice", true);
             }
             None => show("notice", false),
+        }
+    }
+
+    /// The Peer screen's radios as `perfpeer wifi` prints them (no station addresses: the
+    /// peer leaves them out); nothing without a radio.
+    fn render_radios(&mut self, peer: &PeerInfo) {
+        let text = wifi_text::interfaces_text(&peer.wifi);
+        if text != self.radios_text {
+            set_lines("peer-wifi", &text);
+            show("peer-wifi-box", !text.is_empty());
+            self.radios_text = text;
         }
     }
 
@@ -304,8 +321,12 @@ impl View {
             TestStatus::Complete => result.spec.total_time().map(|d| d.as_secs_f64()),
             _ => None,
         };
-        el("result-chart")
-            .set_inner_html(&chart::svg(&chart::series(&result.local.intervals), x_max));
+        // With the Wi-Fi link on the same axes where a radio carried the test.
+        el("result-chart").set_inner_html(&chart::svg_with_link(
+            &chart::series(&result.local.intervals),
+            &chart::wifi::Overlay::of_result(result),
+            x_max,
+        ));
         for tab in Layout::ALL {
             set_lines(&format!("text-{}", tab.id()), &tab.text(result));
         }
@@ -608,7 +629,15 @@ fn render_connect(model: &Model) {
     set_text("connect-status", status);
 }
 
-fn render_peer(peer: &PeerInfo, model: &Model) {
+/// Sets `#id`'s markup when it differs from what `slot` says was set last.
+fn set_html_once(slot: &mut String, id: &str, html: String) {
+    if *slot != html {
+        el(id).set_inner_html(&html);
+        *slot = html;
+    }
+}
+
+fn render_peer(peer: &PeerInfo, model: &Model, drawn: &mut [String; 2]) {
     set_text("peer-name", &peer.name);
     set_text("peer-version", &format!("perfpeer {}", peer.version));
     set_text("peer-system", &peer.system);
@@ -618,7 +647,7 @@ fn render_peer(peer: &PeerInfo, model: &Model) {
             .map(|a| format!("<li>{}</li>", escape(a)))
             .collect()
     };
-    el("peer-addresses").set_inner_html(&list(&peer.addresses));
+    set_html_once(&mut drawn[0], "peer-addresses", list(&peer.addresses));
     // The control port is the one this page came from.
     let control = crate::dom::page_port();
     set_text(
@@ -672,11 +701,12 @@ fn render_peer(peer: &PeerInfo, model: &Model) {
             }
         })
         .collect();
-    if tests.is_empty() {
-        el("peer-tests").set_inner_html("<li>none</li>");
+    let tests = if tests.is_empty() {
+        "<li>none</li>".to_string()
     } else {
-        el("peer-tests").set_inner_html(&tests);
-    }
+        tests
+    };
+    set_html_once(&mut drawn[1], "peer-tests", tests);
 }
 
 fn render_form_error(model: &Model) {
@@ -779,6 +809,7 @@ fn render_run(run: &RunState) {
     set_text("live-extra", &live.extra);
     set_text("live-elapsed", &live.elapsed);
     set_text("live-remaining", &live.remaining);
+    render_live_links(live.link_here.as_deref(), live.link_far.as_deref());
     let _ = by_id::<HtmlElement>("progress-bar")
         .style()
         .set_property("width", &format!("{:.1}%", live.progress * 100.0));
@@ -786,7 +817,14 @@ fn render_run(run: &RunState) {
         EndCondition::Time { duration } => Some((duration + run.spec.omit).as_secs_f64()),
         EndCondition::Bytes { .. } => None,
     };
-    el("run-chart").set_inner_html(&chart::svg(&chart::series(&run.client), x_max));
+    // This page's peer is the client: TX is what it sends.
+    let sending = Sending::seen_from(run.spec.direction, PeerRole::Client);
+    let link = chart::wifi::Overlay::build(&run.client, &run.server, sending);
+    el("run-chart").set_inner_html(&chart::svg_with_link(
+        &chart::series(&run.client),
+        &link,
+        x_max,
+    ));
     show("run-sweep", sweep.is_some());
     if let Some(sweep) = sweep {
         let mut rows = html::sweep_rows(&sweep.points);
@@ -861,6 +899,7 @@ fn render_run_latency_figures(run: &RunState, latency: &LatencyRun) {
     );
     show("run-sweep", false);
     show("run-lines", false);
+    render_live_links(None, None);
     set_text(
         "cancel",
         if run.cancelling {
@@ -869,6 +908,14 @@ fn render_run_latency_figures(run: &RunState, latency: &LatencyRun) {
             "Cancel test"
         },
     );
+}
+
+/// Each end's Wi-Fi link in its last interval, where a radio carries the test.
+fn render_live_links(here: Option<&str>, far: Option<&str>) {
+    for (id, link) in [("live-link-here", here), ("live-link-far", far)] {
+        set_text(id, link.unwrap_or(""));
+        show(&format!("{id}-row"), link.is_some());
+    }
 }
 
 /// Lines kept on the Running screen's stream view.

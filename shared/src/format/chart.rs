@@ -10,6 +10,9 @@ use crate::units::format_rate;
 
 use super::markup::escape;
 
+/// The Wi-Fi link on the same time axis (PHY rate, retries, signal).
+pub mod wifi;
+
 /// One line of the chart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
@@ -155,57 +158,92 @@ const LEGEND_ROW: f64 = 14.0;
 
 /// The chart as an `<svg>` element; `x_max` is the test's length in s when known.
 pub fn svg(series: &[Series], x_max: Option<f64>) -> String {
-    draw(series, x_max, false)
+    draw(series, &wifi::Overlay::default(), x_max, false)
+}
+
+/// The chart of a test with its Wi-Fi link on the same axes (`link`: PHY rate, retries, and a
+/// signal panel under the plot); with an empty `link`, exactly [`svg`].
+pub fn svg_with_link(series: &[Series], link: &wifi::Overlay, x_max: Option<f64>) -> String {
+    draw(series, link, x_max, false)
 }
 
 /// The comparison chart: every line on the same axes (the longest test sets the time axis, the
 /// highest rate the rate axis), each with its own colour and a legend row of its own below the
 /// plot, so long labels (time and peer) never overlap.
 pub fn overlay_svg(lines: &[Series]) -> String {
-    draw(lines, None, true)
+    draw(lines, &wifi::Overlay::default(), None, true)
 }
 
-fn draw(series: &[Series], x_max: Option<f64>, legend_rows: bool) -> String {
-    let last_x = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0))
-        .fold(0.0, f64::max);
-    let x_max = x_max.unwrap_or(0.0).max(last_x).max(1.0);
-    let y_top = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1))
-        .fold(0.0, f64::max);
-    let y_max = nice_max(y_top);
-    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
-    let x = |t: f64| LEFT + t / x_max * pw;
-    let y = |v: f64| TOP + ph - v / y_max * ph;
-    // Legend items flow left to right and wrap to a new row where the width ends; an overlay
-    // gives each line a row of its own.
-    let item_width = |line: &Series| 24.0 + 6.2 * line.label.chars().count() as f64;
-    let mut places = Vec::with_capacity(series.len());
-    let (mut lx, mut row) = (LEFT, 0usize);
-    for (i, line) in series.iter().enumerate() {
-        if legend_rows {
-            row = i;
-        } else if lx > LEFT && lx + item_width(line) > W - RIGHT {
-            row += 1;
-            lx = LEFT;
-        }
-        places.push((if legend_rows { LEFT } else { lx }, row));
-        lx += item_width(line);
+/// A legend entry: a sample of its line (or a dot) and its label.
+struct Key {
+    /// The label.
+    label: String,
+    /// The line's colour.
+    stroke: &'static str,
+    /// The label's colour on a light background; `None` for the page's text colour (a sum).
+    fill: Option<&'static str>,
+    /// `""`, or the line's dash attribute.
+    dash: &'static str,
+    /// A dot instead of a line sample.
+    dot: bool,
+}
+
+/// The dash of a sum RX line and of the far end's or the RX direction's Wi-Fi lines.
+const DASH: &str = " stroke-dasharray='6 3'";
+
+/// Writes `key` with its sample at `lx` on the row whose text baseline is `ly`.
+fn write_key(s: &mut String, key: &Key, lx: f64, ly: f64) {
+    let Key {
+        label,
+        stroke,
+        dash,
+        ..
+    } = key;
+    if key.dot {
+        let _ = write!(
+            s,
+            "<circle cx='{:.1}' cy='{:.1}' r='2.5' fill='{stroke}'/>",
+            lx + 7.0,
+            ly - 3.5
+        );
+    } else {
+        let _ = write!(
+            s,
+            "<line x1='{lx:.1}' y1='{:.1}' x2='{:.1}' y2='{:.1}' stroke='{stroke}' stroke-width='3'{dash}/>",
+            ly - 3.5,
+            lx + 14.0,
+            ly - 3.5,
+        );
     }
-    let rows = places.last().map_or(1, |p| p.1 + 1);
-    let height = H + LEGEND_ROW * (rows - 1) as f64;
-    let mut s = format!(
-        "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {height}' role='img' \
-         aria-label='throughput per interval' class='chart'>"
+    // A colour set inline, which the page's `.legend` rule cannot override (a sum's label takes
+    // the text colour from the page).
+    let fill = match key.fill {
+        None => " sum'".to_string(),
+        Some(f) => format!("' style='fill:{f}'"),
+    };
+    let _ = write!(
+        s,
+        "<text x='{:.1}' y='{ly:.1}' class='legend{fill}>{}</text>",
+        lx + 18.0,
+        escape(label)
     );
-    for i in 0..=4 {
-        let v = y_max * f64::from(i) / 4.0;
-        let yy = y(v);
-        grid_line(&mut s, yy, (LEFT, W - RIGHT), &axis_rate(v));
-    }
-    // Time ticks at a round step, and the test's end.
+}
+
+/// A line through `points`, in plot coordinates.
+fn polyline(s: &mut String, points: &[(f64, f64)], stroke: &str, width: f64, dash: &str) {
+    let pts: Vec<String> = points
+        .iter()
+        .map(|(x, y)| format!("{x:.1},{y:.1}"))
+        .collect();
+    let _ = write!(
+        s,
+        "<polyline points='{}' fill='none' stroke='{stroke}' stroke-width='{width}'{dash}/>",
+        pts.join(" ")
+    );
+}
+
+/// Time ticks at a round step and the test's end, under a plot whose bottom is `bottom`.
+fn time_ticks(s: &mut String, x: &dyn Fn(f64) -> f64, x_max: f64, bottom: f64) {
     let step = time_step(x_max);
     let mut t = 0.0;
     while t < x_max - step * 0.4 {
@@ -213,7 +251,7 @@ fn draw(series: &[Series], x_max: Option<f64>, legend_rows: bool) -> String {
             s,
             "<text x='{:.1}' y='{:.1}' class='tick' text-anchor='middle'>{}</text>",
             x(t),
-            TOP + ph + 14.0,
+            bottom + 14.0,
             trim_float(t)
         );
         t += step;
@@ -222,55 +260,114 @@ fn draw(series: &[Series], x_max: Option<f64>, legend_rows: bool) -> String {
         s,
         "<text x='{:.1}' y='{:.1}' class='tick' text-anchor='end'>{} s</text>",
         W - RIGHT,
-        TOP + ph + 14.0,
+        bottom + 14.0,
         trim_float(x_max)
     );
-    let mut color = 0;
-    for (i, line) in series.iter().enumerate() {
-        // A stream's line colour and its label's shade of it.
-        let (stroke, label_fill) = if line.sum {
-            (SUM_COLOR, SUM_COLOR)
-        } else {
-            color += 1;
-            let i = (color - 1) % COLORS.len();
-            (COLORS[i], LEGEND_TEXT[i].0)
-        };
-        let width = if line.sum { 2.5 } else { 1.5 };
-        // The two directions' sums differ by their dash (both are the page's text colour).
-        let dash = if line.sum && line.label.ends_with("RX") {
-            " stroke-dasharray='6 3'"
-        } else {
-            ""
-        };
-        let pts: Vec<String> = std::iter::once((0.0, line.points.first().map_or(0.0, |p| p.1)))
-            .chain(line.points.iter().copied())
-            .map(|(t, v)| format!("{:.1},{:.1}", x(t), y(v)))
-            .collect();
-        let _ = write!(
-            s,
-            "<polyline points='{}' fill='none' stroke='{stroke}' stroke-width='{width}'{dash}/>",
-            pts.join(" ")
-        );
-        // A sample of the line and its label; a colour set inline, which the page's `.legend`
-        // rule cannot override (a sum's label takes the text colour from the page).
-        let label = escape(&line.label);
-        let (lx, row) = places[i];
-        let ly = H - 6.0 + LEGEND_ROW * row as f64;
-        let fill = if line.sum {
-            " sum'".to_string()
-        } else {
-            format!("' style='fill:{label_fill}'")
-        };
-        let _ = write!(
-            s,
-            "<line x1='{lx:.1}' y1='{:.1}' x2='{:.1}' y2='{:.1}' stroke='{stroke}' stroke-width='3'{dash}/>\
-             <text x='{:.1}' y='{ly:.1}' class='legend{fill}>{label}</text>",
-            ly - 3.5,
-            lx + 14.0,
-            ly - 3.5,
-            lx + 18.0
-        );
+}
+
+/// Where each legend key goes: (x, row). Keys flow left to right and wrap to a new row where
+/// the width ends; an overlay gives each line a row of its own.
+fn place_keys(keys: &[Key], one_per_row: bool) -> Vec<(f64, usize)> {
+    let item_width = |key: &Key| 24.0 + 6.2 * key.label.chars().count() as f64;
+    let mut places = Vec::with_capacity(keys.len());
+    let (mut lx, mut row) = (LEFT, 0usize);
+    for (i, key) in keys.iter().enumerate() {
+        if one_per_row {
+            row = i;
+        } else if lx > LEFT && lx + item_width(key) > W - RIGHT {
+            row += 1;
+            lx = LEFT;
+        }
+        places.push((if one_per_row { LEFT } else { lx }, row));
+        lx += item_width(key);
     }
+    places
+}
+
+/// A series' legend key: a stream's colour (the `color`th), or a sum's.
+fn series_key(line: &Series, color: usize) -> Key {
+    let (stroke, fill) = if line.sum {
+        (SUM_COLOR, None)
+    } else {
+        let i = (color - 1) % COLORS.len();
+        (COLORS[i], Some(LEGEND_TEXT[i].0))
+    };
+    // The two directions' sums differ by their dash (both are the page's text colour).
+    let dash = if line.sum && line.label.ends_with("RX") {
+        DASH
+    } else {
+        ""
+    };
+    Key {
+        label: line.label.clone(),
+        stroke,
+        fill,
+        dash,
+        dot: false,
+    }
+}
+
+/// The throughput chart, with a test's Wi-Fi link on the same axes when `wifi` has any.
+fn draw(series: &[Series], wifi: &wifi::Overlay, x_max: Option<f64>, legend_rows: bool) -> String {
+    let last_x = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .fold(wifi.last_t(), f64::max);
+    let x_max = x_max.unwrap_or(0.0).max(last_x).max(1.0);
+    let y_top = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .fold(wifi.phy_top(), f64::max);
+    let y_max = nice_max(y_top);
+    let (pw, ph) = (W - LEFT - RIGHT, H - TOP - BOTTOM);
+    let x = |t: f64| LEFT + t / x_max * pw;
+    let y = |v: f64| TOP + ph - v / y_max * ph;
+    let mut color = 0;
+    let mut keys: Vec<Key> = series
+        .iter()
+        .map(|line| {
+            color += usize::from(!line.sum);
+            series_key(line, color)
+        })
+        .collect();
+    keys.extend(wifi.keys());
+    let places = place_keys(&keys, legend_rows);
+    let rows = places.last().map_or(1, |p| p.1 + 1);
+    let height = H + LEGEND_ROW * (rows - 1) as f64;
+    let panel = wifi.panel_height();
+    let label = if panel > 0.0 {
+        "throughput, Wi-Fi PHY rate and signal per interval"
+    } else {
+        "throughput per interval"
+    };
+    let total = height + panel;
+    let mut s = format!(
+        "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {W} {total}' role='img' \
+         aria-label='{label}' class='chart'>"
+    );
+    for i in 0..=4 {
+        let v = y_max * f64::from(i) / 4.0;
+        let yy = y(v);
+        grid_line(&mut s, yy, (LEFT, W - RIGHT), &axis_rate(v));
+    }
+    time_ticks(&mut s, &x, x_max, TOP + ph);
+    let key_y = |row: usize| H - 6.0 + LEGEND_ROW * row as f64;
+    for (i, line) in series.iter().enumerate() {
+        let width = if line.sum { 2.5 } else { 1.5 };
+        let key = &keys[i];
+        // From the left edge at the first value.
+        let pts: Vec<(f64, f64)> = std::iter::once((0.0, line.points.first().map_or(0.0, |p| p.1)))
+            .chain(line.points.iter().copied())
+            .map(|(t, v)| (x(t), y(v)))
+            .collect();
+        polyline(&mut s, &pts, key.stroke, width, key.dash);
+        write_key(&mut s, key, places[i].0, key_y(places[i].1));
+    }
+    wifi.draw(&mut s, &x, &y);
+    for (key, (lx, row)) in keys.iter().zip(&places).skip(series.len()) {
+        write_key(&mut s, key, *lx, key_y(*row));
+    }
+    wifi.draw_panel(&mut s, height, &x, x_max);
     s.push_str("</svg>");
     s
 }

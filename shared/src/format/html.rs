@@ -1,5 +1,7 @@
-//! A result as one self-contained HTML page: summary, throughput chart (inline SVG) and the
-//! iperf3, iperf2, ttcp and netperf renderings, with the result's JSON embedded. No script and
+//! A result as one self-contained HTML page: summary, throughput chart (inline SVG; where a
+//! radio carried the test, its PHY rate, retries and signal on the same time axis, and the
+//! Wi-Fi link's summary under it) and the iperf3, iperf2, ttcp and netperf renderings, with
+//! the result's JSON embedded. No script and
 //! nothing fetched, so the same page serves `/r/<id>` and opens offline as a downloaded file.
 //! A packet-size sweep gets a page of the same kind ([`sweep_page`]).
 
@@ -14,6 +16,7 @@ use crate::report::{PeerRole, TestResult, TestStatus};
 use crate::spec::EndCondition;
 use crate::sweep::{SweepPoint, SweepResult};
 use crate::units::{format_bytes, format_rate, group_digits, group_rounded};
+use crate::wifi::LinkSummary;
 
 /// The content security policy of a result page, served with `/r/<id>`: no script, nothing
 /// fetched, inline styles and data images only, never framed.
@@ -198,6 +201,14 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
             c.host_total_percent()
         )
     };
+    for (side, name) in [
+        (Some(&result.local), "Wi-Fi (this peer)"),
+        (result.remote.as_ref(), "Wi-Fi (other peer)"),
+    ] {
+        if let Some(link) = side.and_then(|s| s.wifi.as_deref()) {
+            rows.push((name.into(), link_words(link)));
+        }
+    }
     rows.push(("CPU (this peer)".into(), cpu(&result.local.cpu)));
     if let Some(r) = result.remote.as_ref().filter(|r| r.cpu.measured()) {
         rows.push(("CPU (other peer)".into(), cpu(&r.cpu)));
@@ -231,6 +242,34 @@ fn group_rows(result: &TestResult) -> Vec<(String, String)> {
             .map(|(peer, words)| (format!("Received by {peer}"), words)),
     );
     rows
+}
+
+/// A radio's link over a test in one line, what the driver did not give left out: `wlan0 (AP):
+/// signal -52 dBm median, PHY 433.3 Mbit/s median, retries 2.1 %, 3 failed, goodput 64 % of
+/// PHY`. The page's summary and the browser's summary card say it so.
+pub fn link_words(link: &LinkSummary) -> String {
+    let mut parts = Vec::new();
+    if let Some(s) = link.signal_dbm {
+        parts.push(format!("signal {:.0} dBm median", s.median));
+    }
+    if let Some(m) = link.phy_mbps {
+        parts.push(format!("PHY {m:.1} Mbit/s median"));
+    }
+    if let Some(r) = link.retries_percent {
+        parts.push(format!("retries {r:.1} %"));
+    }
+    if let Some(f) = link.tx_failed.filter(|f| *f > 0) {
+        parts.push(format!("{f} failed"));
+    }
+    if let Some(e) = link.efficiency_percent {
+        parts.push(format!("goodput {e:.0} % of PHY"));
+    }
+    format!(
+        "{} ({}): {}",
+        link.iface,
+        link.mode.word(),
+        parts.join(", ")
+    )
 }
 
 /// `0.05 / 0.12 / 0.30 ms (min / mean / max)`.
@@ -319,11 +358,22 @@ pub fn page(result: &TestResult, notes: &Notes) -> String {
         TestStatus::Complete => result.spec.total_time().map(|t| t.as_secs_f64()),
         _ => None,
     };
+    // The Wi-Fi link, where a radio carried the test: on the chart's axes, then in words.
+    let link = chart::wifi::Overlay::of_result(result);
     let _ = write!(
         h,
         "<section class='card'>{}</section>",
-        chart::svg(&chart::series(&result.local.intervals), x_max)
+        chart::svg_with_link(&chart::series(&result.local.intervals), &link, x_max)
     );
+    let link_text = crate::format::wifi::result_text(result);
+    if !link_text.is_empty() {
+        let _ = write!(
+            h,
+            "<section class='card'><details open><summary>Wi-Fi link</summary><pre>{}</pre>\
+             </details></section>",
+            escape(&link_text)
+        );
+    }
     // The one-way delays in bins (`--histograms`), a chart per direction that kept them.
     for flow in result.flows() {
         let bins = flow
@@ -597,6 +647,41 @@ mod tests {
         assert!(
             noted.contains("<span class='tag'>ch36</span></p><p class='note'>fw 1.2 &lt;b&gt;</p>"),
             "{noted}"
+        );
+    }
+
+    #[test]
+    fn a_test_over_wi_fi_shows_its_link_on_the_chart_and_in_words() {
+        let mut r = crate::format::iperf3::tests::tcp_single();
+        assert!(!page_of(&r).contains("Wi-Fi"), "no radio, no link");
+        let sample = crate::format::chart::wifi::tests::sample(-52, 866.7, 30, 1);
+        for i in &mut r.local.intervals {
+            i.wifi = Some(Box::new(sample.clone()));
+        }
+        let readings: Vec<_> = r
+            .local
+            .intervals
+            .iter()
+            .map(|i| (i.wifi.as_deref().unwrap(), 500e6, 0.0))
+            .collect();
+        r.local.wifi = crate::wifi::LinkSummary::build(&readings).map(Box::new);
+        let page = page_of(&r);
+        let row = page
+            .split("<td>Wi-Fi (this peer)</td><td>")
+            .nth(1)
+            .and_then(|rest| rest.split("</td>").next());
+        assert_eq!(
+            row,
+            Some(
+                "wlan0 (station): signal -52 dBm median, PHY 866.7 Mbit/s median, retries \
+                 3.0 %, 1 failed, goodput 58 % of PHY"
+            )
+        );
+        assert!(page.contains(">PHY rate<") && page.contains(">signal this peer<"));
+        assert!(page.contains("<summary>Wi-Fi link</summary><pre>Wi-Fi at this end: wlan0"));
+        assert!(
+            !page.contains("Wi-Fi (other peer)"),
+            "the far end had no radio"
         );
     }
 

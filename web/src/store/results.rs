@@ -1,6 +1,6 @@
 //! The model's side of stored results: loading the history, the comparison, opening a stored
-//! result, the share link switch and delete, and reading the peer's answers. Only [`Request`]s
-//! go out; the controller does the fetching.
+//! result, the share link switch and delete, and reading the peer's answers (`/api/info`'s go
+//! to `info`). Only [`Request`]s go out; the controller does the fetching.
 
 use perfpeer_shared::report::TestResult;
 
@@ -111,6 +111,8 @@ impl Model {
     pub(super) fn on_reply(&mut self, request: Request, status: u16, body: &str) -> Vec<Cmd> {
         let ok = (200..300).contains(&status);
         match request {
+            // What the peer is now: the Peer screen's refresh.
+            Request::Info => return self.on_info(status, body),
             Request::List => {
                 self.history.loading = false;
                 match history::parse_list(body).ok().filter(|_| ok) {

@@ -222,10 +222,14 @@ fn a_test_runs_to_its_result() {
     let cmds = start_run(&mut m);
     assert_eq!(
         cmds,
-        vec![Cmd::Send(ClientMsg::Run {
-            target: "pc:5210".into(),
-            spec: TestSpec::new(Protocol::Tcp)
-        })],
+        vec![
+            Cmd::Send(ClientMsg::Run {
+                target: "pc:5210".into(),
+                spec: TestSpec::new(Protocol::Tcp)
+            }),
+            // The Peer screen closed: its refresh stops.
+            Cmd::StopInfoRefresh
+        ],
         "the peer is remembered once it answers, not yet"
     );
     assert_eq!(m.screen, Screen::Running);
@@ -412,12 +416,15 @@ fn starting_with_a_refused_token_says_it_was_refused() {
 fn an_open_peer_authorizes_a_page_without_a_token() {
     let mut m = booted(None);
     let cmds = m.update(welcome(true));
-    assert_eq!(cmds, vec![Cmd::Send(ClientMsg::ListTests)]);
+    assert_eq!(
+        cmds,
+        vec![Cmd::Send(ClientMsg::ListTests), Cmd::Fetch(Request::Info)]
+    );
     assert!(m.authorized && !m.token_rejected && m.screen == Screen::Peer);
     // Everything that needs the peer's say-so works without a token: History, a run.
     assert_eq!(
         m.update(Msg::Show(Screen::History)),
-        vec![Cmd::Fetch(crate::history::Request::List)]
+        vec![Cmd::Fetch(Request::List), Cmd::StopInfoRefresh]
     );
     assert_eq!(m.history.error, None);
     assert!(matches!(
@@ -493,7 +500,7 @@ mod stored {
         let mut m = connected();
         assert_eq!(
             m.update(Msg::Show(Screen::History)),
-            vec![Cmd::Fetch(Request::List)]
+            vec![Cmd::Fetch(Request::List), Cmd::StopInfoRefresh]
         );
         assert!(m.history.loading);
         reply(&mut m, Request::List, 200, LIST);
@@ -833,7 +840,11 @@ fn a_sweep_shows_each_size_and_attaches_again_after_a_drop() {
         seconds: "1".into(),
         ..FormInput::default()
     }));
-    let [Cmd::Send(ClientMsg::Sweep { sizes, spec, .. })] = &cmds[..] else {
+    let [
+        Cmd::Send(ClientMsg::Sweep { sizes, spec, .. }),
+        Cmd::StopInfoRefresh,
+    ] = &cmds[..]
+    else {
         panic!("{cmds:?}")
     };
     assert_eq!(
@@ -939,7 +950,7 @@ fn dccp_is_refused_at_the_form_when_this_peer_has_none() {
     m.peer.as_mut().unwrap().dccp.available = true;
     let cmds = m.update(Msg::Start(dccp));
     assert!(
-        matches!(&cmds[..], [Cmd::Send(ClientMsg::Run { spec, .. })] if spec.protocol == Protocol::Dccp),
+        matches!(&cmds[..], [Cmd::Send(ClientMsg::Run { spec, .. }), Cmd::StopInfoRefresh] if spec.protocol == Protocol::Dccp),
         "{cmds:?}"
     );
 }
@@ -976,7 +987,10 @@ fn a_latency_run_goes_live_survives_a_reconnect_and_ends_on_the_result_screen() 
         ..FormInput::default()
     }));
     let request = match cmds.as_slice() {
-        [Cmd::Send(ClientMsg::Latency { target, request })] => {
+        [
+            Cmd::Send(ClientMsg::Latency { target, request }),
+            Cmd::StopInfoRefresh,
+        ] => {
             assert_eq!(target, "pc:5210");
             assert_eq!((request.load_seconds, request.streams), (3.0, 2));
             request.clone()
@@ -1313,7 +1327,10 @@ mod routes {
         m.update(started("t1"));
         // Tapping the one followed already just shows it.
         m.update(Msg::Show(Screen::Peer));
-        assert!(m.update(Msg::AttachTo("t1".into())).is_empty());
+        assert_eq!(
+            m.update(Msg::AttachTo("t1".into())),
+            vec![Cmd::StopInfoRefresh]
+        );
         assert_eq!(m.screen, Screen::Running);
         // Another: this connection follows t1, so a new one follows t2.
         assert_eq!(m.update(Msg::AttachTo("t2".into())), vec![Cmd::Connect]);
@@ -1342,7 +1359,7 @@ mod routes {
         // A stored result is opened from the peer.
         let cmds = m.update(Msg::Navigate(Route::Result(Some("r9".into()))));
         assert!(
-            matches!(&cmds[..], [Cmd::Fetch(Request::Get { id, .. })] if id == "r9"),
+            matches!(&cmds[..], [Cmd::Fetch(Request::Get { id, .. }), Cmd::StopInfoRefresh] if id == "r9"),
             "{cmds:?}"
         );
         // Before the greeting, a route waits for it.
@@ -1430,4 +1447,113 @@ mod routes {
             "{cmds:?}"
         );
     }
+}
+
+/// What `/api/info` says of a peer with one access point and a client on it.
+fn info_with_radio(signal: i8) -> String {
+    serde_json::json!({
+        "name": "dut", "version": "0.1.0", "system": "Linux", "addresses": [],
+        "data_port": 5211, "congestion_controls": [], "max_tests": 2, "max_duration_s": 60,
+        "max_bitrate": 0,
+        "wifi": [{
+            "iface": "wlan0", "mode": "ap", "mac": "02:00:00:00:00:01", "ssid": "lab",
+            "freq_mhz": 5180, "channel": 36, "width_mhz": 80,
+            "stations": [{ "signal_dbm": signal,
+                           "tx_rate": { "kind": "vht", "mcs": 9, "nss": 2, "mbps": 866.7 } }]
+        }]
+    })
+    .to_string()
+}
+
+fn info_reply(m: &mut Model, status: u16, body: &str) -> Vec<Cmd> {
+    m.update(Msg::Reply {
+        request: crate::history::Request::Info,
+        status,
+        body: body.into(),
+    })
+}
+
+#[test]
+fn the_peer_screen_asks_for_the_radios_every_two_seconds_while_it_is_open() {
+    use crate::history::Request;
+    let mut m = booted(Some("tok"));
+    let cmds = m.update(welcome(true));
+    assert_eq!(
+        cmds.last(),
+        Some(&Cmd::Fetch(Request::Info)),
+        "opened: asked at once"
+    );
+    assert!(m.peer.as_ref().unwrap().wifi.is_empty());
+    // The answer replaces what the page knew; the next ask is timed.
+    assert_eq!(
+        info_reply(&mut m, 200, &info_with_radio(-48)),
+        vec![Cmd::RefreshInfoIn(INFO_REFRESH_MS)]
+    );
+    let wifi = &m.peer.as_ref().unwrap().wifi;
+    assert_eq!(
+        (wifi[0].ssid.as_deref(), wifi[0].channel),
+        (Some("lab"), Some(36))
+    );
+    assert_eq!(wifi[0].stations[0].signal_dbm, Some(-48));
+    assert_eq!(m.update(Msg::InfoDue), vec![Cmd::Fetch(Request::Info)]);
+    // No answer, or one that does not parse: what the page knew stays, and it asks again.
+    for (status, body) in [(0, "network error"), (200, "{")] {
+        assert_eq!(
+            info_reply(&mut m, status, body),
+            vec![Cmd::RefreshInfoIn(INFO_REFRESH_MS)]
+        );
+        assert_eq!(m.peer.as_ref().unwrap().wifi.len(), 1);
+    }
+    // Another screen: the timer stops; a late timer or answer asks nothing more.
+    assert_eq!(
+        m.update(Msg::Show(Screen::NewTest)),
+        vec![Cmd::StopInfoRefresh]
+    );
+    assert!(m.update(Msg::InfoDue).is_empty());
+    assert!(info_reply(&mut m, 200, &info_with_radio(-70)).is_empty());
+    assert_eq!(
+        m.peer.as_ref().unwrap().wifi[0].stations[0].signal_dbm,
+        Some(-70)
+    );
+    // Back on the Peer screen: asked at once again.
+    assert_eq!(
+        m.update(Msg::Show(Screen::Peer)),
+        vec![Cmd::Send(ClientMsg::ListTests), Cmd::Fetch(Request::Info)]
+    );
+    assert_eq!(Request::Info.path(), "/api/info");
+    assert_eq!(Request::Info.method(), "GET");
+}
+
+#[test]
+fn each_ends_wi_fi_link_runs_live_and_stays_with_the_result() {
+    let mut m = connected();
+    start_run(&mut m);
+    m.update(Msg::Server(ServerMsg::Started {
+        test_id: "t1".into(),
+        target: "pc:5210".into(),
+        spec: TestSpec::new(Protocol::Tcp),
+    }));
+    let r = crate::present::tests::wifi_result();
+    let mut far = r.remote.clone().unwrap().intervals[0].clone();
+    far.wifi = Some(Box::new(crate::present::tests::link_sample(-63, 1200.0)));
+    for (role, report) in [
+        (PeerRole::Client, r.local.intervals[0].clone()),
+        (PeerRole::Server, far),
+    ] {
+        m.update(Msg::Server(ServerMsg::Interval {
+            test_id: "t1".into(),
+            role,
+            report,
+        }));
+    }
+    let run = m.run.as_ref().unwrap();
+    let live = crate::live::live(&run.spec, &run.client, &run.server);
+    assert!(live.link_here.unwrap().contains("-50 dBm, tx VHT MCS 9"));
+    assert!(live.link_far.unwrap().contains("-63 dBm"));
+    m.update(Msg::Server(ServerMsg::Result { result: r }));
+    let Some(Shown::Test(result)) = &m.shown else {
+        panic!("{:?}", m.shown)
+    };
+    let rows = crate::present::summary(result);
+    assert!(rows.iter().any(|r| r.key == "wifi-this"), "{rows:?}");
 }
