@@ -612,9 +612,6 @@ pub struct SideReport {
     pub streams: Vec<StreamFinal>,
     /// CPU over the measured period.
     pub cpu: CpuUsage,
-    /// The Wi-Fi link at this end over the test, where a radio carried it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wifi: Option<Box<crate::wifi::LinkSummary>>,
 }
 
 impl SideReport {
@@ -626,6 +623,23 @@ impl SideReport {
             .flat_map(|i| i.streams.iter())
             .find(|s| s.id == id && s.tcp.is_some())
             .and_then(|s| s.tcp)
+    }
+
+    /// The Wi-Fi link at this end over the test, from its intervals' readings (each with the
+    /// interval's goodput where this report has its streams), `None` without a radio.
+    pub fn link_summary(&self) -> Option<crate::wifi::LinkSummary> {
+        let readings: Vec<crate::wifi::IntervalLink<'_>> = self
+            .intervals
+            .iter()
+            .filter_map(|i| {
+                let sample = i.wifi.as_deref()?;
+                let rate = |role| i.sum(role).map_or(0.0, |s| s.bits_per_second);
+                let goodput = (!i.streams.is_empty())
+                    .then(|| (rate(StreamRole::Sender), rate(StreamRole::Receiver)));
+                Some((sample, goodput))
+            })
+            .collect();
+        crate::wifi::LinkSummary::build(&readings)
     }
 
     /// This report as a final one to the other end: without its intervals (the other end had
@@ -654,7 +668,6 @@ impl SideReport {
             intervals: Vec::new(),
             streams: Vec::new(),
             cpu: CpuUsage::default(),
-            wifi: None,
         }
     }
 }
@@ -720,7 +733,6 @@ impl TestResult {
     pub fn without_wifi(&self) -> TestResult {
         let mut r = self.clone();
         for side in std::iter::once(&mut r.local).chain(r.remote.as_mut()) {
-            side.wifi = None;
             for i in &mut side.intervals {
                 i.wifi = None;
             }

@@ -243,7 +243,7 @@ impl LinkSample {
 }
 
 /// The lowest, median and highest of a figure over a test.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Spread {
     /// Lowest.
     pub min: f64,
@@ -275,7 +275,7 @@ impl Spread {
 }
 
 /// A rate used during a test and its share of the intervals.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RateShare {
     /// The rate's words (`HT MCS 15 2SS 20MHz short GI`).
     pub rate: String,
@@ -287,7 +287,7 @@ pub struct RateShare {
 }
 
 /// The Wi-Fi link over a whole test at one end.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LinkSummary {
     /// The wireless interface.
     pub iface: String,
@@ -333,21 +333,21 @@ pub struct LinkSummary {
     pub efficiency_percent: Option<f64>,
 }
 
-/// One interval's reading with the test's goodput at this end over it: (sample, bit/s sent,
-/// bit/s received).
-pub type IntervalLink<'a> = (&'a LinkSample, f64, f64);
+/// One interval's reading with the test's goodput at this end over it, where known: (sample,
+/// (bit/s sent, bit/s received)).
+pub type IntervalLink<'a> = (&'a LinkSample, Option<(f64, f64)>);
 
 impl LinkSummary {
     /// The summary of a test's readings, `None` when there are none.
     pub fn build(readings: &[IntervalLink<'_>]) -> Option<LinkSummary> {
-        let (last, _, _) = readings.last()?;
+        let (last, _) = readings.last()?;
         let signals = readings
             .iter()
-            .filter_map(|(s, _, _)| s.signal_dbm.map(f64::from))
+            .filter_map(|(s, _)| s.signal_dbm.map(f64::from))
             .collect();
         let sum = |f: fn(&LinkSample) -> Option<u64>| -> Option<u64> {
             let mut total = None;
-            for (s, _, _) in readings {
+            for (s, _) in readings {
                 if let Some(v) = f(s) {
                     total = Some(total.unwrap_or(0) + v);
                 }
@@ -355,21 +355,20 @@ impl LinkSummary {
             total
         };
         let (tx_packets, tx_retries) = (sum(|s| s.tx_packets), sum(|s| s.tx_retries));
-        let sent: f64 = readings.iter().map(|r| r.1).sum();
-        let received: f64 = readings.iter().map(|r| r.2).sum();
+        let sent: f64 = readings.iter().filter_map(|r| r.1).map(|g| g.0).sum();
+        let received: f64 = readings.iter().filter_map(|r| r.1).map(|g| g.1).sum();
         let sending = sent >= received;
         // Goodput over PHY rate in the main direction, over intervals where both are known.
         let (mut goodput, mut phy, mut phys) = (0.0, 0.0, Vec::new());
-        for (s, tx_bps, rx_bps) in readings {
-            let (rate, bps) = if sending {
-                (s.tx_rate, *tx_bps)
-            } else {
-                (s.rx_rate, *rx_bps)
+        for (s, bps) in readings {
+            let rate = if sending { s.tx_rate } else { s.rx_rate };
+            let Some(mbps) = rate.and_then(|r| r.mbps).filter(|m| *m > 0.0) else {
+                continue;
             };
-            if let Some(mbps) = rate.and_then(|r| r.mbps).filter(|m| *m > 0.0) {
-                goodput += bps;
+            phys.push(mbps);
+            if let Some((tx_bps, rx_bps)) = bps {
+                goodput += if sending { tx_bps } else { rx_bps };
                 phy += mbps * 1e6;
-                phys.push(mbps);
             }
         }
         Some(LinkSummary {
@@ -378,8 +377,8 @@ impl LinkSummary {
             station: last.station.clone(),
             intervals: u32::try_from(readings.len()).unwrap_or(u32::MAX),
             signal_dbm: Spread::of(signals),
-            tx_rates: shares(readings.iter().filter_map(|(s, _, _)| s.tx_rate)),
-            rx_rates: shares(readings.iter().filter_map(|(s, _, _)| s.rx_rate)),
+            tx_rates: shares(readings.iter().filter_map(|(s, _)| s.tx_rate)),
+            rx_rates: shares(readings.iter().filter_map(|(s, _)| s.rx_rate)),
             tx_packets,
             tx_retries,
             tx_failed: sum(|s| s.tx_failed),
@@ -542,7 +541,11 @@ mod tests {
         let a = sample(-30, ht(15, 144.4), 1000, 10);
         let b = sample(-40, ht(15, 144.4), 1000, 30);
         let c = sample(-60, ht(11, 57.8), 2000, 0);
-        let readings = [(&a, 100e6, 0.0), (&b, 100e6, 0.0), (&c, 40e6, 1e6)];
+        let readings = [
+            (&a, Some((100e6, 0.0))),
+            (&b, Some((100e6, 0.0))),
+            (&c, Some((40e6, 1e6))),
+        ];
         let s = LinkSummary::build(&readings).expect("a summary");
         assert_eq!(
             s.signal_dbm,

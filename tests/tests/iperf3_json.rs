@@ -188,7 +188,7 @@ fn pypi_iperf3() -> PathBuf {
 #[test]
 fn a_result_with_the_wifi_link_still_parses_as_stock_json() {
     use perfpeer_shared::report::TestResult;
-    use perfpeer_shared::wifi::{GuardInterval, LinkSample, LinkSummary, Mode, Rate, RateKind};
+    use perfpeer_shared::wifi::{GuardInterval, LinkSample, Mode, Rate, RateKind};
     let peer = perfpeer_tests::Peer::start(&[]);
     let out = perfpeer_tests::perfpeer_test(&[&peer.control, "-t", "2"]);
     assert!(out.status.success(), "{out:?}");
@@ -225,8 +225,6 @@ fn a_result_with_the_wifi_link_still_parses_as_stock_json() {
         connected_s: Some(60),
         channel: None,
     };
-    let readings = [(&sample, 5e8, 0.0)];
-    let summary = LinkSummary::build(&readings).map(Box::new);
     // The far end's report as its final one carries it: an interval per reading, no streams.
     let times = result.local.intervals.clone();
     if let Some(remote) = result.remote.as_mut()
@@ -241,7 +239,6 @@ fn a_result_with_the_wifi_link_still_parses_as_stock_json() {
         for i in &mut side.intervals {
             i.wifi = Some(Box::new(sample.clone()));
         }
-        side.wifi = summary.clone();
     }
     let with = perfpeer_shared::format::iperf3::json(&result);
     assert_eq!(with["intervals"][0]["wifi"]["local"]["tx_rate"]["mcs"], 9);

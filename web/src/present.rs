@@ -281,11 +281,11 @@ pub fn summary(result: &TestResult) -> Vec<SummaryRow> {
         (Some(&result.local), "wifi-this", "this peer"),
         (result.remote.as_ref(), "wifi-other", "other peer"),
     ] {
-        if let Some(link) = side.and_then(|s| s.wifi.as_deref()) {
+        if let Some(link) = side.and_then(perfpeer_shared::report::SideReport::link_summary) {
             rows.push(row(
                 key,
                 format!("Wi-Fi {name}"),
-                perfpeer_shared::format::html::link_words(link),
+                perfpeer_shared::format::html::link_words(&link),
             ));
         }
     }
@@ -477,7 +477,6 @@ pub(crate) mod tests {
     use super::*;
     use perfpeer_shared::format::layout::Layout;
     use perfpeer_shared::format::{iperf2, iperf3, ttcp};
-    use perfpeer_shared::report::StreamRole;
 
     /// A 2-s TCP TX test, both ends' reports, built from JSON like the page receives it.
     pub(crate) fn tcp_result() -> TestResult {
@@ -537,19 +536,6 @@ pub(crate) mod tests {
         for (interval, signal) in r.local.intervals.iter_mut().zip([-50, -54]) {
             interval.wifi = Some(Box::new(link_sample(signal, 2882.4)));
         }
-        let readings: Vec<_> = r
-            .local
-            .intervals
-            .iter()
-            .filter_map(|i| {
-                Some((
-                    i.wifi.as_deref()?,
-                    i.sum(StreamRole::Sender)?.bits_per_second,
-                    0.0,
-                ))
-            })
-            .collect();
-        r.local.wifi = perfpeer_shared::wifi::LinkSummary::build(&readings).map(Box::new);
         r
     }
 

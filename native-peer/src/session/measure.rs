@@ -7,7 +7,6 @@ use perfpeer_shared::report::{
     IntervalReport, PeerRole, SideReport, SocketInfo, StreamRole, TestStatus,
 };
 use perfpeer_shared::spec::TestSpec;
-use perfpeer_shared::wifi::LinkSummary;
 use socket2::SockRef;
 
 use crate::engine::cpu::CpuSnapshot;
@@ -236,9 +235,7 @@ impl Measurement {
         .unwrap_or_default();
         let mut intervals = self.intervals;
         intervals.extend(tail.clone());
-        let wifi = link_summary(&intervals).map(Box::new);
         let report = SideReport {
-            wifi,
             role: self.role,
             host: hostinfo::host_info(),
             sockets,
@@ -256,24 +253,6 @@ impl Measurement {
             stream_errors,
         }
     }
-}
-
-/// The Wi-Fi link over the test from its intervals' readings, each with the interval's
-/// goodput sent and received at this end.
-fn link_summary(intervals: &[IntervalReport]) -> Option<LinkSummary> {
-    let rate = |i: &IntervalReport, role| i.sum(role).map_or(0.0, |s| s.bits_per_second);
-    let readings: Vec<_> = intervals
-        .iter()
-        .filter_map(|i| {
-            let sample = i.wifi.as_deref()?;
-            Some((
-                sample,
-                rate(i, StreamRole::Sender),
-                rate(i, StreamRole::Receiver),
-            ))
-        })
-        .collect();
-    LinkSummary::build(&readings)
 }
 
 fn socket_facts(engine: &Engine) -> (Option<u32>, Option<u32>, Option<u32>, Option<String>) {

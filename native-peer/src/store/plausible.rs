@@ -34,9 +34,6 @@ pub(super) const MAX_IFACE: usize = 15;
 pub(super) const MAX_STATION: usize = 17;
 /// Most receive chains kept of a Wi-Fi reading (802.11 has at most 8 streams).
 pub(super) const MAX_CHAINS: usize = 8;
-/// Most rates kept of a Wi-Fi summary, and the longest rate's words.
-pub(super) const MAX_RATES: usize = 32;
-pub(super) const MAX_RATE_WORDS: usize = 64;
 
 /// Cuts `text` to at most `max` bytes on a character boundary, ending with `…` when cut.
 fn cut(text: &mut String, max: usize) {
@@ -73,16 +70,6 @@ pub(super) fn cut_free_text(remote: &mut SideReport) {
         cut(&mut sample.iface, MAX_IFACE);
         cut(&mut sample.station, MAX_STATION);
         sample.chain_signal_dbm.truncate(MAX_CHAINS);
-    }
-    if let Some(summary) = remote.wifi.as_mut() {
-        cut(&mut summary.iface, MAX_IFACE);
-        cut(&mut summary.station, MAX_STATION);
-        for rates in [&mut summary.tx_rates, &mut summary.rx_rates] {
-            rates.truncate(MAX_RATES);
-            for r in rates.iter_mut() {
-                cut(&mut r.rate, MAX_RATE_WORDS);
-            }
-        }
     }
 }
 
@@ -225,8 +212,8 @@ mod tests {
     }
 
     #[test]
-    fn a_far_sides_wifi_names_and_lists_are_cut() {
-        use perfpeer_shared::wifi::{LinkSample, LinkSummary, Mode, RateShare};
+    fn a_far_sides_wifi_names_and_chains_are_cut() {
+        use perfpeer_shared::wifi::{LinkSample, Mode};
         let mut remote = SideReport::empty(PeerRole::Client, Default::default());
         let sample = LinkSample {
             iface: "w".repeat(100_000),
@@ -251,25 +238,10 @@ mod tests {
         let mut with_wifi = interval(0);
         with_wifi.wifi = Some(Box::new(sample.clone()));
         remote.intervals = vec![with_wifi];
-        let readings = [(&sample, 0.0, 0.0)];
-        let mut summary = LinkSummary::build(&readings).unwrap();
-        summary.tx_rates = vec![
-            RateShare {
-                rate: "r".repeat(10_000),
-                mbps: None,
-                share_percent: 1.0,
-            };
-            10_000
-        ];
-        remote.wifi = Some(Box::new(summary));
         cut_free_text(&mut remote);
         let kept = remote.intervals[0].wifi.as_ref().unwrap();
         assert!(kept.iface.len() <= MAX_IFACE && kept.station.len() <= MAX_STATION);
         assert_eq!(kept.chain_signal_dbm.len(), MAX_CHAINS);
-        let summary = remote.wifi.as_ref().unwrap();
-        assert!(summary.iface.len() <= MAX_IFACE);
-        assert_eq!(summary.tx_rates.len(), MAX_RATES);
-        assert!(summary.tx_rates[0].rate.len() <= MAX_RATE_WORDS);
     }
 
     #[test]

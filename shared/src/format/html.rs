@@ -12,7 +12,7 @@ use crate::format::markup::escape;
 use crate::format::{chart, iperf3, latency, sweep};
 use crate::history::{Notes, SweepContext};
 use crate::latency::LatencyResult;
-use crate::report::{PeerRole, TestResult, TestStatus};
+use crate::report::{PeerRole, SideReport, TestResult, TestStatus};
 use crate::spec::EndCondition;
 use crate::sweep::{SweepPoint, SweepResult};
 use crate::units::{format_bytes, format_rate, group_digits, group_rounded};
@@ -205,8 +205,8 @@ fn summary_rows(result: &TestResult) -> Vec<(String, String)> {
         (Some(&result.local), "Wi-Fi (this peer)"),
         (result.remote.as_ref(), "Wi-Fi (other peer)"),
     ] {
-        if let Some(link) = side.and_then(|s| s.wifi.as_deref()) {
-            rows.push((name.into(), link_words(link)));
+        if let Some(link) = side.and_then(SideReport::link_summary) {
+            rows.push((name.into(), link_words(&link)));
         }
     }
     rows.push(("CPU (this peer)".into(), cpu(&result.local.cpu)));
@@ -658,13 +658,6 @@ mod tests {
         for i in &mut r.local.intervals {
             i.wifi = Some(Box::new(sample.clone()));
         }
-        let readings: Vec<_> = r
-            .local
-            .intervals
-            .iter()
-            .map(|i| (i.wifi.as_deref().unwrap(), 500e6, 0.0))
-            .collect();
-        r.local.wifi = crate::wifi::LinkSummary::build(&readings).map(Box::new);
         let page = page_of(&r);
         let row = page
             .split("<td>Wi-Fi (this peer)</td><td>")
@@ -674,7 +667,7 @@ mod tests {
             row,
             Some(
                 "wlan0 (station): signal -52 dBm median, PHY 866.7 Mbit/s median, retries \
-                 3.0 %, 1 failed, goodput 58 % of PHY"
+                 3.0 %, 1 failed, goodput 1154 % of PHY"
             )
         );
         assert!(page.contains(">PHY rate<") && page.contains(">signal this peer<"));

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::report::{IntervalReport, TestResult};
+use crate::report::{IntervalReport, SideReport, TestResult};
 use crate::wifi::{LinkSample, LinkSummary, RateShare, WifiInterface};
 
 /// Which end a line is about.
@@ -118,11 +118,11 @@ pub fn summary_text(summary: &LinkSummary, far: bool) -> String {
 /// any.
 pub fn result_text(result: &TestResult) -> String {
     let mut out = String::new();
-    if let Some(s) = &result.local.wifi {
-        out += &summary_text(s, false);
+    if let Some(s) = result.local.link_summary() {
+        out += &summary_text(&s, false);
     }
-    if let Some(s) = result.remote.as_ref().and_then(|r| r.wifi.as_ref()) {
-        out += &summary_text(s, true);
+    if let Some(s) = result.remote.as_ref().and_then(|r| r.link_summary()) {
+        out += &summary_text(&s, true);
     }
     out
 }
@@ -168,11 +168,12 @@ pub fn interval_json(local: &IntervalReport, far: Option<&[IntervalReport]>) -> 
 /// `-J`'s `end.wifi`: each side's summary.
 pub fn end_json(result: &TestResult) -> Option<Value> {
     pair(
-        result.local.wifi.as_ref().map(super::json_value),
+        result.local.link_summary().as_ref().map(super::json_value),
         result
             .remote
             .as_ref()
-            .and_then(|r| r.wifi.as_ref())
+            .and_then(SideReport::link_summary)
+            .as_ref()
             .map(super::json_value),
     )
 }

@@ -54,7 +54,6 @@ fn side(role: PeerRole, streams: Vec<StreamFinal>, cpu: CpuUsage) -> SideReport 
         intervals: Vec::new(),
         streams,
         cpu,
-        wifi: None,
     }
 }
 

@@ -40,7 +40,6 @@ fn side(role: PeerRole, bufs: (u32, u32), cpu: CpuUsage, streams: Vec<StreamFina
         intervals: Vec::new(),
         streams,
         cpu,
-        wifi: None,
     }
 }
 
