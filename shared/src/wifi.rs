@@ -5,10 +5,12 @@
 //! their share of time, retries, goodput over PHY rate), and a peer's radios before any test
 //! ([`WifiInterface`]). Every figure the driver does not give is `None` ("not given"), never 0.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+mod read;
 
 /// The modulation family of a rate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RateKind {
     /// 802.11a/b/g rates (no MCS).
@@ -24,7 +26,7 @@ pub enum RateKind {
 }
 
 /// A rate's guard interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum GuardInterval {
     /// HT/VHT 800 ns.
     #[serde(rename = "long")]
@@ -57,7 +59,7 @@ impl GuardInterval {
 }
 
 /// A station's tx or rx rate as the driver last reported it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Rate {
     /// Legacy, HT, VHT, HE or EHT.
     pub kind: RateKind,
@@ -115,7 +117,7 @@ impl Rate {
 }
 
 /// What a wireless interface is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// A client (managed) interface: its one station is the access point.
@@ -155,7 +157,7 @@ impl Mode {
 }
 
 /// The channel an interface is on during one interval, from the driver's survey.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ChannelSample {
     /// Centre frequency of the primary channel, MHz.
     pub freq_mhz: u32,
@@ -176,7 +178,7 @@ pub struct ChannelSample {
 
 /// One interval of the Wi-Fi link at one end: the station that carries the test, as the
 /// driver reports it at the interval's end, with counters as changes over the interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LinkSample {
     /// The wireless interface.
     pub iface: String,
@@ -418,7 +420,7 @@ fn shares(rates: impl Iterator<Item = Rate>) -> Vec<RateShare> {
 }
 
 /// A station as a peer lists it before any test.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StationLine {
     /// Its MAC address (left out where anyone may ask: `/api/info`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -438,7 +440,7 @@ pub struct StationLine {
 }
 
 /// A wireless interface of a peer (`perfpeer wifi`, `/api/info`, the Peer screen).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WifiInterface {
     /// Its name.
     pub iface: String,
