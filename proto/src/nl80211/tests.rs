@@ -234,3 +234,104 @@ fn answers_of_other_commands_and_bad_sizes_are_told() {
         })
     );
 }
+
+/// The datagrams of a capture (one hex line each) from the Wi-Fi guest: real kernel answers
+/// (Debian 12's 6.1, mac80211_hwsim), kept with `iw`'s reading of the same moment (.txt).
+fn captured(hex: &str) -> Vec<Vec<u8>> {
+    hex.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let l = l.trim();
+            (0..l.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&l[i..i + 2], 16).expect("hex"))
+                .collect()
+        })
+        .collect()
+}
+
+fn decoded<T>(hex: &str, f: fn(u8, Attrs<'_>) -> Result<Option<T>, NetlinkError>) -> Vec<T> {
+    let mut out = Vec::new();
+    for datagram in captured(hex) {
+        for reply in replies(&datagram) {
+            if let Reply::Genl { cmd, attrs, .. } = reply.expect("a whole message") {
+                out.extend(f(cmd, attrs).expect("decodes"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_kernels_station_answer_reads_as_iw_printed_it() {
+    // iw: signal -30, avg -30, tx 57.8 MBit/s MCS 11 short GI, rx 52.0 MBit/s MCS 11, tx
+    // packets 142401, retries 5775, failed 135, beacon loss 0, expected 29.21 Mbps, tx and rx
+    // duration 0 us, connected 76 s (fixtures/nl80211/station_sta.txt).
+    let s = decoded(
+        include_str!("../../fixtures/nl80211/station_sta.hex"),
+        station_of,
+    );
+    assert_eq!(s.len(), 1);
+    let s = &s[0];
+    assert_eq!(s.mac, [2, 0, 0, 0, 0, 0]);
+    assert_eq!((s.signal_dbm, s.signal_avg_dbm), (Some(-30), Some(-30)));
+    let tx = s.tx_rate.expect("tx rate");
+    assert_eq!(tx.words(), "HT MCS 11 2SS 20MHz short GI 57.8 Mbit/s");
+    let rx = s.rx_rate.expect("rx rate");
+    assert_eq!(rx.words(), "HT MCS 11 2SS 20MHz long GI 52.0 Mbit/s");
+    assert_eq!(
+        (s.tx_packets, s.tx_retries, s.tx_failed, s.beacon_loss),
+        (Some(142_401), Some(5775), Some(135), Some(0))
+    );
+    // Rate control's estimate moves between two reads: iw's 29.21 Mbps within a few %.
+    let expected = f64::from(s.expected_kbps.expect("expected throughput"));
+    assert!((expected - 29_210.0).abs() < 29_210.0 * 0.05, "{expected}");
+    assert_eq!((s.tx_duration_us, s.rx_duration_us), (Some(0), Some(0)));
+    assert_eq!((s.connected_s, s.tx_bytes), (Some(76), Some(195_575_736)));
+    assert!(s.chain_signal_dbm.is_empty(), "hwsim gives no chains");
+}
+
+#[test]
+fn the_kernels_interface_and_survey_answers_decode() {
+    let ap = decoded(
+        include_str!("../../fixtures/nl80211/interface_ap.hex"),
+        interface_of,
+    );
+    assert_eq!(ap.len(), 1);
+    assert_eq!(
+        (ap[0].name.as_str(), ap[0].mode(), ap[0].ifindex),
+        ("wlan0", Mode::Ap, 2)
+    );
+    assert_eq!(ap[0].ssid.as_deref(), Some("perfpeer-hwsim"));
+    assert_eq!((ap[0].freq_mhz, ap[0].width_mhz), (Some(2437), Some(20)));
+    assert_eq!(ap[0].mac, [2, 0, 0, 0, 0, 0]);
+    let sta = decoded(
+        include_str!("../../fixtures/nl80211/interface_sta.hex"),
+        interface_of,
+    );
+    assert_eq!(
+        (sta[0].name.as_str(), sta[0].mode()),
+        ("wlan1", Mode::Station)
+    );
+    let ap_stations = decoded(
+        include_str!("../../fixtures/nl80211/station_ap.hex"),
+        station_of,
+    );
+    assert_eq!(ap_stations.len(), 1);
+    assert_eq!(ap_stations[0].mac, [2, 0, 0, 0, 1, 0]);
+    // iw: one entry per channel the station's scan visited, 2412 MHz first, noise -92 dBm,
+    // active 64 ms, busy 8 ms (fixtures/nl80211/survey_sta.txt).
+    let survey = decoded(
+        include_str!("../../fixtures/nl80211/survey_sta.hex"),
+        survey_of,
+    );
+    let entries = include_str!("../../fixtures/nl80211/survey_sta.txt")
+        .matches("Survey data from")
+        .count();
+    assert_eq!(survey.len(), entries);
+    assert_eq!(survey[0].freq_mhz, 2412);
+    assert_eq!(
+        (survey[0].noise_dbm, survey[0].active_ms, survey[0].busy_ms),
+        (Some(-92), Some(64), Some(8))
+    );
+}
