@@ -4,12 +4,14 @@
 //! sweep, a constant-bitrate stream, CCID 4 and an over-size -l refused) and checks the numbers
 //! the guest prints: data arrived and the figures agree, never exact byte counts or rates.
 
-mod guest;
+#[path = "vm_guest.rs"]
+pub(crate) mod guest;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::Value;
+
+use guest::Run;
 
 /// Whole-VM limit on the host (the guest's own watchdog powers off sooner).
 const QEMU_LIMIT: Duration = Duration::from_secs(420);
@@ -41,68 +43,17 @@ const RUNS: &[(&str, &str)] = &[
 ];
 
 fn init_script() -> String {
-    let mut s = String::from(
-        "#!/bin/busybox sh\n\
-         /bin/busybox --install -s\n\
-         mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev 2>/dev/null\n\
-         dmesg -n 1\n",
-    );
-    s += &format!("( sleep {GUEST_WATCHDOG}; echo 'PPVM watchdog'; poweroff -f ) &\n");
-    s += "ip link set lo up\n\
-          for m in dccp dccp_ipv4 dccp_ipv6; do insmod /lib/dccp/$m.ko || echo \"PPVM insmod $m failed\"; done\n\
+    let mut s = guest::init_prologue(GUEST_WATCHDOG);
+    s += "for m in dccp dccp_ipv4 dccp_ipv6; do insmod /lib/dccp/$m.ko || echo \"PPVM insmod $m failed\"; done\n\
           echo \"PPVM boot $(uname -r)\"\n\
           /perfpeer serve --listen [::]:5210 --data-port 5211 --open --data-dir /tmp/pp >/tmp/serve.out 2>/tmp/serve.err &\n\
           sleep 2\n\
-          t() { name=$1; shift; timeout 90 /perfpeer test \"$@\" >/tmp/out 2>/tmp/err; rc=$?; \
-          echo \"PPVM-BEGIN $name $rc\"; sed 's/^/PPVM| /' /tmp/out; sed 's/^/PPVM! /' /tmp/err; echo \"PPVM-END $name\"; }\n";
+          t() { name=$1; shift; r $name 90 /perfpeer test \"$@\"; }\n";
     for (name, args) in RUNS {
         s += &format!("t {name} {args}\n");
     }
     s += "grep -v INFO /tmp/serve.err | sed 's/^/PPVM~ /'\necho 'PPVM done'\npoweroff -f\n";
     s
-}
-
-/// One guest run: exit status, stdout, stderr.
-struct Run {
-    rc: i32,
-    out: String,
-    err: String,
-}
-
-impl Run {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.out)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", self.out, self.err))
-    }
-}
-
-fn parse(console: &str) -> HashMap<String, Run> {
-    let mut runs = HashMap::new();
-    let mut current: Option<(String, Run)> = None;
-    for line in console.lines() {
-        if let Some(rest) = line.strip_prefix("PPVM-BEGIN ") {
-            let (name, rc) = rest.split_once(' ').unwrap_or((rest, "-1"));
-            let run = Run {
-                rc: rc.trim().parse().unwrap_or(-1),
-                out: String::new(),
-                err: String::new(),
-            };
-            current = Some((name.to_string(), run));
-        } else if line.starts_with("PPVM-END ") {
-            if let Some((name, run)) = current.take() {
-                runs.insert(name, run);
-            }
-        } else if let Some((_, run)) = current.as_mut() {
-            if let Some(t) = line.strip_prefix("PPVM| ").or(line.strip_prefix("PPVM|")) {
-                run.out += t;
-                run.out.push('\n');
-            } else if let Some(t) = line.strip_prefix("PPVM! ").or(line.strip_prefix("PPVM!")) {
-                run.err += t;
-                run.err.push('\n');
-            }
-        }
-    }
-    runs
 }
 
 fn f(v: &Value, p: &str) -> f64 {
@@ -171,49 +122,33 @@ fn check_transfer(name: &str, v: &Value, ccid: u64, streams: usize) -> String {
     )
 }
 
-/// Whether the host has what the guest needs (in CI a missing piece fails: setup.sh installs it).
-fn tools_present() -> bool {
-    for tool in ["qemu-system-x86_64", "cpio", "apt-get"] {
-        if !perfpeer_tests::have(tool) {
-            return false;
-        }
-    }
-    if !std::path::Path::new("/bin/busybox").exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "busybox-static is missing: scripts/setup.sh installs it"
-        );
-        perfpeer_tests::skip("/bin/busybox (busybox-static) is not installed");
-        return false;
-    }
-    true
-}
-
 /// Builds and boots the guest; returns its serial console and how long it ran.
 fn run_guest() -> (String, Duration) {
-    let (vmlinuz, modules) = guest::kernel();
-    let perfpeer = guest::static_perfpeer();
-    let initrd = guest::initramfs(&modules, &perfpeer, &init_script());
-    let (console, took) = guest::boot(&vmlinuz, &initrd, QEMU_LIMIT);
+    let kernel = guest::kernel();
+    let builds = guest::static_builds();
+    let mut image = guest::Initramfs::new("dccp");
+    for m in ["dccp.ko", "dccp_ipv4.ko", "dccp_ipv6.ko"] {
+        image.add(
+            &kernel.modules.join("net/dccp").join(m),
+            &format!("lib/dccp/{m}"),
+        );
+    }
+    image.add(&builds.perfpeer, "perfpeer");
+    let initrd = image.build(&init_script());
+    let (console, took) = guest::boot(&kernel.vmlinuz, &initrd, QEMU_LIMIT);
     // Kept for a look after the run (the last run's console is also target/dccp-vm/console.log).
     let _ = std::fs::write(guest::cache().join("console.log"), &console);
-    let _ = std::fs::remove_dir_all(guest::scratch());
+    let _ = std::fs::remove_dir_all(guest::scratch("dccp"));
     (console, took)
 }
 
 #[test]
 fn dccp_in_a_debian_12_guest() {
-    if !tools_present() {
+    if !guest::host_ready() {
         return;
     }
     let (console, took) = run_guest();
-    let dump = || {
-        console
-            .lines()
-            .filter(|l| l.starts_with("PPVM"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
+    let dump = || guest::markers(&console);
     assert!(
         console.contains("PPVM boot 6."),
         "the guest did not boot:\n{console}"
@@ -228,7 +163,7 @@ fn dccp_in_a_debian_12_guest() {
         "the guest did not finish (watchdog?):\n{}",
         dump()
     );
-    let runs = parse(&console);
+    let runs = guest::parse(&console);
     let run = |name: &str| {
         runs.get(name)
             .unwrap_or_else(|| panic!("no run {name}:\n{}", dump()))

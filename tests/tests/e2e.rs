@@ -58,5 +58,8 @@ mod shaped_link;
 mod store_and_pipes;
 /// The control port against other sites' pages, rebinding, token guessing and floods.
 mod web_security;
+/// Wi-Fi link statistics in a Debian 12 guest under qemu: mac80211_hwsim radios, hostapd, a
+/// station in a second namespace, a lossy medium; perfpeer's figures against iw.
+mod wifi_vm;
 /// The Windows .exe under wine, as the far end of the Linux peer and as its client.
 mod windows;
