@@ -47,8 +47,13 @@ done
 ./scripts/setup.sh --dut
 ./scripts/build-web.sh
 
-# std built for size, without the backtrace symbolizer (a panic still prints its message).
+# std built for size, without the backtrace symbolizer.
 std_features=${PERFPEER_DUT_STD_FEATURES-optimize_for_size}
+# A panic ends the process at once, without its message (procd and systemd restart the peer):
+# the formatting of every panic site's message was the ~90 KB the Wi-Fi link needed to fit the
+# budgets (docs/benchmarks.md, "The Wi-Fi link on the DUT"). PERFPEER_DUT_PANIC=abort builds
+# with the messages, for chasing a crash on a bench (such a build is over the budgets).
+panic_strategy=${PERFPEER_DUT_PANIC-immediate-abort}
 version=$(awk -F'"' '/^\[workspace.package\]/ { p = 1 } p && /^version/ { print $2; exit }' Cargo.toml)
 cache=${PERFPEER_DUT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/perfpeer/dut-target}
 mkdir -p dist "$cache"
@@ -149,9 +154,10 @@ for row in "${rows[@]}"; do
     # abort), and the tables were 70 KB of .eh_frame.
     export "CFLAGS_${triple//-/_}=-fno-asynchronous-unwind-tables -fno-unwind-tables"
     echo "build-dut: $short ($triple) with Debian's rustc-web and -Zbuild-std" >&2
-    # Panic messages keep their text but not the file:line they came from; derived Debug prints
-    # a type's name only (the DUT's messages never show a struct's fields).
-    export "CARGO_TARGET_${var}_RUSTFLAGS=$flags -Z location-detail=none -Z fmt-debug=shallow"
+    # Panics as chosen above (with PERFPEER_DUT_PANIC=abort, messages keep their text but not
+    # the file:line they came from); derived Debug prints a type's name only (the DUT's
+    # messages never show a struct's fields).
+    export "CARGO_TARGET_${var}_RUSTFLAGS=$flags -Z location-detail=none -Z fmt-debug=shallow -Z unstable-options -C panic=$panic_strategy"
     RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$cache \
         /usr/bin/cargo build --locked --profile dut --target "$triple" \
         -Zbuild-std=std,panic_abort -Zbuild-std-features="$std_features" -p perfpeer

@@ -85,7 +85,7 @@ impl Nl80211 {
             buf: vec![0; 32 * 1024],
         };
         let mut family = None;
-        nl.exchange(&netlink::get_family(nl80211::FAMILY, 1), |_, attrs| {
+        nl.exchange(&netlink::get_family(nl80211::FAMILY, 1), &mut |_, attrs| {
             family = family.or(netlink::family_id(attrs));
             Ok(())
         })?;
@@ -94,11 +94,12 @@ impl Nl80211 {
     }
 
     /// Sends `request` (sequence `self.seq`) and hands each generic answer to `each` until
-    /// the dump ends, the kernel acknowledges or refuses, or [`ANSWER_LIMIT`] passes.
+    /// the dump ends, the kernel acknowledges or refuses, or [`ANSWER_LIMIT`] passes. (`each`
+    /// is a trait object: one copy of this loop for every kind of answer, in a router build.)
     fn exchange(
         &mut self,
         request: &[u8],
-        mut each: impl FnMut(u8, Attrs<'_>) -> Result<(), NetlinkError>,
+        each: &mut dyn FnMut(u8, Attrs<'_>) -> Result<(), NetlinkError>,
     ) -> io::Result<()> {
         let seq = self.seq;
         (&self.sock).write_all(request)?;
@@ -153,7 +154,7 @@ impl Nl80211 {
         self.seq = self.seq.wrapping_add(1).max(2);
         let bytes = request(self.family, self.seq);
         let mut out = Vec::new();
-        self.exchange(&bytes, |cmd, attrs| {
+        self.exchange(&bytes, &mut |cmd, attrs| {
             out.extend(decode(cmd, attrs)?);
             Ok(())
         })?;
