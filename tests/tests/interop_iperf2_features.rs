@@ -901,8 +901,14 @@ fn our_full_duplex_and_congested_bounceback_clients() {
         ];
         let run = || text(&Running::spawn(&perfpeer_bin(), &args).wait(Duration::from_secs(20)));
         let mut t = run();
-        // The load is a full-duplex stream: stock's gets a second try (above).
-        if server.starts_with("stock") && !t.contains(" down\n") {
+        // The load is a full-duplex stream, which stock 2.1.8 sometimes never starts, and on a
+        // loaded 2-core host its bounce-back answers can miss the client's read timeout
+        // (EAGAIN): stock gets up to two more tries.
+        let whole = |t: &str| t.contains(" down\n") && t.lines().any(|l| l.ends_with(" rps"));
+        for _ in 0..2 {
+            if !server.starts_with("stock") || whole(&t) {
+                break;
+            }
             t = run();
         }
         assert!(
