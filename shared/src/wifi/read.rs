@@ -29,12 +29,8 @@ fn real(v: &Value, key: &str) -> Option<f64> {
     v.get(key).and_then(Value::as_f64).filter(|x| x.is_finite())
 }
 
-fn word(v: &Value, key: &str) -> Option<String> {
-    text(v, key)
-}
-
 fn mode(v: &Value) -> Option<Mode> {
-    Some(match word(v, "mode")?.as_str() {
+    Some(match text(v, "mode")?.as_str() {
         "station" => Mode::Station,
         "ap" => Mode::Ap,
         "adhoc" => Mode::Adhoc,
@@ -45,7 +41,7 @@ fn mode(v: &Value) -> Option<Mode> {
 
 fn rate(v: Option<&Value>) -> Option<Rate> {
     let v = v?;
-    let kind = match word(v, "kind")?.as_str() {
+    let kind = match text(v, "kind")?.as_str() {
         "legacy" => RateKind::Legacy,
         "ht" => RateKind::Ht,
         "vht" => RateKind::Vht,
@@ -53,7 +49,7 @@ fn rate(v: Option<&Value>) -> Option<Rate> {
         "eht" => RateKind::Eht,
         _ => return None,
     };
-    let gi = word(v, "gi").and_then(|g| {
+    let gi = text(v, "gi").and_then(|g| {
         Some(match g.as_str() {
             "long" => GuardInterval::Long,
             "short" => GuardInterval::Short,
