@@ -25,6 +25,7 @@
 //! - [`multicast`]: a test sent to a multicast group and what each receiver reported.
 //! - [`rr`]: request/response results (round-trip histogram and its summary).
 //! - [`tagged`]: internally tagged enums read with their tag first, without serde's buffering.
+//! - [`verdict`]: expectations on a run (`rx>=300M`) and the verdict its result gets.
 //! - [`format`]: renderings of a [`report::TestResult`] (iperf3 text and JSON, iperf2, ttcp,
 //!   netperf, the result page, charts).
 #![warn(missing_docs, unreachable_pub)]
@@ -45,6 +46,7 @@ pub mod spec;
 pub mod sweep;
 pub mod tagged;
 pub mod units;
+pub mod verdict;
 pub mod video;
 pub mod wifi;
 pub mod working_load;

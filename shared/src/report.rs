@@ -1010,7 +1010,7 @@ impl TestResult {
 }
 
 #[cfg(test)]
-mod service_demand_tests {
+pub(crate) mod service_demand_tests {
     //! Service demand by hand: each end's host CPU time over the bytes it moved.
     use super::*;
     use crate::spec::{Direction, Protocol, TestSpec};
@@ -1026,7 +1026,7 @@ mod service_demand_tests {
         }
     }
 
-    pub(super) fn stream(id: u32, role: StreamRole, bytes: u64) -> StreamFinal {
+    pub(crate) fn stream(id: u32, role: StreamRole, bytes: u64) -> StreamFinal {
         StreamFinal {
             id,
             role,
@@ -1042,7 +1042,7 @@ mod service_demand_tests {
         }
     }
 
-    pub(super) fn side(role: PeerRole, streams: Vec<StreamFinal>) -> SideReport {
+    pub(crate) fn side(role: PeerRole, streams: Vec<StreamFinal>) -> SideReport {
         SideReport {
             streams,
             cpu: busy_cpu(),
@@ -1050,7 +1050,7 @@ mod service_demand_tests {
         }
     }
 
-    pub(super) fn result(spec: TestSpec, client: SideReport, server: SideReport) -> TestResult {
+    pub(crate) fn result(spec: TestSpec, client: SideReport, server: SideReport) -> TestResult {
         TestResult {
             id: "t".into(),
             spec,

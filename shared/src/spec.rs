@@ -213,6 +213,10 @@ pub struct TestSpec {
     /// DCCP service code and CCID (DCCP only; `None` = the defaults).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dccp: Option<DccpSpec>,
+    /// What the result must show to pass (`rx>=300M`, …): judged by the peer that runs the
+    /// test, when it ends ([`crate::verdict`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect: Vec<crate::verdict::Expectation>,
 }
 
 /// Default TCP write size, as iperf3: 128 KiB.
@@ -275,6 +279,7 @@ impl TestSpec {
             video: None,
             multicast: None,
             dccp: None,
+            expect: Vec::new(),
         }
     }
 
@@ -282,6 +287,16 @@ impl TestSpec {
     pub fn validate(&self) -> Result<(), SpecError> {
         if self.streams == 0 || self.streams > MAX_STREAMS {
             return Err(SpecError::Streams(self.streams));
+        }
+        if self.expect.len() > crate::verdict::MAX_EXPECTATIONS {
+            return Err(SpecError::Expectations(self.expect.len()));
+        }
+        if let Some(e) = self
+            .expect
+            .iter()
+            .find(|e| !e.metric.measured_by(self, false))
+        {
+            return Err(SpecError::NotMeasured(e.text().to_string()));
         }
         match self.protocol {
             // Request/response datagrams carry no perfpeer header: validate_rr bounds them.
@@ -513,6 +528,14 @@ pub const MAX_INTERVAL: Duration = MAX_TEST_TIME;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SpecError {
+    /// Too many expectations.
+    #[error("at most {max} expectations on a test, got {0}", max = crate::verdict::MAX_EXPECTATIONS)]
+    Expectations(usize),
+    /// An expectation on a figure this test does not measure.
+    #[error(
+        "--expect {0}: this test does not measure that (loss and jitter need UDP or DCCP, retransmits TCP, rr --rr, p99 and added a latency-under-load run)"
+    )]
+    NotMeasured(String),
     /// Stream count out of range.
     #[error("parallel streams must be 1 to {MAX_STREAMS}, got {0}")]
     Streams(u16),

@@ -12,6 +12,7 @@ use perfpeer_shared::format::latency as latency_text;
 use perfpeer_shared::latency::{LatencyEvent, LatencyRequest, LatencyResult, Live};
 use perfpeer_shared::spec::{EndCondition, TestSpec};
 use perfpeer_shared::units::BitRate;
+use perfpeer_shared::verdict::Verdict;
 use tokio::sync::mpsc;
 
 use super::flags::Given;
@@ -198,24 +199,32 @@ pub(super) async fn run(
         #[serde(skip_serializing_if = "Option::is_none")]
         event: Option<&'static str>,
         latency_under_load: &'a LatencyResult,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        verdict: Option<&'a Verdict>,
     }
+    let verdict = Verdict::of_latency(req, &result);
     match style {
         Style::Text => {
             outln!("Final (every probe settled):");
             out!("{}", latency_text::table(&result));
+            if let Some(v) = &verdict {
+                outln!("\nVerdict: {}", v.line());
+            }
         }
         Style::Json => outln!(
             "{}",
             perfpeer_shared::format::pretty_json(&Wrapped {
                 event: None,
-                latency_under_load: &result
+                latency_under_load: &result,
+                verdict: verdict.as_ref(),
             })?
         ),
         Style::JsonStream => outln!(
             "{}",
             serde_json::to_string(&Wrapped {
                 event: Some("end"),
-                latency_under_load: &result
+                latency_under_load: &result,
+                verdict: verdict.as_ref(),
             })?
         ),
     }
@@ -232,7 +241,7 @@ pub(super) async fn run(
     }
     let complete = result.error.is_none() && result.phases.iter().all(|p| p.error.is_none());
     Ok(if complete {
-        ExitCode::SUCCESS
+        super::verdict_code(verdict.as_ref())
     } else {
         ExitCode::from(1)
     })

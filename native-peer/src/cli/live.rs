@@ -93,7 +93,7 @@ pub(super) fn finish(
         Ok(result) => {
             printer.result(&result)?;
             Ok(match result.status.ended_early() {
-                None => ExitCode::SUCCESS,
+                None => super::verdict_code(result.verdict().as_ref()),
                 Some(_) => ExitCode::from(1),
             })
         }

@@ -48,7 +48,7 @@ pub(crate) const VERSION: &str =
 
 /// Network throughput peers: run `perfpeer serve` on one machine and `perfpeer test HOST` on another.
 #[derive(Debug, Parser)]
-#[command(name = "perfpeer", version = VERSION, about)]
+#[command(name = "perfpeer", version = VERSION, about, after_help = EXIT_STATUS)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -59,7 +59,7 @@ enum Command {
     /// Run a long-lived peer: the far end of tests, a web UI and a WebSocket control endpoint.
     Serve(serve::ServeArgs),
     /// Run a test from this machine against a perfpeer peer.
-    Test(test::TestArgs),
+    Test(Box<test::TestArgs>),
     /// Speak iperf3's protocol: serve stock iperf3 clients (-s) or test against a stock server (-c).
     Iperf3(iperf3::Iperf3Args),
     /// netperf's flags and tables (TCP_STREAM, TCP_MAERTS, TCP_RR, UDP_STREAM) against a perfpeer peer.
@@ -74,6 +74,31 @@ enum Command {
     Ttcp(ttcp::TtcpArgs),
     /// This host's Wi-Fi radios now: mode, network, channel, each station's signal and rates.
     Wifi(wifi::WifiArgs),
+}
+
+/// What `perfpeer --help` says of the exit status (the stock-tool personas keep their tool's).
+const EXIT_STATUS: &str = "Exit status:
+  0  the test (or every case of a plan) ran and met every --expect
+  1  it failed to run, or ended early
+  2  usage: a flag, an expectation or a plan file is wrong
+  3  it ran and missed an expectation (a plan: some case did)
+  4  it ran, but a figure an expectation needs was not measured";
+
+/// A test ran and met every expectation.
+pub(crate) const EXIT_PASS: u8 = 0;
+/// A test ran and missed an expectation.
+pub(crate) const EXIT_BELOW_EXPECTATION: u8 = 3;
+/// A test ran but an expectation's figure was not measured.
+pub(crate) const EXIT_NOT_JUDGED: u8 = 4;
+
+/// The exit code of a test that ran to its end: by its verdict, if it had expectations.
+pub(crate) fn verdict_code(verdict: Option<&perfpeer_shared::verdict::Verdict>) -> ExitCode {
+    use perfpeer_shared::verdict::Outcome;
+    ExitCode::from(match verdict.map(|v| v.outcome) {
+        None | Some(Outcome::Pass) => EXIT_PASS,
+        Some(Outcome::Fail) => EXIT_BELOW_EXPECTATION,
+        Some(Outcome::Unjudged) => EXIT_NOT_JUDGED,
+    })
 }
 
 /// The command line. Invoked as `ttcp`, `iperf` or `iperf3` (a symlink to perfpeer), the
@@ -250,7 +275,7 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
     }
     let main = match cli.command {
         Command::Serve(args) => boxed(serve::run(args)),
-        Command::Test(args) => boxed(test::run(args)),
+        Command::Test(args) => boxed(test::run(*args)),
         Command::Iperf3(args) => boxed(iperf3::run(args)),
         Command::Netperf(args) => boxed(netperf::run(args)),
         Command::Netserver(args) => boxed(netserver::run(args)),

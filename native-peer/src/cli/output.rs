@@ -181,6 +181,9 @@ impl<'a> Printer<'a> {
                 if !link.is_empty() {
                     self.write(&format!("\n{link}"))?;
                 }
+                if let Some(verdict) = result.verdict() {
+                    self.write(&format!("\nVerdict: {}\n", verdict.line()))?;
+                }
                 if let Some(text) = self.far_end_output.as_ref().and_then(|(t, _)| t.as_deref()) {
                     self.write(&format!("\nServer output:\n{text}"))?;
                 }

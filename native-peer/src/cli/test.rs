@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use perfpeer_shared::multicast::MulticastSpec;
 use perfpeer_shared::report::TestResult;
+use perfpeer_shared::verdict::Expectation;
 
 use super::UsageError;
 use super::flags::TestFlags;
@@ -43,6 +44,12 @@ pub(super) struct TestArgs {
     /// Receivers join for this end's address only (source-specific multicast: IGMPv3, MLDv2).
     #[arg(long, requires = "multicast")]
     ssm: bool,
+    /// Judge the result: FIGURE>=VALUE or FIGURE<=VALUE, FIGURE one of rx, tx (bit/s: 300M),
+    /// loss (%), jitter (ms), retransmits, rr (transactions/s), and with
+    /// --latency-under-load p99 and added (ms). Repeat or separate with commas. A test that
+    /// ran and missed one exits 3 (4 when a figure it needs was not measured).
+    #[arg(long, value_name = "EXPECTATION", conflicts_with_all = ["sweep_len", "multicast"])]
+    expect: Vec<String>,
     #[command(flatten)]
     flags: TestFlags,
     #[command(flatten)]
@@ -59,12 +66,16 @@ pub(super) async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     // Every flag error is a usage error (exit 2), whether clap or the spec's check found it.
     let usage = |e: anyhow::Error| anyhow::Error::from(UsageError(format!("{e:#}")));
     args.wifi.apply()?;
+    let expect = args.expectations().map_err(usage)?;
     if args.latency.asked() {
         let spec = args.flags.build_spec(false).map_err(usage)?;
-        let req = args
+        let mut req = args
             .latency
             .request(&spec, args.flags.given())
             .map_err(usage)?;
+        req.expect = expect;
+        req.check()
+            .map_err(|e| usage(anyhow::anyhow!("--expect: {e}")))?;
         let opts = args.flags.options().map_err(usage)?;
         let keep_in = (!args.no_store).then(|| {
             crate::server::token::data_dir(args.data_dir.as_deref().map(std::path::Path::new))
@@ -81,6 +92,7 @@ pub(super) async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     }
     let mut spec = args.flags.build_spec(false).map_err(usage)?;
     spec.multicast = args.group().map_err(usage)?;
+    spec.expect = expect;
     let request = args
         .modes
         .request(&args.peer, spec, args.flags.given())
@@ -137,6 +149,17 @@ pub(super) async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
 }
 
 impl TestArgs {
+    /// `--expect`, each given once or several to a flag (commas between them).
+    fn expectations(&self) -> anyhow::Result<Vec<Expectation>> {
+        let mut all = Vec::new();
+        for text in &self.expect {
+            all.extend(
+                Expectation::parse_list(text).map_err(|e| anyhow::anyhow!("--expect: {e}"))?,
+            );
+        }
+        Ok(all)
+    }
+
     /// `--multicast GROUP[:PORT]` with its `--ttl` and `--ssm`, checked.
     fn group(&self) -> anyhow::Result<Option<MulticastSpec>> {
         let Some(text) = &self.multicast else {

@@ -30,6 +30,9 @@ pub struct LatencyRequest {
     /// IP TOS / DSCP byte of the probe (e.g. 0xb8, EF), so a network's priority queue can be
     /// checked too.
     pub probe_tos: Option<u8>,
+    /// What the run must show to pass (`p99<=40ms`, `added<=20ms`), judged when it ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect: Vec<crate::verdict::Expectation>,
 }
 
 impl Default for LatencyRequest {
@@ -44,6 +47,7 @@ impl Default for LatencyRequest {
             probe_interval_ms: 10.0,
             probe_bytes: 64,
             probe_tos: None,
+            expect: Vec::new(),
         }
     }
 }
@@ -78,6 +82,9 @@ pub enum LatencyRequestError {
     /// A load rate of zero.
     #[error("a load rate must be above 0")]
     UdpRate,
+    /// An expectation on a figure a latency run does not measure, or too many.
+    #[error("expectation {0}: a latency-under-load run is judged by p99 and added (at most 16)")]
+    Expectation(String),
 }
 
 impl LatencyRequest {
@@ -112,6 +119,20 @@ impl LatencyRequest {
         }
         if self.udp_bits_per_second == Some(0) || self.load_bits_per_second == Some(0) {
             return Err(LatencyRequestError::UdpRate);
+        }
+        let probe = self.probe_spec(1.0);
+        if let Some(e) = self
+            .expect
+            .iter()
+            .find(|e| !e.metric.measured_by(&probe, true))
+        {
+            return Err(LatencyRequestError::Expectation(e.text().to_string()));
+        }
+        if self.expect.len() > crate::verdict::MAX_EXPECTATIONS {
+            return Err(LatencyRequestError::Expectation(format!(
+                "{} of them",
+                self.expect.len()
+            )));
         }
         Ok(())
     }

@@ -130,6 +130,7 @@ pub fn served_run(
             .map_or(0.0, |us| f64::from(us) / 1000.0),
         probe_bytes: probe.map_or(0, |p| p.spec.len),
         probe_tos: probe.and_then(|p| p.spec.tos),
+        expect: Vec::new(),
     };
     let mut settings = request.settings(ipv6);
     if let Some(used) = tcp.and_then(|t| t.congestion.clone()) {

@@ -46,6 +46,9 @@ pub fn json(result: &TestResult) -> Value {
     put(&mut top, "intervals", intervals);
     put(&mut top, "end", Value::Object(end_json(result)));
     put(&mut top, "perfpeer", perfpeer_json(result));
+    if let Some(verdict) = result.verdict() {
+        put(&mut top, "verdict", crate::format::json_value(&verdict));
+    }
     if let Some(reason) = result.status.ended_early() {
         put(&mut top, "error", reason);
     }
@@ -123,6 +126,9 @@ pub fn json_stream_far_wifi(report: &IntervalReport) -> Option<String> {
 pub fn json_stream_end(result: &TestResult) -> String {
     let mut end = end_json(result);
     put(&mut end, "perfpeer", perfpeer_json(result));
+    if let Some(verdict) = result.verdict() {
+        put(&mut end, "verdict", crate::format::json_value(&verdict));
+    }
     let end_line = event_line("end", &Value::Object(end));
     match result.status.ended_early() {
         Some(reason) => format!("{}\n{end_line}", event_line("error", &reason.into())),
