@@ -340,8 +340,11 @@ pub struct LinkSummary {
 pub type IntervalLink<'a> = (&'a LinkSample, Option<(f64, f64)>);
 
 impl LinkSummary {
-    /// The summary of a test's readings, `None` when there are none.
-    pub fn build(readings: &[IntervalLink<'_>]) -> Option<LinkSummary> {
+    /// The summary of a test's readings, `None` when there are none. `sent_more`: whether this
+    /// end sent more than it received, by its totals; it tells the main direction where no
+    /// reading has its interval's goodput (a far side's final report carries its radio per
+    /// interval but not its streams). Without either, the main direction is tx.
+    pub fn build(readings: &[IntervalLink<'_>], sent_more: Option<bool>) -> Option<LinkSummary> {
         let (last, _) = readings.last()?;
         let signals = readings
             .iter()
@@ -359,7 +362,11 @@ impl LinkSummary {
         let (tx_packets, tx_retries) = (sum(|s| s.tx_packets), sum(|s| s.tx_retries));
         let sent: f64 = readings.iter().filter_map(|r| r.1).map(|g| g.0).sum();
         let received: f64 = readings.iter().filter_map(|r| r.1).map(|g| g.1).sum();
-        let sending = sent >= received;
+        let sending = if readings.iter().any(|r| r.1.is_some()) {
+            sent >= received
+        } else {
+            sent_more.unwrap_or(true)
+        };
         // Goodput over PHY rate in the main direction, over intervals where both are known.
         let (mut goodput, mut phy, mut phys) = (0.0, 0.0, Vec::new());
         for (s, bps) in readings {
@@ -548,7 +555,7 @@ mod tests {
             (&b, Some((100e6, 0.0))),
             (&c, Some((40e6, 1e6))),
         ];
-        let s = LinkSummary::build(&readings).expect("a summary");
+        let s = LinkSummary::build(&readings, None).expect("a summary");
         assert_eq!(
             s.signal_dbm,
             Some(Spread {
@@ -567,7 +574,24 @@ mod tests {
         let eff = s.efficiency_percent.expect("efficiency");
         assert!((eff - 240.0 / 346.6 * 100.0).abs() < 0.01, "{eff}");
         assert_eq!(s.phy_mbps, Some(144.4));
-        assert!(LinkSummary::build(&[]).is_none());
+        assert!(LinkSummary::build(&[], None).is_none());
+    }
+
+    #[test]
+    fn without_interval_goodput_the_totals_tell_the_main_direction() {
+        // A far side's final report: its radio per interval, no streams to weigh.
+        let mut received = sample(-50, ht(0, 6.5), 100, 0);
+        received.rx_rate = Some(ht(15, 144.4));
+        let readings = [(&received, None), (&received, None)];
+        let summary = |sent_more| LinkSummary::build(&readings, sent_more).unwrap();
+        assert_eq!(
+            summary(Some(false)).phy_mbps,
+            Some(144.4),
+            "it received: rx"
+        );
+        assert_eq!(summary(Some(true)).phy_mbps, Some(6.5), "it sent: tx");
+        assert_eq!(summary(None).phy_mbps, Some(6.5), "nothing known: tx");
+        assert_eq!(summary(Some(false)).efficiency_percent, None, "no goodput");
     }
 
     #[test]
