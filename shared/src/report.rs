@@ -1021,7 +1021,7 @@ impl TestResult {
 }
 
 #[cfg(test)]
-mod service_demand_tests {
+pub(crate) mod service_demand_tests {
     //! Service demand by hand: each end's host CPU time over the bytes it moved.
     use super::*;
     use crate::spec::{Direction, Protocol, TestSpec};
@@ -1037,7 +1037,7 @@ mod service_demand_tests {
         }
     }
 
-    pub(super) fn stream(id: u32, role: StreamRole, bytes: u64) -> StreamFinal {
+    pub(crate) fn stream(id: u32, role: StreamRole, bytes: u64) -> StreamFinal {
         StreamFinal {
             id,
             role,
