@@ -11,6 +11,7 @@ use crate::latency::{LatencyRequest, LatencyResult};
 use crate::report::{PeerRole, Sending, TestResult};
 use crate::spec::{Direction, Protocol, TestSpec};
 use crate::sweep::SweepResult;
+use crate::wifi::LinkBrief;
 
 /// What a history line holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -228,6 +229,10 @@ pub struct HistoryEntry {
     /// What the token holder wrote on it.
     #[serde(default, skip_serializing_if = "Notes::is_empty")]
     pub notes: Notes,
+    /// A test's Wi-Fi link in three figures, where a radio carried it (none for sweeps,
+    /// latency runs and results kept before rows had it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wifi: Option<LinkBrief>,
 }
 
 impl HistoryEntry {
@@ -336,6 +341,7 @@ impl KeptSweep {
                 .reduce(f64::max),
             link_enabled: self.link_enabled,
             notes: self.notes.clone(),
+            wifi: None,
         }
     }
 }
@@ -442,6 +448,7 @@ impl KeptLatency {
                 .reduce(f64::max),
             link_enabled: self.link_enabled,
             notes: self.notes.clone(),
+            wifi: None,
         }
     }
 }
@@ -562,5 +569,26 @@ mod tests {
             )
         );
         assert!(serde_json::from_str::<HistoryEntry>(r#"{"id":"x","status":"weird"}"#).is_err());
+        assert_eq!(
+            line.wifi, None,
+            "a line without a radio, or kept before rows had one"
+        );
+        let mut with_radio = line.clone();
+        with_radio.wifi = Some(LinkBrief {
+            signal_dbm: Some(-52.0),
+            phy_mbps: Some(144.4),
+            retries_percent: None,
+            far: true,
+        });
+        let json = serde_json::to_string(&with_radio).unwrap();
+        assert!(
+            json.contains(r#""wifi":{"signal_dbm":-52.0,"phy_mbps":144.4,"far":true}"#),
+            "{json}"
+        );
+        assert_eq!(
+            serde_json::from_str::<HistoryEntry>(&json).unwrap(),
+            with_radio
+        );
+        assert!(!serde_json::to_string(&line).unwrap().contains("wifi"));
     }
 }

@@ -639,7 +639,18 @@ impl SideReport {
                 Some((sample, goodput))
             })
             .collect();
-        crate::wifi::LinkSummary::build(&readings)
+        // A far side's final report has no streams in its intervals: its totals say which way
+        // it sent.
+        let bytes = |role| {
+            self.streams
+                .iter()
+                .filter(|s| s.role == role)
+                .map(|s| s.bytes)
+                .sum::<u64>()
+        };
+        let sent_more = (!self.streams.is_empty())
+            .then(|| bytes(StreamRole::Sender) >= bytes(StreamRole::Receiver));
+        crate::wifi::LinkSummary::build(&readings, sent_more)
     }
 
     /// This report as a final one to the other end: without its intervals (the other end had

@@ -2,8 +2,9 @@
 //! interval): the PHY rate as the driver reports it ([`Rate`]), one interval's link figures
 //! at one end ([`LinkSample`]: signal, rates, per-interval retries, failures, airtime and the
 //! channel's busy share), the whole test's ([`LinkSummary`]: signal spread, the rates used and
-//! their share of time, retries, goodput over PHY rate), and a peer's radios before any test
-//! ([`WifiInterface`]). Every figure the driver does not give is `None` ("not given"), never 0.
+//! their share of time, retries, goodput over PHY rate) and its three headline figures on a
+//! history row ([`LinkBrief`]), and a peer's radios before any test ([`WifiInterface`]). Every
+//! figure the driver does not give is `None` ("not given"), never 0.
 
 use serde::Serialize;
 
@@ -340,8 +341,11 @@ pub struct LinkSummary {
 pub type IntervalLink<'a> = (&'a LinkSample, Option<(f64, f64)>);
 
 impl LinkSummary {
-    /// The summary of a test's readings, `None` when there are none.
-    pub fn build(readings: &[IntervalLink<'_>]) -> Option<LinkSummary> {
+    /// The summary of a test's readings, `None` when there are none. `sent_more`: whether this
+    /// end sent more than it received, by its totals; it tells the main direction where no
+    /// reading has its interval's goodput (a far side's final report carries its radio per
+    /// interval but not its streams). Without either, the main direction is tx.
+    pub fn build(readings: &[IntervalLink<'_>], sent_more: Option<bool>) -> Option<LinkSummary> {
         let (last, _) = readings.last()?;
         let signals = readings
             .iter()
@@ -359,7 +363,11 @@ impl LinkSummary {
         let (tx_packets, tx_retries) = (sum(|s| s.tx_packets), sum(|s| s.tx_retries));
         let sent: f64 = readings.iter().filter_map(|r| r.1).map(|g| g.0).sum();
         let received: f64 = readings.iter().filter_map(|r| r.1).map(|g| g.1).sum();
-        let sending = sent >= received;
+        let sending = if readings.iter().any(|r| r.1.is_some()) {
+            sent >= received
+        } else {
+            sent_more.unwrap_or(true)
+        };
         // Goodput over PHY rate in the main direction, over intervals where both are known.
         let (mut goodput, mut phy, mut phys) = (0.0, 0.0, Vec::new());
         for (s, bps) in readings {
@@ -390,6 +398,49 @@ impl LinkSummary {
             phy_mbps: Spread::of(phys).map(|s| s.median),
             efficiency_percent: (phy > 0.0).then(|| goodput * 100.0 / phy),
         })
+    }
+}
+
+/// A kept test's Wi-Fi link in three figures, for its line in the result history: one radio's
+/// median signal, median PHY rate in the way the data went, and retries share. This peer's
+/// radio where it had one on the test's path, else the other peer's.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LinkBrief {
+    /// Median signal, dBm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal_dbm: Option<f64>,
+    /// Median PHY rate in the test's main direction at that radio, Mbit/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phy_mbps: Option<f64>,
+    /// Retries per packet sent, %.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries_percent: Option<f64>,
+    /// The radio is the other peer's (the result's far side): this peer had none on the path.
+    pub far: bool,
+}
+
+impl LinkBrief {
+    /// The brief of `result`: from this end's link summary where it gives any of the three
+    /// figures, else from the far side's; `None` where neither does (no radio on the path).
+    pub fn of(result: &crate::report::TestResult) -> Option<LinkBrief> {
+        let here = result.local.link_summary();
+        here.and_then(|s| LinkBrief::from_summary(&s, false))
+            .or_else(|| LinkBrief::from_summary(&result.remote.as_ref()?.link_summary()?, true))
+    }
+
+    /// The three figures of one end's summary (`far`: the far side's); `None` where none is
+    /// given.
+    pub fn from_summary(summary: &LinkSummary, far: bool) -> Option<LinkBrief> {
+        let brief = LinkBrief {
+            signal_dbm: summary.signal_dbm.map(|s| s.median),
+            phy_mbps: summary.phy_mbps,
+            retries_percent: summary.retries_percent,
+            far,
+        };
+        let given = brief.signal_dbm.is_some()
+            || brief.phy_mbps.is_some()
+            || brief.retries_percent.is_some();
+        given.then_some(brief)
     }
 }
 
@@ -548,7 +599,7 @@ mod tests {
             (&b, Some((100e6, 0.0))),
             (&c, Some((40e6, 1e6))),
         ];
-        let s = LinkSummary::build(&readings).expect("a summary");
+        let s = LinkSummary::build(&readings, None).expect("a summary");
         assert_eq!(
             s.signal_dbm,
             Some(Spread {
@@ -567,7 +618,108 @@ mod tests {
         let eff = s.efficiency_percent.expect("efficiency");
         assert!((eff - 240.0 / 346.6 * 100.0).abs() < 0.01, "{eff}");
         assert_eq!(s.phy_mbps, Some(144.4));
-        assert!(LinkSummary::build(&[]).is_none());
+        assert!(LinkSummary::build(&[], None).is_none());
+    }
+
+    #[test]
+    fn without_interval_goodput_the_totals_tell_the_main_direction() {
+        // A far side's final report: its radio per interval, no streams to weigh.
+        let mut received = sample(-50, ht(0, 6.5), 100, 0);
+        received.rx_rate = Some(ht(15, 144.4));
+        let readings = [(&received, None), (&received, None)];
+        let summary = |sent_more| LinkSummary::build(&readings, sent_more).unwrap();
+        assert_eq!(
+            summary(Some(false)).phy_mbps,
+            Some(144.4),
+            "it received: rx"
+        );
+        assert_eq!(summary(Some(true)).phy_mbps, Some(6.5), "it sent: tx");
+        assert_eq!(summary(None).phy_mbps, Some(6.5), "nothing known: tx");
+        assert_eq!(summary(Some(false)).efficiency_percent, None, "no goodput");
+    }
+
+    /// One side of a 2-interval test whose streams had `role` at that end, its intervals
+    /// carrying `radio`'s reading and no streams (as a far side's final report's do).
+    fn side_with(
+        role: crate::report::PeerRole,
+        streams: crate::report::StreamRole,
+        radio: Option<&LinkSample>,
+    ) -> crate::report::SideReport {
+        use std::time::Duration;
+        let mut side = crate::report::SideReport::empty(role, Default::default());
+        side.streams = vec![crate::report::service_demand_tests::stream(
+            1, streams, 1000,
+        )];
+        side.intervals = (0..2)
+            .map(|i| crate::report::IntervalReport {
+                start: Duration::from_secs(i),
+                end: Duration::from_secs(i + 1),
+                omitted: false,
+                streams: Vec::new(),
+                wifi: radio.map(|r| Box::new(r.clone())),
+            })
+            .collect();
+        side
+    }
+
+    /// A test this end sent in, with `here` as this end's radio and `far` as the far side's.
+    fn sent_with(here: Option<&LinkSample>, far: Option<&LinkSample>) -> crate::report::TestResult {
+        use crate::report::{PeerRole, StreamRole};
+        crate::report::TestResult {
+            id: "t".into(),
+            spec: crate::spec::TestSpec::new(crate::spec::Protocol::Tcp),
+            started_unix_ms: 0,
+            server_addr: "pc:5210".into(),
+            local: side_with(PeerRole::Client, StreamRole::Sender, here),
+            remote: Some(side_with(PeerRole::Server, StreamRole::Receiver, far)),
+            group_receivers: Vec::new(),
+            working_load: None,
+            status: crate::report::TestStatus::Complete,
+        }
+    }
+
+    #[test]
+    fn a_brief_is_this_ends_radio_else_the_far_sides() {
+        let here = sample(-40, ht(15, 144.4), 1000, 20);
+        let mut far = sample(-61, ht(0, 6.5), 100, 0);
+        far.rx_rate = Some(ht(11, 57.8));
+        let both = LinkBrief::of(&sent_with(Some(&here), Some(&far)));
+        assert_eq!(
+            both,
+            Some(LinkBrief {
+                signal_dbm: Some(-40.0),
+                phy_mbps: Some(144.4),
+                retries_percent: Some(2.0),
+                far: false,
+            }),
+            "this end's radio first: it sent, so its tx rate"
+        );
+        let far_only = LinkBrief::of(&sent_with(None, Some(&far))).expect("the far side's");
+        assert!(far_only.far);
+        assert_eq!(far_only.signal_dbm, Some(-61.0));
+        assert_eq!(
+            far_only.phy_mbps,
+            Some(57.8),
+            "the far side received: its rx rate"
+        );
+        assert_eq!(LinkBrief::of(&sent_with(None, None)), None);
+        // A radio that gave none of the figures is passed over.
+        let mut mute = sample(-40, ht(15, 144.4), 0, 0);
+        (
+            mute.signal_dbm,
+            mute.tx_rate,
+            mute.tx_packets,
+            mute.tx_retries,
+        ) = (None, None, None, None);
+        assert!(
+            LinkBrief::of(&sent_with(Some(&mute), Some(&far)))
+                .unwrap()
+                .far
+        );
+        assert_eq!(LinkBrief::of(&sent_with(Some(&mute), None)), None);
+        let mut without_far_report = sent_with(None, Some(&far));
+        without_far_report.remote = None;
+        assert_eq!(LinkBrief::of(&without_far_report), None);
     }
 
     #[test]

@@ -186,6 +186,9 @@ pub struct Row {
     pub status: String,
     /// The notes' tags and first line, or empty.
     pub notes: String,
+    /// `Wi-Fi -52 dBm · 144 Mbit/s PHY · 2.1 % retries` (`Wi-Fi (other peer) …` for the other
+    /// peer's radio) where a radio carried the test, or empty.
+    pub wifi: String,
 }
 
 /// The row for `e`.
@@ -223,6 +226,11 @@ pub fn row(e: &Entry, tz_offset_min: i32) -> Row {
         },
         status,
         notes: e.notes.line(80),
+        wifi: e
+            .wifi
+            .as_ref()
+            .map(perfpeer_shared::format::wifi::brief_words)
+            .unwrap_or_default(),
     }
 }
 

@@ -450,7 +450,7 @@ fn history_row(e: &history::Entry, tz: i32, picked: bool) -> String {
     format!(
         "<li data-id='{id}' data-protocol='{}' data-kind='{}'>{pick}\
          <button type='button' class='open' data-open='{id}'><span class='when'>{}</span>\
-         <span class='rate'>{}</span><span class='peer'>{} · {}</span><span class='status'>{}</span>{}</button></li>",
+         <span class='rate'>{}</span><span class='peer'>{} · {}</span><span class='status'>{}</span>{}{}</button></li>",
         escape(&e.protocol.word()),
         escape(&e.kind.word()),
         escape(&r.when),
@@ -458,12 +458,18 @@ fn history_row(e: &history::Entry, tz: i32, picked: bool) -> String {
         escape(&r.what),
         escape(&r.peer),
         escape(&r.status),
-        if r.notes.is_empty() {
-            String::new()
-        } else {
-            format!("<span class='notes-line'>{}</span>", escape(&r.notes))
-        }
+        full_width_line("wifi-line", &r.wifi),
+        full_width_line("notes-line", &r.notes),
     )
+}
+
+/// A history row's line under its figures (`class`), or nothing for empty `text`.
+fn full_width_line(class: &str, text: &str) -> String {
+    if text.is_empty() {
+        String::new()
+    } else {
+        format!("<span class='{class}'>{}</span>", escape(text))
+    }
 }
 
 /// The share box: shown with a stored result; its switches only for the token holder.

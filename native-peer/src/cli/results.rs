@@ -7,11 +7,11 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use perfpeer_shared::format::layout::Layout;
-use perfpeer_shared::format::{html, sweep};
+use perfpeer_shared::format::{html, sweep, wifi};
 use perfpeer_shared::units::format_bytes;
 
 use crate::server::token;
-use crate::store::{Kept, Store};
+use crate::store::{HistoryEntry, Kept, Store};
 
 /// Flags of `perfpeer results`.
 #[derive(Debug, Args)]
@@ -131,40 +131,42 @@ fn list(store: &Store, limit: u32) -> anyhow::Result<()> {
         outln!("no results yet in {}", store.path().display());
     }
     for r in rows {
-        let when = perfpeer_shared::calendar::http_date(r.created_ms / 1000);
-        let rate = r
-            .bits_per_second
-            .map(perfpeer_shared::units::format_rate)
-            .unwrap_or_else(|| "-".into());
-        let bytes = r
-            .bytes
-            .map(|b| format_bytes(b as f64).trim().to_string())
-            .unwrap_or_else(|| "-".into());
-        // A sweep's rate is its best size's, a latency run's its best phase's one way.
-        let what = if r.is_sweep() || r.is_latency() {
-            r.kind.word()
-        } else {
-            r.role.word()
-        };
-        let notes = if r.notes.is_empty() {
-            String::new()
-        } else {
-            format!("  [{}]", r.notes.line(60))
-        };
-        outln!(
-            "{}  {when}  {:8} {:6} {:4} {:7} {:>12} {:>14}  {}  {}{notes}",
-            r.id,
-            r.origin,
-            what,
-            r.protocol,
-            r.direction,
-            bytes,
-            rate,
-            r.status,
-            r.peer
-        );
+        outln!("{}", list_line(&r));
     }
     Ok(())
+}
+
+/// One result's line in `results list`: id, time, who started it, what ran, bytes and rate,
+/// status, the other peer, then the Wi-Fi figures and the notes where it has them.
+fn list_line(r: &HistoryEntry) -> String {
+    let when = perfpeer_shared::calendar::http_date(r.created_ms / 1000);
+    let rate = r
+        .bits_per_second
+        .map(perfpeer_shared::units::format_rate)
+        .unwrap_or_else(|| "-".into());
+    let bytes = r
+        .bytes
+        .map(|b| format_bytes(b as f64).trim().to_string())
+        .unwrap_or_else(|| "-".into());
+    // A sweep's rate is its best size's, a latency run's its best phase's one way.
+    let what = if r.is_sweep() || r.is_latency() {
+        r.kind.word()
+    } else {
+        r.role.word()
+    };
+    let wifi = match r.wifi.as_ref().map(wifi::brief_words) {
+        Some(words) if !words.is_empty() => format!("  {words}"),
+        _ => String::new(),
+    };
+    let notes = if r.notes.is_empty() {
+        String::new()
+    } else {
+        format!("  [{}]", r.notes.line(60))
+    };
+    format!(
+        "{}  {when}  {:8} {:6} {:4} {:7} {:>12} {:>14}  {}  {}{wifi}{notes}",
+        r.id, r.origin, what, r.protocol, r.direction, bytes, rate, r.status, r.peer
+    )
 }
 
 /// The full id of a kept result.
@@ -200,4 +202,31 @@ fn render(result: &perfpeer_shared::report::TestResult, format: Layout) -> anyho
     format
         .render(result)
         .map_err(|why| anyhow::anyhow!("{why}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_ends_with_its_wifi_figures_and_notes() {
+        let mut line: HistoryEntry = serde_json::from_str(
+            r#"{"id":"ab12","created_ms":1764684187000,"origin":"cli","role":"client",
+               "peer":"pc:5210","protocol":"tcp","direction":"normal","status":"complete",
+               "bytes":1000000,"bits_per_second":941000000.0,"link_enabled":true,
+               "wifi":{"signal_dbm":-52.0,"phy_mbps":144.4,"retries_percent":2.1,"far":true}}"#,
+        )
+        .unwrap();
+        line.notes.tags = vec!["ch36".into()];
+        let text = list_line(&line);
+        assert!(text.starts_with("ab12  "), "{text}");
+        assert!(
+            text.ends_with(
+                "complete  pc:5210  Wi-Fi (other peer) -52 dBm · 144 Mbit/s PHY · 2.1 % retries  [ch36]"
+            ),
+            "{text}"
+        );
+        line.wifi = None;
+        assert!(list_line(&line).ends_with("complete  pc:5210  [ch36]"));
+    }
 }

@@ -34,6 +34,7 @@ use perfpeer_shared::report::{
     HostInfo, IntervalReport, PeerRole, SideReport, TestResult, TestStatus,
 };
 use perfpeer_shared::spec::TestSpec;
+use perfpeer_shared::wifi::LinkBrief;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
@@ -356,14 +357,17 @@ impl Store {
             r.intervals.clear();
         }
         let (bytes, bps) = headline(result);
+        let link = LinkBrief::of(result)
+            .map(|b| serde_json::to_string(&b))
+            .transpose()?;
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         // A far end learns its client's name from the client's final report: the row's peer
         // becomes it then (a client's row keeps the target it was given).
         let peer = (result.local.role == PeerRole::Server).then_some(result.server_addr.as_str());
         tx.execute(
-            "UPDATE results SET status = ?2, reason = ?3, bytes = ?4, bits_per_second = ?5, result_json = ?6, test_id = CASE WHEN ?7 = '' THEN test_id ELSE ?7 END, peer = COALESCE(?8, peer) WHERE id = ?1",
-            params![id, status, reason, bytes.map(sql_int), bps, serde_json::to_string(&slim)?, result.id, peer],
+            "UPDATE results SET status = ?2, reason = ?3, bytes = ?4, bits_per_second = ?5, result_json = ?6, test_id = CASE WHEN ?7 = '' THEN test_id ELSE ?7 END, peer = COALESCE(?8, peer), link_json = ?9 WHERE id = ?1",
+            params![id, status, reason, bytes.map(sql_int), bps, serde_json::to_string(&slim)?, result.id, peer, link],
         )?;
         // Intervals not written live (the short tail, the far end's) are added now.
         for side in [Some(&result.local), result.remote.as_ref()]
@@ -406,7 +410,7 @@ impl Store {
             let conn = self.conn();
             let mut stmt = conn.prepare(
                 "SELECT id, created_ms, origin, role, peer, protocol, direction, status, reason, bytes, bits_per_second, link_enabled,
-                        notes_json FROM results ORDER BY created_ms DESC LIMIT ?1",
+                        notes_json, link_json FROM results ORDER BY created_ms DESC LIMIT ?1",
             )?;
             let rows = stmt.query_map([limit], summary_of)?;
             rows.collect::<Result<_, _>>()?
@@ -423,9 +427,9 @@ impl Store {
         let row = conn
             .query_row(
                 "SELECT id, created_ms, origin, role, peer, protocol, direction, status, reason, bytes, bits_per_second, link_enabled,
-                        notes_json, spec_json, host_json, result_json, test_id FROM results WHERE id = ?1",
+                        notes_json, link_json, spec_json, host_json, result_json, test_id FROM results WHERE id = ?1",
                 [id],
-                |r| Ok((summary_of(r)?, r.get::<_, String>(13)?, r.get::<_, String>(14)?, r.get::<_, Option<String>>(15)?, r.get::<_, String>(16)?)),
+                |r| Ok((summary_of(r)?, r.get::<_, String>(14)?, r.get::<_, String>(15)?, r.get::<_, Option<String>>(16)?, r.get::<_, String>(17)?)),
             )
             .optional()?;
         let Some((summary, spec_json, host_json, result_json, test_id)) = row else {
@@ -653,7 +657,14 @@ fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryEntry> {
         bits_per_second: r.get(10)?,
         link_enabled: r.get(11)?,
         notes: notes_of(r.get(12)?),
+        wifi: wifi_of(r.get(13)?),
     })
+}
+
+/// A test's Wi-Fi brief as kept (JSON), or none (no radio, a row kept before rows had it, or
+/// one that no longer parses: the list must not fail for it).
+fn wifi_of(json: Option<String>) -> Option<LinkBrief> {
+    serde_json::from_str(&json?).ok()
 }
 
 /// Notes as kept (JSON), or none; notes that no longer parse are dropped rather than failing

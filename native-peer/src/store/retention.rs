@@ -95,7 +95,7 @@ fn delete_kept(conn: &Connection, id: &str) -> Result<usize, StoreError> {
 /// The bytes of a `results` row's text and its intervals', as SQL on that row.
 pub(super) const ROW_BYTES: &str = "length(CAST(spec_json AS BLOB)) + length(CAST(host_json AS BLOB))
     + length(CAST(peer AS BLOB)) + COALESCE(length(CAST(result_json AS BLOB)), 0)
-    + COALESCE(length(CAST(reason AS BLOB)), 0)
+    + COALESCE(length(CAST(reason AS BLOB)), 0) + COALESCE(length(CAST(link_json AS BLOB)), 0)
     + COALESCE((SELECT sum(length(CAST(report_json AS BLOB))) FROM intervals WHERE result_id = results.id), 0)";
 
 /// A finished anonymous result, as its share is counted.

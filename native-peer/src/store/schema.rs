@@ -68,6 +68,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     "ALTER TABLE sweeps ADD COLUMN source TEXT;
      ALTER TABLE sweeps ADD COLUMN kept_bytes INTEGER;
      CREATE INDEX sweeps_by_origin ON sweeps(origin, created_ms);",
+    // 10: a finished test's Wi-Fi link in three figures for its history line
+    // (shared::wifi::LinkBrief as JSON; none without a radio, and for older rows).
+    "ALTER TABLE results ADD COLUMN link_json TEXT;",
 ];
 
 /// The schema version this build writes.

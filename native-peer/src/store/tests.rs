@@ -111,6 +111,48 @@ async fn round_trip_with_both_ends_intervals() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A station's reading at one interval, as a peer's JSON has it: `signal` dBm, sending at
+/// 144.4 Mbit/s, 20 retries of 1000 packets.
+fn radio(signal: i8) -> perfpeer_shared::wifi::LinkSample {
+    serde_json::from_str(&format!(
+        r#"{{"iface":"wlan0","mode":"station","station":"02:00:00:00:01:00","signal_dbm":{signal},
+           "tx_rate":{{"kind":"ht","mcs":15,"mbps":144.4}},"tx_packets":1000,"tx_retries":20,
+           "retries_percent":2.0}}"#
+    ))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_finished_tests_history_line_carries_its_wifi_brief() {
+    use perfpeer_shared::wifi::LinkBrief;
+    let dir = temp_dir("wifi-brief");
+    let (store, _) = Store::open(&dir).unwrap();
+    let store = Arc::new(store);
+    let spec = TestSpec::new(Protocol::Tcp);
+    let mut over_the_air = result(&spec);
+    for (i, signal) in over_the_air.local.intervals.iter_mut().zip([-50, -54]) {
+        i.wifi = Some(Box::new(radio(signal)));
+    }
+    let air = keep_owned(&store, &over_the_air).await;
+    let wired = keep_owned(&store, &result(&spec)).await;
+    let brief = LinkBrief {
+        signal_dbm: Some(-52.0),
+        phy_mbps: Some(144.4),
+        retries_percent: Some(2.0),
+        far: false,
+    };
+    assert_eq!(listed(&store, &air).wifi, Some(brief));
+    assert_eq!(store.get(&air).unwrap().unwrap().summary.wifi, Some(brief));
+    assert_eq!(listed(&store, &wired).wifi, None, "no radio, no brief");
+    // A brief that no longer reads does not fail the list.
+    store
+        .conn()
+        .execute("UPDATE results SET link_json = 'x' WHERE id = ?1", [&air])
+        .unwrap();
+    assert_eq!(listed(&store, &air).wifi, None);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[tokio::test]
 async fn a_running_test_is_aborted_on_reopen_and_keeps_its_intervals() {
     let dir = temp_dir("abort");
@@ -156,21 +198,27 @@ async fn a_running_test_is_aborted_on_reopen_and_keeps_its_intervals() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A database at schema `version` in a fresh directory for `tag`, as an older release left
+/// it: its directory and a connection to fill it through (close it before opening the store).
+fn old_database(tag: &str, version: u32) -> (PathBuf, Connection) {
+    let dir = temp_dir(tag);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut conn = Connection::open(dir.join(FILE_NAME)).unwrap();
+    assert_eq!(schema::migrate_to(&mut conn, version).unwrap(), version);
+    (dir, conn)
+}
+
 #[test]
 fn an_old_schema_is_migrated_and_its_data_kept() {
-    let dir = temp_dir("migrate");
-    std::fs::create_dir_all(&dir).unwrap();
-    {
-        // A version-1 database, as the first release wrote it, with one result.
-        let mut conn = Connection::open(dir.join(FILE_NAME)).unwrap();
-        assert_eq!(schema::migrate_to(&mut conn, 1).unwrap(), 1);
-        conn.execute(
-            "INSERT INTO results (id, test_id, created_ms, origin, role, peer, protocol, direction, spec_json, host_json, status)
-             VALUES ('old', 't', 5, 'cli', 'client', 'pc', 'tcp', 'normal', ?1, '{}', 'complete')",
-            [serde_json::to_string(&TestSpec::new(Protocol::Tcp)).unwrap()],
-        )
-        .unwrap();
-    }
+    // A version-1 database, as the first release wrote it, with one result.
+    let (dir, conn) = old_database("migrate", 1);
+    conn.execute(
+        "INSERT INTO results (id, test_id, created_ms, origin, role, peer, protocol, direction, spec_json, host_json, status)
+         VALUES ('old', 't', 5, 'cli', 'client', 'pc', 'tcp', 'normal', ?1, '{}', 'complete')",
+        [serde_json::to_string(&TestSpec::new(Protocol::Tcp)).unwrap()],
+    )
+    .unwrap();
+    drop(conn);
     let (store, _) = Store::open(&dir).unwrap();
     let list = store.list(10).unwrap();
     assert_eq!(list.len(), 1);
@@ -421,6 +469,22 @@ async fn an_implausible_far_report_is_kept_without_it() {
 }
 
 /// A finished test of the owner's (a `perfpeer test` from this machine).
+/// `result` kept as a test of this peer's own (its intervals written with it); its id.
+async fn keep_owned(store: &Arc<Store>, result: &TestResult) -> String {
+    let rec = Recording::begin(
+        store,
+        "t",
+        Origin::Cli,
+        PeerRole::Client,
+        "pc",
+        &result.spec,
+    );
+    let rec = rec.unwrap();
+    let id = rec.id().to_string();
+    rec.finish(result).await;
+    id
+}
+
 async fn owned(store: &Arc<Store>, spec: &TestSpec, intervals: u64) -> String {
     let rec = Recording::begin(store, "t", Origin::Cli, PeerRole::Client, "pc", spec).unwrap();
     finish_with(rec, spec, intervals).await
@@ -597,21 +661,17 @@ async fn a_full_disk_is_said_as_disk_full_and_the_next_kept_result_clears_it() {
 
 #[test]
 fn far_end_rows_of_an_older_version_share_one_unknown_source() {
-    let dir = temp_dir("migrate-sources");
-    std::fs::create_dir_all(&dir).unwrap();
-    {
-        // A version-7 database with four far-end results (no sources were kept then).
-        let mut conn = Connection::open(dir.join(FILE_NAME)).unwrap();
-        assert_eq!(schema::migrate_to(&mut conn, 7).unwrap(), 7);
-        for n in 0..4 {
-            conn.execute(
-                "INSERT INTO results (id, test_id, created_ms, origin, role, peer, protocol, direction, spec_json, host_json, status)
-                 VALUES (?1, 't', ?2, 'far_end', 'server', 'pc', 'tcp', 'normal', ?3, '{}', 'complete')",
-                params![format!("old{n}"), n, serde_json::to_string(&TestSpec::new(Protocol::Tcp)).unwrap()],
-            )
-            .unwrap();
-        }
+    // A version-7 database with four far-end results (no sources were kept then).
+    let (dir, conn) = old_database("migrate-sources", 7);
+    for n in 0..4 {
+        conn.execute(
+            "INSERT INTO results (id, test_id, created_ms, origin, role, peer, protocol, direction, spec_json, host_json, status)
+             VALUES (?1, 't', ?2, 'far_end', 'server', 'pc', 'tcp', 'normal', ?3, '{}', 'complete')",
+            params![format!("old{n}"), n, serde_json::to_string(&TestSpec::new(Protocol::Tcp)).unwrap()],
+        )
+        .unwrap();
     }
+    drop(conn);
     let (mut store, _) = Store::open(&dir).unwrap();
     store.set_retention(Retention {
         max_results: 8,
@@ -619,6 +679,26 @@ fn far_end_rows_of_an_older_version_share_one_unknown_source() {
     });
     // One source's share of 8: a quarter, the newest.
     assert_eq!(kept_ids(&store), vec!["old3", "old2"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn results_kept_before_rows_had_a_wifi_brief_list_without_one() {
+    // A version-9 database with one finished result.
+    let (dir, conn) = old_database("migrate-wifi", 9);
+    let spec = TestSpec::new(Protocol::Tcp);
+    conn.execute(
+        "INSERT INTO results (id, test_id, created_ms, origin, role, peer, protocol, direction, spec_json, host_json, status, result_json)
+         VALUES ('old', 't1', 5, 'cli', 'client', 'pc', 'tcp', 'normal', ?1, '{}', 'complete', ?2)",
+        params![serde_json::to_string(&spec).unwrap(), serde_json::to_string(&result(&spec)).unwrap()],
+    )
+    .unwrap();
+    drop(conn);
+    let (store, _) = Store::open(&dir).unwrap();
+    assert_eq!(listed(&store, "old").wifi, None);
+    let opened = store.get("old").unwrap().unwrap();
+    assert_eq!(opened.summary.wifi, None);
+    assert_eq!(opened.summary.status, RunStatus::Complete);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -1,12 +1,14 @@
 //! The Wi-Fi link in a result's text and JSON: one compact line under each interval (this
-//! end's radio, and the far end's when it has one), a summary after the totals, and the
+//! end's radio, and the far end's when it has one), a summary after the totals, the
 //! `wifi` objects of `-J` (per interval and in `end`, beside iperf3's keys, which stock
-//! parsers skip). Figures come from `crate::wifi`; nothing is derived here.
+//! parsers skip), and a history row's three figures. Figures come from `crate::wifi`;
+//! nothing is derived here.
 
 use serde_json::{Map, Value};
 
 use crate::report::{IntervalReport, SideReport, TestResult};
-use crate::wifi::{LinkSample, LinkSummary, RateShare, WifiInterface};
+use crate::units::format_rate;
+use crate::wifi::{LinkBrief, LinkSample, LinkSummary, RateShare, WifiInterface};
 
 /// Which end a line is about.
 fn end_word(far: bool) -> &'static str {
@@ -125,6 +127,28 @@ pub fn result_text(result: &TestResult) -> String {
         out += &summary_text(&s, true);
     }
     out
+}
+
+/// A history row's Wi-Fi figures: `Wi-Fi -52 dBm · 144 Mbit/s PHY · 2.1 % retries`, `Wi-Fi
+/// (other peer) …` when the radio is the other peer's; figures not given are left out, and
+/// without any the words are empty. `perfpeer results list` and the browser's History say it
+/// so.
+pub fn brief_words(brief: &LinkBrief) -> String {
+    let mut parts = Vec::new();
+    if let Some(s) = brief.signal_dbm {
+        parts.push(format!("{s:.0} dBm"));
+    }
+    if let Some(m) = brief.phy_mbps {
+        parts.push(format!("{} PHY", format_rate(m * 1e6)));
+    }
+    if let Some(r) = brief.retries_percent {
+        parts.push(format!("{r:.1} % retries"));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    let whose = if brief.far { " (other peer)" } else { "" };
+    format!("Wi-Fi{whose} {}", parts.join(" · "))
 }
 
 /// The far end's interval that best matches `local` (the nearest end time), if it has a
@@ -264,6 +288,28 @@ mod tests {
              144.4 Mbit/s, retries 5 (0.5 %), failed 0, expected 47.1 Mbit/s"
         );
         assert!(interval_line(&sample(), true).starts_with("  wifi far "));
+    }
+
+    #[test]
+    fn a_brief_says_its_figures_and_whose_radio() {
+        let mut brief = LinkBrief {
+            signal_dbm: Some(-52.4),
+            phy_mbps: Some(144.4),
+            retries_percent: Some(2.06),
+            far: false,
+        };
+        assert_eq!(
+            brief_words(&brief),
+            "Wi-Fi -52 dBm · 144 Mbit/s PHY · 2.1 % retries"
+        );
+        (brief.far, brief.phy_mbps, brief.retries_percent) = (true, Some(1201.0), None);
+        assert_eq!(
+            brief_words(&brief),
+            "Wi-Fi (other peer) -52 dBm · 1.20 Gbit/s PHY"
+        );
+        brief.signal_dbm = None;
+        brief.phy_mbps = None;
+        assert_eq!(brief_words(&brief), "", "nothing given, nothing said");
     }
 
     #[test]

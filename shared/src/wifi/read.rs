@@ -1,5 +1,5 @@
-//! The Wi-Fi types read back from JSON (a far end's intervals, the store, `/api/info` in the
-//! browser) through a `serde_json::Value`, field by field: a figure that is missing or not of
+//! The Wi-Fi types read back from JSON (a far end's intervals, the store's results and history
+//! rows, `/api/info` and the history list in the browser) through a `serde_json::Value`, field by field: a figure that is missing or not of
 //! its type is "not given", as the driver's own gaps are. serde's derived readers for these
 //! types, one visitor per struct and per field type, were about 25 KB of the router build;
 //! these reuse the `Value` reader every build already has.
@@ -8,7 +8,8 @@ use serde::de::{Deserialize, Deserializer, Error as _};
 use serde_json::Value;
 
 use super::{
-    ChannelSample, GuardInterval, LinkSample, Mode, Rate, RateKind, StationLine, WifiInterface,
+    ChannelSample, GuardInterval, LinkBrief, LinkSample, Mode, Rate, RateKind, StationLine,
+    WifiInterface,
 };
 
 fn text(v: &Value, key: &str) -> Option<String> {
@@ -138,6 +139,21 @@ fn interface(v: &Value) -> Option<WifiInterface> {
     })
 }
 
+fn brief(v: &Value) -> Option<LinkBrief> {
+    v.is_object().then(|| LinkBrief {
+        signal_dbm: real(v, "signal_dbm"),
+        phy_mbps: real(v, "phy_mbps"),
+        retries_percent: real(v, "retries_percent"),
+        far: v.get("far").and_then(Value::as_bool).unwrap_or(false),
+    })
+}
+
+impl<'de> Deserialize<'de> for LinkBrief {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        brief(&Value::deserialize(d)?).ok_or_else(|| D::Error::custom("not a Wi-Fi link brief"))
+    }
+}
+
 impl<'de> Deserialize<'de> for LinkSample {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         sample(&Value::deserialize(d)?).ok_or_else(|| D::Error::custom("not a Wi-Fi link sample"))
@@ -226,5 +242,16 @@ mod tests {
         };
         let text = serde_json::to_string(&i).unwrap();
         assert_eq!(serde_json::from_str::<WifiInterface>(&text).unwrap(), i);
+        let b = LinkBrief {
+            signal_dbm: Some(-52.5),
+            phy_mbps: None,
+            retries_percent: Some(2.0),
+            far: true,
+        };
+        let text = serde_json::to_string(&b).unwrap();
+        assert_eq!(serde_json::from_str::<LinkBrief>(&text).unwrap(), b);
+        let odd: LinkBrief = serde_json::from_str(r#"{"signal_dbm":"x","far":1}"#).unwrap();
+        assert_eq!((odd.signal_dbm, odd.far), (None, false));
+        assert!(serde_json::from_str::<LinkBrief>("[]").is_err());
     }
 }

@@ -76,6 +76,27 @@ fn rows_say_time_test_peer_throughput_and_status() {
 }
 
 #[test]
+fn a_row_over_wifi_says_its_radios_figures() {
+    let mut h = history();
+    assert_eq!(row(&h.entries[0], 0).wifi, "", "no radio, no line");
+    let line = r#"{"id":"cc33","created_ms":1764684187000,"origin":"far_end","role":"server",
+      "peer":"10.0.0.7","protocol":"tcp","direction":"normal","status":"complete",
+      "wifi":{"signal_dbm":-52.0,"phy_mbps":144.4,"retries_percent":3.0,"far":false}}"#;
+    h.entries = parse_list(&format!("[{line}]")).unwrap();
+    assert_eq!(
+        row(&h.entries[0], 0).wifi,
+        "Wi-Fi -52 dBm · 144 Mbit/s PHY · 3.0 % retries"
+    );
+    // Kept as the far end, without a radio of its own: the client's radio, said so.
+    h.entries[0].wifi.as_mut().unwrap().far = true;
+    assert!(
+        row(&h.entries[0], 0)
+            .wifi
+            .starts_with("Wi-Fi (other peer) -52 dBm")
+    );
+}
+
+#[test]
 fn times_are_local_dates() {
     assert_eq!(when(0, 0), "1970-01-01 00:00:00 UTC");
     // UTC+2 (JavaScript says -120) and UTC-5 (300).
