@@ -259,6 +259,7 @@ impl View {
         }
         let r = &done.result;
         let title = latency_text::title(r);
+        let verdict = done.verdict();
         set_text(
             "result-title",
             &format!("Latency under load → {}", r.target),
@@ -279,7 +280,7 @@ impl View {
         set_download(
             &mut self.latency_html_url,
             "latency-html-download",
-            &html::latency_page(r, &title, &drawn.1),
+            &html::latency_page(r, &title, verdict.as_ref(), &drawn.1),
             "text/html",
             "perfpeer-latency.html",
         );
