@@ -729,6 +729,7 @@ fn render_form_error(model: &Model) {
         "trip-times",
         "video",
         "multicast",
+        "expect",
     ] {
         let bad = model.form_error.as_ref().is_some_and(|e| e.field == f);
         toggle_class(&format!("f-{f}"), "invalid", bad);
@@ -736,7 +737,7 @@ fn render_form_error(model: &Model) {
     if model.form_error.as_ref().is_some_and(|e| {
         matches!(
             e.field,
-            "tos" | "window" | "congestion" | "trip-times" | "video" | "multicast"
+            "tos" | "window" | "congestion" | "trip-times" | "video" | "multicast" | "expect"
         )
     }) {
         let _ = el("more-settings").set_attribute("open", "");
@@ -956,6 +957,7 @@ pub fn read_form() -> FormInput {
         trip_times: value("f-trip-times"),
         video: value("f-video"),
         multicast: value("f-multicast"),
+        expect: value("f-expect"),
     }
 }
 
@@ -991,6 +993,7 @@ pub fn fill_form(input: &FormInput) {
     set_value("f-trip-times", &input.trip_times);
     set_value("f-video", &input.video);
     set_value("f-multicast", &input.multicast);
+    set_value("f-expect", &input.expect);
     sync_form();
 }
 
