@@ -403,6 +403,11 @@ impl Origin {
 }
 
 impl KeptLatency {
+    /// The run judged by its request's expectations; none when it had none.
+    pub fn verdict(&self) -> Option<crate::verdict::Verdict> {
+        crate::verdict::Verdict::of_latency(&self.request, &self.result)
+    }
+
     /// Its page heading; a far end's says that it has the load alone.
     pub fn title(&self) -> String {
         match self.origin {

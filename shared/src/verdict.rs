@@ -331,6 +331,15 @@ impl Outcome {
             Outcome::Unjudged => "COULD NOT JUDGE",
         }
     }
+
+    /// The name JSON gives it (`pass`, `fail`, `unjudged`); the pages style the badge by it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Unjudged => "unjudged",
+        }
+    }
 }
 
 /// One expectation against its figure.
@@ -351,22 +360,30 @@ pub struct Check {
 impl Check {
     /// "rx>=300M: 212 Mbits/sec, 29.2 % short" and the like.
     pub fn words(&self) -> String {
-        let unit = self.expect.metric.unit();
-        match (self.outcome, self.measured) {
-            (_, None) => format!("{}: not measured", self.expect),
-            (Outcome::Fail, Some(v)) => {
-                let side = if self.expect.metric.higher_is_better() {
-                    "short"
-                } else {
-                    "over"
-                };
-                match self.miss_percent {
-                    Some(p) => format!("{}: {}, {p:.1} % {side}", self.expect, unit.show(v)),
-                    None => format!("{}: {}", self.expect, unit.show(v)),
-                }
-            }
-            (_, Some(v)) => format!("{}: {}", self.expect, unit.show(v)),
+        match (self.measured_words(), self.miss_words()) {
+            (None, _) => format!("{}: not measured", self.expect),
+            (Some(value), Some(miss)) => format!("{}: {value}, {miss}", self.expect),
+            (Some(value), None) => format!("{}: {value}", self.expect),
         }
+    }
+
+    /// The figure measured, in the expectation's unit ("212 Mbits/sec"); none when it was not.
+    pub fn measured_words(&self) -> Option<String> {
+        self.measured.map(|v| self.expect.metric.unit().show(v))
+    }
+
+    /// How far a failed check missed: "29.2 % short" (of a figure that must reach its
+    /// threshold) or "200.0 % over" (of one that must stay within it); none otherwise.
+    pub fn miss_words(&self) -> Option<String> {
+        let percent = self
+            .miss_percent
+            .filter(|_| self.outcome == Outcome::Fail)?;
+        let side = if self.expect.metric.higher_is_better() {
+            "short"
+        } else {
+            "over"
+        };
+        Some(format!("{percent:.1} % {side}"))
     }
 }
 
@@ -458,13 +475,19 @@ impl Verdict {
         self.checks.iter().filter(|c| c.outcome == Outcome::Fail)
     }
 
+    /// The checks that tell the outcome: the failed ones of a fail, else every one (what
+    /// passed, what could not be judged).
+    pub fn telling(&self) -> impl Iterator<Item = &Check> {
+        let fail = self.outcome == Outcome::Fail;
+        self.checks
+            .iter()
+            .filter(move |c| !fail || c.outcome == Outcome::Fail)
+    }
+
     /// One line: "PASS (rx>=300M: 941 Mbits/sec)" or "FAIL: rx>=300M: 212 Mbits/sec, 29.2 %
     /// short".
     pub fn line(&self) -> String {
-        let shown: Vec<String> = match self.outcome {
-            Outcome::Fail => self.failed().map(Check::words).collect(),
-            _ => self.checks.iter().map(Check::words).collect(),
-        };
+        let shown: Vec<String> = self.telling().map(Check::words).collect();
         let mut line = format!("{}: {}", self.outcome.word(), shown.join("; "));
         if let Some(reason) = &self.reason {
             line.push_str(&format!(" ({reason})"));

@@ -26,6 +26,7 @@ mod modes;
 mod multicast;
 mod one_way;
 mod phone;
+mod verdict;
 mod windows;
 
 const CHROMIUM: &str = "/usr/bin/chromium";

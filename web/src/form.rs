@@ -17,6 +17,7 @@ use perfpeer_shared::request::{Mode, RequestError, RequestInput};
 use perfpeer_shared::spec::{Direction, EndCondition, MAX_STREAMS, Protocol, SpecError, TestSpec};
 use perfpeer_shared::sweep::parse_sizes;
 use perfpeer_shared::units::{parse_rate, parse_size};
+use perfpeer_shared::verdict::Expectation;
 use perfpeer_shared::video::VideoSpec;
 
 /// The form's fields exactly as typed (strings, so nothing is lost before validation; its four
@@ -80,6 +81,11 @@ pub struct FormInput {
     /// empty, as `trip_times`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub multicast: String,
+    /// What the result must show to pass, like `--expect` (`rx>=300M, loss<=0.5%`; a latency
+    /// run's `p99<=40ms`), commas between them, or `""` for no verdict (left out when empty,
+    /// as `trip_times`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub expect: String,
 }
 
 impl Default for FormInput {
@@ -105,6 +111,7 @@ impl Default for FormInput {
             trip_times: String::new(),
             video: String::new(),
             multicast: String::new(),
+            expect: String::new(),
         }
     }
 }
@@ -517,6 +524,11 @@ fn positive_number(field: &'static str, text: &str, what: &str) -> Result<f64, F
 
 pub use perfpeer_shared::request::TestRequest;
 
+/// The Expect field read as `--expect` reads it; a bad one names the field with the reason.
+fn expectations(text: &str) -> Result<Vec<Expectation>, FormError> {
+    Expectation::parse_list(text).map_err(|e| err("expect", e.to_string()))
+}
+
 /// The latency-under-load run the form describes (mode `latency`): `Seconds` is each loaded
 /// phase, `Streams` the TCP load streams per direction; the other fields do not apply. `None`
 /// for the other modes.
@@ -531,6 +543,7 @@ pub fn to_latency(input: &FormInput) -> Option<Result<(String, LatencyRequest), 
             load_seconds: positive_number("seconds", &input.seconds, "Seconds")?,
             probe_tos: parse_tos(&input.tos)?,
             congestion: Some(input.congestion.trim().to_string()).filter(|c| !c.is_empty()),
+            expect: expectations(&input.expect)?,
             ..LatencyRequest::default()
         };
         // A rate paces the TCP load (per direction); empty or 0: as fast as it goes.
@@ -555,6 +568,7 @@ pub fn to_latency(input: &FormInput) -> Option<Result<(String, LatencyRequest), 
         }
         request.check().map_err(|e| match e {
             LatencyRequestError::Streams(_) => err("streams", e.to_string()),
+            LatencyRequestError::Expectation(_) => err("expect", e.to_string()),
             other => err(
                 "seconds",
                 match other {
@@ -674,6 +688,22 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
         spec.bitrate = None;
         spec.trip_times = true;
     }
+    spec.expect = expectations(&input.expect)?;
+    // A verdict judges one result: a sweep's sizes and a group's receivers each have their own.
+    if !spec.expect.is_empty() {
+        if matches!(mode, Mode::Sweep(_)) {
+            return Err(err(
+                "expect",
+                "A sweep is not judged: leave Expect empty, or run one test at a size",
+            ));
+        }
+        if group.is_some() {
+            return Err(err(
+                "expect",
+                "A multicast test is not judged: leave Expect empty, or test one peer",
+            ));
+        }
+    }
     spec.multicast = group;
     let dccp = if input.protocol == Protocol::Dccp {
         let ccid = match input.ccid.trim() {
@@ -703,6 +733,14 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
         end_given: true,
     };
     request.build().map_err(|e| match e {
+        RequestError::Spec(SpecError::NotMeasured(expectation)) => err(
+            "expect",
+            format!(
+                "{expectation}: this test does not measure that (loss and jitter need UDP or \
+                 DCCP, retransmits TCP, rr a request/response test, p99 and added a latency \
+                 under load run)"
+            ),
+        ),
         RequestError::Spec(e) => {
             let field = match e {
                 SpecError::Streams(_) => "streams",
@@ -717,6 +755,7 @@ pub fn to_request(input: &FormInput) -> Result<TestRequest, FormError> {
                 SpecError::Video => "video",
                 SpecError::Multicast(_) => "multicast",
                 SpecError::RrNeeds(_) => "mode",
+                SpecError::Expectations(_) => "expect",
                 _ => "seconds",
             };
             err(field, e.to_string())
@@ -1369,6 +1408,77 @@ mod tests {
         for value in options("f-mode") {
             assert_eq!(RunKind::from_value(&value).value(), value);
         }
+    }
+
+    #[test]
+    fn expectations_fill_the_request_and_a_bad_one_is_an_error_on_its_field() {
+        let texts = |expect: &[Expectation]| -> Vec<String> {
+            expect.iter().map(|e| e.text().to_string()).collect()
+        };
+        let tcp = FormInput {
+            expect: " rx >= 300M, retransmits<=10 ".into(),
+            ..input("h")
+        };
+        let spec = to_request(&tcp).unwrap().spec;
+        assert_eq!(texts(&spec.expect), ["rx>=300M", "retransmits<=10"]);
+        let rr = FormInput {
+            mode: RunKind::RequestResponse,
+            expect: "rr>=5k".into(),
+            ..input("h")
+        };
+        assert_eq!(texts(&to_request(&rr).unwrap().spec.expect), ["rr>=5k"]);
+        let latency = FormInput {
+            target: "pc".into(),
+            expect: "p99<=40ms, added<=20ms".into(),
+            ..preset("latency").unwrap().input
+        };
+        let (_, request) = to_latency(&latency).unwrap().unwrap();
+        assert_eq!(texts(&request.expect), ["p99<=40ms", "added<=20ms"]);
+        let multicast = FormInput {
+            target: "pc".into(),
+            ..preset("multicast").unwrap().input
+        };
+        let sweep = FormInput {
+            target: "pc".into(),
+            ..preset("sweep").unwrap().input
+        };
+        // The parser's words, the test's, or why the kind of run is not judged: all on Expect.
+        let too_many = vec!["rx>=1M"; perfpeer_shared::verdict::MAX_EXPECTATIONS + 1].join(",");
+        for (form, expect, words) in [
+            (&tcp, "rx>300M", "not an expectation"),
+            (&tcp, "speed>=1G", "not a figure"),
+            (&tcp, "rx<=1G", "a higher rx is better"),
+            (
+                &tcp,
+                "loss<=1%",
+                "loss<=1%: this test does not measure that",
+            ),
+            (&tcp, "p99<=40ms", "does not measure"),
+            (&tcp, too_many.as_str(), "at most 16"),
+            (&rr, "rx>=1M", "does not measure"),
+            (&sweep, "rx>=1M", "A sweep is not judged"),
+            (&multicast, "loss<=1%", "A multicast test is not judged"),
+            (&latency, "rx>=1M", "judged by p99 and added"),
+            (&latency, "p99<40ms", "not an expectation"),
+        ] {
+            let bad = FormInput {
+                expect: expect.into(),
+                ..form.clone()
+            };
+            let e = match to_latency(&bad) {
+                Some(latency) => latency.unwrap_err(),
+                None => to_request(&bad).unwrap_err(),
+            };
+            assert_eq!(e.field, "expect", "{expect}: {e:?}");
+            assert!(e.message.contains(words), "{expect}: {}", e.message);
+        }
+        // Kept with the form in the browser's storage, for Run again and Test to <peer>.
+        let json = serde_json::to_string(&tcp).unwrap();
+        assert!(
+            json.ends_with(r#","expect":" rx >= 300M, retransmits<=10 "}"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<FormInput>(&json).unwrap(), tcp);
     }
 
     #[test]

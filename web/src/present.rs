@@ -6,6 +6,7 @@ use perfpeer_shared::control::ErrorCode;
 use perfpeer_shared::report::{PeerRole, Sending, TestResult, TestStatus};
 use perfpeer_shared::spec::{EndCondition, Protocol, TestSpec};
 use perfpeer_shared::units::{format_bytes, format_rate};
+use perfpeer_shared::verdict::{Check, Verdict};
 
 /// A rate in the pages' one spelling: `941 Mbit/s` (the tool tabs keep their tools' own).
 pub fn rate(bits_per_second: f64) -> String {
@@ -150,6 +151,31 @@ pub fn latency_headline(r: &perfpeer_shared::latency::LatencyResult) -> String {
             _ => format!("{} phase: no round trip measured", w.phase.name()),
         },
         None => "No loaded phase ran".into(),
+    }
+}
+
+/// The Result screen's verdict: its badge and the lines under it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerdictCard {
+    /// PASS, FAIL or COULD NOT JUDGE: the outcome in words, not in colour alone.
+    pub badge: &'static str,
+    /// The outcome's name (`pass`, `fail`, `unjudged`), the card's style.
+    pub tone: &'static str,
+    /// The checks that tell the outcome, in the CLI's words (`Check::words`): the failed ones
+    /// of a fail, else every one; then why nothing could be judged, if so.
+    pub lines: Vec<String>,
+}
+
+/// The card of `verdict`, the model's ([`TestResult::verdict`], `Verdict::of_latency`).
+pub fn verdict_card(verdict: &Verdict) -> VerdictCard {
+    VerdictCard {
+        badge: verdict.outcome.word(),
+        tone: verdict.outcome.name(),
+        lines: verdict
+            .telling()
+            .map(Check::words)
+            .chain(verdict.reason.clone())
+            .collect(),
     }
 }
 
@@ -557,6 +583,49 @@ pub(crate) mod tests {
             summary(&tcp_result())
                 .iter()
                 .all(|r| !r.key.starts_with("wifi"))
+        );
+    }
+
+    #[test]
+    fn the_verdict_card_says_the_outcome_in_words_and_what_tells_it() {
+        use perfpeer_shared::verdict::Expectation;
+        // tcp_result: 1.50 Gbit/s received, 7 retransmits.
+        let expecting = |expect: &str| {
+            let mut r = tcp_result();
+            r.spec.expect = Expectation::parse_list(expect).unwrap();
+            r
+        };
+        assert_eq!(tcp_result().verdict(), None, "no expectations, no card");
+        let passed = verdict_card(&expecting("rx>=1G, retransmits<=10").verdict().unwrap());
+        assert_eq!(
+            passed,
+            VerdictCard {
+                badge: "PASS",
+                tone: "pass",
+                lines: vec!["rx>=1G: 1.50 Gbit/s".into(), "retransmits<=10: 7".into()],
+            }
+        );
+        let failed = verdict_card(
+            &expecting("rx>=1G, rx>=10G, retransmits<=0")
+                .verdict()
+                .unwrap(),
+        );
+        assert_eq!((failed.badge, failed.tone), ("FAIL", "fail"));
+        assert_eq!(
+            failed.lines,
+            ["rx>=10G: 1.50 Gbit/s, 85.0 % short", "retransmits<=0: 7"],
+            "the failed checks only"
+        );
+        let mut early = expecting("rx>=1G");
+        early.status = TestStatus::Cancelled;
+        let unjudged = verdict_card(&early.verdict().unwrap());
+        assert_eq!(
+            (unjudged.badge, unjudged.tone),
+            ("COULD NOT JUDGE", "unjudged")
+        );
+        assert_eq!(
+            unjudged.lines,
+            ["rx>=1G: not measured", "the run ended early: cancelled"]
         );
     }
 

@@ -7,6 +7,7 @@ use perfpeer_shared::format::{cbr, sweep as sweep_text, wifi as wifi_text};
 use perfpeer_shared::history::Notes;
 use perfpeer_shared::report::{IntervalReport, PeerRole, Sending, TestResult, TestStatus};
 use perfpeer_shared::spec::{EndCondition, Protocol};
+use perfpeer_shared::verdict::Verdict;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Blob, BlobPropertyBag, HtmlAnchorElement, HtmlElement, Url};
 
@@ -206,6 +207,7 @@ impl View {
             done.context.other_peer
         );
         set_text("result-title", &title);
+        render_verdict(None);
         el("sweep-rows").set_inner_html(&html::sweep_rows(&sweep.points));
         el("sweep-chart").set_inner_html(&sweep_text::svg(sweep));
         let text = sweep_text::text(sweep, done.spec.dccp.map(|d| d.service));
@@ -259,6 +261,8 @@ impl View {
         }
         let r = &done.result;
         let title = latency_text::title(r);
+        let verdict = done.verdict();
+        render_verdict(verdict.as_ref());
         set_text(
             "result-title",
             &format!("Latency under load → {}", r.target),
@@ -279,7 +283,7 @@ impl View {
         set_download(
             &mut self.latency_html_url,
             "latency-html-download",
-            &html::latency_page(r, &title, &drawn.1),
+            &html::latency_page(r, &title, verdict.as_ref(), &drawn.1),
             "text/html",
             "perfpeer-latency.html",
         );
@@ -302,6 +306,7 @@ impl View {
             return;
         }
         set_text("result-title", &present::result_title(result));
+        render_verdict(result.verdict().as_ref());
         let rows: String = present::summary(result)
             .iter()
             .map(|r| {
@@ -588,6 +593,22 @@ fn render_quick(model: &Model) {
     }
 }
 
+/// The Result screen's verdict card when the result was judged: the badge in words (its colour
+/// by its class) and the checks that tell the outcome; hidden otherwise.
+fn render_verdict(verdict: Option<&Verdict>) {
+    show("verdict", verdict.is_some());
+    let Some(verdict) = verdict else { return };
+    let card = present::verdict_card(verdict);
+    let _ = el("verdict").set_attribute("class", &format!("card verdict {}", card.tone));
+    set_text("verdict-badge", card.badge);
+    let lines: String = card
+        .lines
+        .iter()
+        .map(|line| format!("<li>{}</li>", escape(line)))
+        .collect();
+    el("verdict-checks").set_inner_html(&lines);
+}
+
 /// The Peer screen's Start on a first open: the other peer's address, and why it was refused.
 fn render_first_test(model: &Model) {
     show("first-test", model.offers_first_test());
@@ -734,6 +755,7 @@ fn render_form_error(model: &Model) {
         "trip-times",
         "video",
         "multicast",
+        "expect",
     ] {
         let bad = model.form_error.as_ref().is_some_and(|e| e.field == f);
         toggle_class(&format!("f-{f}"), "invalid", bad);
@@ -741,7 +763,7 @@ fn render_form_error(model: &Model) {
     if model.form_error.as_ref().is_some_and(|e| {
         matches!(
             e.field,
-            "tos" | "window" | "congestion" | "trip-times" | "video" | "multicast"
+            "tos" | "window" | "congestion" | "trip-times" | "video" | "multicast" | "expect"
         )
     }) {
         let _ = el("more-settings").set_attribute("open", "");
@@ -961,6 +983,7 @@ pub fn read_form() -> FormInput {
         trip_times: value("f-trip-times"),
         video: value("f-video"),
         multicast: value("f-multicast"),
+        expect: value("f-expect"),
     }
 }
 
@@ -996,6 +1019,7 @@ pub fn fill_form(input: &FormInput) {
     set_value("f-trip-times", &input.trip_times);
     set_value("f-video", &input.video);
     set_value("f-multicast", &input.multicast);
+    set_value("f-expect", &input.expect);
     sync_form();
 }
 

@@ -235,6 +235,7 @@ pub(super) async fn run(
         let page = perfpeer_shared::format::html::latency_page(
             &result,
             &latency_text::title(&result),
+            verdict.as_ref(),
             &perfpeer_shared::history::Notes::default(),
         );
         std::fs::write(path, page).with_context(|| format!("writing {path}"))?;

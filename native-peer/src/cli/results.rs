@@ -104,7 +104,9 @@ pub(super) fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
             let page = match find(&store, &id)? {
                 Kept::Test(found) => html::page(&found.result, &found.summary.notes),
                 Kept::Sweep(s) => html::sweep_page(&s.result, &s.title(), &s.context(), &s.notes),
-                Kept::Latency(l) => html::latency_page(&l.result, &l.title(), &l.notes),
+                Kept::Latency(l) => {
+                    html::latency_page(&l.result, &l.title(), l.verdict().as_ref(), &l.notes)
+                }
             };
             std::fs::write(&path, page).with_context(|| format!("cannot write {path}"))?;
             outln!("{path}");

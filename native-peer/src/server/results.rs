@@ -256,7 +256,12 @@ async fn result_page(name: String, state: Arc<ServerState>) -> Response {
                 if json {
                     warp::reply::json(&run.result).into_response()
                 } else {
-                    page(html::latency_page(&run.result, &run.title(), &run.notes))
+                    page(html::latency_page(
+                        &run.result,
+                        &run.title(),
+                        run.verdict().as_ref(),
+                        &run.notes,
+                    ))
                 }
             }
             _ => missing(),

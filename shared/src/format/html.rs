@@ -16,6 +16,7 @@ use crate::report::{PeerRole, SideReport, TestResult, TestStatus};
 use crate::spec::EndCondition;
 use crate::sweep::{SweepPoint, SweepResult};
 use crate::units::{format_bytes, format_rate, group_digits, group_rounded};
+use crate::verdict::Verdict;
 use crate::wifi::LinkSummary;
 
 /// The content security policy of a result page, served with `/r/<id>`: no script, nothing
@@ -46,7 +47,7 @@ td:first-child{color:#555;width:40%}pre{overflow-x:auto;font:12px/1.35 ui-monosp
 details>summary{cursor:pointer;font-weight:600;padding:12px 0}.chart{width:100%;height:auto}\
 .chart .grid{stroke:#ddd}.chart .tick,.chart .legend{font:10px sans-serif;fill:#444}.chart .legend.sum{fill:#111}\
 .chart.latency text{font-size:14px}\
-.status-partial{color:#a40}footer{color:#777;font-size:.85em}\
+.status-partial{color:#a40}footer{color:#666;font-size:.85em}\
 table.latency td:first-child{width:auto;color:inherit}table.latency td,table.latency th{text-align:right}\
 table.latency td:first-child,table.latency th:first-child{text-align:left}\
 table.sweep{font-size:.85em;font-variant-numeric:tabular-nums}table.sweep td{text-align:right;padding:3px 4px}\
@@ -54,6 +55,11 @@ table.sweep td:first-child{width:auto;text-align:left;white-space:nowrap}\
 table.latency tr.detail td{color:#666;font-size:.85em;text-align:left}\
 .when{color:#555;margin:0 0 .4em}.note{white-space:pre-wrap;margin:.3em 0}\
 .tag{display:inline-block;border:1px solid #999;border-radius:9px;padding:0 8px;margin:0 4px 2px 0;font-size:.9em}\
+.verdict .badge{display:inline-block;border-radius:6px;padding:1px 10px;font-weight:700;letter-spacing:.04em}\
+.verdict.pass .badge{background:#1b7f3b;color:#fff}.verdict.fail .badge{background:#b3261e;color:#fff}\
+.verdict.unjudged .badge{background:#fff4ce;color:#5c4400;border:1px solid #8a6d00}\
+table.checks{font-size:.9em}table.checks th{text-align:left;font-weight:600}\
+table.checks th,table.checks td{padding:3px 4px}table.checks td{overflow-wrap:anywhere}table.checks td:first-child{width:auto;color:inherit}\
 @media (prefers-color-scheme:dark){body{background:#121212;color:#eee}.card{background:#1e1e1e;box-shadow:none}\
 td{border-bottom-color:#333}td:first-child,.when,footer{color:#aaa}pre{background:#161616;color:#eee}\
 .chart .grid{stroke:#333}.chart .tick,.chart .legend{fill:#bbb}.chart .legend.sum{fill:#eee}\
@@ -98,6 +104,41 @@ fn notes_html(notes: &Notes) -> String {
         format!("<p class='note'>{}</p>", escape(&notes.text))
     };
     format!("<section class='card notes'><p>{tags}</p>{text}</section>")
+}
+
+/// A verdict as a card near the top of a page: the badge (PASS, FAIL or COULD NOT JUDGE, the
+/// word itself, coloured too), why nothing could be judged if so, and every check: what was
+/// expected, the figure measured, its outcome and by how much it missed. Every figure is the
+/// verdict's own ([`crate::verdict`]).
+pub fn verdict_section(verdict: &Verdict) -> String {
+    let mut h = format!(
+        "<section class='card verdict {}'><p>Verdict: <strong class='badge'>{}</strong></p>",
+        verdict.outcome.name(),
+        verdict.outcome.word()
+    );
+    if let Some(reason) = &verdict.reason {
+        let _ = write!(h, "<p>{}</p>", escape(reason));
+    }
+    h.push_str(
+        "<table class='checks'><tr><th>Expected</th><th>Measured</th><th>Outcome</th>\
+         <th>Missed by</th></tr>",
+    );
+    for check in &verdict.checks {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(check.expect.text()),
+            escape(
+                &check
+                    .measured_words()
+                    .unwrap_or_else(|| "not measured".into())
+            ),
+            check.outcome.word(),
+            escape(&check.miss_words().unwrap_or_else(|| "–".into()))
+        );
+    }
+    h.push_str("</table></section>");
+    h
 }
 
 /// `2026-12-04 13:45:07 UTC` (the page cannot run a script to say it in the reader's zone).
@@ -343,10 +384,15 @@ pub fn page(result: &TestResult, notes: &Notes) -> String {
     let mut h = head(&title);
     let _ = write!(
         h,
-        "<h1>{}</h1><p class='when'>{}</p>{}",
+        "<h1>{}</h1><p class='when'>{}</p>{}{}",
         escape(&headline(result)),
         escape(&utc_words(result.started_unix_ms)),
-        notes_html(notes)
+        notes_html(notes),
+        result
+            .verdict()
+            .as_ref()
+            .map(verdict_section)
+            .unwrap_or_default()
     );
     h.push_str("<section class='card'><table>");
     for (k, v) in summary_rows(result) {
@@ -499,10 +545,16 @@ pub fn sweep_page(
     h
 }
 
-/// A latency-under-load result as a page of the same kind: the table, the timeline (throughput
-/// and latency on one time axis, phases marked), the round-trip CDF per phase, a short "how to
-/// read it", the text and the JSON.
-pub fn latency_page(result: &LatencyResult, title: &str, notes: &Notes) -> String {
+/// A latency-under-load result as a page of the same kind: its verdict when its request carried
+/// expectations (`Verdict::of_latency`: the result alone does not hold them), the table, the
+/// timeline (throughput and latency on one time axis, phases marked), the round-trip CDF per
+/// phase, a short "how to read it", the text and the JSON.
+pub fn latency_page(
+    result: &LatencyResult,
+    title: &str,
+    verdict: Option<&Verdict>,
+    notes: &Notes,
+) -> String {
     let mut h = head(&format!("perfpeer: {title}"));
     let json = crate::format::pretty_json(result).unwrap_or_default();
     let raw = serde_json::to_string(result)
@@ -510,7 +562,7 @@ pub fn latency_page(result: &LatencyResult, title: &str, notes: &Notes) -> Strin
         .replace("</", "<\\/");
     let _ = write!(
         h,
-        "<h1>{t}</h1>{notes}\
+        "<h1>{t}</h1>{notes}{verdict}\
          <section class='card'>{table}</section>\
          <section class='card'>{timeline}</section>\
          <section class='card'>{cdf}</section>\
@@ -521,6 +573,7 @@ pub fn latency_page(result: &LatencyResult, title: &str, notes: &Notes) -> Strin
          <script type='application/json' id='perfpeer-latency'>{raw}</script></main></body></html>",
         t = escape(title),
         notes = notes_html(notes),
+        verdict = verdict.map(verdict_section).unwrap_or_default(),
         table = latency::html_table(result),
         timeline = latency::svg_timeline(result),
         cdf = latency::svg_cdf(result),
@@ -680,6 +733,107 @@ mod tests {
 
     fn page_of(r: &TestResult) -> String {
         page(r, &Notes::default())
+    }
+
+    /// The verdict card of a page, from its opening tag to its end; none without one.
+    fn verdict_card(page: &str) -> Option<&str> {
+        let start = page.find("<section class='card verdict")?;
+        let len = page[start..].find("</section>")? + "</section>".len();
+        Some(&page[start..start + len])
+    }
+
+    /// [`crate::format::iperf3::tests::tcp_single`] (10 Gbit/s received, 7 retransmits)
+    /// expecting `expect`.
+    fn expecting(expect: &str) -> TestResult {
+        let mut r = crate::format::iperf3::tests::tcp_single();
+        r.spec.expect = crate::verdict::Expectation::parse_list(expect).unwrap();
+        r
+    }
+
+    #[test]
+    fn a_result_page_opens_with_its_verdict_and_every_check() {
+        let passed = page_of(&expecting("rx>=1G"));
+        let card = verdict_card(&passed).expect("a verdict card");
+        assert!(
+            card.starts_with("<section class='card verdict pass'><p>Verdict: <strong class='badge'>PASS</strong></p>"),
+            "{card}"
+        );
+        assert!(
+            card.contains("<tr><td>rx&gt;=1G</td><td>9.96 Gbit/s</td><td>PASS</td><td>–</td></tr>"),
+            "{card}"
+        );
+        // Near the top: before the summary.
+        assert!(passed.find(card) < passed.find("<td>Protocol</td>"));
+
+        let failed = page_of(&expecting("rx>=20G, retransmits<=0"));
+        let card = verdict_card(&failed).expect("a verdict card");
+        assert!(card.contains("verdict fail'><p>Verdict: <strong class='badge'>FAIL</strong>"));
+        // Every check, with the model's figures: how much short, the retransmits over 0.
+        let r = expecting("rx>=20G, retransmits<=0");
+        let verdict = r.verdict().unwrap();
+        for check in &verdict.checks {
+            let row = format!(
+                "<tr><td>{}</td><td>{}</td><td>FAIL</td><td>{}</td></tr>",
+                escape(check.expect.text()),
+                check.measured_words().unwrap(),
+                check.miss_words().unwrap_or_else(|| "–".into())
+            );
+            assert!(card.contains(&row), "{row} in {card}");
+        }
+        assert!(card.contains("50.2 % short"), "{card}");
+
+        // A test that ended early is not judged, and says why.
+        let mut early = expecting("rx>=1G");
+        early.status = TestStatus::Partial {
+            reason: "the far end went away".into(),
+        };
+        let page = page_of(&early);
+        let card = verdict_card(&page).expect("a verdict card");
+        assert!(
+            card.contains("verdict unjudged'><p>Verdict: <strong class='badge'>COULD NOT JUDGE")
+        );
+        assert!(
+            card.contains("<td>not measured</td><td>COULD NOT JUDGE</td>"),
+            "{card}"
+        );
+        assert!(
+            card.contains("the run ended early: the far end went away"),
+            "{card}"
+        );
+
+        // No expectations, no card.
+        let plain = page_of(&crate::format::iperf3::tests::tcp_single());
+        assert_eq!(verdict_card(&plain), None);
+        assert!(!plain.contains("Verdict"));
+    }
+
+    #[test]
+    fn a_latency_page_shows_the_verdict_its_request_gets() {
+        let result = crate::format::latency::tests::result();
+        let mut request = crate::latency::LatencyRequest {
+            expect: crate::verdict::Expectation::parse_list("p99<=40ms").unwrap(),
+            ..crate::latency::LatencyRequest::default()
+        };
+        let judged = |request: &crate::latency::LatencyRequest| {
+            let verdict = Verdict::of_latency(request, &result);
+            latency_page(&result, "Latency", verdict.as_ref(), &Notes::default())
+        };
+        let page = judged(&request);
+        let card = verdict_card(&page).expect("a verdict card");
+        assert!(
+            card.contains("<strong class='badge'>FAIL</strong>"),
+            "{card}"
+        );
+        assert!(
+            card.contains(
+                "<tr><td>p99&lt;=40ms</td><td>52.000 ms</td><td>FAIL</td><td>30.0 % over</td></tr>"
+            ),
+            "{card}"
+        );
+        request.expect = crate::verdict::Expectation::parse_list("p99<=100ms").unwrap();
+        assert!(judged(&request).contains("<strong class='badge'>PASS</strong>"));
+        request.expect.clear();
+        assert_eq!(verdict_card(&judged(&request)), None);
     }
 
     #[test]

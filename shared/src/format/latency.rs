@@ -806,13 +806,14 @@ pub fn svg_cdf(r: &LatencyResult) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::latency::{
         LatencyInputs, LoadSettings, Phase, PhaseLoad, PhaseWindow, ProbeEcho, ProbeSample,
     };
 
-    fn result() -> LatencyResult {
+    /// An idle second (2 ms round trips), then a second of upload (52 ms).
+    pub(crate) fn result() -> LatencyResult {
         let ms = 1_000_000u64;
         let probes = (0..200u64)
             .map(|i| {

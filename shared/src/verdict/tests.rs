@@ -103,6 +103,18 @@ fn a_pass_a_fail_by_how_much_and_an_early_end() {
     assert!((failed[0].miss_percent.unwrap() - 20.0).abs() < 1e-9);
     assert!(v.line().starts_with("FAIL: tx>=1250M"), "{}", v.line());
     assert!(v.line().contains("20.0 % short"), "{}", v.line());
+    // What a page shows of it: the failed check alone tells a fail; its figure and miss.
+    let telling: Vec<&Check> = v.telling().collect();
+    assert_eq!(telling, failed);
+    assert_eq!(
+        (telling[0].measured_words(), telling[0].miss_words()),
+        (Some("1.00 Gbit/s".into()), Some("20.0 % short".into()))
+    );
+    assert_eq!(v.checks[0].miss_words(), None, "the pass missed nothing");
+    assert_eq!(
+        (v.outcome.name(), v.checks[0].outcome.name()),
+        ("fail", "pass")
+    );
 
     let mut early = result_with(spec.clone(), 250_000_000, None);
     early.status = TestStatus::Partial {

@@ -8,8 +8,7 @@ use super::{Cmd, FinishedLatency, FinishedSweep, Model, Screen, Share, Shown};
 use crate::history::{self, Purpose, Request};
 use crate::present::Notice;
 use perfpeer_shared::format::layout::Layout;
-use perfpeer_shared::history::Notes;
-use perfpeer_shared::latency::LatencyResult;
+use perfpeer_shared::history::{KeptLatency, Notes};
 
 impl Model {
     /// Asks for the list again (each time the screen opens: new tests may have been stored).
@@ -218,7 +217,7 @@ impl Model {
                 summary,
                 latency: Some(kept),
                 ..
-            }) => self.show_stored_latency(id, &summary, kept.result),
+            }) => self.show_stored_latency(id, &summary, kept),
             Some(history::Opened {
                 summary,
                 result: Some(result),
@@ -259,11 +258,12 @@ impl Model {
         self.screen = Screen::Result;
     }
 
-    fn show_stored_latency(&mut self, id: String, summary: &history::Entry, result: LatencyResult) {
+    fn show_stored_latency(&mut self, id: String, summary: &history::Entry, kept: KeptLatency) {
         self.share = Some(shared(&id, &id, summary));
         self.shown = Some(Shown::Latency(FinishedLatency {
             latency_id: id,
-            result,
+            request: kept.request,
+            result: kept.result,
         }));
         self.screen = Screen::Result;
     }

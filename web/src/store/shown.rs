@@ -5,10 +5,11 @@
 use perfpeer_shared::control::ClientMsg;
 use perfpeer_shared::format::layout::Layout;
 use perfpeer_shared::history::{Notes, SweepContext};
-use perfpeer_shared::latency::LatencyResult;
+use perfpeer_shared::latency::{LatencyRequest, LatencyResult};
 use perfpeer_shared::report::{PeerRole, Sending, TestResult};
 use perfpeer_shared::spec::{Protocol, TestSpec};
 use perfpeer_shared::sweep::SweepResult;
+use perfpeer_shared::verdict::Verdict;
 
 use super::{Cmd, Model, Screen};
 
@@ -41,8 +42,17 @@ impl Shown {
 pub struct FinishedLatency {
     /// Its id from `latency_started` (a `stored` message with it gives the share link).
     pub latency_id: String,
+    /// What was asked: its expectations judge the run (the result does not carry them).
+    pub request: LatencyRequest,
     /// Every figure.
     pub result: LatencyResult,
+}
+
+impl FinishedLatency {
+    /// The run judged by its request's expectations; none when it had none.
+    pub fn verdict(&self) -> Option<Verdict> {
+        Verdict::of_latency(&self.request, &self.result)
+    }
 }
 
 /// A finished sweep with what it ran.
@@ -147,13 +157,24 @@ impl Model {
         }))
     }
 
-    /// `latency_result`: every figure of the latency run.
+    /// `latency_result`: every figure of the latency run, with the request it ran (its
+    /// expectations), as `latency_started` gave it.
     pub(super) fn on_latency_result(
         &mut self,
         latency_id: String,
         result: LatencyResult,
     ) -> Vec<Cmd> {
-        self.finished(Shown::Latency(FinishedLatency { latency_id, result }))
+        let request = match self.run.as_ref().map(|run| &run.progress) {
+            Some(super::Progress::Latency(run)) => run.request.clone(),
+            Some(super::Progress::Test | super::Progress::Sweep(_)) | None => {
+                LatencyRequest::default()
+            }
+        };
+        self.finished(Shown::Latency(FinishedLatency {
+            latency_id,
+            request,
+            result,
+        }))
     }
 
     /// The run ended with `shown`: it replaces the result shown on the Result screen. The share

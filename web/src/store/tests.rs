@@ -471,6 +471,99 @@ mod stored {
         }
     }
 
+    /// The expectations' texts.
+    fn texts(expect: &[perfpeer_shared::verdict::Expectation]) -> Vec<&str> {
+        expect.iter().map(|e| e.text()).collect()
+    }
+
+    /// The verdict of the result shown (a test's or a latency run's).
+    fn shown_verdict(m: &Model) -> Option<perfpeer_shared::verdict::Verdict> {
+        match m.shown.as_ref()? {
+            Shown::Test(result) => result.verdict(),
+            Shown::Latency(latency) => latency.verdict(),
+            Shown::Sweep(_) => None,
+        }
+    }
+
+    /// Starts a 3-s run of `kind` to pc:5210 from the form with `expect` in its Expect field.
+    fn start_expecting(m: &mut Model, kind: RunKind, expect: &str) -> Vec<Cmd> {
+        m.update(Msg::Start(FormInput {
+            target: "pc:5210".into(),
+            mode: kind,
+            seconds: "3".into(),
+            expect: expect.into(),
+            ..FormInput::default()
+        }))
+    }
+
+    #[test]
+    fn the_forms_expectations_judge_the_run_and_the_result_opened_later() {
+        use perfpeer_shared::verdict::{Expectation, Outcome};
+        let mut m = connected();
+        // A bad expectation is the field's error; nothing is sent.
+        let cmds = start_expecting(&mut m, RunKind::Test, "rx>300M");
+        assert!(cmds.is_empty(), "{cmds:?}");
+        assert_eq!(m.form_error.as_ref().map(|e| e.field), Some("expect"));
+        // A test: its spec carries them to the peer, its result back.
+        let cmds = start_expecting(&mut m, RunKind::Test, "rx>=10T");
+        let Some(Cmd::Send(ClientMsg::Run { spec, .. })) = cmds.first() else {
+            panic!("expected a run: {cmds:?}")
+        };
+        assert_eq!(texts(&spec.expect), ["rx>=10T"]);
+        let mut result = tcp_result();
+        result.spec = spec.clone();
+        m.update(Msg::Server(ServerMsg::Result { result }));
+        assert_eq!(shown_verdict(&m).map(|v| v.outcome), Some(Outcome::Fail));
+        // Opened from the history, a kept test is judged by its own spec's.
+        let mut kept = tcp_result();
+        kept.spec.expect = Expectation::parse_list("rx>=1G").unwrap();
+        let body = serde_json::json!({
+            "summary": {"id":"r1","created_ms":1000,"origin":"browser","role":"client","peer":"pc",
+                        "protocol":"tcp","direction":"normal","status":"complete","link_enabled":true},
+            "result": kept,
+        });
+        reply(&mut m, get("r1", Purpose::Open), 200, &body.to_string());
+        assert_eq!(shown_verdict(&m).map(|v| v.outcome), Some(Outcome::Pass));
+        // A latency run: judged by the request it ran, which its result does not carry.
+        let cmds = start_expecting(&mut m, RunKind::Latency, "p99<=40ms");
+        let Some(Cmd::Send(ClientMsg::Latency { request, .. })) = cmds.first() else {
+            panic!("expected a latency run: {cmds:?}")
+        };
+        assert_eq!(texts(&request.expect), ["p99<=40ms"]);
+        m.update(Msg::Server(ServerMsg::LatencyStarted {
+            latency_id: "L1".into(),
+            target: "pc:5210".into(),
+            request: request.clone(),
+        }));
+        let mut live = perfpeer_shared::latency::Live::default();
+        live.apply(&latency_started());
+        let result = live.snapshot(None).unwrap();
+        m.update(Msg::Server(ServerMsg::LatencyResult {
+            latency_id: "L1".into(),
+            result: result.clone(),
+        }));
+        // No probe came back: nothing to judge p99 by.
+        let verdict = shown_verdict(&m).expect("a verdict");
+        assert_eq!(verdict.outcome, Outcome::Unjudged);
+        assert_eq!(verdict.checks[0].expect.text(), "p99<=40ms");
+        // Kept, it is opened with its request.
+        let kept = perfpeer_shared::history::KeptLatency {
+            id: "L2".into(),
+            created_ms: 1,
+            peer: "pc:5210".into(),
+            request: request.clone(),
+            result,
+            link_enabled: true,
+            origin: perfpeer_shared::history::Origin::Browser,
+            notes: perfpeer_shared::history::Notes::default(),
+        };
+        let body = serde_json::json!({ "summary": kept.summary(), "latency": kept });
+        reply(&mut m, get("L2", Purpose::Open), 200, &body.to_string());
+        assert_eq!(shown_kind(&m), Some("latency"));
+        assert_eq!(shown_verdict(&m), kept.verdict());
+        assert!(kept.verdict().is_some());
+    }
+
     #[test]
     fn a_run_that_was_stored_shows_its_share_box() {
         let mut m = connected();
