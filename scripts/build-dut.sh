@@ -158,9 +158,12 @@ for row in "${rows[@]}"; do
     # the file:line they came from); derived Debug prints a type's name only (the DUT's
     # messages never show a struct's fields).
     export "CARGO_TARGET_${var}_RUSTFLAGS=$flags -Z location-detail=none -Z fmt-debug=shallow -Z unstable-options -C panic=$panic_strategy"
+    # Without the default features: regression plans (`perfpeer plan`, its TOML reader) run
+    # on the PC that drives a lab, not on the board.
     RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$cache \
         /usr/bin/cargo build --locked --profile dut --target "$triple" \
-        -Zbuild-std=std,panic_abort -Zbuild-std-features="$std_features" -p perfpeer
+        -Zbuild-std=std,panic_abort -Zbuild-std-features="$std_features" -p perfpeer \
+        --no-default-features
     out=dist/perfpeer-$version-$short
     cp "$cache/$triple/dut/perfpeer" "$out.tmp"
     mv "$out.tmp" "$out"

@@ -36,6 +36,8 @@ mod engine;
 mod hostinfo;
 mod latency;
 mod multicast;
+#[cfg(feature = "plans")]
+mod plan;
 mod resolve;
 mod server;
 mod session;

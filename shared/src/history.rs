@@ -24,6 +24,8 @@ pub enum ResultKind {
     Sweep,
     /// A latency-under-load run kept whole (its rate is its best phase's throughput one way).
     Latency,
+    /// A regression plan's run kept whole (its cases' results are kept as tests too).
+    Plan,
 }
 
 /// Who started a kept test on this peer.
@@ -118,7 +120,7 @@ pub enum NotesError {
     /// A tag that is empty, too long or has a character tags do not: its place among the tags
     /// (from 1). The error names the place, never the tag: the words go back to whoever sent it.
     #[error(
-        "tag {0}: 1 to {MAX_TAG} letters, digits or . _ - : / + (no spaces: a space separates tags)"
+        "tag {0}: 1 to {MAX_TAG} letters, digits or . _ - : / + = (no spaces: a space separates tags)"
     )]
     BadTag(usize),
 }
@@ -156,7 +158,7 @@ impl Notes {
             let ok = (1..=MAX_TAG).contains(&tag.chars().count())
                 && tag
                     .chars()
-                    .all(|c| c.is_alphanumeric() || "._-:/+".contains(c));
+                    .all(|c| c.is_alphanumeric() || "._-:/+=".contains(c));
             if !ok {
                 return Err(NotesError::BadTag(place + 1));
             }
@@ -233,6 +235,9 @@ pub struct HistoryEntry {
     /// latency runs and results kept before rows had it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wifi: Option<LinkBrief>,
+    /// Its verdict, when it had expectations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::verdict::Outcome>,
 }
 
 impl HistoryEntry {
@@ -342,6 +347,7 @@ impl KeptSweep {
             link_enabled: self.link_enabled,
             notes: self.notes.clone(),
             wifi: None,
+            verdict: None,
         }
     }
 }
@@ -361,6 +367,74 @@ pub struct OpenedResult {
     /// A kept latency-under-load run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<KeptLatency>,
+    /// A kept plan run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<KeptPlan>,
+}
+
+/// A regression plan's run kept whole (`perfpeer plan run`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeptPlan {
+    /// Result id (`/r/<id>`).
+    pub id: String,
+    /// When it was kept, Unix ms.
+    pub created_ms: u64,
+    /// The peers its cases ran against, as given (commas between them).
+    pub peer: String,
+    /// Its cases, their repeats and verdicts, and the comparison with its baseline.
+    pub result: crate::plan::PlanResult,
+    /// Whether `/r/<id>` answers.
+    pub link_enabled: bool,
+    /// Who started it here.
+    pub origin: Origin,
+    /// What the token holder wrote on it.
+    #[serde(default, skip_serializing_if = "Notes::is_empty")]
+    pub notes: Notes,
+}
+
+impl KeptPlan {
+    /// Its page heading.
+    pub fn title(&self) -> String {
+        format!("Plan {} against {}", self.result.name, self.peer)
+    }
+
+    /// Its line in the history list: kind `plan`, the first case's protocol and direction,
+    /// `complete` or `cancelled` (stopped after a case), the first case's median.
+    pub fn summary(&self) -> HistoryEntry {
+        let r = &self.result;
+        let first = r.cases.first();
+        let stopped = r.status == crate::plan::PlanStatus::Stopped;
+        HistoryEntry {
+            id: self.id.clone(),
+            kind: ResultKind::Plan,
+            created_ms: self.created_ms,
+            origin: self.origin,
+            role: PeerRole::Client,
+            peer: self.peer.clone(),
+            protocol: first.map_or(Protocol::Tcp, |c| c.case.spec.protocol),
+            direction: first.map_or(Direction::Normal, |c| c.case.spec.direction),
+            status: if stopped {
+                RunStatus::Cancelled
+            } else {
+                RunStatus::Complete
+            },
+            reason: stopped.then(|| {
+                format!(
+                    "stopped after {} of {} cases",
+                    r.cases.len(),
+                    r.planned_cases
+                )
+            }),
+            bytes: None,
+            bits_per_second: first
+                .filter(|c| c.case.headline() == crate::verdict::Metric::Rx)
+                .and_then(|c| c.headline.map(|h| h.median)),
+            link_enabled: self.link_enabled,
+            notes: self.notes.clone(),
+            wifi: None,
+            verdict: self.result.outcome(),
+        }
+    }
 }
 
 /// A kept latency-under-load run: one this peer ran, or one it served as the far end (the load
@@ -454,6 +528,8 @@ impl KeptLatency {
             link_enabled: self.link_enabled,
             notes: self.notes.clone(),
             wifi: None,
+            verdict: crate::verdict::Verdict::of_latency(&self.request, &self.result)
+                .map(|v| v.outcome),
         }
     }
 }

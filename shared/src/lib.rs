@@ -25,6 +25,8 @@
 //! - [`multicast`]: a test sent to a multicast group and what each receiver reported.
 //! - [`rr`]: request/response results (round-trip histogram and its summary).
 //! - [`tagged`]: internally tagged enums read with their tag first, without serde's buffering.
+//! - [`plan`]: a regression plan's cases and runs summarised (median, spread, verdict), and
+//!   two plan runs compared case by case beyond the noise of their repeats.
 //! - [`verdict`]: expectations on a run (`rx>=300M`) and the verdict its result gets.
 //! - [`format`]: renderings of a [`report::TestResult`] (iperf3 text and JSON, iperf2, ttcp,
 //!   netperf, the result page, charts).
@@ -39,6 +41,7 @@ pub mod history;
 pub mod latency;
 pub mod multicast;
 pub mod one_way;
+pub mod plan;
 pub mod report;
 pub mod request;
 pub mod rr;

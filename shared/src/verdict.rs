@@ -70,6 +70,11 @@ impl Metric {
         }
     }
 
+    /// `value` in the metric's unit, for people ("941 Mbits/sec", "0.5%", "3.2 ms").
+    pub fn show(self, value: f64) -> String {
+        self.unit().show(value)
+    }
+
     /// Whether more is better (so a shortfall is below the threshold).
     pub fn higher_is_better(self) -> bool {
         matches!(self, Metric::Rx | Metric::Tx | Metric::Rr)

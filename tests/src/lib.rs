@@ -212,13 +212,25 @@ fn command_through(prefix: &[String], bin: &std::path::Path) -> Command {
 
 /// Runs `perfpeer test ARGS` through `prefix`.
 pub fn perfpeer_test_with(prefix: Vec<String>, args: &[&str]) -> Output {
+    let mut full = vec!["test"];
+    full.extend_from_slice(args);
+    perfpeer_with(prefix, &full)
+}
+
+/// Runs `perfpeer ARGS` (any subcommand) through `prefix`, keeping its history in this test
+/// run's data home.
+pub fn perfpeer_with(prefix: Vec<String>, args: &[&str]) -> Output {
+    perfpeer_command(prefix, args)
+        .output()
+        .expect("run perfpeer")
+}
+
+/// `perfpeer ARGS` through `prefix`, not yet started (to signal it while it runs).
+pub fn perfpeer_command(prefix: Vec<String>, args: &[&str]) -> Command {
     let bin = perfpeer_bin();
     let mut cmd = command_through(&prefix, &bin);
-    cmd.env("XDG_DATA_HOME", data_home())
-        .arg("test")
-        .args(args)
-        .output()
-        .expect("run perfpeer test")
+    cmd.env("XDG_DATA_HOME", data_home()).args(args);
+    cmd
 }
 
 /// Runs a test with `-J` and returns its JSON; panics with both outputs if it failed.

@@ -57,6 +57,20 @@ fn enter(ns: &str) -> Result<(), String> {
     }
 }
 
+/// Two hosts on a link of `rate`, or none (said as a skip) where namespaces cannot be made;
+/// CI runs as root, so there a missing capability is a failure.
+pub fn two_hosts_or_skip(tag: &str, rate: &str) -> Option<TwoHosts> {
+    if !available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run as root with iproute2 for the namespace tests"
+        );
+        crate::skip("needs root and iproute2");
+        return None;
+    }
+    Some(TwoHosts::new(tag, rate).expect("create namespaces"))
+}
+
 /// Whether this process may create namespaces (root with iproute2).
 pub fn available() -> bool {
     // SAFETY: geteuid has no preconditions.

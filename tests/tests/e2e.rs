@@ -52,6 +52,8 @@ mod multicast;
 mod netperf_cli;
 /// `perfpeer netserver` for stock netperf clients: captured requests, hostile clients, the name.
 mod netserver;
+/// Expectations and regression plans judged on a shaped link: exit codes, tables, baselines.
+mod plans;
 /// Two hosts in network namespaces on a shaped 20 Mbit/s link.
 mod shaped_link;
 /// The history's disk and the CLI's stdout broken as users break them.

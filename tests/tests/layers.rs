@@ -14,6 +14,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("lib", 9),
     ("cli", 8),
     ("sweep", 7),
+    ("plan", 7),
     ("latency", 7),
     ("targets", 6),
     ("compat", 5),

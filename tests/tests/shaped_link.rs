@@ -1,17 +1,9 @@
 use perfpeer_tests::netns::{self, ADDR_B, TwoHosts};
 use perfpeer_tests::{Peer, f64_at, json_of, perfpeer_test_with, u64_at};
 
-/// Root and iproute2 are needed; CI runs as root, so there a missing capability is a failure.
+/// Two hosts on a 20 Mbit/s link (root and iproute2 needed: a skip, or a failure in CI).
 fn hosts(tag: &str) -> Option<TwoHosts> {
-    if !netns::available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must run as root with iproute2 for the namespace tests"
-        );
-        perfpeer_tests::skip("needs root and iproute2");
-        return None;
-    }
-    Some(TwoHosts::new(tag, "20mbit").expect("create namespaces"))
+    netns::two_hosts_or_skip(tag, "20mbit")
 }
 
 /// Replaces `dev`'s qdisc in namespace `ns` with a `tbf` of `rate` (its rate, then the rest of

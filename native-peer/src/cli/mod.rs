@@ -31,6 +31,8 @@ mod netperf;
 mod netserver;
 mod output;
 mod persona;
+#[cfg(feature = "plans")]
+mod plan;
 mod results;
 mod serve;
 mod test;
@@ -74,6 +76,9 @@ enum Command {
     Ttcp(ttcp::TtcpArgs),
     /// This host's Wi-Fi radios now: mode, network, channel, each station's signal and rates.
     Wifi(wifi::WifiArgs),
+    /// Regression plans: run a plan file's cases and judge them, compare two runs.
+    #[cfg(feature = "plans")]
+    Plan(Box<plan::PlanArgs>),
 }
 
 /// What `perfpeer --help` says of the exit status (the stock-tool personas keep their tool's).
@@ -283,6 +288,8 @@ pub fn run(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Results(args) => return results::run(args),
         Command::Wifi(args) => return wifi::run(&args),
         Command::Iperf(args) => boxed(iperf::run(args)),
+        #[cfg(feature = "plans")]
+        Command::Plan(args) => boxed(plan::run(*args)),
     };
     runtime.block_on(main)
 }

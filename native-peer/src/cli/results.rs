@@ -99,6 +99,11 @@ pub(super) fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
                 outln!("{}", perfpeer_shared::format::pretty_json(&run.result)?)
             }
             Kept::Latency(run) => out!("{}", perfpeer_shared::format::latency::text(&run.result)),
+            // A plan run: its table and comparison, or its PlanResult JSON.
+            Kept::Plan(run) if format == Layout::Json => {
+                outln!("{}", perfpeer_shared::format::pretty_json(&run.result)?)
+            }
+            Kept::Plan(run) => out!("{}", perfpeer_shared::format::plan::text(&run.result)),
         },
         Action::Export { id, html: path } => {
             let page = match find(&store, &id)? {
@@ -107,6 +112,7 @@ pub(super) fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
                 Kept::Latency(l) => {
                     html::latency_page(&l.result, &l.title(), l.verdict().as_ref(), &l.notes)
                 }
+                Kept::Plan(p) => html::plan_page(&p),
             };
             std::fs::write(&path, page).with_context(|| format!("cannot write {path}"))?;
             outln!("{path}");
@@ -150,12 +156,17 @@ fn list_line(r: &HistoryEntry) -> String {
         .bytes
         .map(|b| format_bytes(b as f64).trim().to_string())
         .unwrap_or_else(|| "-".into());
-    // A sweep's rate is its best size's, a latency run's its best phase's one way.
-    let what = if r.is_sweep() || r.is_latency() {
-        r.kind.word()
-    } else {
+    // A sweep's rate is its best size's, a latency run's its best phase's one way, a plan's
+    // its first case's median.
+    let what = if r.kind == perfpeer_shared::history::ResultKind::Test {
         r.role.word()
+    } else {
+        r.kind.word()
     };
+    let verdict = r
+        .verdict
+        .map(|v| format!("  {}", v.word()))
+        .unwrap_or_default();
     let wifi = match r.wifi.as_ref().map(wifi::brief_words) {
         Some(words) if !words.is_empty() => format!("  {words}"),
         _ => String::new(),
@@ -166,7 +177,7 @@ fn list_line(r: &HistoryEntry) -> String {
         format!("  [{}]", r.notes.line(60))
     };
     format!(
-        "{}  {when}  {:8} {:6} {:4} {:7} {:>12} {:>14}  {}  {}{wifi}{notes}",
+        "{}  {when}  {:8} {:6} {:4} {:7} {:>12} {:>14}  {}{verdict}  {}{wifi}{notes}",
         r.id, r.origin, what, r.protocol, r.direction, bytes, rate, r.status, r.peer
     )
 }
@@ -177,10 +188,11 @@ fn kept_id(kept: &Kept) -> String {
         Kept::Test(found) => found.summary.id.clone(),
         Kept::Sweep(s) => s.id.clone(),
         Kept::Latency(l) => l.id.clone(),
+        Kept::Plan(p) => p.id.clone(),
     }
 }
 
-fn find(store: &Store, id: &str) -> anyhow::Result<Kept> {
+pub(super) fn find(store: &Store, id: &str) -> anyhow::Result<Kept> {
     if let Some(found) = store.kept(id)? {
         return Ok(found);
     }

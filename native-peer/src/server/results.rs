@@ -58,6 +58,7 @@ pub(crate) fn routes(state: Arc<ServerState>) -> BoxedFilter<(Response,)> {
                         result: Some(found.result),
                         sweep: None,
                         latency: None,
+                        plan: None,
                     })
                     .into_response(),
                     Some(Kept::Sweep(sweep)) => warp::reply::json(&OpenedResult {
@@ -65,6 +66,7 @@ pub(crate) fn routes(state: Arc<ServerState>) -> BoxedFilter<(Response,)> {
                         result: None,
                         sweep: Some(*sweep),
                         latency: None,
+                        plan: None,
                     })
                     .into_response(),
                     Some(Kept::Latency(run)) => warp::reply::json(&OpenedResult {
@@ -72,6 +74,15 @@ pub(crate) fn routes(state: Arc<ServerState>) -> BoxedFilter<(Response,)> {
                         result: None,
                         sweep: None,
                         latency: Some(*run),
+                        plan: None,
+                    })
+                    .into_response(),
+                    Some(Kept::Plan(run)) => warp::reply::json(&OpenedResult {
+                        summary: run.summary(),
+                        result: None,
+                        sweep: None,
+                        latency: None,
+                        plan: Some(*run),
                     })
                     .into_response(),
                     None => not_found_json(),
@@ -262,6 +273,13 @@ async fn result_page(name: String, state: Arc<ServerState>) -> Response {
                         run.verdict().as_ref(),
                         &run.notes,
                     ))
+                }
+            }
+            Some(Kept::Plan(run)) if run.link_enabled => {
+                if json {
+                    warp::reply::json(&run.result).into_response()
+                } else {
+                    page(html::plan_page(&run))
                 }
             }
             _ => missing(),

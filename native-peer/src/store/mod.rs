@@ -110,6 +110,8 @@ pub(crate) enum Kept {
     Sweep(Box<KeptSweep>),
     /// A latency-under-load run.
     Latency(Box<KeptLatency>),
+    /// A regression plan's run.
+    Plan(Box<perfpeer_shared::history::KeptPlan>),
 }
 
 /// Where a finished result stands in the history, and why it did not complete.
@@ -360,14 +362,15 @@ impl Store {
         let link = LinkBrief::of(result)
             .map(|b| serde_json::to_string(&b))
             .transpose()?;
+        let verdict = result.verdict().map(|v| outcome_word(v.outcome));
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         // A far end learns its client's name from the client's final report: the row's peer
         // becomes it then (a client's row keeps the target it was given).
         let peer = (result.local.role == PeerRole::Server).then_some(result.server_addr.as_str());
         tx.execute(
-            "UPDATE results SET status = ?2, reason = ?3, bytes = ?4, bits_per_second = ?5, result_json = ?6, test_id = CASE WHEN ?7 = '' THEN test_id ELSE ?7 END, peer = COALESCE(?8, peer), link_json = ?9 WHERE id = ?1",
-            params![id, status, reason, bytes.map(sql_int), bps, serde_json::to_string(&slim)?, result.id, peer, link],
+            "UPDATE results SET status = ?2, reason = ?3, bytes = ?4, bits_per_second = ?5, result_json = ?6, test_id = CASE WHEN ?7 = '' THEN test_id ELSE ?7 END, peer = COALESCE(?8, peer), link_json = ?9, verdict = ?10 WHERE id = ?1",
+            params![id, status, reason, bytes.map(sql_int), bps, serde_json::to_string(&slim)?, result.id, peer, link, verdict],
         )?;
         // Intervals not written live (the short tail, the far end's) are added now.
         for side in [Some(&result.local), result.remote.as_ref()]
@@ -410,7 +413,7 @@ impl Store {
             let conn = self.conn();
             let mut stmt = conn.prepare(
                 "SELECT id, created_ms, origin, role, peer, protocol, direction, status, reason, bytes, bits_per_second, link_enabled,
-                        notes_json, link_json FROM results ORDER BY created_ms DESC LIMIT ?1",
+                        notes_json, link_json, verdict FROM results ORDER BY created_ms DESC LIMIT ?1",
             )?;
             let rows = stmt.query_map([limit], summary_of)?;
             rows.collect::<Result<_, _>>()?
@@ -427,9 +430,9 @@ impl Store {
         let row = conn
             .query_row(
                 "SELECT id, created_ms, origin, role, peer, protocol, direction, status, reason, bytes, bits_per_second, link_enabled,
-                        notes_json, link_json, spec_json, host_json, result_json, test_id FROM results WHERE id = ?1",
+                        notes_json, link_json, verdict, spec_json, host_json, result_json, test_id FROM results WHERE id = ?1",
                 [id],
-                |r| Ok((summary_of(r)?, r.get::<_, String>(14)?, r.get::<_, String>(15)?, r.get::<_, Option<String>>(16)?, r.get::<_, String>(17)?)),
+                |r| Ok((summary_of(r)?, r.get::<_, String>(15)?, r.get::<_, String>(16)?, r.get::<_, Option<String>>(17)?, r.get::<_, String>(18)?)),
             )
             .optional()?;
         let Some((summary, spec_json, host_json, result_json, test_id)) = row else {
@@ -469,6 +472,9 @@ impl Store {
         }
         if let Some(sweep) = self.sweep(id)? {
             return Ok(Some(Kept::Sweep(Box::new(sweep))));
+        }
+        if let Some(plan) = self.plan(id)? {
+            return Ok(Some(Kept::Plan(Box::new(plan))));
         }
         Ok(self.latency(id)?.map(|l| Kept::Latency(Box::new(l))))
     }
@@ -658,7 +664,20 @@ fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryEntry> {
         link_enabled: r.get(11)?,
         notes: notes_of(r.get(12)?),
         wifi: wifi_of(r.get(13)?),
+        verdict: r
+            .get::<_, Option<String>>(14)?
+            .and_then(|w| perfpeer_shared::history::from_word(&w)),
     })
+}
+
+/// An outcome as the `verdict` column keeps it.
+fn outcome_word(outcome: perfpeer_shared::verdict::Outcome) -> &'static str {
+    use perfpeer_shared::verdict::Outcome;
+    match outcome {
+        Outcome::Pass => "pass",
+        Outcome::Fail => "fail",
+        Outcome::Unjudged => "unjudged",
+    }
 }
 
 /// A test's Wi-Fi brief as kept (JSON), or none (no radio, a row kept before rows had it, or

@@ -71,6 +71,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 10: a finished test's Wi-Fi link in three figures for its history line
     // (shared::wifi::LinkBrief as JSON; none without a radio, and for older rows).
     "ALTER TABLE results ADD COLUMN link_json TEXT;",
+    // 11: a finished test's verdict against its expectations (shared::verdict::Outcome's
+    // word), listed without reading its result.
+    "ALTER TABLE results ADD COLUMN verdict TEXT;",
 ];
 
 /// The schema version this build writes.

@@ -1,14 +1,16 @@
 //! Runs kept whole in the result database: a packet-size sweep a browser started (the target,
-//! the spec each size ran and the `SweepResult`), and a latency-under-load run (the target, its
-//! `LatencyRequest` and the `LatencyResult`), each when it ends, in one table told apart by its
+//! the spec each size ran and the `SweepResult`), a latency-under-load run (the target, its
+//! `LatencyRequest` and the `LatencyResult`) and a regression plan's run (its peers, its cases
+//! and the `PlanResult`), each when it ends, in one table told apart by its
 //! `kind`, under a 128-bit random id that is also its share link (`/r/<id>`), which the token
 //! holder can turn off or delete like a test's (`Store::set_link`, `Store::delete` cover both
 //! tables). A sweep or latency run this peer served as the far end of an anonymous client is
 //! kept here too (origin `far_end`, with the client's source), within the far end's share of
 //! the history like that client's tests.
 
-use perfpeer_shared::history::KeptLatency;
+use perfpeer_shared::history::{KeptLatency, KeptPlan};
 use perfpeer_shared::latency::{LatencyRequest, LatencyResult};
+use perfpeer_shared::plan::PlanResult;
 use perfpeer_shared::spec::TestSpec;
 use perfpeer_shared::sweep::SweepResult;
 use rusqlite::{OptionalExtension, params};
@@ -19,6 +21,7 @@ use perfpeer_shared::history::from_word;
 
 const SWEEP: &str = "sweep";
 const LATENCY: &str = "latency";
+const PLAN: &str = "plan";
 
 /// A run this peer served as the far end, as it keeps it.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,6 +95,25 @@ impl Store {
         )
     }
 
+    /// Keeps a finished (or stopped) plan run started by `origin` against `peers`; returns
+    /// its new result id. Its spec column keeps the cases as planned.
+    pub(crate) fn save_plan(
+        &self,
+        origin: Origin,
+        peers: &str,
+        result: &PlanResult,
+    ) -> Result<String, StoreError> {
+        let cases: Vec<&perfpeer_shared::plan::PlanCase> =
+            result.cases.iter().map(|c| &c.case).collect();
+        self.save_whole(
+            PLAN,
+            (origin, None),
+            peers,
+            serde_json::to_string(&cases)?,
+            serde_json::to_string(result)?,
+        )
+    }
+
     /// Writes a run kept whole, started by `origin` (with the anonymous client's source, for a
     /// run this peer served), then prunes to the retention.
     fn save_whole(
@@ -124,10 +146,10 @@ impl Store {
         let rows = stmt.query_map([limit], WholeRow::read)?;
         rows.map(|row| {
             let row = row?;
-            Ok(if row.kind == LATENCY {
-                row.latency()?.summary()
-            } else {
-                row.sweep()?.summary()
+            Ok(match row.kind.as_str() {
+                LATENCY => row.latency()?.summary(),
+                PLAN => row.plan()?.summary(),
+                _ => row.sweep()?.summary(),
             })
         })
         .collect()
@@ -141,6 +163,11 @@ impl Store {
     /// The latency-under-load run with `id`, link on or off.
     pub(crate) fn latency(&self, id: &str) -> Result<Option<KeptLatency>, StoreError> {
         self.whole(id, LATENCY)?.map(WholeRow::latency).transpose()
+    }
+
+    /// The plan run with `id`, link on or off.
+    pub(crate) fn plan(&self, id: &str) -> Result<Option<KeptPlan>, StoreError> {
+        self.whole(id, PLAN)?.map(WholeRow::plan).transpose()
     }
 
     fn whole(&self, id: &str, kind: &str) -> Result<Option<WholeRow>, StoreError> {
@@ -196,6 +223,18 @@ impl WholeRow {
             result: serde_json::from_str(&self.result_json)?,
             link_enabled: self.link_enabled,
             origin: from_word(&self.origin).unwrap_or(Origin::Browser),
+            notes: super::notes_of(self.notes_json),
+        })
+    }
+
+    fn plan(self) -> Result<KeptPlan, StoreError> {
+        Ok(KeptPlan {
+            id: self.id,
+            created_ms: u64::try_from(self.created_ms).unwrap_or(0),
+            peer: self.peer,
+            result: serde_json::from_str(&self.result_json)?,
+            link_enabled: self.link_enabled,
+            origin: from_word(&self.origin).unwrap_or(Origin::Cli),
             notes: super::notes_of(self.notes_json),
         })
     }

@@ -583,6 +583,54 @@ pub fn latency_page(
     h
 }
 
+/// A plan run as a page: its verdict, the table of cases (each repeat linked to its own
+/// result), the comparison with its baseline as a table and a chart, the text and the JSON.
+pub fn plan_page(kept: &crate::history::KeptPlan) -> String {
+    let result = &kept.result;
+    let title = kept.title();
+    let mut h = head(&format!("perfpeer: {title}"));
+    let json = crate::format::pretty_json(result).unwrap_or_default();
+    let raw = serde_json::to_string(result)
+        .unwrap_or_default()
+        .replace("</", "<\\/");
+    let badge = match (result.outcome(), crate::format::plan::verdict_line(result)) {
+        (Some(o), Some(line)) => format!(
+            "<p class='verdict {}'><b>{}</b> {}</p>",
+            crate::format::plan::outcome_class(o),
+            o.word(),
+            escape(
+                line.trim_start_matches("Plan verdict: ")
+                    .trim_start_matches(o.word())
+            )
+        ),
+        _ => String::new(),
+    };
+    let comparison = result.comparison.as_ref().map_or_else(String::new, |c| {
+        format!(
+            "<section class='card'><h2>Against the baseline</h2>{}{}</section>",
+            crate::format::plan::html_comparison(c),
+            crate::format::plan::comparison_svg(c)
+        )
+    });
+    let _ = write!(
+        h,
+        "<style>.pass{{color:#137333}}.fail{{color:#b3261e;font-weight:600}}.unjudged{{color:#8a6d00}}\
+         .verdict{{font-size:1.1em}}</style>\
+         <h1>{t}</h1>{notes}{badge}\
+         <section class='card'>{table}</section>{comparison}\
+         <section class='card'><pre>{text}</pre></section>\
+         <section class='card'><details><summary>JSON (perfpeer results show ID --format json)</summary>\
+         <pre>{json}</pre></details></section>\
+         <script type='application/json' id='perfpeer-plan'>{raw}</script></main></body></html>",
+        t = escape(&title),
+        notes = notes_html(&kept.notes),
+        table = crate::format::plan::html_table(result),
+        text = escape(&crate::format::plan::text(result)),
+        json = escape(&json),
+    );
+    h
+}
+
 /// What idle and loaded mean, what RPM is, and what one-way delays can and cannot tell.
 const HOW_TO_READ: &str = "<p><b>Idle</b> is the link with nothing but the probe on it: its \
 round trip is the floor. In <b>download</b>, <b>upload</b> and <b>both</b>, TCP load fills the \
