@@ -1,5 +1,5 @@
 //! The binary's modules import only downward, in the order docs/architecture.md draws: cli →
-//! sweep/latency → targets → compat → server → session → store/engine → dccp/hostinfo/multicast/admission/budget
+//! sweep/plan/latency → targets → compat → server → session → store/engine → dccp/hostinfo/multicast/admission/budget
 //! → util (modules of one layer do not import each other). Reads every `crate::<module>` path
 //! in native-peer/src and fails on one that points up or sideways (exceptions would be listed
 //! below with their reason; there are none), and on sibling modules importing each other.

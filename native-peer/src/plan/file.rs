@@ -255,21 +255,18 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<Plan, PlanError> {
         };
         let mut spec = spec_of(&cell, seconds)
             .map_err(|reason| fail(at, format!("case '{label}': {reason}")))?;
-        // The top's expectations where the case measures them; the case's own must apply.
-        let mut expect = Vec::new();
-        if let Some(list) = &top_settings.expect {
-            expect.extend(applicable(
+        // A case's own expectations replace the top's, and must all apply to it; the top's
+        // apply where the case measures them (a plan's `loss<=1%` means its UDP cases).
+        let expect = match (&own.expect, &top_settings.expect) {
+            (Some(list), _) if !std::ptr::eq(own, &top_settings) => {
+                parse_expect(list).map_err(|r| fail(list.span().start, r))?
+            }
+            (_, Some(list)) => applicable(
                 &parse_expect(list).map_err(|r| fail(list.span().start, r))?,
                 &spec,
-            ));
-        }
-        if let Some(list) = own
-            .expect
-            .as_ref()
-            .filter(|_| !std::ptr::eq(own, &top_settings))
-        {
-            expect.extend(parse_expect(list).map_err(|r| fail(list.span().start, r))?);
-        }
+            ),
+            _ => Vec::new(),
+        };
         spec.expect = expect;
         let spec = ValidSpec::new(spec)
             .map_err(|e| fail(at, format!("case '{label}': {e}")))?

@@ -244,7 +244,8 @@ const ROW_H: f64 = 26.0;
 const LEFT: f64 = 200.0;
 
 /// Each case as two bars (baseline grey, this run blue) at their medians, with a whisker over
-/// each run's range: a drop shows as a shorter blue bar whose whisker clears the grey one's.
+/// each run's range, on the case's own scale: a drop shows as a shorter blue bar whose whisker
+/// clears the grey one's.
 pub fn comparison_svg(cmp: &Comparison) -> String {
     let height = ROW_H * cmp.cases.len() as f64 + 24.0;
     let mut s = format!(
@@ -273,8 +274,10 @@ fn case_bars(s: &mut String, i: usize, c: &CaseComparison) {
         .flatten()
         .map(|s| s.max)
         .fold(0.0, f64::max);
-    let x_max = crate::format::chart::nice_max(max);
-    let x = |v: f64| LEFT + v / x_max * (W - LEFT - 70.0);
+    // Each case on its own scale (cases differ by orders of magnitude): its largest value
+    // fills the row, so the bars show the change, not the case's size.
+    let x_max = if max > 0.0 { max } else { 1.0 };
+    let x = |v: f64| LEFT + v / x_max * (W - LEFT - 110.0);
     let _ = write!(
         s,
         "<text x='4' y='{:.1}' class='legend'>{}</text>",
@@ -302,7 +305,7 @@ fn case_bars(s: &mut String, i: usize, c: &CaseComparison) {
         let _ = write!(
             s,
             "<text x='{:.1}' y='{:.1}' class='legend'>{p:+.1}% {}</text>",
-            W - 66.0,
+            W - 100.0,
             top + 15.0,
             c.judgement.word()
         );

@@ -60,7 +60,7 @@ fn a_matrix_and_a_case_expand_in_order() {
         (voice.spec.tos, voice.spec.len, voice.repeats),
         (Some(0xc0), 160, 5)
     );
-    assert_eq!(texts(voice), ["rx>=100M", "loss<=1%", "jitter<=5ms"]);
+    assert_eq!(texts(voice), ["jitter<=5ms"], "its own replace the top's");
     assert_eq!(
         crate::plan::plan_time(&plan.cases),
         Duration::from_secs(8 * 3 * 3 + 5 * 6)
