@@ -368,11 +368,13 @@ pub struct OpenedResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<KeptLatency>,
     /// A kept plan run.
+    #[cfg(feature = "plans")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<KeptPlan>,
 }
 
 /// A regression plan's run kept whole (`perfpeer plan run`).
+#[cfg(feature = "plans")]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KeptPlan {
     /// Result id (`/r/<id>`).
@@ -392,6 +394,7 @@ pub struct KeptPlan {
     pub notes: Notes,
 }
 
+#[cfg(feature = "plans")]
 impl KeptPlan {
     /// Its page heading.
     pub fn title(&self) -> String {

@@ -41,6 +41,7 @@ pub mod history;
 pub mod latency;
 pub mod multicast;
 pub mod one_way;
+#[cfg(feature = "plans")]
 pub mod plan;
 pub mod report;
 pub mod request;

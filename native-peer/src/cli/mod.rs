@@ -342,6 +342,18 @@ mod tests {
     }
 
     #[test]
+    fn help_lists_the_exit_codes() {
+        let help = super::Cli::command().render_long_help().to_string();
+        for line in [
+            "0  the test (or every case of a plan) ran and met every --expect",
+            "3  it ran and missed an expectation",
+            "4  it ran, but a figure an expectation needs was not measured",
+        ] {
+            assert!(help.contains(line), "{help}");
+        }
+    }
+
+    #[test]
     fn every_subcommand_has_consistent_flags() {
         // Catches duplicate short flags and other clap definition errors before a user does.
         super::Cli::command().debug_assert();

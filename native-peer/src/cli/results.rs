@@ -100,9 +100,11 @@ pub(super) fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
             }
             Kept::Latency(run) => out!("{}", perfpeer_shared::format::latency::text(&run.result)),
             // A plan run: its table and comparison, or its PlanResult JSON.
+            #[cfg(feature = "plans")]
             Kept::Plan(run) if format == Layout::Json => {
                 outln!("{}", perfpeer_shared::format::pretty_json(&run.result)?)
             }
+            #[cfg(feature = "plans")]
             Kept::Plan(run) => out!("{}", perfpeer_shared::format::plan::text(&run.result)),
         },
         Action::Export { id, html: path } => {
@@ -112,6 +114,7 @@ pub(super) fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
                 Kept::Latency(l) => {
                     html::latency_page(&l.result, &l.title(), l.verdict().as_ref(), &l.notes)
                 }
+                #[cfg(feature = "plans")]
                 Kept::Plan(p) => html::plan_page(&p),
             };
             std::fs::write(&path, page).with_context(|| format!("cannot write {path}"))?;
@@ -188,6 +191,7 @@ fn kept_id(kept: &Kept) -> String {
         Kept::Test(found) => found.summary.id.clone(),
         Kept::Sweep(s) => s.id.clone(),
         Kept::Latency(l) => l.id.clone(),
+        #[cfg(feature = "plans")]
         Kept::Plan(p) => p.id.clone(),
     }
 }

@@ -58,6 +58,7 @@ pub(crate) fn routes(state: Arc<ServerState>) -> BoxedFilter<(Response,)> {
                         result: Some(found.result),
                         sweep: None,
                         latency: None,
+                        #[cfg(feature = "plans")]
                         plan: None,
                     })
                     .into_response(),
@@ -66,6 +67,7 @@ pub(crate) fn routes(state: Arc<ServerState>) -> BoxedFilter<(Response,)> {
                         result: None,
                         sweep: Some(*sweep),
                         latency: None,
+                        #[cfg(feature = "plans")]
                         plan: None,
                     })
                     .into_response(),
@@ -74,9 +76,11 @@ pub(crate) fn routes(state: Arc<ServerState>) -> BoxedFilter<(Response,)> {
                         result: None,
                         sweep: None,
                         latency: Some(*run),
+                        #[cfg(feature = "plans")]
                         plan: None,
                     })
                     .into_response(),
+                    #[cfg(feature = "plans")]
                     Some(Kept::Plan(run)) => warp::reply::json(&OpenedResult {
                         summary: run.summary(),
                         result: None,
@@ -275,6 +279,7 @@ async fn result_page(name: String, state: Arc<ServerState>) -> Response {
                     ))
                 }
             }
+            #[cfg(feature = "plans")]
             Some(Kept::Plan(run)) if run.link_enabled => {
                 if json {
                     warp::reply::json(&run.result).into_response()

@@ -111,6 +111,7 @@ pub(crate) enum Kept {
     /// A latency-under-load run.
     Latency(Box<KeptLatency>),
     /// A regression plan's run.
+    #[cfg(feature = "plans")]
     Plan(Box<perfpeer_shared::history::KeptPlan>),
 }
 
@@ -473,6 +474,7 @@ impl Store {
         if let Some(sweep) = self.sweep(id)? {
             return Ok(Some(Kept::Sweep(Box::new(sweep))));
         }
+        #[cfg(feature = "plans")]
         if let Some(plan) = self.plan(id)? {
             return Ok(Some(Kept::Plan(Box::new(plan))));
         }

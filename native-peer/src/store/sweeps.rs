@@ -8,9 +8,10 @@
 //! kept here too (origin `far_end`, with the client's source), within the far end's share of
 //! the history like that client's tests.
 
-use perfpeer_shared::history::{KeptLatency, KeptPlan};
+use perfpeer_shared::history::KeptLatency;
+#[cfg(feature = "plans")]
+use perfpeer_shared::history::KeptPlan;
 use perfpeer_shared::latency::{LatencyRequest, LatencyResult};
-use perfpeer_shared::plan::PlanResult;
 use perfpeer_shared::spec::TestSpec;
 use perfpeer_shared::sweep::SweepResult;
 use rusqlite::{OptionalExtension, params};
@@ -21,7 +22,14 @@ use perfpeer_shared::history::from_word;
 
 const SWEEP: &str = "sweep";
 const LATENCY: &str = "latency";
+#[cfg(feature = "plans")]
 const PLAN: &str = "plan";
+/// The kinds a build lists: one without plans cannot read a plan run (kept by a PC build
+/// sharing the directory), so it leaves them out rather than fail the list.
+#[cfg(feature = "plans")]
+const LISTED_KINDS: &str = "1 = 1";
+#[cfg(not(feature = "plans"))]
+const LISTED_KINDS: &str = "kind != 'plan'";
 
 /// A run this peer served as the far end, as it keeps it.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,12 +104,14 @@ impl Store {
     }
 
     /// Keeps a finished (or stopped) plan run started by `origin` against `peers`; returns
-    /// its new result id. Its spec column keeps the cases as planned.
+    /// its new result id. Its spec column keeps the cases as planned. (Plans run on PC builds;
+    /// every build reads them.)
+    #[cfg(feature = "plans")]
     pub(crate) fn save_plan(
         &self,
         origin: Origin,
         peers: &str,
-        result: &PlanResult,
+        result: &perfpeer_shared::plan::PlanResult,
     ) -> Result<String, StoreError> {
         let cases: Vec<&perfpeer_shared::plan::PlanCase> =
             result.cases.iter().map(|c| &c.case).collect();
@@ -141,13 +151,14 @@ impl Store {
     pub(super) fn sweep_summaries(&self, limit: u32) -> Result<Vec<HistoryEntry>, StoreError> {
         let conn = self.conn();
         let mut stmt = conn.prepare(&format!(
-            "SELECT {COLUMNS} FROM sweeps ORDER BY created_ms DESC LIMIT ?1"
+            "SELECT {COLUMNS} FROM sweeps WHERE {LISTED_KINDS} ORDER BY created_ms DESC LIMIT ?1"
         ))?;
         let rows = stmt.query_map([limit], WholeRow::read)?;
         rows.map(|row| {
             let row = row?;
             Ok(match row.kind.as_str() {
                 LATENCY => row.latency()?.summary(),
+                #[cfg(feature = "plans")]
                 PLAN => row.plan()?.summary(),
                 _ => row.sweep()?.summary(),
             })
@@ -166,6 +177,7 @@ impl Store {
     }
 
     /// The plan run with `id`, link on or off.
+    #[cfg(feature = "plans")]
     pub(crate) fn plan(&self, id: &str) -> Result<Option<KeptPlan>, StoreError> {
         self.whole(id, PLAN)?.map(WholeRow::plan).transpose()
     }
@@ -227,6 +239,7 @@ impl WholeRow {
         })
     }
 
+    #[cfg(feature = "plans")]
     fn plan(self) -> Result<KeptPlan, StoreError> {
         Ok(KeptPlan {
             id: self.id,

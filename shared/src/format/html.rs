@@ -585,6 +585,7 @@ pub fn latency_page(
 
 /// A plan run as a page: its verdict, the table of cases (each repeat linked to its own
 /// result), the comparison with its baseline as a table and a chart, the text and the JSON.
+#[cfg(feature = "plans")]
 pub fn plan_page(kept: &crate::history::KeptPlan) -> String {
     let result = &kept.result;
     let title = kept.title();

@@ -92,6 +92,7 @@ pub mod latency;
 pub mod layout;
 pub mod markup;
 pub mod netperf;
+#[cfg(feature = "plans")]
 pub mod plan;
 pub mod sweep;
 pub mod ttcp;
