@@ -21,6 +21,10 @@ use perfpeer_shared::wifi::{
     ChannelSample, LinkSample, Mode, StationLine, WifiInterface, channel_of, mac_words,
 };
 
+/// Whether this build can read a radio at all: only Linux has nl80211 (elsewhere the link is
+/// "not measured", said once: `/api/info`, `perfpeer test --wifi-iface`, `perfpeer wifi`).
+pub(crate) const MEASURED: bool = cfg!(target_os = "linux");
+
 /// A netlink answer that takes longer than this is given up on (the interval goes without).
 const ANSWER_LIMIT: Duration = Duration::from_millis(300);
 /// Entries of one dump at most (an access point's stations, a survey's channels).
