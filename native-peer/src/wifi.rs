@@ -257,7 +257,8 @@ fn neighbour_mac(ip: IpAddr, iface: &str, ifindex: u32) -> Option<[u8; 6]> {
                 table.iter().find(|n| n.ip == want).map(|n| n.mac)
             };
             return entry(v6).or_else(|| {
-                let routes = std::fs::read_to_string("/proc/net/ipv6_route").ok()?;
+                // The calling thread's namespace, the one the netlink socket read.
+                let routes = std::fs::read_to_string("/proc/thread-self/net/ipv6_route").ok()?;
                 default_gateways_v6(&routes, iface).find_map(entry)
             });
         }
@@ -554,6 +555,56 @@ fd36000000000000000000000000000a 80 00000000000000000000000000000000 00 00000000
         assert!(started.elapsed() < ANSWER_LIMIT * 2);
         // No entry, no gateway: nothing (and no panic) for a far end on loopback.
         assert_eq!(neighbour_mac("fe80::1".parse().unwrap(), "lo", 1), None);
+    }
+
+    /// A far end's NDP entry, a link-local one's, and the IPv6 default gateway's for a far end
+    /// beyond it, read from the kernel in a network namespace of the test's own (root and `ip`
+    /// needed: without them the test says so and passes).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn ipv6_far_ends_find_their_neighbour_or_their_gateways_in_a_namespace() {
+        std::thread::spawn(|| {
+            // SAFETY: a plain call; it moves only this thread to a new network namespace.
+            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                eprintln!("skipped: no network namespace of its own (not root?)");
+                return;
+            }
+            let ip = |args: &str| {
+                std::process::Command::new("ip")
+                    .args(args.split(' '))
+                    .status()
+                    .is_ok_and(|s| s.success())
+            };
+            let laid_out = [
+                "link add ppn0 type veth peer name ppn1",
+                "link set ppn1 up",
+                "link set ppn0 up",
+                "-6 addr add fd36::a/64 dev ppn0 nodad",
+                "-6 neigh add fd36::b lladdr 02:36:00:00:00:0b dev ppn0 nud permanent",
+                "-6 neigh add fe80::c lladdr 02:36:00:00:00:0c dev ppn0 nud permanent",
+                "-6 route add default via fe80::c dev ppn0",
+            ]
+            .iter()
+            .all(|a| ip(a));
+            if !laid_out {
+                eprintln!("skipped: ip could not lay out the namespace");
+                return;
+            }
+            // SAFETY: a NUL-terminated name; the call reads it only.
+            let ifindex = unsafe { libc::if_nametoindex(c"ppn0".as_ptr()) };
+            assert_ne!(ifindex, 0);
+            let mac = |far: &str| neighbour_mac(far.parse().unwrap(), "ppn0", ifindex);
+            let (b, c) = ([2, 0x36, 0, 0, 0, 0x0b], [2, 0x36, 0, 0, 0, 0x0c]);
+            assert_eq!(mac("fd36::b"), Some(b), "the far end's own entry");
+            assert_eq!(mac("fe80::c"), Some(c), "a link-local far end");
+            assert_eq!(mac("2001:db8::1"), Some(c), "beyond the default gateway");
+            assert_eq!(
+                neighbour_mac("fd36::b".parse().unwrap(), "ppn1", ifindex + 1),
+                None
+            );
+        })
+        .join()
+        .expect("the namespace's checks");
     }
 
     #[test]
