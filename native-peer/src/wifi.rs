@@ -2,13 +2,13 @@
 //! netlink (the codec is `perfpeer_proto::nl80211`; the socket `sys::generic_netlink_socket`).
 //! [`LinkWatch`] follows the station that carries a test — on a client interface its access
 //! point, on an access point the client that is the far end's (or its next hop's) neighbour
-//! entry — and turns two readings into one interval's `LinkSample`; [`interfaces`] lists the
+//! entry, ARP's or, for IPv6, NDP's read over rtnetlink (`perfpeer_proto::rtnetlink`) — and turns two readings into one interval's `LinkSample`; [`interfaces`] lists the
 //! host's radios for `perfpeer wifi`, `/api/info` and the Peer screen. Where there is no
 //! radio on the path (or no nl80211: another system, a kernel without cfg80211) nothing is
 //! read and nothing is said.
 
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -16,9 +16,14 @@ use perfpeer_proto::netlink::{self, Attrs, NetlinkError, Reply};
 use perfpeer_proto::nl80211::{
     self, InterfaceReading, StationReading, SurveyReading, interface_of, station_of, survey_of,
 };
+use perfpeer_proto::rtnetlink;
 use perfpeer_shared::wifi::{
     ChannelSample, LinkSample, Mode, StationLine, WifiInterface, channel_of, mac_words,
 };
+
+/// Whether this build can read a radio at all: only Linux has nl80211 (elsewhere the link is
+/// "not measured", said once: `/api/info`, `perfpeer test --wifi-iface`, `perfpeer wifi`).
+pub(crate) const MEASURED: bool = cfg!(target_os = "linux");
 
 /// A netlink answer that takes longer than this is given up on (the interval goes without).
 const ANSWER_LIMIT: Duration = Duration::from_millis(300);
@@ -66,6 +71,54 @@ fn bad_answer(e: NetlinkError) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
+/// Sends `request` (sequence `seq`) on a netlink socket and hands each answer of that
+/// sequence to `each` until the dump ends, the kernel acknowledges or refuses, or
+/// [`ANSWER_LIMIT`] passes; more than [`MAX_ENTRIES`] answers is an error. (`each` is a trait
+/// object: one copy of this loop for every kind of answer, in a router build.)
+fn exchange(
+    sock: &socket2::Socket,
+    buf: &mut [u8],
+    seq: u32,
+    request: &[u8],
+    each: &mut dyn FnMut(Reply<'_>) -> Result<(), NetlinkError>,
+) -> io::Result<()> {
+    let mut sock = sock;
+    sock.write_all(request)?;
+    let deadline = Instant::now() + ANSWER_LIMIT;
+    let mut entries = 0usize;
+    loop {
+        if Instant::now() > deadline {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        let n = sock.read(buf)?;
+        let mut single = false;
+        for reply in netlink::replies(&buf[..n]) {
+            match reply.map_err(bad_answer)? {
+                reply @ Reply::Genl { seq: s, flags, .. } if s == seq => {
+                    entries += 1;
+                    if entries > MAX_ENTRIES {
+                        return Err(io::Error::other("too many netlink entries"));
+                    }
+                    each(reply).map_err(bad_answer)?;
+                    single = flags & netlink::NLM_F_MULTI == 0;
+                }
+                Reply::Done { seq: s } if s == seq => return Ok(()),
+                Reply::Error { seq: s, errno } if s == seq => {
+                    return if errno == 0 {
+                        Ok(())
+                    } else {
+                        Err(io::Error::from_raw_os_error(errno))
+                    };
+                }
+                _ => {}
+            }
+        }
+        if single {
+            return Ok(());
+        }
+    }
+}
+
 /// A connection to nl80211.
 struct Nl80211 {
     sock: socket2::Socket,
@@ -85,63 +138,15 @@ impl Nl80211 {
             buf: vec![0; 32 * 1024],
         };
         let mut family = None;
-        nl.exchange(&netlink::get_family(nl80211::FAMILY, 1), &mut |_, attrs| {
-            family = family.or(netlink::family_id(attrs));
+        let request = netlink::get_family(nl80211::FAMILY, 1);
+        exchange(&nl.sock, &mut nl.buf, 1, &request, &mut |reply| {
+            if let Reply::Genl { attrs, .. } = reply {
+                family = family.or(netlink::family_id(attrs));
+            }
             Ok(())
         })?;
         nl.family = family.ok_or_else(|| io::Error::other("no nl80211 family id"))?;
         Ok(nl)
-    }
-
-    /// Sends `request` (sequence `self.seq`) and hands each generic answer to `each` until
-    /// the dump ends, the kernel acknowledges or refuses, or [`ANSWER_LIMIT`] passes. (`each`
-    /// is a trait object: one copy of this loop for every kind of answer, in a router build.)
-    fn exchange(
-        &mut self,
-        request: &[u8],
-        each: &mut dyn FnMut(u8, Attrs<'_>) -> Result<(), NetlinkError>,
-    ) -> io::Result<()> {
-        let seq = self.seq;
-        (&self.sock).write_all(request)?;
-        let deadline = Instant::now() + ANSWER_LIMIT;
-        let mut entries = 0usize;
-        loop {
-            if Instant::now() > deadline {
-                return Err(io::ErrorKind::TimedOut.into());
-            }
-            let n = (&self.sock).read(&mut self.buf)?;
-            let mut single = false;
-            for reply in netlink::replies(&self.buf[..n]) {
-                match reply.map_err(bad_answer)? {
-                    Reply::Genl {
-                        seq: s,
-                        cmd,
-                        attrs,
-                        flags,
-                        ..
-                    } if s == seq => {
-                        entries += 1;
-                        if entries > MAX_ENTRIES {
-                            return Err(io::Error::other("too many nl80211 entries"));
-                        }
-                        each(cmd, attrs).map_err(bad_answer)?;
-                        single = flags & netlink::NLM_F_MULTI == 0;
-                    }
-                    Reply::Done { seq: s } if s == seq => return Ok(()),
-                    Reply::Error { seq: s, errno } if s == seq => {
-                        return if errno == 0 {
-                            Ok(())
-                        } else {
-                            Err(io::Error::from_raw_os_error(errno))
-                        };
-                    }
-                    _ => {}
-                }
-            }
-            if single {
-                return Ok(());
-            }
-        }
     }
 
     /// Sends a request built for the next sequence number and collects what `decode` makes
@@ -154,8 +159,10 @@ impl Nl80211 {
         self.seq = self.seq.wrapping_add(1).max(2);
         let bytes = request(self.family, self.seq);
         let mut out = Vec::new();
-        self.exchange(&bytes, &mut |cmd, attrs| {
-            out.extend(decode(cmd, attrs)?);
+        exchange(&self.sock, &mut self.buf, self.seq, &bytes, &mut |reply| {
+            if let Reply::Genl { cmd, attrs, .. } = reply {
+                out.extend(decode(cmd, attrs)?);
+            }
             Ok(())
         })?;
         Ok(out)
@@ -236,11 +243,25 @@ fn iface_of(ip: IpAddr) -> Option<String> {
         .map(|i| i.name)
 }
 
-/// The neighbour entry (ARP) of `ip` on `iface`, or of `iface`'s default gateway when `ip`
-/// has none (a far end beyond a router): the station the test's frames go to.
-fn neighbour_mac(ip: IpAddr, iface: &str) -> Option<[u8; 6]> {
-    let IpAddr::V4(v4) = ip else {
-        return None; // IPv6 neighbours are in rtnetlink, not read here: see docs/wifi.md
+/// The neighbour entry of `ip` on `iface` (index `ifindex`), or of `iface`'s default gateway
+/// when `ip` has none (a far end beyond a router): the station the test's frames go to. IPv4
+/// entries are ARP's (/proc/net/arp), IPv6 ones NDP's (rtnetlink; a link-local far end too,
+/// the interface being known).
+fn neighbour_mac(ip: IpAddr, iface: &str, ifindex: u32) -> Option<[u8; 6]> {
+    let v4 = match ip {
+        IpAddr::V4(v4) => v4,
+        IpAddr::V6(v6) => {
+            let table = ipv6_neighbours(ifindex).ok()?;
+            let entry = |want: Ipv6Addr| {
+                let want = want.octets();
+                table.iter().find(|n| n.ip == want).map(|n| n.mac)
+            };
+            return entry(v6).or_else(|| {
+                // The calling thread's namespace, the one the netlink socket read.
+                let routes = std::fs::read_to_string("/proc/thread-self/net/ipv6_route").ok()?;
+                default_gateways_v6(&routes, iface).find_map(entry)
+            });
+        }
     };
     let arp = std::fs::read_to_string("/proc/net/arp").ok()?;
     let entry = |want: Ipv4Addr| {
@@ -252,6 +273,36 @@ fn neighbour_mac(ip: IpAddr, iface: &str) -> Option<[u8; 6]> {
         })
     };
     entry(v4).or_else(|| default_gateway(iface).and_then(entry))
+}
+
+/// The IPv6 neighbours on interface `ifindex` that have a MAC (an rtnetlink dump, bounded
+/// like nl80211's: [`ANSWER_LIMIT`], [`MAX_ENTRIES`]).
+fn ipv6_neighbours(ifindex: u32) -> io::Result<Vec<rtnetlink::Neighbour>> {
+    let sock = crate::sys::route_netlink_socket(ANSWER_LIMIT)?;
+    let mut buf = vec![0; 32 * 1024];
+    let mut out = Vec::new();
+    let request = rtnetlink::neighbours_request(1);
+    exchange(&sock, &mut buf, 1, &request, &mut |reply| {
+        if let Reply::Genl { kind, body, .. } = reply {
+            out.extend(rtnetlink::neighbour_of(kind, body)?.filter(|n| n.ifindex == ifindex));
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// The next hops of `iface`'s IPv6 default routes in /proc/net/ipv6_route's text `routes`
+/// (each line: destination, its prefix length, source, its prefix length, next hop, metric,
+/// references, use, flags, interface; addresses as 32 hex digits).
+fn default_gateways_v6<'a>(routes: &'a str, iface: &'a str) -> impl Iterator<Item = Ipv6Addr> + 'a {
+    routes.lines().filter_map(move |l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let zero = |t: &str| t.bytes().all(|c| c == b'0');
+        (f.len() >= 10 && f[9] == iface && f[1] == "00" && zero(f[0]) && !zero(f[4]))
+            .then(|| u128::from_str_radix(f[4], 16).ok())
+            .flatten()
+            .map(Ipv6Addr::from)
+    })
 }
 
 /// `iface`'s default gateway from /proc/net/route (addresses in the kernel's byte order).
@@ -347,7 +398,7 @@ impl LinkWatch {
         let chosen = match (self.iface.mode(), stations) {
             (_, [only]) => Some(only.clone()),
             (Mode::Station, [first, ..]) => Some(first.clone()),
-            _ => neighbour_mac(self.far, &self.iface.name).and_then(find),
+            _ => neighbour_mac(self.far, &self.iface.name, self.iface.ifindex).and_then(find),
         };
         self.station = chosen.as_ref().map(|s| s.mac);
         chosen
@@ -476,6 +527,84 @@ mod tests {
             (c.busy_percent, c.tx_percent, c.rx_percent),
             (Some(25.0), Some(10.0), None)
         );
+    }
+
+    #[test]
+    fn ipv6_default_routes_give_their_next_hops_on_the_interface() {
+        // /proc/net/ipv6_route of a network namespace with `default via fe80::36:ff:fe00:b
+        // dev ppv36a` (loopback's unreachable default has no next hop).
+        let routes = "\
+fd360000000000000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000002 00000000 00000001   ppv36a
+00000000000000000000000000000000 00 00000000000000000000000000000000 00 fe80000000000000003600fffe00000b 00000400 00000001 00000000 00000003   ppv36a
+fd36000000000000000000000000000a 80 00000000000000000000000000000000 00 00000000000000000000000000000000 00000000 00000003 00000000 80200001   ppv36a
+00000000000000000000000000000000 00 00000000000000000000000000000000 00 00000000000000000000000000000000 ffffffff 00000001 00000000 00200200       lo
+";
+        let hops: Vec<Ipv6Addr> = default_gateways_v6(routes, "ppv36a").collect();
+        assert_eq!(hops, ["fe80::36:ff:fe00:b".parse::<Ipv6Addr>().unwrap()]);
+        assert_eq!(default_gateways_v6(routes, "lo").count(), 0);
+        assert_eq!(default_gateways_v6(routes, "wlan0").count(), 0);
+        assert_eq!(default_gateways_v6("garbage\n00 00", "ppv36a").count(), 0);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_kernels_ipv6_neighbour_table_is_read_in_one_bounded_exchange() {
+        // Loopback has no neighbours with a MAC; the dump is still asked and read to its end.
+        let started = Instant::now();
+        assert_eq!(ipv6_neighbours(1).expect("an rtnetlink dump"), []);
+        assert!(started.elapsed() < ANSWER_LIMIT * 2);
+        // No entry, no gateway: nothing (and no panic) for a far end on loopback.
+        assert_eq!(neighbour_mac("fe80::1".parse().unwrap(), "lo", 1), None);
+    }
+
+    /// A far end's NDP entry, a link-local one's, and the IPv6 default gateway's for a far end
+    /// beyond it, read from the kernel in a network namespace of the test's own (root and `ip`
+    /// needed: without them the test says so and passes).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn ipv6_far_ends_find_their_neighbour_or_their_gateways_in_a_namespace() {
+        std::thread::spawn(|| {
+            // SAFETY: a plain call; it moves only this thread to a new network namespace.
+            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                eprintln!("skipped: no network namespace of its own (not root?)");
+                return;
+            }
+            let ip = |args: &str| {
+                std::process::Command::new("ip")
+                    .args(args.split(' '))
+                    .status()
+                    .is_ok_and(|s| s.success())
+            };
+            let laid_out = [
+                "link add ppn0 type veth peer name ppn1",
+                "link set ppn1 up",
+                "link set ppn0 up",
+                "-6 addr add fd36::a/64 dev ppn0 nodad",
+                "-6 neigh add fd36::b lladdr 02:36:00:00:00:0b dev ppn0 nud permanent",
+                "-6 neigh add fe80::c lladdr 02:36:00:00:00:0c dev ppn0 nud permanent",
+                "-6 route add default via fe80::c dev ppn0",
+            ]
+            .iter()
+            .all(|a| ip(a));
+            if !laid_out {
+                eprintln!("skipped: ip could not lay out the namespace");
+                return;
+            }
+            // SAFETY: a NUL-terminated name; the call reads it only.
+            let ifindex = unsafe { libc::if_nametoindex(c"ppn0".as_ptr()) };
+            assert_ne!(ifindex, 0);
+            let mac = |far: &str| neighbour_mac(far.parse().unwrap(), "ppn0", ifindex);
+            let (b, c) = ([2, 0x36, 0, 0, 0, 0x0b], [2, 0x36, 0, 0, 0, 0x0c]);
+            assert_eq!(mac("fd36::b"), Some(b), "the far end's own entry");
+            assert_eq!(mac("fe80::c"), Some(c), "a link-local far end");
+            assert_eq!(mac("2001:db8::1"), Some(c), "beyond the default gateway");
+            assert_eq!(
+                neighbour_mac("fd36::b".parse().unwrap(), "ppn1", ifindex + 1),
+                None
+            );
+        })
+        .join()
+        .expect("the namespace's checks");
     }
 
     #[test]

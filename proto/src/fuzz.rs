@@ -1,9 +1,10 @@
 //! Codec-level fuzzing of every decoder that reads an anonymous peer's bytes (perfpeer's data
 //! hellos and datagrams, iperf3's cookie, states, frame lengths, parameter and result JSON,
 //! iperf 2's headers and server reports, netperf's control messages, the `/ws` control
-//! messages, and the nl80211 answers of the Wi-Fi link): a fixed number of cases
-//! from a fixed seed, random bytes and mutations of valid messages. The properties: no panic,
-//! length fields bounded before use, and valid messages read back as written.
+//! messages, and the nl80211 and rtnetlink neighbour answers of the Wi-Fi link): a fixed
+//! number of cases from a fixed seed, random bytes and mutations of valid messages. The
+//! properties: no panic, length fields bounded before use, and valid messages read back as
+//! written.
 
 #![allow(
     clippy::cast_possible_truncation,
@@ -420,6 +421,38 @@ fn nl80211_decoders() {
                 let _ = station_of(cmd, attrs);
                 let _ = interface_of(cmd, attrs);
                 let _ = survey_of(cmd, attrs);
+            }
+        }
+    });
+}
+
+/// The IPv6 neighbour table's answers (rtnetlink): seeds laid out here and the kernel's own
+/// dump captured over a veth pair (proto/fixtures/rtnetlink/neigh_v6.hex).
+#[test]
+fn rtnetlink_neighbour_decoder() {
+    use crate::netlink::{Reply, replies};
+    use crate::rtnetlink::{RTM_NEWNEIGH, neighbour_of};
+    let attrs = [
+        nl_attr(1, &[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
+        nl_attr(2, &[2, 0, 0, 0, 1, 0]),
+    ]
+    .concat();
+    let mut laid_out = Vec::new();
+    laid_out.extend_from_slice(&u32::try_from(28 + attrs.len()).unwrap_or(0).to_ne_bytes());
+    laid_out.extend_from_slice(&RTM_NEWNEIGH.to_ne_bytes());
+    laid_out.extend_from_slice(&[2, 0, 1, 0, 0, 0, 0, 0, 0, 0]);
+    laid_out.extend_from_slice(&[10, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 1]);
+    laid_out.extend_from_slice(&attrs);
+    let text = include_str!("../fixtures/rtnetlink/neigh_v6.hex").trim();
+    let kernel = (0..text.len())
+        .step_by(2)
+        .filter_map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+        .collect();
+    each_case(&[laid_out, kernel], |b| {
+        for reply in replies(b) {
+            if let Ok(Reply::Genl { kind, body, .. }) = reply {
+                let _ = neighbour_of(kind, body);
+                let _ = neighbour_of(RTM_NEWNEIGH, body);
             }
         }
     });

@@ -11,6 +11,7 @@
 //! - [`probe`]: the latency probe's request and timestamped answer.
 //! - [`netlink`]: netlink and generic netlink messages and attributes.
 //! - [`nl80211`]: the Wi-Fi family's interface, station and survey dumps (link statistics).
+//! - [`rtnetlink`]: the IPv6 neighbour table (which station an IPv6 far end is behind).
 //! - [`udp_stats`]: a UDP receiver's loss, reordering, duplicates, jitter and gaps.
 
 pub mod frames;
@@ -22,6 +23,7 @@ pub mod netlink;
 pub mod netperf;
 pub mod nl80211;
 pub mod probe;
+pub mod rtnetlink;
 pub mod udp_stats;
 pub mod wire;
 pub mod write_stamps;

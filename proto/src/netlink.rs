@@ -141,7 +141,8 @@ pub fn family_id(attrs: Attrs<'_>) -> Option<u16> {
 #[derive(Debug, Clone, Copy)]
 pub enum Reply<'a> {
     /// A generic netlink message: its type (the family), flags, sequence, command and
-    /// attributes.
+    /// attributes. (On a `NETLINK_ROUTE` socket, an rtnetlink message: its type is an `RTM_`
+    /// one and only `body` means anything; see [`crate::rtnetlink`].)
     Genl {
         /// The message type: the family's id.
         kind: u16,
@@ -153,6 +154,8 @@ pub enum Reply<'a> {
         cmd: u8,
         /// Its attributes.
         attrs: Attrs<'a>,
+        /// Everything after the netlink header (the generic header, then the attributes).
+        body: &'a [u8],
     },
     /// The end of a dump.
     Done {
@@ -184,11 +187,11 @@ pub struct Replies<'a> {
     rest: &'a [u8],
 }
 
-fn ne_u16(b: &[u8], at: usize) -> u16 {
+pub(crate) fn ne_u16(b: &[u8], at: usize) -> u16 {
     u16::from_ne_bytes([b[at], b[at + 1]])
 }
 
-fn ne_u32(b: &[u8], at: usize) -> u32 {
+pub(crate) fn ne_u32(b: &[u8], at: usize) -> u32 {
     u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
@@ -230,6 +233,7 @@ impl<'a> Iterator for Replies<'a> {
                 seq,
                 cmd: body[0],
                 attrs: Attrs::new(&body[GENL_LEN..]),
+                body,
             }),
         })
     }
@@ -281,7 +285,8 @@ pub struct Attr<'a> {
 }
 
 impl<'a> Attr<'a> {
-    fn exact<const N: usize>(&self) -> Result<[u8; N], NetlinkError> {
+    /// A value of exactly `N` bytes (an address).
+    pub fn exact<const N: usize>(&self) -> Result<[u8; N], NetlinkError> {
         self.value.try_into().map_err(|_| NetlinkError::BadSize {
             kind: self.kind,
             len: self.value.len(),
@@ -366,6 +371,7 @@ mod tests {
                 seq,
                 cmd,
                 attrs,
+                ..
             },
         ] = all[..]
         else {

@@ -311,6 +311,10 @@ pub struct PeerInfo {
     /// no station addresses), read at most once a second.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wifi: Vec<crate::wifi::WifiInterface>,
+    /// This build cannot read a radio at all (Windows, macOS: no nl80211), so the Wi-Fi link
+    /// is not measured here; absent (false) from peers that can, and from older ones.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wifi_not_measured: bool,
 }
 
 /// A test running on a peer.

@@ -15,7 +15,7 @@ use crate::history::{Filter, History, Request};
 use crate::present::{Notice, explain};
 use crate::route::Route;
 
-pub use info::INFO_REFRESH_MS;
+pub use info::{INFO_REFRESH_MS, radios_text};
 pub use link::{Link, backoff_ms};
 pub use nav::Screen;
 pub use peers::RECENT_PEERS;

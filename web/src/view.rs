@@ -3,7 +3,7 @@
 //! redone only when a different result (or its newly saved notes) arrives.
 
 use perfpeer_shared::control::PeerInfo;
-use perfpeer_shared::format::{cbr, sweep as sweep_text, wifi as wifi_text};
+use perfpeer_shared::format::{cbr, sweep as sweep_text};
 use perfpeer_shared::history::Notes;
 use perfpeer_shared::report::{IntervalReport, PeerRole, Sending, TestResult, TestStatus};
 use perfpeer_shared::spec::{EndCondition, Protocol};
@@ -183,10 +183,9 @@ impl View {
         }
     }
 
-    /// The Peer screen's radios as `perfpeer wifi` prints them (no station addresses: the
-    /// peer leaves them out); nothing without a radio.
+    /// The Peer screen's radios (`store::radios_text`).
     fn render_radios(&mut self, peer: &PeerInfo) {
-        let text = wifi_text::interfaces_text(&peer.wifi);
+        let text = crate::store::radios_text(peer);
         if text != self.radios_text {
             set_lines("peer-wifi", &text);
             show("peer-wifi-box", !text.is_empty());

@@ -159,6 +159,7 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCod
         dccp: crate::dccp::support(),
         store_problem: None,
         wifi: Vec::new(),
+        wifi_not_measured: !crate::wifi::MEASURED,
     };
     let config = ServeConfig {
         max_tests: args.max_tests,

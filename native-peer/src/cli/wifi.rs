@@ -53,7 +53,17 @@ impl WifiFlags {
             iface: self.wifi_iface.clone(),
             station,
         });
+        if let Some(note) = self.not_measured_note(crate::wifi::MEASURED) {
+            eprintln!("{note}");
+        }
         Ok(())
+    }
+
+    /// The one line said when a radio is named on a system that cannot read one (not an
+    /// error: the test runs, without link lines).
+    fn not_measured_note(&self, measured: bool) -> Option<&'static str> {
+        (!measured && (self.wifi_iface.is_some() || self.wifi_station.is_some()))
+            .then_some("perfpeer: the Wi-Fi link is not measured on this system")
     }
 }
 
@@ -98,4 +108,27 @@ pub(super) fn run(args: &WifiArgs) -> anyhow::Result<ExitCode> {
         out!("{}", perfpeer_shared::format::wifi::interfaces_text(&list));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_named_radio_on_a_system_without_one_is_said_once_not_refused() {
+        let flags = |iface: Option<&str>, station: Option<&str>| WifiFlags {
+            no_wifi: false,
+            wifi_iface: iface.map(Into::into),
+            wifi_station: station.map(Into::into),
+        };
+        let note = Some("perfpeer: the Wi-Fi link is not measured on this system");
+        assert_eq!(flags(Some("wlan0"), None).not_measured_note(false), note);
+        assert_eq!(
+            flags(None, Some("02:00:00:00:01:00")).not_measured_note(false),
+            note
+        );
+        // Nothing named, or a system that reads radios: nothing said.
+        assert_eq!(flags(None, None).not_measured_note(false), None);
+        assert_eq!(flags(Some("wlan0"), None).not_measured_note(true), None);
+    }
 }

@@ -26,6 +26,11 @@ pub(crate) fn generic_netlink_socket(_timeout: Duration) -> io::Result<socket2::
     Err(unsupported("netlink"))
 }
 
+/// No rtnetlink here (the neighbour table is only read for the Wi-Fi link, not measured here).
+pub(crate) fn route_netlink_socket(_timeout: Duration) -> io::Result<socket2::Socket> {
+    Err(unsupported("netlink"))
+}
+
 /// No batched UDP calls here: datagram streams send and receive one at a time.
 pub(crate) const BATCHED_UDP: bool = false;
 
@@ -263,6 +268,9 @@ mod tests {
             io::ErrorKind::Unsupported
         );
         assert!(set_udp_segment(&udp, 1400).is_err());
+        let timeout = std::time::Duration::from_millis(1);
+        assert!(generic_netlink_socket(timeout).is_err());
+        assert!(route_netlink_socket(timeout).is_err());
         let sock = socket2::SockRef::from(&udp);
         assert!(set_tclass_v6(&sock, 0).is_err());
         assert!(set_tcp_mss(&sock, 1000).is_err());

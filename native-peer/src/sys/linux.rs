@@ -25,10 +25,20 @@ pub(crate) fn bind_device(sock: socket2::SockRef<'_>, device: &str) -> io::Resul
 /// A generic netlink socket (nl80211's family, for the Wi-Fi link beside a test); reads time
 /// out after `timeout`. The kernel binds it to a port of its own at the first send.
 pub(crate) fn generic_netlink_socket(timeout: Duration) -> io::Result<socket2::Socket> {
+    netlink_socket(libc::NETLINK_GENERIC, timeout)
+}
+
+/// An rtnetlink socket (the IPv6 neighbour table, for the station an IPv6 far end is
+/// behind); reads time out after `timeout`.
+pub(crate) fn route_netlink_socket(timeout: Duration) -> io::Result<socket2::Socket> {
+    netlink_socket(libc::NETLINK_ROUTE, timeout)
+}
+
+fn netlink_socket(protocol: libc::c_int, timeout: Duration) -> io::Result<socket2::Socket> {
     let sock = socket2::Socket::new(
         socket2::Domain::from(libc::AF_NETLINK),
         socket2::Type::RAW,
-        Some(socket2::Protocol::from(libc::NETLINK_GENERIC)),
+        Some(socket2::Protocol::from(protocol)),
     )?;
     sock.set_read_timeout(Some(timeout))?;
     Ok(sock)

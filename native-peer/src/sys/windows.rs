@@ -20,10 +20,11 @@ use super::{AsSocket, HostTimes, TcpInfo, Uname};
 
 pub(crate) use super::fallback::{
     BATCHED_UDP, SendSource, bind_device, daemonize, generic_netlink_socket, join_ssm_v6,
-    pin_to_cpu, raise_fd_limit, receive_own_groups_only, recv_batch, recv_discard, run_as_batch,
-    send_batch, set_max_pacing_rate, set_priority, set_recv_low_water, set_so_debug, set_tclass_v6,
-    set_tcp_congestion, set_tcp_mss, set_tcp_quickack, set_udp_segment, tcp_congestion, tcp_mss,
-    tighten_timer_slack, unsent_bytes, wait_readable,
+    pin_to_cpu, raise_fd_limit, receive_own_groups_only, recv_batch, recv_discard,
+    route_netlink_socket, run_as_batch, send_batch, set_max_pacing_rate, set_priority,
+    set_recv_low_water, set_so_debug, set_tclass_v6, set_tcp_congestion, set_tcp_mss,
+    set_tcp_quickack, set_udp_segment, tcp_congestion, tcp_mss, tighten_timer_slack, unsent_bytes,
+    wait_readable,
 };
 
 /// A FILETIME as one count of 100 ns units.

@@ -1,12 +1,24 @@
 //! The model's side of the Peer screen's refresh: while the screen is open this peer is asked
 //! what it is now (`GET /api/info`) every [`INFO_REFRESH_MS`], so its radios (mode, network,
 //! channel, each station's signal and rates) are seen live before any test. The timer starts
-//! when the screen opens and stops when it closes, whatever moved the page.
+//! when the screen opens and stops when it closes, whatever moved the page. [`radios_text`]
+//! is what the screen says of them.
 
 use perfpeer_shared::control::PeerInfo;
+use perfpeer_shared::format::wifi as wifi_text;
 
 use super::{Cmd, Model, Screen};
 use crate::history::Request;
+
+/// The Peer screen's radios as `perfpeer wifi` prints them (no station addresses: the peer
+/// leaves them out); one line on a system that cannot read a radio; nothing without a radio.
+pub fn radios_text(peer: &PeerInfo) -> String {
+    if peer.wifi_not_measured {
+        "Wi-Fi: not measured on this system\n".into()
+    } else {
+        wifi_text::interfaces_text(&peer.wifi)
+    }
+}
 
 /// How often the Peer screen asks again, ms (the peer reads its radios at most once a second).
 pub const INFO_REFRESH_MS: u32 = 2000;

@@ -1558,6 +1558,29 @@ fn info_with_radio(signal: i8) -> String {
     .to_string()
 }
 
+#[test]
+fn a_peer_that_cannot_read_a_radio_says_so_once_on_the_peer_screen() {
+    let mut m = booted(Some("tok"));
+    m.update(welcome(true));
+    // A Windows or macOS peer: one line, whatever its (empty) radio list.
+    let mut info: serde_json::Value = serde_json::from_str(&info_with_radio(-48)).unwrap();
+    info["wifi"] = serde_json::json!([]);
+    info["wifi_not_measured"] = true.into();
+    info_reply(&mut m, 200, &info.to_string());
+    let peer = m.peer.as_ref().unwrap();
+    assert_eq!(radios_text(peer), "Wi-Fi: not measured on this system\n");
+    // A Linux peer (and an older one, which does not say): its radios, or nothing.
+    info_reply(&mut m, 200, &info_with_radio(-48));
+    let peer = m.peer.as_ref().unwrap();
+    assert!(!peer.wifi_not_measured);
+    assert!(
+        radios_text(peer).starts_with("wlan0 ("),
+        "{}",
+        radios_text(peer)
+    );
+    assert_eq!(radios_text(&PeerInfo::default()), "");
+}
+
 fn info_reply(m: &mut Model, status: u16, body: &str) -> Vec<Cmd> {
     m.update(Msg::Reply {
         request: crate::history::Request::Info,
