@@ -308,7 +308,7 @@ fn init_logging(default_level: &str) {
         Some(Err(e)) => (default_targets(default_level), Some(e)),
         None => (default_targets(default_level), None),
     };
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let ansi = cfg!(feature = "console") && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(ansi);

@@ -1,7 +1,6 @@
 //! `perfpeer serve`: bind the control and data ports, announce the URLs (and a QR code on a
 //! terminal), serve until SIGINT/SIGTERM.
 
-use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -317,7 +316,8 @@ fn announce(control: SocketAddr, data: SocketAddr, token: Option<&str>) {
     if token.is_none() {
         outln!("(open mode: no access token)");
     }
-    if std::io::stdout().is_terminal()
+    #[cfg(feature = "console")]
+    if std::io::IsTerminal::is_terminal(&std::io::stdout())
         && let Ok(code) = qrcode::QrCode::new(urls[0].as_bytes())
     {
         outln!(
