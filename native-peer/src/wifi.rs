@@ -564,8 +564,7 @@ fd36000000000000000000000000000a 80 00000000000000000000000000000000 00 00000000
     #[test]
     fn ipv6_far_ends_find_their_neighbour_or_their_gateways_in_a_namespace() {
         std::thread::spawn(|| {
-            // SAFETY: a plain call; it moves only this thread to a new network namespace.
-            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            if !crate::sys::enter_own_net_namespace() {
                 eprintln!("skipped: no network namespace of its own (not root?)");
                 return;
             }
@@ -590,8 +589,7 @@ fd36000000000000000000000000000a 80 00000000000000000000000000000000 00 00000000
                 eprintln!("skipped: ip could not lay out the namespace");
                 return;
             }
-            // SAFETY: a NUL-terminated name; the call reads it only.
-            let ifindex = unsafe { libc::if_nametoindex(c"ppn0".as_ptr()) };
+            let ifindex = crate::sys::interface_index(c"ppn0");
             assert_ne!(ifindex, 0);
             let mac = |far: &str| neighbour_mac(far.parse().unwrap(), "ppn0", ifindex);
             let (b, c) = ([2, 0x36, 0, 0, 0, 0x0b], [2, 0x36, 0, 0, 0, 0x0c]);

@@ -4,7 +4,7 @@
 
 use perfpeer_shared::control::PeerInfo;
 use perfpeer_shared::format::{cbr, sweep as sweep_text};
-use perfpeer_shared::history::Notes;
+use perfpeer_shared::history::{Notes, ResultKind};
 use perfpeer_shared::report::{IntervalReport, PeerRole, Sending, TestResult, TestStatus};
 use perfpeer_shared::spec::{EndCondition, Protocol};
 use perfpeer_shared::verdict::Verdict;
@@ -438,8 +438,10 @@ impl View {
 fn history_row(e: &history::Entry, tz: i32, picked: bool) -> String {
     let r = history::row(e, tz);
     let id = escape(&r.id);
-    // Sweeps open as a table; tests are overlaid with tests, latency runs with latency runs.
-    let pick = if e.is_sweep() {
+    // Sweeps open as a table, plan runs as their page; tests are overlaid with tests, latency
+    // runs with latency runs.
+    let is_plan = e.kind == ResultKind::Plan;
+    let pick = if e.is_sweep() || is_plan {
         "<span class='no-pick'></span>".to_string()
     } else {
         format!(
@@ -451,10 +453,22 @@ fn history_row(e: &history::Entry, tz: i32, picked: bool) -> String {
             if picked { " checked" } else { "" }
         )
     };
+    // A plan run opens as its page (/r/<id>); everything else on the Result screen.
+    let (open, close) = if is_plan {
+        (format!("<a class='open' href='/r/{id}'>"), "</a>")
+    } else {
+        (
+            format!("<button type='button' class='open' data-open='{id}'>"),
+            "</button>",
+        )
+    };
+    let badge = e.verdict.map_or_else(String::new, |v| {
+        format!("<span class='badge {}'>{}</span>", v.name(), v.word())
+    });
     format!(
         "<li data-id='{id}' data-protocol='{}' data-kind='{}'>{pick}\
-         <button type='button' class='open' data-open='{id}'><span class='when'>{}</span>\
-         <span class='rate'>{}</span><span class='peer'>{} · {}</span><span class='status'>{}</span>{}{}</button></li>",
+         {open}<span class='when'>{}</span>\
+         <span class='rate'>{}</span><span class='peer'>{} · {}</span><span class='status'>{}{badge}</span>{}{}{close}</li>",
         escape(&e.protocol.word()),
         escape(&e.kind.word()),
         escape(&r.when),

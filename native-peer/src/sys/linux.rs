@@ -601,3 +601,18 @@ impl SendSource {
         }
     }
 }
+
+/// Moves the calling thread into a network namespace of its own (tests that lay out links
+/// with `ip`); false where that is not allowed (not root).
+#[cfg(test)]
+pub(crate) fn enter_own_net_namespace() -> bool {
+    // SAFETY: a plain call; it changes only this thread's network namespace.
+    unsafe { libc::unshare(libc::CLONE_NEWNET) == 0 }
+}
+
+/// The index of interface `name` in this thread's network namespace (0: none).
+#[cfg(test)]
+pub(crate) fn interface_index(name: &std::ffi::CStr) -> u32 {
+    // SAFETY: a NUL-terminated name; the call only reads it.
+    unsafe { libc::if_nametoindex(name.as_ptr()) }
+}
