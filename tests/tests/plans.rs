@@ -139,8 +139,9 @@ fn write_plan(dir: &std::path::Path, name: &str, text: &str) -> String {
     path.display().to_string()
 }
 
-fn plan_dir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("perfpeer-plans-{}", std::process::id()));
+/// A folder of plan files for one test (tests run in parallel: each removes its own).
+fn plan_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("perfpeer-plans-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("plan dir");
     dir
 }
@@ -160,7 +161,7 @@ fn a_plan_runs_to_its_table_and_a_slower_link_is_judged_worse() {
     let Some(hosts) = hosts("p") else { return };
     let peer = serve_b(&hosts);
     assert_eq!(ADDR_B, "198.18.0.2", "the plan names B by its address");
-    let dir = plan_dir();
+    let dir = plan_dir("run");
     let plan = write_plan(&dir, "link.toml", PLAN);
     let a = || hosts.prefix_a();
     let run = |extra: &[&str]| {
@@ -255,7 +256,7 @@ fn a_plan_runs_to_its_table_and_a_slower_link_is_judged_worse() {
 
 #[test]
 fn bad_plans_are_refused_before_anything_runs() {
-    let dir = plan_dir();
+    let dir = plan_dir("bad");
     let peer = Peer::start(&[]);
     let big: String = (1..=100)
         .map(|n| n.to_string())
@@ -312,7 +313,7 @@ fn bad_plans_are_refused_before_anything_runs() {
 #[test]
 fn ctrl_c_stops_after_the_running_case_and_keeps_what_ran() {
     let peer = Peer::start(&[]);
-    let dir = plan_dir();
+    let dir = plan_dir("stop");
     let plan = write_plan(
         &dir,
         "long.toml",
