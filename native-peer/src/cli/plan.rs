@@ -182,11 +182,13 @@ async fn run_plan(args: RunArgs) -> anyhow::Result<ExitCode> {
         result.compare_with(base, id, args.common.min_change);
     }
     let kept = store.as_ref().map(|s| {
-        let peers: Vec<&str> = {
-            let mut p: Vec<&str> = plan.cases.iter().map(|c| c.peer.as_str()).collect();
-            p.dedup();
-            p
-        };
+        // Each peer once, in the order the cases name them (they alternate with several).
+        let mut peers: Vec<&str> = Vec::new();
+        for case in &plan.cases {
+            if !peers.contains(&case.peer.as_str()) {
+                peers.push(&case.peer);
+            }
+        }
         s.save_plan(Origin::Cli, &peers.join(","), &result)
     });
     let id = match kept {

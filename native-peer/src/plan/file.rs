@@ -51,7 +51,8 @@ struct FileTop {
     cases: Vec<Spanned<FileCase>>,
 }
 
-/// Settings a case takes from the top of the file unless it gives its own.
+/// Settings a case takes from the top of the file unless it gives its own. (The file's
+/// structs list them field by field: serde's `flatten` would lose the spans that name a line.)
 #[derive(Debug, Default)]
 struct Settings {
     time: Option<Spanned<Number>>,
@@ -182,11 +183,13 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<Plan, PlanError> {
                 })
         })
         .transpose()?;
+    // A matrix cell has no settings of its own: it takes the top's.
+    let no_settings = Settings::default();
     let mut cells: Vec<(String, Option<String>, Cell, &Settings, usize)> = Vec::new();
     if let Some(matrix) = &top.matrix {
         let at = matrix.span().start;
         for cell in expand(matrix.get_ref()) {
-            cells.push((label_of(&cell), None, cell, &top_settings, at));
+            cells.push((label_of(&cell), None, cell, &no_settings, at));
         }
     }
     for (case, own) in top.cases.iter().zip(&case_settings) {
@@ -258,9 +261,7 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<Plan, PlanError> {
         // A case's own expectations replace the top's, and must all apply to it; the top's
         // apply where the case measures them (a plan's `loss<=1%` means its UDP cases).
         let expect = match (&own.expect, &top_settings.expect) {
-            (Some(list), _) if !std::ptr::eq(own, &top_settings) => {
-                parse_expect(list).map_err(|r| fail(list.span().start, r))?
-            }
+            (Some(list), _) => parse_expect(list).map_err(|r| fail(list.span().start, r))?,
             (_, Some(list)) => applicable(
                 &parse_expect(list).map_err(|r| fail(list.span().start, r))?,
                 &spec,
