@@ -57,6 +57,22 @@ fn enter(ns: &str) -> Result<(), String> {
     }
 }
 
+/// Replaces `dev`'s qdisc in namespace `ns` with a `tbf` of `args` (its rate, then the rest of
+/// its arguments); panics with tc's words if tc refuses.
+pub fn shape(ns: &str, dev: &str, args: &[&str]) {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev])
+        .args(["root", "tbf", "rate"])
+        .args(args)
+        .output()
+        .expect("tc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Two hosts on a link of `rate`, or none (said as a skip) where namespaces cannot be made;
 /// CI runs as root, so there a missing capability is a failure.
 pub fn two_hosts_or_skip(tag: &str, rate: &str) -> Option<TwoHosts> {

@@ -26,18 +26,7 @@ fn serve_b(hosts: &TwoHosts) -> Peer {
 /// Both ends' egress shaped to `rate` (the link's own tbf replaced).
 fn reshape(hosts: &TwoHosts, rate: &str) {
     for (ns, dev) in [(&hosts.ns_a, &hosts.dev_a), (&hosts.ns_b, &hosts.dev_b)] {
-        let out = std::process::Command::new("ip")
-            .args(["netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev])
-            .args([
-                "root", "tbf", "rate", rate, "burst", "32kb", "latency", "300ms",
-            ])
-            .output()
-            .expect("tc");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        netns::shape(ns, dev, &[rate, "burst", "32kb", "latency", "300ms"]);
     }
 }
 

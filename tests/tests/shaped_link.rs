@@ -6,26 +6,10 @@ fn hosts(tag: &str) -> Option<TwoHosts> {
     netns::two_hosts_or_skip(tag, "20mbit")
 }
 
-/// Replaces `dev`'s qdisc in namespace `ns` with a `tbf` of `rate` (its rate, then the rest of
-/// its arguments).
-fn shape(ns: &str, dev: &str, rate: &[&str]) {
-    let out = std::process::Command::new("ip")
-        .args(["netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev])
-        .args(["root", "tbf", "rate"])
-        .args(rate)
-        .output()
-        .expect("tc");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// Puts a `tbf` of `rate` (its rate, then the rest of its arguments) on A's way out in place
 /// of the link's own, and starts an open peer on B.
 fn shape_a_and_serve_b(hosts: &TwoHosts, rate: &[&str]) -> Peer {
-    shape(&hosts.ns_a, &hosts.dev_a, rate);
+    netns::shape(&hosts.ns_a, &hosts.dev_a, rate);
     Peer::start_with(
         hosts.prefix_b(),
         &format!("{ADDR_B}:5210"),
@@ -179,7 +163,7 @@ fn trip_times_show_a_delay_on_one_direction_only() {
 fn video_frames_arrive_late_where_the_link_is_slower_than_their_bursts() {
     let Some(hosts) = hosts("v") else { return };
     let _peer = shape_a_and_serve_b(&hosts, &["9mbit", "burst", "16kb", "latency", "200ms"]);
-    shape(
+    netns::shape(
         &hosts.ns_b,
         &hosts.dev_b,
         &["100mbit", "burst", "64kb", "latency", "50ms"],
@@ -223,7 +207,7 @@ fn video_frames_arrive_late_where_the_link_is_slower_than_their_bursts() {
 fn video_frames_over_tcp_are_late_but_never_lost_through_a_slow_link() {
     let Some(hosts) = hosts("w") else { return };
     let _peer = shape_a_and_serve_b(&hosts, &["9mbit", "burst", "16kb", "latency", "200ms"]);
-    shape(
+    netns::shape(
         &hosts.ns_b,
         &hosts.dev_b,
         &["100mbit", "burst", "64kb", "latency", "50ms"],
