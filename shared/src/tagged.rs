@@ -159,7 +159,8 @@ fn tags_first(value: &mut serde_json::Value) {
 /// Declares an internally tagged enum (serialized by serde's derive with `tag` and `rename_all`)
 /// whose `Deserialize` reads the tag first ([`tag_first`]). Written like the enum itself, with
 /// `tag` and `rename_all` before it; the derive list names `Serialize` but not `Deserialize`.
-/// Variants are unit or struct variants.
+/// Variants are unit or struct variants; `@cfg(feature = "x")` before a variant's attributes
+/// builds it (and its reading) only with that feature.
 #[macro_export]
 macro_rules! tagged_enum {
     (
@@ -167,6 +168,7 @@ macro_rules! tagged_enum {
         $(#[$attr:meta])*
         $vis:vis enum $name:ident {
             $(
+                $(@cfg($cfg:meta))?
                 $(#[$vattr:meta])*
                 $variant:ident $({
                     $( $(#[$fattr:meta])* $field:ident : $fty:ty ),* $(,)?
@@ -178,6 +180,7 @@ macro_rules! tagged_enum {
         #[serde(tag = $tag, rename_all = $rename)]
         $vis enum $name {
             $(
+                $(#[cfg($cfg)])?
                 $(#[$vattr])*
                 $variant $({ $( $(#[$fattr])* $field : $fty ),* })?
             ),*
@@ -191,13 +194,17 @@ macro_rules! tagged_enum {
                 #[allow(clippy::large_enum_variant, dead_code)]
                 enum Wire {
                     $(
+                        $(#[cfg($cfg)])?
                         $(#[$vattr])*
                         $variant $({ $( $(#[$fattr])* $field : $fty ),* })?
                     ),*
                 }
                 let wire: Wire = $crate::tagged::tag_first(deserializer, $tag)?;
                 Ok(match wire {
-                    $( Wire::$variant $({ $($field),* })? => $name::$variant $({ $($field),* })? ),*
+                    $(
+                        $(#[cfg($cfg)])?
+                        Wire::$variant $({ $($field),* })? => $name::$variant $({ $($field),* })?
+                    ),*
                 })
             }
         }
