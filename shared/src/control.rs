@@ -3,8 +3,8 @@
 //! The same endpoint serves two kinds of client:
 //! - another peer running a test against this one (`hello`, `open`, `begin`, `stop`, `final`):
 //!   this peer is then the far end, like `iperf3 -s`; open to anyone within the caps;
-//! - a browser or script driving this peer (`run`, `cancel`, `list_tests`, `attach`): needs the
-//!   token. A browser that reconnects after a network blip sends `attach{test_id}` to pick up
+//! - a browser or script driving this peer (`run`, `sweep`, `latency`, `plans`, `plan`, `cancel`,
+//!   `list_tests`, `attach`): needs the token. A browser that reconnects after a network blip sends `attach{test_id}` to pick up
 //!   the test it started (replayed `started` and `interval`s, then live ones and `result`).
 //!
 //! A session as the far end (client = the peer that starts the test):
@@ -95,6 +95,22 @@ crate::tagged_enum! {
             target: String,
             /// The phases, the load and the probe.
             request: crate::latency::LatencyRequest,
+        },
+        @cfg(feature = "plan-runs")
+        /// (Token) The plans this peer offers (`perfpeer serve --plans DIR`): answered with
+        /// `plan_list`.
+        Plans,
+        @cfg(feature = "plan-runs")
+        /// (Token) Runs the listed plan `name` on this peer (its cases name their far peers):
+        /// the peer sends `plan_started`, a `plan_event` as each case's repeat starts and as
+        /// each case ends, then `plan_result`; `cancel` stops it after the running case,
+        /// `attach{test_id: plan_id}` follows it again after a reconnect.
+        Plan {
+            /// The plan's name as `plan_list` gave it.
+            name: String,
+            /// Tags for the run and each of its tests (`fw=1.2.3`).
+            #[serde(default)]
+            tags: Vec<String>,
         },
         /// (Token) Cancel the test this connection started with `run`.
         Cancel,
@@ -236,6 +252,41 @@ crate::tagged_enum! {
             latency_id: String,
             /// Every figure.
             result: crate::latency::LatencyResult,
+        },
+        @cfg(feature = "plan-runs")
+        /// (`plans`) The plans this peer offers, by name (empty without `--plans`).
+        PlanList {
+            /// Each plan file, readable or not.
+            plans: Vec<crate::plan_progress::ListedPlan>,
+        },
+        @cfg(feature = "plan-runs")
+        /// (`plan`) The plan run has started; `attach{test_id: plan_id}` follows it again.
+        PlanStarted {
+            /// Id of the plan run (not of its tests).
+            plan_id: String,
+            /// The plan's name as listed.
+            name: String,
+            /// Its cases.
+            cases: u32,
+            /// Its testing time, seconds.
+            eta_s: u64,
+        },
+        @cfg(feature = "plan-runs")
+        /// (`plan`) A case's repeat starts, or a case ended.
+        PlanEvent {
+            /// Id of the plan run.
+            plan_id: String,
+            /// What.
+            event: crate::plan_progress::PlanProgress,
+        },
+        @cfg(feature = "plan-runs")
+        /// (`plan`) How the run ended (stopped early or not), the last message of it; the
+        /// whole run is the kept plan's page.
+        PlanEnded {
+            /// Id of the plan run.
+            plan_id: String,
+            /// How it ended.
+            end: crate::plan_progress::PlanEnd,
         },
         /// (`list_tests`) Tests running now.
         Tests {
@@ -549,6 +600,69 @@ mod tests {
             "{json}"
         );
         assert_eq!(serde_json::from_str::<ServerMsg>(&json).unwrap(), point);
+    }
+
+    #[cfg(feature = "plan-runs")]
+    #[test]
+    fn plan_messages_round_trip() {
+        assert_eq!(
+            ClientMsg::parse(r#"{"type":"plan","name":"nightly"}"#),
+            Ok(ClientMsg::Plan {
+                name: "nightly".into(),
+                tags: Vec::new()
+            })
+        );
+        assert_eq!(
+            ClientMsg::parse(r#"{"type":"plans"}"#),
+            Ok(ClientMsg::Plans)
+        );
+        let ev = ServerMsg::PlanEvent {
+            plan_id: "p1".into(),
+            event: crate::plan_progress::PlanProgress::Starting {
+                index: 0,
+                of: 2,
+                label: "tcp up".into(),
+                repeat: 1,
+                repeats: 3,
+                eta_s: 12,
+            },
+        };
+        let json = ev.to_json();
+        assert!(
+            json.starts_with(r#"{"type":"plan_event","plan_id":"p1","event":{"event":"starting""#),
+            "{json}"
+        );
+        assert_eq!(ServerMsg::parse(&json), Ok(ev));
+        let row = ServerMsg::PlanEvent {
+            plan_id: "p1".into(),
+            event: crate::plan_progress::PlanProgress::CaseDone {
+                index: 1,
+                row: crate::plan_progress::CaseRow {
+                    label: "udp down".into(),
+                    metric: crate::verdict::Metric::Loss,
+                    headline: crate::plan_progress::Spread::of(&[0.5, 0.1, 0.2]),
+                    ran: 3,
+                    repeats: 3,
+                    result_ids: vec!["a".into(), "b".into(), "c".into()],
+                    outcome: Some(crate::verdict::Outcome::Fail),
+                    verdict_line: "FAIL: loss<=0.1%: 0.2 %".into(),
+                },
+            },
+        };
+        assert_eq!(ServerMsg::parse(&row.to_json()), Ok(row));
+        let end = ServerMsg::PlanEnded {
+            plan_id: "p1".into(),
+            end: crate::plan_progress::PlanEnd {
+                status: crate::plan_progress::PlanStatus::Stopped,
+                cases: 1,
+                planned_cases: 8,
+                outcome: None,
+                result_id: Some("r9".into()),
+            },
+        };
+        let json = end.to_json();
+        assert!(json.contains(r#""status":"stopped""#), "{json}");
+        assert_eq!(ServerMsg::parse(&json), Ok(end));
     }
 
     #[test]

@@ -43,6 +43,8 @@ pub mod multicast;
 pub mod one_way;
 #[cfg(feature = "plans")]
 pub mod plan;
+#[cfg(feature = "plan-runs")]
+pub mod plan_progress;
 pub mod report;
 pub mod request;
 pub mod rr;

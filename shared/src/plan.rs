@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::plan_progress::{CaseRow, PlanEnd};
+pub use crate::plan_progress::{PlanStatus, Spread};
 use crate::spec::TestSpec;
 use crate::verdict::{Expectation, Metric, Outcome, Verdict};
 
@@ -92,47 +94,6 @@ impl CaseRun {
     }
 }
 
-/// Median and range of a case's repeats.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Spread {
-    /// Repeats with the figure.
-    pub count: u32,
-    /// Their median.
-    pub median: f64,
-    /// Smallest.
-    pub min: f64,
-    /// Largest.
-    pub max: f64,
-}
-
-impl Spread {
-    /// Of `values`; none when empty.
-    pub fn of(values: &[f64]) -> Option<Spread> {
-        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
-        Some(Spread {
-            count: u32::try_from(n).unwrap_or(u32::MAX),
-            median,
-            min: v[0],
-            max: v[n - 1],
-        })
-    }
-
-    /// The range as a share of the median, %.
-    pub fn range_percent(&self) -> Option<f64> {
-        (self.median > 0.0).then(|| (self.max - self.min) / self.median * 100.0)
-    }
-}
-
 /// A case with its repeats and what they add up to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseResult {
@@ -177,20 +138,32 @@ impl CaseResult {
         }
     }
 
+    /// The case as the Plans screen's table shows it.
+    pub fn row(&self) -> CaseRow {
+        CaseRow {
+            label: self.case.label.clone(),
+            metric: self.case.headline(),
+            headline: self.headline,
+            ran: u32::try_from(self.runs.iter().filter(|r| r.error.is_none()).count())
+                .unwrap_or(u32::MAX),
+            repeats: self.case.repeats,
+            result_ids: self
+                .runs
+                .iter()
+                .filter_map(|r| r.result_id.clone())
+                .collect(),
+            outcome: self.verdict.as_ref().map(|v| v.outcome),
+            verdict_line: self
+                .verdict
+                .as_ref()
+                .map_or_else(|| "-".to_string(), Verdict::line),
+        }
+    }
+
     /// Every figure `metric` of the repeats that ran.
     pub fn values(&self, metric: Metric) -> Vec<f64> {
         self.runs.iter().filter_map(|r| r.figure(metric)).collect()
     }
-}
-
-/// How a plan run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PlanStatus {
-    /// Every case ran.
-    Complete,
-    /// Stopped (Ctrl-C) after the case that was running: the cases that ran are kept.
-    Stopped,
 }
 
 /// A plan run, kept whole: its cases, their verdicts, and the comparison with a baseline.
@@ -240,6 +213,17 @@ impl PlanResult {
             Some(Outcome::Unjudged)
         } else {
             Some(Outcome::Pass)
+        }
+    }
+
+    /// How the run ended, as a browser following it is told; `result_id` where it is kept.
+    pub fn end(&self, result_id: Option<String>) -> PlanEnd {
+        PlanEnd {
+            status: self.status,
+            cases: u32::try_from(self.cases.len()).unwrap_or(u32::MAX),
+            planned_cases: self.planned_cases,
+            outcome: self.outcome(),
+            result_id,
         }
     }
 

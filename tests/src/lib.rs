@@ -49,7 +49,25 @@ pub struct Peer {
     pub dir: PathBuf,
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
+/// A directory for `perfpeer serve --plans`: `quick.toml` (two 1-s TCP cases against `peer`,
+/// up and down, each expecting more than 1 kbit/s received) and `broken.toml` (not TOML).
+pub fn plans_dir(peer: &str) -> PathBuf {
+    let dir = temp_dir("plans");
+    std::fs::write(
+        dir.join("quick.toml"),
+        format!(
+            "name = \"quick\"\npeers = [\"{peer}\"]\ntime = 1\nrepeats = 1\nexpect = [\"rx>=1k\"]\n\n\
+             [[case]]\nname = \"up\"\nprotocol = \"tcp\"\n\n\
+             [[case]]\nname = \"down\"\nprotocol = \"tcp\"\ndirection = \"down\"\n"
+        ),
+    )
+    .expect("plan file");
+    std::fs::write(dir.join("broken.toml"), "peers = [\n").expect("plan file");
+    dir
+}
+
+/// A fresh directory under the system's temp dir, named for `tag`.
+pub fn temp_dir(tag: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("perfpeer-e2e-{}-{tag}-{n}", std::process::id()));

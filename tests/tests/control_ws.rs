@@ -854,3 +854,146 @@ fn the_cli_runs_a_test_between_two_remote_peers() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `plan{name, tags}`.
+fn plan(name: &str, tags: &[&str]) -> ClientMsg {
+    ClientMsg::Plan {
+        name: name.into(),
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+    }
+}
+
+#[tokio::test]
+async fn plans_of_the_peer_are_listed_and_run_case_by_case() {
+    let pc = Peer::start(&[]);
+    let dir = perfpeer_tests::plans_dir(&pc.control);
+    let dut = Peer::start(&["--plans", dir.to_str().unwrap()]);
+    // Without the token: refused.
+    let mut ws = connect(&dut).await;
+    assert!(!hello(&mut ws, None).await);
+    send(&mut ws, &ClientMsg::Plans).await;
+    expect_error(&mut ws, ErrorCode::Unauthorized).await;
+    send(&mut ws, &plan("quick", &[])).await;
+    expect_error(&mut ws, ErrorCode::Unauthorized).await;
+    // With it: the list, bad files with their error.
+    let mut ws = connect(&dut).await;
+    assert!(hello(&mut ws, Some(TOKEN)).await);
+    send(&mut ws, &ClientMsg::Plans).await;
+    let plans = match recv(&mut ws).await {
+        ServerMsg::PlanList { plans } => plans,
+        other => panic!("expected the plans, got {other:?}"),
+    };
+    let names: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["broken", "quick"]);
+    assert!(plans[0].error.is_some());
+    assert_eq!((plans[1].cases, plans[1].eta_s), (2, 4));
+    // A name not listed (or a path) is refused, and so is the bad file.
+    for name in ["nope", "../quick", "quick.toml"] {
+        send(&mut ws, &plan(name, &[])).await;
+        expect_error(&mut ws, ErrorCode::UnknownTest).await;
+    }
+    send(&mut ws, &plan("broken", &[])).await;
+    expect_error(&mut ws, ErrorCode::InvalidSpec).await;
+    // The plan runs: started, each case's start and row, then the whole run, kept.
+    send(&mut ws, &plan("quick", &["fw=1.2.3"])).await;
+    let seen = messages_until(&mut ws, |m| matches!(m, ServerMsg::PlanEnded { .. })).await;
+    let plan_id = match &seen[0] {
+        ServerMsg::PlanStarted {
+            plan_id,
+            name,
+            cases,
+            ..
+        } => {
+            assert_eq!((name.as_str(), *cases), ("quick", 2));
+            plan_id.clone()
+        }
+        other => panic!("expected plan_started, got {other:?}"),
+    };
+    use perfpeer_shared::plan_progress::PlanProgress;
+    let events: Vec<String> = seen
+        .iter()
+        .filter_map(|m| match m {
+            ServerMsg::PlanEvent { event, .. } => Some(match event {
+                PlanProgress::Starting { index, of, .. } => format!("start {index}/{of}"),
+                PlanProgress::CaseDone { index, row } => format!("row {index} {}", row.label),
+            }),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(events.len(), 4, "{events:?}");
+    assert_eq!(events[0], "start 0/2");
+    assert!(events[1].starts_with("row 0 "), "{events:?}");
+    assert_eq!(events[2], "start 1/2");
+    let rows: Vec<&perfpeer_shared::plan_progress::CaseRow> = seen
+        .iter()
+        .filter_map(|m| match m {
+            ServerMsg::PlanEvent {
+                event: PlanProgress::CaseDone { row, .. },
+                ..
+            } => Some(row),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        rows.iter()
+            .all(|r| r.ran == 1 && r.result_ids.len() == 1 && r.headline.is_some()),
+        "each case's repeat ran and was kept: {rows:?}"
+    );
+    let result_id = match seen.last() {
+        Some(ServerMsg::PlanEnded { end, .. }) => {
+            assert_eq!(
+                (end.status, end.cases, end.planned_cases, end.outcome),
+                (
+                    perfpeer_shared::plan_progress::PlanStatus::Complete,
+                    2,
+                    2,
+                    Some(perfpeer_shared::verdict::Outcome::Pass)
+                ),
+                "{end:?}"
+            );
+            end.result_id.clone().expect("kept")
+        }
+        other => panic!("expected plan_ended, got {other:?}"),
+    };
+    let page = http_get(&dut, &format!("/r/{result_id}"));
+    assert!(page.contains("quick"), "{page}");
+    // Attachable for a while after its end.
+    let replay = reattach(&dut, &plan_id, |m| matches!(m, ServerMsg::PlanEnded { .. })).await;
+    assert!(matches!(replay[0], ServerMsg::PlanStarted { .. }));
+    // Cancel stops it after the running case, which is kept.
+    send(&mut ws, &plan("quick", &[])).await;
+    let plan_id = match recv(&mut ws).await {
+        ServerMsg::PlanStarted { plan_id, .. } => plan_id,
+        other => panic!("expected plan_started, got {other:?}"),
+    };
+    assert!(matches!(recv(&mut ws).await, ServerMsg::PlanEvent { .. }));
+    // Its running repeat is listed, attachable by the plan id.
+    send(&mut ws, &ClientMsg::ListTests).await;
+    let tests = loop {
+        match recv(&mut ws).await {
+            ServerMsg::Tests { tests } => break tests,
+            ServerMsg::PlanEvent { .. } => {}
+            other => panic!("expected the running tests, got {other:?}"),
+        }
+    };
+    assert!(
+        tests
+            .iter()
+            .any(|t| t.attach_id.as_deref() == Some(plan_id.as_str())),
+        "{tests:?}"
+    );
+    send(&mut ws, &ClientMsg::Cancel).await;
+    let seen = messages_until(&mut ws, |m| matches!(m, ServerMsg::PlanEnded { .. })).await;
+    match seen.last() {
+        Some(ServerMsg::PlanEnded { end, .. }) => {
+            assert_eq!(
+                (end.status, end.cases),
+                (perfpeer_shared::plan_progress::PlanStatus::Stopped, 1),
+                "{end:?}"
+            );
+            assert!(end.result_id.is_some());
+        }
+        other => panic!("expected plan_ended, got {other:?}"),
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

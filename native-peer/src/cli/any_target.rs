@@ -1,4 +1,4 @@
-//! What `perfpeer serve` hands the server for a browser's `run`, `sweep` and `latency`: the
+//! What `perfpeer serve` hands the server for a browser's `run`, `sweep`, `latency` and `plan`: the
 //! server knows no kind of target, so the implementation of its `Runner` lives up here, where
 //! `targets`, `sweep` and `latency` are all in reach.
 
@@ -62,6 +62,38 @@ impl Runner for AnyTarget {
     ) -> BoxFuture<'static, Result<LatencyResult, SessionError>> {
         Box::pin(async move {
             crate::latency::run(&target, &request, &ClientOptions::default(), events, cancel).await
+        })
+    }
+
+    #[cfg(feature = "plans")]
+    // A plan and the store are the crate's own types: only the crate's server calls this.
+    #[allow(private_interfaces)]
+    fn plan(
+        &self,
+        plan: crate::plan::file::Plan,
+        tags: Vec<String>,
+        store: Option<std::sync::Arc<crate::store::Store>>,
+        events: mpsc::UnboundedSender<perfpeer_shared::plan_progress::PlanProgress>,
+        stop: CancellationToken,
+        now: CancellationToken,
+    ) -> BoxFuture<'static, perfpeer_shared::plan::PlanResult> {
+        Box::pin(async move {
+            let stop = crate::plan::Stop {
+                after_case: stop,
+                now,
+            };
+            crate::plan::run(
+                &plan,
+                perfpeer_shared::history::Origin::Browser,
+                &tags,
+                &ClientOptions::default(),
+                store.as_ref(),
+                &stop,
+                |ev| {
+                    let _ = events.send(crate::plan::progress(&ev));
+                },
+            )
+            .await
         })
     }
 }

@@ -157,40 +157,41 @@ async fn run_plan(args: RunArgs) -> anyhow::Result<ExitCode> {
         out!("{}", plan_text::table_head());
     }
     let json = args.common.json;
-    let mut result = crate::plan::run(&plan, &tags, &opts, store.as_ref(), &stop, |ev| match ev {
-        PlanEvent::Starting {
-            index,
-            of,
-            case,
-            repeat,
-            eta,
-        } => eprintln!(
-            "perfpeer: case {} of {of}: {} (repeat {repeat} of {}), about {} left",
-            index + 1,
-            case.label,
-            case.repeats,
-            words_of(eta)
-        ),
-        PlanEvent::CaseDone(case) => {
-            if !json {
-                out!("{}", plan_text::row(case));
+    let mut result = crate::plan::run(
+        &plan,
+        Origin::Cli,
+        &tags,
+        &opts,
+        store.as_ref(),
+        &stop,
+        |ev| match ev {
+            PlanEvent::Starting {
+                index,
+                of,
+                case,
+                repeat,
+                eta,
+            } => eprintln!(
+                "perfpeer: case {} of {of}: {} (repeat {repeat} of {}), about {} left",
+                index + 1,
+                case.label,
+                case.repeats,
+                words_of(eta)
+            ),
+            PlanEvent::CaseDone { case, .. } => {
+                if !json {
+                    out!("{}", plan_text::row(case));
+                }
             }
-        }
-    })
+        },
+    )
     .await;
     if let Some((base, id)) = &baseline {
         result.compare_with(base, id, args.common.min_change);
     }
-    let kept = store.as_ref().map(|s| {
-        // Each peer once, in the order the cases name them (they alternate with several).
-        let mut peers: Vec<&str> = Vec::new();
-        for case in &plan.cases {
-            if !peers.contains(&case.peer.as_str()) {
-                peers.push(&case.peer);
-            }
-        }
-        s.save_plan(Origin::Cli, &peers.join(","), &result)
-    });
+    let kept = store
+        .as_ref()
+        .map(|s| s.save_plan(Origin::Cli, &crate::plan::peers_of(&plan), &result));
     let id = match kept {
         Some(Ok(id)) => {
             if let Some(s) = &store {

@@ -83,6 +83,11 @@ pub(super) struct ServeArgs {
     /// up to 4 ASCII letters; repeatable).
     #[arg(long, value_name = "CODE", value_parser = perfpeer_shared::dccp::parse_service)]
     dccp_service: Vec<u32>,
+    /// A directory of plan files (`*.toml`, docs/plans.md) a browser holding the token may run
+    /// on this peer (at most 64 listed; links out of DIR are not read).
+    #[cfg(feature = "plans")]
+    #[arg(long, value_name = "DIR")]
+    plans: Option<std::path::PathBuf>,
     #[command(flatten)]
     wifi: super::wifi::WifiFlags,
 }
@@ -187,6 +192,12 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCod
             .copied()
             .collect::<Vec<_>>(),
     );
+    #[cfg(feature = "plans")]
+    if let Some(dir) = &args.plans {
+        let shelf = crate::plan::shelf::Shelf::open(dir)
+            .map_err(|e| UsageError(format!("--plans {}: {e}", dir.display())))?;
+        state.set_plans(shelf);
+    }
     server::dccp_listener::spawn(data, dccp_services, state.clone());
     open_store(&args, &state);
     announce(control, data, token.as_deref());

@@ -3,6 +3,7 @@
 //! run kept whole (its own result id and page) with its comparison to a baseline.
 
 pub(crate) mod file;
+pub(crate) mod shelf;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,8 +33,39 @@ pub(crate) enum PlanEvent<'a> {
         /// The plan's testing time still ahead, this repeat included.
         eta: Duration,
     },
-    /// A case ran all its repeats.
-    CaseDone(&'a CaseResult),
+    /// A case ran all its repeats (or could not run).
+    CaseDone {
+        /// The case, from 0.
+        index: usize,
+        /// Its repeats summarised.
+        case: &'a CaseResult,
+    },
+}
+
+/// `ev` as a browser's plan run sends it.
+pub(crate) fn progress(ev: &PlanEvent<'_>) -> perfpeer_shared::plan_progress::PlanProgress {
+    use perfpeer_shared::plan_progress::PlanProgress;
+    let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+    match ev {
+        PlanEvent::Starting {
+            index,
+            of,
+            case,
+            repeat,
+            eta,
+        } => PlanProgress::Starting {
+            index: n(*index),
+            of: n(*of),
+            label: case.label.clone(),
+            repeat: *repeat,
+            repeats: case.repeats,
+            eta_s: eta.as_secs(),
+        },
+        PlanEvent::CaseDone { index, case } => PlanProgress::CaseDone {
+            index: n(*index),
+            row: case.row(),
+        },
+    }
 }
 
 /// How a plan run is stopped: `after_case` (a first Ctrl-C) lets the running case finish;
@@ -49,10 +81,11 @@ pub(crate) struct Stop {
 /// Seconds a run takes beyond its test time (connecting, the far end's finals).
 const RUN_OVERHEAD: Duration = Duration::from_secs(1);
 
-/// Runs `plan`'s cases in order, keeping each repeat in `store` (tagged `plan:<name>` and
-/// with `tags`), and returns the plan run (kept by the caller, which may compare it first).
+/// Runs `plan`'s cases in order, keeping each repeat in `store` (as `origin`'s, tagged
+/// `plan:<name>` and with `tags`), and returns the plan run (kept by the caller, which may compare it first).
 pub(crate) async fn run(
     plan: &file::Plan,
+    origin: Origin,
     tags: &[String],
     opts: &ClientOptions,
     store: Option<&Arc<Store>>,
@@ -72,10 +105,9 @@ pub(crate) async fn run(
             // The file's reader validated every case; a spec refused now is a bug, said as
             // the case's error rather than a panic.
             Err(e) => {
-                cases.push(CaseResult::build(
-                    case.clone(),
-                    vec![CaseRun::failed(e.to_string())],
-                ));
+                let done = CaseResult::build(case.clone(), vec![CaseRun::failed(e.to_string())]);
+                on_event(PlanEvent::CaseDone { index, case: &done });
+                cases.push(done);
                 continue;
             }
         };
@@ -101,7 +133,7 @@ pub(crate) async fn run(
                 Ok(result) => {
                     let mut run = CaseRun::of(&result, &metrics);
                     if let Some(store) = store {
-                        run.result_id = keep(store, &result, &case.peer, &notes).await;
+                        run.result_id = keep(store, origin, &result, &case.peer, &notes).await;
                     }
                     run
                 }
@@ -109,7 +141,7 @@ pub(crate) async fn run(
             });
         }
         let done = CaseResult::build(case.clone(), runs);
-        on_event(PlanEvent::CaseDone(&done));
+        on_event(PlanEvent::CaseDone { index, case: &done });
         cases.push(done);
     }
     let stopped = cases.len() < plan.cases.len();
@@ -150,6 +182,18 @@ pub(crate) fn plan_time(cases: &[PlanCase]) -> Duration {
     cases.iter().map(|c| run_time(c) * c.repeats).sum()
 }
 
+/// The far peers of `plan`'s cases, as its kept run names them (`a,b`).
+pub(crate) fn peers_of(plan: &file::Plan) -> String {
+    // Each peer once, in the order the cases name them (they alternate with several).
+    let mut peers: Vec<&str> = Vec::new();
+    for case in &plan.cases {
+        if !peers.contains(&case.peer.as_str()) {
+            peers.push(&case.peer);
+        }
+    }
+    peers.join(",")
+}
+
 /// The notes every repeat of the run is kept with: `plan:<name>` and the run's tags (as many
 /// as a result may carry).
 pub(crate) fn run_notes(name: &str, tags: &[String]) -> Notes {
@@ -178,6 +222,7 @@ pub(crate) fn run_notes(name: &str, tags: &[String]) -> Notes {
 /// Keeps one repeat's result with the run's notes; its id, when it was kept.
 async fn keep(
     store: &Arc<Store>,
+    origin: Origin,
     result: &perfpeer_shared::report::TestResult,
     peer: &str,
     notes: &Notes,
@@ -185,7 +230,7 @@ async fn keep(
     let rec = Recording::begin(
         store,
         &result.id,
-        Origin::Cli,
+        origin,
         result.local.role,
         peer,
         &result.spec,

@@ -244,6 +244,19 @@ mod tests {
         > {
             unreachable!("the routes tested here start no latency run")
         }
+
+        #[cfg(feature = "plans")]
+        fn plan(
+            &self,
+            _: crate::plan::file::Plan,
+            _: Vec<String>,
+            _: Option<Arc<crate::store::Store>>,
+            _: tokio::sync::mpsc::UnboundedSender<perfpeer_shared::plan_progress::PlanProgress>,
+            _: CancellationToken,
+            _: CancellationToken,
+        ) -> futures_util::future::BoxFuture<'static, perfpeer_shared::plan::PlanResult> {
+            unreachable!("the routes tested here start no plan")
+        }
     }
 
     #[tokio::test]

@@ -1,7 +1,8 @@
 //! What a `/ws` connection can do: say hello, then either be the far end of a test (open to
-//! anyone within the caps) or, with the token, run a test from this peer to another, follow it
-//! again after a reconnect (`attach`), cancel it, or list running tests. Malformed frames get an
-//! error reply; the connection stays up.
+//! anyone within the caps) or, with the token, run a test (or a sweep, a latency run, a plan of
+//! `--plans DIR`) from this peer to another, follow it again after a reconnect (`attach`),
+//! cancel it, or list running tests and plans. Malformed frames get an error reply; the
+//! connection stays up.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -174,6 +175,19 @@ async fn serve_socket(
             ClientMsg::ListTests if authorized => chan.send(&ServerMsg::Tests {
                 tests: state.running_tests(),
             }),
+            #[cfg(feature = "plans")]
+            ClientMsg::Plans if authorized => super::plan_runs::list(&chan, &state).await,
+            #[cfg(feature = "plans")]
+            ClientMsg::Plan { name, tags } if authorized => {
+                super::plan_runs::start(&mut chan, &state, name, tags).await
+            }
+            #[cfg(feature = "plans")]
+            ClientMsg::Plans | ClientMsg::Plan { .. } => Err(SessionError::Refused {
+                code: ErrorCode::Unauthorized,
+                message:
+                    "this needs the peer's access token (see the URL the peer printed at start)"
+                        .into(),
+            }),
             ClientMsg::Run { .. }
             | ClientMsg::Sweep { .. }
             | ClientMsg::Latency { .. }
@@ -212,6 +226,10 @@ fn message_name(msg: &ClientMsg) -> &'static str {
         ClientMsg::Run { .. } => "run",
         ClientMsg::Sweep { .. } => "sweep",
         ClientMsg::Latency { .. } => "latency",
+        #[cfg(feature = "plans")]
+        ClientMsg::Plans => "plans",
+        #[cfg(feature = "plans")]
+        ClientMsg::Plan { .. } => "plan",
         ClientMsg::Cancel => "cancel",
         ClientMsg::ListTests => "list_tests",
         ClientMsg::Attach { .. } => "attach",
@@ -321,7 +339,9 @@ async fn start_latency(
 }
 
 /// One of the peer's test slots, or a refusal naming the cap.
-fn take_slot(state: &Arc<ServerState>) -> Result<tokio::sync::OwnedSemaphorePermit, SessionError> {
+pub(super) fn take_slot(
+    state: &Arc<ServerState>,
+) -> Result<tokio::sync::OwnedSemaphorePermit, SessionError> {
     state
         .slots
         .clone()
@@ -357,7 +377,7 @@ async fn attach(
 /// Sends the run's messages from the first on (a replay for a late follower), then the live ones,
 /// until its `result` or `error`; meanwhile answers `cancel` and `list_tests`. Returns an error
 /// only when this connection fails; the run itself goes on.
-async fn follow(
+pub(super) async fn follow(
     chan: &mut ControlChannel,
     state: &Arc<ServerState>,
     log: &Arc<RunLog>,
@@ -428,6 +448,13 @@ mod tests {
             ClientMsg::Latency {
                 target: target.clone(),
                 request: Default::default(),
+            },
+            #[cfg(feature = "plans")]
+            ClientMsg::Plans,
+            #[cfg(feature = "plans")]
+            ClientMsg::Plan {
+                name: target.clone(),
+                tags: Vec::new(),
             },
             ClientMsg::Cancel,
             ClientMsg::ListTests,

@@ -1,9 +1,10 @@
 //! The logs of the runs a browser started: everything a run said so far (`started`,
 //! `interval`s, then `result` or `error`; for a sweep `sweep_started`, the running size's
-//! `interval`s, `sweep_point`s, then `sweep_result`), followed by any number of connections
-//! from the start (`attach` after a reconnect replays it), and the peer's runs by id. A run
-//! nobody has followed for [`DETACHED_GRACE`] (counted from when its last follower left) is
-//! cancelled; a finished run stays attachable for [`KEEP_FINISHED`].
+//! `interval`s, `sweep_point`s, then `sweep_result`; for a plan `plan_started`, `plan_event`s,
+//! then `plan_ended`), followed by any number of connections from the start (`attach` after a
+//! reconnect replays it), and the peer's runs by id. A run nobody has followed for
+//! [`DETACHED_GRACE`] (counted from when its last follower left) is cancelled (a plan is not:
+//! see `plan_runs`); a finished run stays attachable for [`KEEP_FINISHED`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -115,13 +116,15 @@ impl RunLog {
 }
 
 fn is_final(msg: &ServerMsg) -> bool {
-    matches!(
-        msg,
+    match msg {
         ServerMsg::Result { .. }
-            | ServerMsg::Error { .. }
-            | ServerMsg::SweepResult { .. }
-            | ServerMsg::LatencyResult { .. }
-    )
+        | ServerMsg::Error { .. }
+        | ServerMsg::SweepResult { .. }
+        | ServerMsg::LatencyResult { .. } => true,
+        #[cfg(feature = "plans")]
+        ServerMsg::PlanEnded { .. } => true,
+        _ => false,
+    }
 }
 
 /// A connection following a run.

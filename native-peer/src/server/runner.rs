@@ -1,4 +1,4 @@
-//! What a browser's `run`, `sweep` and `latency` are handed to. The server knows no kind of
+//! What a browser's `run`, `sweep`, `latency` and `plan` are handed to. The server knows no kind of
 //! target: the layers above it (`targets`, `sweep`, `latency`) implement [`Runner`] and `perfpeer serve` installs it
 //! in the server's state.
 
@@ -44,4 +44,20 @@ pub trait Runner: Send + Sync {
         events: mpsc::UnboundedSender<LatencyEvent>,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, Result<LatencyResult, SessionError>>;
+
+    /// Runs a plan read from this peer's plans directory (each case against its own peer),
+    /// keeping its repeats in `store` as the browser's; `stop` ends it after the running case,
+    /// `now` cancels the running test too.
+    #[cfg(feature = "plans")]
+    // A plan and the store are the crate's own types: only the crate's server calls this.
+    #[allow(private_interfaces)]
+    fn plan(
+        &self,
+        plan: crate::plan::file::Plan,
+        tags: Vec<String>,
+        store: Option<std::sync::Arc<crate::store::Store>>,
+        events: mpsc::UnboundedSender<perfpeer_shared::plan_progress::PlanProgress>,
+        stop: CancellationToken,
+        now: CancellationToken,
+    ) -> BoxFuture<'static, perfpeer_shared::plan::PlanResult>;
 }

@@ -138,7 +138,7 @@ pub(crate) fn start_latency(
 }
 
 /// One kind of run as the supervisor sees it: what its events and its end write to its log.
-trait Supervised: Send + 'static {
+pub(super) trait Supervised: Send + 'static {
     /// What the running job reports.
     type Event: Send;
     /// What the job ends with.
@@ -147,6 +147,11 @@ trait Supervised: Send + 'static {
     fn log(&self) -> &Arc<RunLog>;
     /// The id the run is attachable under (empty until its test has started).
     fn id(&self) -> &str;
+    /// Whether nobody following it for [`DETACHED_GRACE`] cancels it (a plan runs on
+    /// unattended: a phone that sleeps through a regression attaches again when it wakes).
+    fn cancel_when_unfollowed(&self) -> bool {
+        true
+    }
     /// Logs one event.
     fn on_event(&mut self, ev: Self::Event);
     /// Keeps what is to be kept and says how the run ended.
@@ -163,6 +168,8 @@ trait Supervision: Send {
     fn log(&self) -> &Arc<RunLog>;
     /// The id the run is attachable under (empty until its test has started).
     fn id(&self) -> &str;
+    /// Whether nobody following it for [`DETACHED_GRACE`] cancels it.
+    fn cancel_when_unfollowed(&self) -> bool;
     /// Logs the run's next event (`Ready(false)`), or says its job has ended (`Ready(true)`).
     fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<bool>;
     /// After the job's end: logs the events still queued, keeps what is to be kept and says
@@ -187,6 +194,10 @@ impl<S: Supervised> Supervision for Supervisee<S> {
 
     fn id(&self) -> &str {
         self.run.id()
+    }
+
+    fn cancel_when_unfollowed(&self) -> bool {
+        self.run.cancel_when_unfollowed()
     }
 
     fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
@@ -224,7 +235,7 @@ impl<S: Supervised> Supervision for Supervisee<S> {
 }
 
 /// Runs [`supervise`] as a task of the peer's, with `job` running as a task of its own.
-fn spawn_supervised<S: Supervised>(
+pub(super) fn spawn_supervised<S: Supervised>(
     state: &Arc<ServerState>,
     slot: OwnedSemaphorePermit,
     run: S,
@@ -263,7 +274,10 @@ async fn supervise(
                 }
             }
             now = check.tick() => {
-                if log.abandoned_at(now) && !log.cancel_token().is_cancelled() {
+                if run.cancel_when_unfollowed()
+                    && log.abandoned_at(now)
+                    && !log.cancel_token().is_cancelled()
+                {
                     tracing::info!(
                         id = run.id(),
                         "no browser followed the run for {} s: cancelling",
