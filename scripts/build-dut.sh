@@ -45,7 +45,9 @@ for t in "$@"; do
 done
 
 ./scripts/setup.sh --dut
-./scripts/build-web.sh
+# The UI these builds embed: without the Plans screen, as they run no plans.
+./scripts/build-web.sh --dut
+export PERFPEER_WEB_DIST="$PWD/web/dist-dut"
 
 # std built for size, without the backtrace symbolizer.
 std_features=${PERFPEER_DUT_STD_FEATURES-optimize_for_size}
@@ -158,8 +160,8 @@ for row in "${rows[@]}"; do
     # the file:line they came from); derived Debug prints a type's name only (the DUT's
     # messages never show a struct's fields).
     export "CARGO_TARGET_${var}_RUSTFLAGS=$flags -Z location-detail=none -Z fmt-debug=shallow -Z unstable-options -C panic=$panic_strategy"
-    # Without the default features: regression plans (`perfpeer plan`, its TOML reader) run
-    # on the PC that drives a lab, not on the board.
+    # Without the default features: regression plans (`perfpeer plan`, `serve --plans`, its
+    # TOML reader, the UI's Plans screen) run on the PC that drives a lab, not on the board.
     RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$cache \
         /usr/bin/cargo build --locked --profile dut --target "$triple" \
         -Zbuild-std=std,panic_abort -Zbuild-std-features="$std_features" -p perfpeer \

@@ -7,11 +7,27 @@
 # source (-Zbuild-std; scripts/setup.sh installs it). wasm-bindgen-cli is installed at exactly
 # the version of the wasm-bindgen crate in Cargo.lock. Leaves web/dist untouched when nothing
 # changed, so the native build is not redone.
+#   scripts/build-web.sh          the UI of PC builds, into web/dist
+#   scripts/build-web.sh --dut    the UI DUT builds embed, into web/dist-dut: without the Plans
+#                                 screen (a DUT build runs no plans; docs/dut.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 target=wasm32-unknown-unknown
 out=target/web
+dist=web/dist
+features=()
+case "${1:-}" in
+    "") ;;
+    --dut)
+        dist=web/dist-dut
+        features=(--no-default-features)
+        ;;
+    *)
+        echo "usage: scripts/build-web.sh [--dut]" >&2
+        exit 2
+        ;;
+esac
 # Small rather than fast: the page moves a few messages a second.
 export CARGO_PROFILE_RELEASE_OPT_LEVEL=z
 export CARGO_PROFILE_RELEASE_LTO=true
@@ -22,7 +38,8 @@ export CARGO_PROFILE_RELEASE_STRIP=debuginfo
 
 if rustup target list --installed 2>/dev/null | grep -qx "$target"; then
     echo "build-web: rustup's $target target" >&2
-    CARGO_TARGET_DIR=$out cargo build --release --locked --target "$target" -p perfpeer-web
+    CARGO_TARGET_DIR=$out cargo build --release --locked --target "$target" -p perfpeer-web \
+        "${features[@]}"
 elif [ -x /usr/bin/rustc ] && [ -x /usr/bin/cargo ] && [ -d /usr/lib/rustlib/src/rust/library ]; then
     echo "build-web: Debian rustc-web with -Zbuild-std (first build takes minutes)" >&2
     # Debian's rustc has no rust-lld of its own: link with lld-22's wasm-ld.
@@ -34,7 +51,7 @@ elif [ -x /usr/bin/rustc ] && [ -x /usr/bin/cargo ] && [ -d /usr/lib/rustlib/src
     export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-Z location-detail=none -Z fmt-debug=shallow"
     RUSTC=/usr/bin/rustc RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$out \
         /usr/bin/cargo build --release --locked --target "$target" \
-        -Zbuild-std=std,panic_abort -p perfpeer-web
+        -Zbuild-std=std,panic_abort -p perfpeer-web "${features[@]}"
 else
     echo "build-web: no wasm32 compiler. Run scripts/setup.sh (installs Debian's rustc-web," \
         "cargo-web, rust-web-src, lld-22) or 'rustup target add $target'." >&2
@@ -62,14 +79,14 @@ cp web/static/style.css web/static/boot.js "$stage/"
 
 hash=$(cat "$stage/perfpeer_web.js" "$stage/perfpeer_web_bg.wasm" "$stage/style.css" "$stage/boot.js" \
     | sha256sum | cut -c1-12)
-if [ -f "web/dist/assets/$hash/perfpeer_web_bg.wasm.lzma" ] && [ -f web/dist/index.html.lzma ] \
-    && grep -q "assets/$hash/" web/dist/index.html \
-    && cmp -s <(sed "s|ASSET_DIR|assets/$hash|g" web/static/index.html) web/dist/index.html; then
-    echo "build-web: web/dist is up to date (assets/$hash)" >&2
+if [ -f "$dist/assets/$hash/perfpeer_web_bg.wasm.lzma" ] && [ -f "$dist/index.html.lzma" ] \
+    && grep -q "assets/$hash/" "$dist/index.html" \
+    && cmp -s <(sed "s|ASSET_DIR|assets/$hash|g" web/static/index.html) "$dist/index.html"; then
+    echo "build-web: $dist is up to date (assets/$hash)" >&2
     exit 0
 fi
 
-new=web/dist.new
+new=$dist.new
 rm -rf "$new"
 mkdir -p "$new/assets/$hash"
 cp "$stage/perfpeer_web.js" "$stage/perfpeer_web_bg.wasm" "$stage/style.css" "$stage/boot.js" "$new/assets/$hash/"
@@ -81,11 +98,11 @@ sed "s|ASSET_DIR|assets/$hash|g" web/static/index.html > "$new/index.html"
 for f in "$new/index.html" "$new/assets/$hash"/*; do
     xz --format=lzma -9e -c "$f" >"$f.lzma"
 done
-rm -rf web/dist
-mv "$new" web/dist
+rm -rf "$dist"
+mv "$new" "$dist"
 
 size() { stat -c %s "$1"; }
-a="web/dist/assets/$hash"
+a="$dist/assets/$hash"
 gz=$(($(size "$a/perfpeer_web_bg.wasm.lzma") + $(size "$a/perfpeer_web.js.lzma")))
 raw=$(($(size "$a/perfpeer_web_bg.wasm") + $(size "$a/perfpeer_web.js")))
-echo "build-web: web/dist/assets/$hash: wasm + JS $((raw / 1024)) KiB, LZMA $((gz / 1024)) KiB" >&2
+echo "build-web: $dist/assets/$hash: wasm + JS $((raw / 1024)) KiB, LZMA $((gz / 1024)) KiB" >&2

@@ -19,6 +19,8 @@ export PATH=$netperf_dir:$PATH
 cargo build --workspace --all-targets --locked
 # Lints, the workspace's chosen set (Cargo.toml [workspace.lints]) included, as errors.
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# And as the DUT builds and the UI they embed are compiled: without the default features.
+cargo clippy -p perfpeer -p perfpeer-web --no-default-features --all-targets --locked -- -D warnings
 # The benchmark runner once, in its 1-second smoke mode (every case, every stock tool on PATH),
 # so its command lines and parsers cannot rot. Not a measurement: see docs/benchmarks.md.
 cargo run --locked -q -p perfpeer-bench -- --smoke --perfpeer target/debug/perfpeer \

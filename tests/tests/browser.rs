@@ -26,6 +26,7 @@ mod modes;
 mod multicast;
 mod one_way;
 mod phone;
+mod plans;
 mod verdict;
 mod windows;
 

@@ -317,6 +317,14 @@ fn running_test_click(e: &Event) -> Option<Msg> {
     Some(Msg::AttachTo(row.get_attribute("data-attach")?))
 }
 
+/// A tap in the Plans screen's list: the plan to run.
+#[cfg(feature = "plans")]
+fn plan_click(e: &Event) -> Option<Msg> {
+    let target = e.target()?.dyn_into::<Element>().ok()?;
+    let button = target.closest("[data-plan]").ok().flatten()?;
+    Some(Msg::RunPlan(button.get_attribute("data-plan")?))
+}
+
 /// A tap in the history list: a tick box, or a row to open.
 fn history_click(e: &Event) -> Option<Msg> {
     let target = e.target()?.dyn_into::<Element>().ok()?;
@@ -396,6 +404,9 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
         ("nav-history", Screen::History),
         ("open-history", Screen::History),
         ("refresh-history", Screen::History),
+        ("nav-plans", Screen::Plans),
+        ("open-plans", Screen::Plans),
+        ("plan-list-again", Screen::Plans),
     ] {
         on(id, "click", Box::new(move || Some(Msg::Show(screen))));
     }
@@ -420,6 +431,8 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
         }),
     );
     on("cancel", "click", Box::new(|| Some(Msg::Cancel)));
+    #[cfg(feature = "plans")]
+    on("plan-stop", "click", Box::new(|| Some(Msg::StopPlan)));
     on("run-again", "click", Box::new(|| Some(Msg::RunAgain)));
     on("refresh-tests", "click", Box::new(|| Some(Msg::Refresh)));
     for tab in Layout::ALL {
@@ -495,10 +508,13 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
         );
     }
     // Taps inside lists the view fills: one listener per list, the row read from the event.
-    for (id, read) in [
-        ("history-list", history_click as fn(&Event) -> Option<Msg>),
+    let mut lists: Vec<(&str, fn(&Event) -> Option<Msg>)> = vec![
+        ("history-list", history_click),
         ("peer-tests", running_test_click),
-    ] {
+    ];
+    #[cfg(feature = "plans")]
+    lists.push(("plans-list", plan_click));
+    for (id, read) in lists {
         let weak = Rc::downgrade(shared);
         out.push(Listener::new(dom::el(id).as_ref(), "click", move |e| {
             if let Some(msg) = read(&e) {

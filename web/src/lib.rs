@@ -14,7 +14,7 @@
 //!   comes back to it and Back steps through the screens.
 //!
 //! Browser only (wasm32): `dom` (element wrappers, listener and timer guards), `view` (model →
-//! page), `controller` (events → messages → commands), and the `start` entry point.
+//! page; `plans_view` the Plans screen), `controller` (events → messages → commands), and the `start` entry point.
 
 pub mod form;
 pub mod history;
@@ -27,6 +27,9 @@ pub mod store;
 mod controller;
 #[cfg(target_arch = "wasm32")]
 mod dom;
+#[cfg(target_arch = "wasm32")]
+#[cfg(feature = "plans")]
+mod plans_view;
 #[cfg(target_arch = "wasm32")]
 mod view;
 

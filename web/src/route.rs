@@ -1,7 +1,7 @@
 //! Where the page is, as the URL's fragment says it: `#/peer`, `#/new`, `#/run/<id>`,
-//! `#/result/<id>`, `#/history`. The page writes it on every screen change (so a reload comes
-//! back to the same place and Back steps through the screens) and reads it at load and on Back.
-//! DOM-free: parsing and printing only.
+//! `#/result/<id>`, `#/history`, `#/plans`. The page writes it on every screen change (so a
+//! reload comes back to the same place and Back steps through the screens) and reads it at load
+//! and on Back. DOM-free: parsing and printing only.
 
 /// A place in the page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +21,8 @@ pub enum Route {
     Result(Option<String>),
     /// The results this peer keeps.
     History,
+    /// The peer's plans and the plan run started here.
+    Plans,
 }
 
 /// Longest id a route carries (ids are 16–32 hex digits; anything longer is not ours).
@@ -44,6 +46,7 @@ impl Route {
             ("peer", "") => Some(Route::Peer),
             ("new", "") => Some(Route::New),
             ("history", "") => Some(Route::History),
+            ("plans", "") => Some(Route::Plans),
             ("result", "") => Some(Route::Result(None)),
             ("result", r) => id(r).map(|r| Route::Result(Some(r))),
             ("run", r) => id(r).map(Route::Run),
@@ -62,6 +65,7 @@ impl Route {
             Route::Result(Some(id)) => format!("#/result/{id}"),
             Route::Result(None) => "#/result".into(),
             Route::History => "#/history".into(),
+            Route::Plans => "#/plans".into(),
         }
     }
 }
@@ -80,6 +84,7 @@ mod tests {
             Route::Result(Some("deadbeef".into())),
             Route::Result(None),
             Route::History,
+            Route::Plans,
         ] {
             assert_eq!(Route::parse(&r.hash()), Some(r.clone()), "{}", r.hash());
         }

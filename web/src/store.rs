@@ -4,7 +4,7 @@
 //! run, reconnect-and-attach flows are unit-tested on the host. `update` only routes each
 //! message to the part of the model it concerns: the link and the token (`link`), the screens
 //! and the URL (`nav`), the run in progress (`run`), the result shown (`shown`), the peers
-//! tested from this page (`peers`), the results the peer keeps (`results`) and the Peer
+//! tested from this page (`peers`), the Plans screen (`plans`), the results the peer keeps (`results`) and the Peer
 //! screen's refresh of what this peer is now, its radios (`info`).
 
 use perfpeer_shared::control::{ClientMsg, ErrorCode, PeerInfo, RunningTest, ServerMsg};
@@ -19,6 +19,8 @@ pub use info::{INFO_REFRESH_MS, radios_text};
 pub use link::{Link, backoff_ms};
 pub use nav::Screen;
 pub use peers::RECENT_PEERS;
+#[cfg(feature = "plans")]
+pub use plans::{PlanRun, Plans, duration_words};
 pub use run::{LatencyRun, Progress, RunState, SweepRun};
 pub use shown::{FinishedLatency, FinishedSweep, Share, Shown};
 
@@ -76,6 +78,9 @@ pub struct Model {
     pub attaching: Option<String>,
     /// Where the URL pointed at load, to go once the peer has greeted this page.
     pub pending_route: Option<Route>,
+    /// The Plans screen: the peer's plans and the plan run followed.
+    #[cfg(feature = "plans")]
+    pub plans: Plans,
     /// A stored result the user opened from the History screen, not arrived yet: when it
     /// comes, its place gets a new entry in the browser's history (Back returns to History).
     pub opening: Option<String>,
@@ -141,6 +146,12 @@ pub enum Msg {
         /// The form's target field.
         target: String,
     },
+    /// Run the peer's plan of this name (as its list gave it).
+    #[cfg(feature = "plans")]
+    RunPlan(String),
+    /// Stop the plan run after its running case.
+    #[cfg(feature = "plans")]
+    StopPlan,
     /// Follow a running test of this peer (its attach id).
     AttachTo(String),
     /// The user cancelled the running test.
@@ -188,16 +199,18 @@ impl Msg {
     /// gets a new history entry, so Back returns. Not for Back itself. A result opened from
     /// History moves the page only when it arrives: that reply says so ([`Cmd::NewEntry`]).
     pub fn is_navigation(&self) -> bool {
-        matches!(
-            self,
+        match self {
             Msg::Show(_)
-                | Msg::Start(_)
-                | Msg::RunAgain
-                | Msg::QuickTest
-                | Msg::FirstTest { .. }
-                | Msg::Preset { .. }
-                | Msg::AttachTo(_)
-        )
+            | Msg::Start(_)
+            | Msg::RunAgain
+            | Msg::QuickTest
+            | Msg::FirstTest { .. }
+            | Msg::Preset { .. }
+            | Msg::AttachTo(_) => true,
+            #[cfg(feature = "plans")]
+            Msg::RunPlan(_) => true,
+            _ => false,
+        }
     }
 }
 
@@ -257,6 +270,8 @@ impl Default for Model {
             attaching: None,
             pending_route: None,
             opening: None,
+            #[cfg(feature = "plans")]
+            plans: Plans::default(),
         }
     }
 }
@@ -306,6 +321,10 @@ impl Model {
             Msg::FirstTest { target, here } => self.first_test(&target, &here),
             Msg::Preset { id, target } => self.preset(&id, target),
             Msg::AttachTo(id) => self.attach(id),
+            #[cfg(feature = "plans")]
+            Msg::RunPlan(name) => self.run_plan(name),
+            #[cfg(feature = "plans")]
+            Msg::StopPlan => self.stop_plan(),
             Msg::Cancel => self.cancel(),
             Msg::Refresh if self.can_send() => vec![Cmd::Send(ClientMsg::ListTests)],
             Msg::Refresh => Vec::new(),
@@ -412,7 +431,41 @@ impl Model {
                 self.tests = tests;
                 Vec::new()
             }
-            ServerMsg::Error { code, message } => self.on_error(code, &message),
+            #[cfg(feature = "plans")]
+            ServerMsg::PlanList { plans } => {
+                self.on_plan_list(plans);
+                Vec::new()
+            }
+            #[cfg(feature = "plans")]
+            ServerMsg::PlanStarted {
+                plan_id,
+                name,
+                cases,
+                ..
+            } => {
+                self.on_plan_started(plan_id, name, cases);
+                Vec::new()
+            }
+            #[cfg(feature = "plans")]
+            ServerMsg::PlanEvent { plan_id, event } => {
+                self.on_plan_event(&plan_id, event);
+                Vec::new()
+            }
+            #[cfg(feature = "plans")]
+            ServerMsg::PlanEnded { plan_id, end } => {
+                self.on_plan_ended(&plan_id, end);
+                Vec::new()
+            }
+            ServerMsg::Error { code, message } => {
+                #[cfg(feature = "plans")]
+                {
+                    self.plan_refused();
+                    if code == ErrorCode::UnknownTest {
+                        self.plan_gone();
+                    }
+                }
+                self.on_error(code, &message)
+            }
             // Far-end messages are not for a browser.
             _ => Vec::new(),
         }
@@ -423,6 +476,8 @@ mod info;
 mod link;
 mod nav;
 mod peers;
+#[cfg(feature = "plans")]
+mod plans;
 mod results;
 mod run;
 mod shown;

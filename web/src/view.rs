@@ -51,15 +51,19 @@ pub struct View {
     notes_key: Option<(String, perfpeer_shared::history::Notes)>,
     /// The screen in front at the last render: focus moves to a new screen's heading.
     shown_screen: Option<Screen>,
+    /// The Plans screen's list or table as last drawn.
+    #[cfg(feature = "plans")]
+    plans_html: String,
 }
 
-const SCREENS: [(Screen, &str, &str); 6] = [
+const SCREENS: [(Screen, &str, &str); 7] = [
     (Screen::Connect, "screen-connect", "nav-connect"),
     (Screen::Peer, "screen-peer", "nav-peer"),
     (Screen::NewTest, "screen-new", "nav-new"),
     (Screen::Running, "screen-run", "nav-run"),
     (Screen::Result, "screen-result", "nav-result"),
     (Screen::History, "screen-history", "nav-history"),
+    (Screen::Plans, "screen-plans", "nav-plans"),
 ];
 
 impl View {
@@ -96,6 +100,14 @@ impl View {
         show("nav-result", model.has_result());
         show("nav-history", model.authorized);
         show("open-history", model.authorized);
+        // The UI a DUT build embeds has no Plans screen (a DUT build runs no plans).
+        let plans = cfg!(feature = "plans") && model.authorized;
+        show("nav-plans", plans);
+        show("open-plans", plans);
+        #[cfg(feature = "plans")]
+        if model.screen == Screen::Plans {
+            crate::plans_view::render(model, &mut self.plans_html);
+        }
         render_link(model);
         render_connect(model);
         if let Some(peer) = &model.peer {
@@ -573,6 +585,13 @@ fn page_title(model: &Model) -> String {
             Some(Shown::Sweep(_) | Shown::Latency(_)) | None => "Result".into(),
         },
         Screen::History => "History".into(),
+        #[cfg(feature = "plans")]
+        Screen::Plans => match &model.plans.run {
+            Some(run) => format!("Plan {}", run.name),
+            None => "Plans".into(),
+        },
+        #[cfg(not(feature = "plans"))]
+        Screen::Plans => "Plans".into(),
     };
     format!("{what} · perfpeer")
 }

@@ -140,6 +140,15 @@ impl Model {
         }
         let mut cmds = self.token_accepted();
         cmds.push(Cmd::Send(ClientMsg::ListTests));
+        #[cfg(feature = "plans")]
+        {
+            if let Some(attach) = self.plan_reattach() {
+                cmds.push(attach);
+                return cmds;
+            }
+            // Dropped before `plan_started`: that run cannot be identified.
+            self.plan_refused();
+        }
         if self.run.is_none()
             && let Some(id) = &self.attaching
         {

@@ -21,6 +21,8 @@ pub enum Screen {
     Result,
     /// The results this peer keeps (needs the token, unless the peer is open).
     History,
+    /// The peer's plans, and the plan run started from this page.
+    Plans,
 }
 
 impl Model {
@@ -39,6 +41,10 @@ impl Model {
         if screen == Screen::History {
             return self.load_history();
         }
+        #[cfg(feature = "plans")]
+        if screen == Screen::Plans {
+            return self.plans_shown();
+        }
         Vec::new()
     }
 
@@ -55,6 +61,7 @@ impl Model {
             Route::Peer => show(self, Screen::Peer),
             Route::New => show(self, Screen::NewTest),
             Route::History => show(self, Screen::History),
+            Route::Plans => show(self, Screen::Plans),
             Route::Run(id) => self.attach(id),
             Route::Starting if self.run.is_some() => show(self, Screen::Running),
             Route::Starting => show(self, Screen::NewTest),
@@ -81,6 +88,7 @@ impl Model {
             Screen::Peer => Route::Peer,
             Screen::NewTest => Route::New,
             Screen::History => Route::History,
+            Screen::Plans => Route::Plans,
             Screen::Running => match self
                 .run
                 .as_ref()

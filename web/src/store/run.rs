@@ -308,6 +308,11 @@ impl Model {
             self.screen = Screen::Running;
             return Vec::new();
         }
+        #[cfg(feature = "plans")]
+        if self.follows_plan(&id) {
+            self.screen = Screen::Plans;
+            return Vec::new();
+        }
         if !self.can_send() {
             self.pending_route = Some(Route::Run(id));
             return Vec::new();

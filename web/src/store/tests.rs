@@ -1673,3 +1673,183 @@ fn each_ends_wi_fi_link_runs_live_and_stays_with_the_result() {
     let rows = crate::present::summary(result);
     assert!(rows.iter().any(|r| r.key == "wifi-this"), "{rows:?}");
 }
+
+#[cfg(feature = "plans")]
+fn plan_row(label: &str) -> perfpeer_shared::plan_progress::CaseRow {
+    perfpeer_shared::plan_progress::CaseRow {
+        label: label.into(),
+        metric: perfpeer_shared::verdict::Metric::Rx,
+        headline: None,
+        ran: 0,
+        repeats: 1,
+        result_ids: Vec::new(),
+        outcome: None,
+        verdict_line: "-".into(),
+    }
+}
+
+#[cfg(feature = "plans")]
+fn plan_msg(event: perfpeer_shared::plan_progress::PlanProgress) -> Msg {
+    Msg::Server(ServerMsg::PlanEvent {
+        plan_id: "p1".into(),
+        event,
+    })
+}
+
+#[cfg(feature = "plans")]
+#[test]
+fn a_plan_is_listed_run_followed_again_after_a_drop_and_ends_with_its_id() {
+    use perfpeer_shared::plan_progress::{ListedPlan, PlanEnd, PlanProgress, PlanStatus};
+    let mut m = connected();
+    let cmds = m.update(Msg::Show(Screen::Plans));
+    assert_eq!(cmds.first(), Some(&Cmd::Send(ClientMsg::Plans)), "{cmds:?}");
+    assert_eq!(m.route(), Route::Plans);
+    m.update(Msg::Server(ServerMsg::PlanList {
+        plans: vec![ListedPlan {
+            name: "quick".into(),
+            title: "quick".into(),
+            cases: 2,
+            eta_s: 4,
+            error: None,
+        }],
+    }));
+    assert_eq!(m.plans.list.as_ref().map(Vec::len), Some(1));
+    // Refused before it started: no run left.
+    m.update(Msg::RunPlan("gone".into()));
+    m.update(Msg::Server(ServerMsg::error(
+        ErrorCode::UnknownTest,
+        "no plan",
+    )));
+    assert!(m.plans.run.is_none());
+    assert!(m.notice.is_some());
+    assert_eq!(
+        m.update(Msg::RunPlan("quick".into())),
+        vec![Cmd::Send(ClientMsg::Plan {
+            name: "quick".into(),
+            tags: Vec::new()
+        })]
+    );
+    let started = Msg::Server(ServerMsg::PlanStarted {
+        plan_id: "p1".into(),
+        name: "quick".into(),
+        cases: 2,
+        eta_s: 4,
+    });
+    let starting = |index| {
+        plan_msg(PlanProgress::Starting {
+            index,
+            of: 2,
+            label: "up".into(),
+            repeat: 1,
+            repeats: 1,
+            eta_s: 4 - 2 * u64::from(index),
+        })
+    };
+    let done = |index, label| {
+        plan_msg(PlanProgress::CaseDone {
+            index,
+            row: plan_row(label),
+        })
+    };
+    m.update(started.clone());
+    m.update(starting(0));
+    m.update(done(0, "up"));
+    m.update(starting(1));
+    let run = m.plans.run.as_ref().unwrap();
+    assert_eq!(run.rows.len(), 1);
+    assert_eq!(run.progress, "Case 2 of 2: up, about 2 s left");
+    // A drop: the page attaches again and the replay rebuilds the rows.
+    m.update(Msg::SocketClosed);
+    m.update(Msg::SocketOpen);
+    let cmds = m.update(welcome(true));
+    assert!(
+        cmds.contains(&Cmd::Send(ClientMsg::Attach {
+            test_id: "p1".into()
+        })),
+        "{cmds:?}"
+    );
+    for msg in [
+        started,
+        starting(0),
+        done(0, "up"),
+        starting(1),
+        done(1, "down"),
+        done(1, "down"),
+    ] {
+        m.update(msg);
+    }
+    let labels: Vec<&str> = m
+        .plans
+        .run
+        .as_ref()
+        .unwrap()
+        .rows
+        .iter()
+        .map(|r| r.label.as_str())
+        .collect();
+    assert_eq!(labels, ["up", "down"], "each case once");
+    m.update(Msg::Server(ServerMsg::PlanEnded {
+        plan_id: "p1".into(),
+        end: PlanEnd {
+            status: PlanStatus::Complete,
+            cases: 2,
+            planned_cases: 2,
+            outcome: None,
+            result_id: Some("r1".into()),
+        },
+    }));
+    let run = m.plans.run.as_ref().unwrap();
+    assert!(!run.running());
+    assert_eq!(
+        run.end.as_ref().and_then(|e| e.result_id.as_deref()),
+        Some("r1")
+    );
+    assert_eq!(run.progress, "Done: 2 cases.");
+    // A run that ended long before the page came back is gone: back to the list.
+    let mut gone = m.clone();
+    gone.plans.run.as_mut().unwrap().end = None;
+    gone.update(Msg::Server(ServerMsg::error(
+        ErrorCode::UnknownTest,
+        "no test p1",
+    )));
+    assert!(gone.plans.run.is_none());
+    // Back to the list: asked for again.
+    assert_eq!(
+        m.update(Msg::Show(Screen::Plans)),
+        vec![Cmd::Send(ClientMsg::Plans)]
+    );
+    assert!(m.plans.run.is_none());
+}
+
+#[cfg(feature = "plans")]
+#[test]
+fn a_plan_tapped_among_the_running_tests_opens_on_the_plans_screen() {
+    let mut m = connected();
+    let cmds = m.update(Msg::AttachTo("p9".into()));
+    assert_eq!(
+        cmds.first(),
+        Some(&Cmd::Send(ClientMsg::Attach {
+            test_id: "p9".into()
+        })),
+        "{cmds:?}"
+    );
+    m.update(Msg::Server(ServerMsg::PlanStarted {
+        plan_id: "p9".into(),
+        name: "nightly".into(),
+        cases: 3,
+        eta_s: 60,
+    }));
+    assert_eq!(m.screen, Screen::Plans);
+    assert!(m.attaching.is_none());
+    assert!(m.follows_plan("p9"));
+    // Tapped again: already followed, nothing sent.
+    m.update(Msg::Show(Screen::Peer));
+    let cmds = m.update(Msg::AttachTo("p9".into()));
+    assert!(
+        !cmds
+            .iter()
+            .any(|c| matches!(c, Cmd::Send(_) | Cmd::Connect)),
+        "{cmds:?}"
+    );
+    assert_eq!(m.screen, Screen::Plans);
+}
