@@ -30,6 +30,12 @@ pub(super) struct PlanArgs {
 enum Action {
     /// Run a plan file's cases in order and keep the run (docs/plans.md).
     Run(RunArgs),
+    /// Read a plan file and list its cases and testing time, running nothing (exit 2 with the
+    /// line and the reason when it is wrong).
+    Check {
+        /// The plan file (TOML).
+        plan: String,
+    },
     /// Compare two kept plan runs (ids, or files of `perfpeer results show ID --format json`), case by case.
     Compare {
         /// The baseline.
@@ -62,8 +68,9 @@ struct RunArgs {
     /// A tag for this run and each of its tests (fw=1.2.3, board:a7); repeatable.
     #[arg(long = "tag", value_name = "TAG")]
     tags: Vec<String>,
-    /// Compare with this kept plan run (its id, or a file of `perfpeer results show ID --format json`).
-    #[arg(long, value_name = "ID|FILE")]
+    /// Compare with this kept plan run: its id, a file of `perfpeer results show ID --format
+    /// json`, or `last` (the newest complete run of this plan kept here; none the first time).
+    #[arg(long, value_name = "ID|FILE|last")]
     baseline: Option<String>,
     #[command(flatten)]
     common: Common,
@@ -80,6 +87,7 @@ pub(super) async fn run(args: PlanArgs) -> anyhow::Result<ExitCode> {
     super::init_logging("warn");
     match args.action {
         Action::Run(run) => run_plan(run).await,
+        Action::Check { plan } => check_plan(&plan),
         Action::Compare {
             before,
             after,
@@ -118,11 +126,34 @@ fn check_min_change(pct: f64) -> anyhow::Result<()> {
     }
 }
 
+/// Reads the plan file at `path`; a usage error (exit 2) naming the line when it is wrong.
+fn load_plan(path: &str) -> anyhow::Result<file::Plan> {
+    let usage = |e: String| anyhow::Error::from(UsageError(e));
+    let text = read_plan(path).map_err(|e| usage(format!("{e:#}")))?;
+    file::parse(path, &text).map_err(|e| usage(e.to_string()))
+}
+
+/// `perfpeer plan check`: the plan's cases, as `plan run` would run them.
+fn check_plan(path: &str) -> anyhow::Result<ExitCode> {
+    let plan = load_plan(path)?;
+    let runs: u32 = plan.cases.iter().map(|c| c.repeats).sum();
+    outln!(
+        "{path}: plan {}, {} cases, {runs} test runs, about {} of testing",
+        plan.name,
+        plan.cases.len(),
+        words_of(crate::plan::plan_time(&plan.cases))
+    );
+    outln!("peers: {}", crate::plan::peers_of(&plan).replace(',', ", "));
+    for case in &plan.cases {
+        outln!("  {} ×{}", case.label, case.repeats);
+    }
+    Ok(ExitCode::from(super::EXIT_PASS))
+}
+
 async fn run_plan(args: RunArgs) -> anyhow::Result<ExitCode> {
     check_min_change(args.common.min_change)?;
     let usage = |e: String| anyhow::Error::from(UsageError(e));
-    let text = read_plan(&args.plan).map_err(|e| usage(format!("{e:#}")))?;
-    let plan = file::parse(&args.plan, &text).map_err(|e| usage(e.to_string()))?;
+    let plan = load_plan(&args.plan)?;
     let tags = perfpeer_shared::history::Notes {
         text: String::new(),
         tags: args.tags.clone(),
@@ -136,12 +167,27 @@ async fn run_plan(args: RunArgs) -> anyhow::Result<ExitCode> {
         open_store(args.common.data_dir.as_deref())?
     };
     // The baseline is read before anything runs: a wrong id must not cost a night's run.
-    let baseline = args
-        .baseline
-        .as_deref()
-        .map(|b| load_run(store.as_ref(), b))
-        .transpose()
-        .map_err(|e| usage(format!("--baseline: {e:#}")))?;
+    let baseline = match args.baseline.as_deref() {
+        Some("last") => {
+            let store = store
+                .as_ref()
+                .ok_or_else(|| usage("--baseline last: no result store (--no-store)".into()))?;
+            let last = store
+                .latest_plan(&plan.name)
+                .map_err(|e| usage(format!("--baseline last: {e}")))?;
+            if last.is_none() {
+                eprintln!(
+                    "perfpeer: no complete run of plan {} is kept yet: this one becomes the baseline",
+                    plan.name
+                );
+            }
+            last.map(|kept| (kept.result, kept.id))
+        }
+        other => other
+            .map(|b| load_run(store.as_ref(), b))
+            .transpose()
+            .map_err(|e| usage(format!("--baseline: {e:#}")))?,
+    };
     let opts = ClientOptions {
         token: args.token.clone(),
         ..ClientOptions::default()

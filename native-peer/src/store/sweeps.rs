@@ -182,6 +182,33 @@ impl Store {
         self.whole(id, PLAN)?.map(WholeRow::plan).transpose()
     }
 
+    /// The newest complete run of the plan named `name` (a nightly run's baseline: last
+    /// night's), if one is kept. Newest first, each row's name and status read until one
+    /// matches (this build's SQLite has no JSON functions).
+    #[cfg(feature = "plans")]
+    pub(crate) fn latest_plan(&self, name: &str) -> Result<Option<KeptPlan>, StoreError> {
+        /// What a kept run is matched by.
+        #[derive(serde::Deserialize)]
+        struct Named {
+            name: String,
+            status: perfpeer_shared::plan::PlanStatus,
+        }
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM sweeps WHERE kind = ?1 ORDER BY created_ms DESC, rowid DESC"
+        ))?;
+        for row in stmt.query_map([PLAN], WholeRow::read)? {
+            let row = row?;
+            let matches = serde_json::from_str::<Named>(&row.result_json).is_ok_and(|n| {
+                n.name == name && n.status == perfpeer_shared::plan::PlanStatus::Complete
+            });
+            if matches {
+                return row.plan().map(Some);
+            }
+        }
+        Ok(None)
+    }
+
     fn whole(&self, id: &str, kind: &str) -> Result<Option<WholeRow>, StoreError> {
         Ok(self
             .conn()
