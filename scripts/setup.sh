@@ -40,6 +40,8 @@ command -v cpio >/dev/null 2>&1 || need+=(cpio)
 # iperf3 parser (its sdist fetched with pip download into target/, nothing installed).
 command -v jq >/dev/null 2>&1 || need+=(jq)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+# The lab test checks docs/lab's systemd units with systemd-analyze verify.
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 # The browser test: Debian's headless Chromium and its WebDriver.
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)

@@ -40,6 +40,8 @@ mod interop_iperf3;
 mod iperf3_flags;
 /// `-J` against JSON captured from stock iperf3 3.12: the same keys and yes/no figures.
 mod iperf3_json;
+/// A lab's nightly run: the systemd units verified, `plan check`, `--baseline last`.
+mod lab;
 /// Latency under load: a router's queue in namespaces beside ping and irtt; flags over loopback.
 mod latency_load;
 /// The binary's modules import only downward, as docs/architecture.md draws them.
