@@ -56,7 +56,8 @@ pub fn plans_dir(peer: &str) -> PathBuf {
     std::fs::write(
         dir.join("quick.toml"),
         format!(
-            "name = \"quick\"\npeers = [\"{peer}\"]\ntime = 1\nrepeats = 1\nexpect = [\"rx>=1k\"]\n\n\
+            "name = \"quick\"\npeers = [\"{peer}\"]\ntime = 1\nrepeats = 1\nexpect = [\"rx>=1k\"]\n\
+             baseline = \"last\"\n\n\
              [[case]]\nname = \"up\"\nprotocol = \"tcp\"\n\n\
              [[case]]\nname = \"down\"\nprotocol = \"tcp\"\ndirection = \"down\"\n"
         ),

@@ -957,6 +957,8 @@ async fn plans_of_the_peer_are_listed_and_run_case_by_case() {
     };
     let page = http_get(&dut, &format!("/r/{result_id}"));
     assert!(page.contains("quick"), "{page}");
+    // The plan's `baseline = "last"`: its first run has none.
+    assert!(!page.contains("Against the baseline"), "{page}");
     // Attachable for a while after its end.
     let replay = reattach(&dut, &plan_id, |m| matches!(m, ServerMsg::PlanEnded { .. })).await;
     assert!(matches!(replay[0], ServerMsg::PlanStarted { .. }));
@@ -991,7 +993,12 @@ async fn plans_of_the_peer_are_listed_and_run_case_by_case() {
                 (perfpeer_shared::plan_progress::PlanStatus::Stopped, 1),
                 "{end:?}"
             );
-            assert!(end.result_id.is_some());
+            // Judged against the run before it (the plan file's `baseline = "last"`).
+            let page = http_get(&dut, &format!("/r/{}", end.result_id.as_deref().unwrap()));
+            assert!(
+                page.contains(&format!("Against the baseline {result_id}")),
+                "{page}"
+            );
         }
         other => panic!("expected plan_ended, got {other:?}"),
     }

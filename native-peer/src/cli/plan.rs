@@ -166,14 +166,18 @@ async fn run_plan(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         open_store(args.common.data_dir.as_deref())?
     };
-    // The baseline is read before anything runs: a wrong id must not cost a night's run.
-    let baseline = match args.baseline.as_deref() {
+    // The baseline is read before anything runs: a wrong id must not cost a night's run. The
+    // flag's, else the plan file's.
+    let from_file = plan.baseline.as_ref().map(|b| match b {
+        file::Baseline::Last => "last".to_string(),
+        file::Baseline::Id(id) => id.clone(),
+    });
+    let baseline = match args.baseline.as_deref().or(from_file.as_deref()) {
         Some("last") => {
             let store = store
                 .as_ref()
                 .ok_or_else(|| usage("--baseline last: no result store (--no-store)".into()))?;
-            let last = store
-                .latest_plan(&plan.name)
+            let last = crate::plan::find_baseline(store, &plan.name, &file::Baseline::Last)
                 .map_err(|e| usage(format!("--baseline last: {e}")))?;
             if last.is_none() {
                 eprintln!(
@@ -181,7 +185,7 @@ async fn run_plan(args: RunArgs) -> anyhow::Result<ExitCode> {
                     plan.name
                 );
             }
-            last.map(|kept| (kept.result, kept.id))
+            last
         }
         other => other
             .map(|b| load_run(store.as_ref(), b))

@@ -26,6 +26,17 @@ pub(crate) struct Plan {
     pub(crate) cases: Vec<PlanCase>,
     /// Worse than a baseline by more than this % fails a case.
     pub(crate) max_drop_percent: Option<f64>,
+    /// The run each run of the plan is compared with, unless `--baseline` names another.
+    pub(crate) baseline: Option<Baseline>,
+}
+
+/// A plan's baseline as its file names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Baseline {
+    /// The newest complete run of the same plan kept where the run is kept.
+    Last,
+    /// A kept plan run, by its whole id.
+    Id(String),
 }
 
 /// A plan file that cannot run: where and why.
@@ -46,6 +57,7 @@ struct FileTop {
     repeats: Option<Spanned<i64>>,
     expect: Option<Spanned<Vec<String>>>,
     max_drop: Option<Spanned<Number>>,
+    baseline: Option<Spanned<String>>,
     matrix: Option<Spanned<Matrix>>,
     #[serde(default, rename = "case")]
     cases: Vec<Spanned<FileCase>>,
@@ -183,6 +195,21 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<Plan, PlanError> {
                 })
         })
         .transpose()?;
+    // "last" or a result id: never a path (a browser may start a peer's plans).
+    let baseline = top
+        .baseline
+        .as_ref()
+        .map(|b| match b.get_ref().as_str() {
+            "last" => Ok(Baseline::Last),
+            id if id.len() == 32 && id.chars().all(|c| c.is_ascii_hexdigit()) => {
+                Ok(Baseline::Id(id.to_ascii_lowercase()))
+            }
+            other => Err(fail(
+                b.span().start,
+                format!("baseline {other:?}: \"last\" or a kept plan run's whole id"),
+            )),
+        })
+        .transpose()?;
     // A matrix cell has no settings of its own: it takes the top's.
     let no_settings = Settings::default();
     let mut cells: Vec<(String, Option<String>, Cell, &Settings, usize)> = Vec::new();
@@ -302,6 +329,7 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<Plan, PlanError> {
         name,
         cases,
         max_drop_percent,
+        baseline,
     })
 }
 

@@ -182,6 +182,25 @@ pub(crate) fn plan_time(cases: &[PlanCase]) -> Duration {
     cases.iter().map(|c| run_time(c) * c.repeats).sum()
 }
 
+/// The baseline `which` names for a run of the plan `plan_name`, read from `store`, with its
+/// id: none for `last` before any complete run of the plan is kept.
+pub(crate) fn find_baseline(
+    store: &Store,
+    plan_name: &str,
+    which: &file::Baseline,
+) -> Result<Option<(PlanResult, String)>, String> {
+    let kept = match which {
+        file::Baseline::Last => store.latest_plan(plan_name).map_err(|e| e.to_string())?,
+        file::Baseline::Id(id) => Some(
+            store
+                .plan(id)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("no kept plan run {id}"))?,
+        ),
+    };
+    Ok(kept.map(|k| (k.result, k.id)))
+}
+
 /// The far peers of `plan`'s cases, as its kept run names them (`a,b`).
 pub(crate) fn peers_of(plan: &file::Plan) -> String {
     // Each peer once, in the order the cases name them (they alternate with several).

@@ -150,31 +150,59 @@ impl Supervised for PlanRun {
 
     async fn on_end(&mut self, joined: Result<PlanResult, JoinError>) -> ServerMsg {
         match joined {
-            Ok(result) => ServerMsg::PlanEnded {
-                plan_id: self.plan_id.clone(),
-                end: result.end(self.keep(&result).await),
-            },
+            Ok(result) => {
+                let (result, id) = self.judge_and_keep(result).await;
+                ServerMsg::PlanEnded {
+                    plan_id: self.plan_id.clone(),
+                    end: result.end(id),
+                }
+            }
             Err(e) => ServerMsg::error(ErrorCode::Internal, e.to_string()),
         }
     }
 }
 
 impl PlanRun {
-    /// Keeps the finished run in the store (if this peer keeps results) with the run's tags;
-    /// its result id.
-    async fn keep(&self, result: &PlanResult) -> Option<String> {
-        let store = self.state.store()?;
+    /// Compares the finished run with the plan file's baseline (when it names one and this
+    /// peer keeps it) and keeps the run in the store (if this peer keeps results) with the
+    /// run's tags; the run, judged, and its result id.
+    async fn judge_and_keep(&self, result: PlanResult) -> (PlanResult, Option<String>) {
+        let Some(store) = self.state.store().cloned() else {
+            return (result, None);
+        };
         let peers = crate::plan::peers_of(&self.plan);
         let notes = crate::plan::run_notes(&self.plan.name, &self.tags);
-        let result = result.clone();
+        let baseline = self.plan.baseline.clone();
+        let name = self.plan.name.clone();
+        let unjudged = result.clone();
         let kept = store
             .write(move |s| {
-                let id = s.save_plan(Origin::Browser, &peers, &result)?;
-                let _ = s.set_notes(&id, &notes);
-                Ok::<_, crate::store::StoreError>(id)
+                let mut result = result;
+                // Found before this run is kept: `last` is the run before it.
+                match baseline.map(|b| crate::plan::find_baseline(s, &name, &b)) {
+                    Some(Ok(Some((base, id)))) => result.compare_with(
+                        &base,
+                        &id,
+                        perfpeer_shared::plan::DEFAULT_MIN_CHANGE_PERCENT,
+                    ),
+                    Some(Err(e)) => tracing::warn!(error = %e, "the plan's baseline"),
+                    _ => {}
+                }
+                let id = s.save_plan(Origin::Browser, &peers, &result);
+                if let Ok(id) = &id {
+                    let _ = s.set_notes(id, &notes);
+                }
+                (result, id)
             })
-            .await?;
-        kept.inspect_err(|e| tracing::warn!(error = %e, "cannot keep the plan run"))
-            .ok()
+            .await;
+        match kept {
+            Some((result, Ok(id))) => (result, Some(id)),
+            Some((result, Err(e))) => {
+                tracing::warn!(error = %e, "cannot keep the plan run");
+                (result, None)
+            }
+            // The store's writer is gone (shutting down): nothing kept, nothing judged.
+            None => (unjudged, None),
+        }
     }
 }

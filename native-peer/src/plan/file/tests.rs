@@ -135,6 +135,16 @@ fn bad_plans_are_refused_with_their_line() {
             2,
             "max_drop",
         ),
+        (
+            "peers = [\"a\"]\nbaseline = \"../../etc/passwd\"\n[matrix]\n",
+            2,
+            "\"last\" or a kept plan run's whole id",
+        ),
+        (
+            "peers = [\"a\"]\nbaseline = \"82ce66\"\n[matrix]\n",
+            2,
+            "whole id",
+        ),
         ("peers = [\"a\"\n", 1, ""),
     ] {
         let err = parse("bad.toml", text).unwrap_err();
@@ -156,4 +166,25 @@ fn ten_thousand_cases_are_refused_before_anything_runs() {
     );
     let err = parse("big.toml", &text).unwrap_err().to_string();
     assert!(err.contains("more than 500 test runs"), "{err}");
+}
+
+#[test]
+fn a_baseline_is_last_or_a_whole_id() {
+    let plan = parse("p.toml", "peers = [\"a\"]\nbaseline = \"last\"\n[matrix]\n").unwrap();
+    assert_eq!(plan.baseline, Some(Baseline::Last));
+    let plan = parse(
+        "p.toml",
+        "peers = [\"a\"]\nbaseline = \"82CE669470F5550F685E23EF12C503F8\"\n[matrix]\n",
+    )
+    .unwrap();
+    assert_eq!(
+        plan.baseline,
+        Some(Baseline::Id("82ce669470f5550f685e23ef12c503f8".into()))
+    );
+    assert_eq!(
+        parse("p.toml", "peers = [\"a\"]\n[matrix]\n")
+            .unwrap()
+            .baseline,
+        None
+    );
 }
