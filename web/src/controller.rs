@@ -322,7 +322,10 @@ fn running_test_click(e: &Event) -> Option<Msg> {
 fn plan_click(e: &Event) -> Option<Msg> {
     let target = e.target()?.dyn_into::<Element>().ok()?;
     let button = target.closest("[data-plan]").ok().flatten()?;
-    Some(Msg::RunPlan(button.get_attribute("data-plan")?))
+    Some(Msg::RunPlan {
+        name: button.get_attribute("data-plan")?,
+        tags: dom::value("plan-tags"),
+    })
 }
 
 /// A tap in the history list: a tick box, or a row to open.

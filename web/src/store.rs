@@ -148,7 +148,12 @@ pub enum Msg {
     },
     /// Run the peer's plan of this name (as its list gave it).
     #[cfg(feature = "plans")]
-    RunPlan(String),
+    RunPlan {
+        /// As its list gave it.
+        name: String,
+        /// Tags for the run and each of its tests, separated by spaces or commas.
+        tags: String,
+    },
     /// Stop the plan run after its running case.
     #[cfg(feature = "plans")]
     StopPlan,
@@ -208,7 +213,7 @@ impl Msg {
             | Msg::Preset { .. }
             | Msg::AttachTo(_) => true,
             #[cfg(feature = "plans")]
-            Msg::RunPlan(_) => true,
+            Msg::RunPlan { .. } => true,
             _ => false,
         }
     }
@@ -322,7 +327,7 @@ impl Model {
             Msg::Preset { id, target } => self.preset(&id, target),
             Msg::AttachTo(id) => self.attach(id),
             #[cfg(feature = "plans")]
-            Msg::RunPlan(name) => self.run_plan(name),
+            Msg::RunPlan { name, tags } => self.run_plan(name, &tags),
             #[cfg(feature = "plans")]
             Msg::StopPlan => self.stop_plan(),
             Msg::Cancel => self.cancel(),

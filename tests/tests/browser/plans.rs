@@ -1,6 +1,6 @@
 //! A regression plan run from the phone: the New screen's Plans button lists the peer's plans
 //! (`perfpeer serve --plans DIR`; a bad file listed with its error, no button), one tap runs
-//! one, the table fills in row by row, the verdict badge says PASS at the end with a link to
+//! one with the tags typed above the list, the table fills in row by row, the verdict badge says PASS at the end with a link to
 //! the plan run's page; History lists the run with its badge and opens it as that page. Each
 //! of these passes the phone audit (width, tap targets, contrast).
 
@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::history::wait_true;
 use super::phone::audit;
-use super::{click, js, open_ui, text, wait_shown, with_browser};
+use super::{click, fill, js, open_ui, text, wait_shown, with_browser};
 
 #[tokio::test]
 async fn a_phone_runs_a_plan_of_the_peer_and_sees_its_table_fill_in() {
@@ -44,6 +44,8 @@ async fn a_phone_runs_a_plan_of_the_peer_and_sees_its_table_fill_in() {
             "a bad plan has no button"
         );
         audit(&c, "plans", "light").await;
+        // Tags typed before the tap go with the run (and each of its tests).
+        fill(&c, "plan-tags", "fw=9.9.9 board=a7").await;
         click(&c, "button[data-plan='quick']").await;
         wait_shown(&c, "plan-run", Duration::from_secs(5)).await;
         // Row by row: one row while the second case runs, then two.
@@ -125,6 +127,10 @@ async fn a_phone_runs_a_plan_of_the_peer_and_sees_its_table_fill_in() {
         assert!(
             page.as_str().unwrap_or_default().contains("quick"),
             "{page}"
+        );
+        assert!(
+            page.as_str().unwrap_or_default().contains("fw=9.9.9"),
+            "the run's tags on its page: {page}"
         );
     })
     .await;

@@ -5,6 +5,7 @@
 //! the rows.
 
 use perfpeer_shared::control::ClientMsg;
+use perfpeer_shared::history::Notes;
 use perfpeer_shared::plan_progress::{CaseRow, ListedPlan, PlanEnd, PlanProgress, PlanStatus};
 
 use super::{Cmd, Model, Screen};
@@ -68,11 +69,22 @@ impl Model {
         Vec::new()
     }
 
-    /// A plan was tapped: run it on the peer.
-    pub(super) fn run_plan(&mut self, name: String) -> Vec<Cmd> {
+    /// A plan was tapped: run it on the peer with `tags` (as typed: checked here first).
+    pub(super) fn run_plan(&mut self, name: String, tags: &str) -> Vec<Cmd> {
         if !self.can_send() || self.run.is_some() || self.plans.run.is_some() {
             return Vec::new();
         }
+        let tags = match Notes::from_input("", tags) {
+            Ok(notes) => notes.tags,
+            Err(e) => {
+                self.notice = Some(crate::present::Notice {
+                    title: "The plan did not start".into(),
+                    detail: format!("Tags: {e}."),
+                    hint: "Tags are words without spaces, like fw=1.2.3.".into(),
+                });
+                return Vec::new();
+            }
+        };
         self.notice = None;
         self.screen = Screen::Plans;
         self.plans.run = Some(PlanRun {
@@ -80,10 +92,7 @@ impl Model {
             progress: "Starting…".into(),
             ..PlanRun::default()
         });
-        vec![Cmd::Send(ClientMsg::Plan {
-            name,
-            tags: Vec::new(),
-        })]
+        vec![Cmd::Send(ClientMsg::Plan { name, tags })]
     }
 
     /// Stop after the running case.

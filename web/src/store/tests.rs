@@ -1715,18 +1715,33 @@ fn a_plan_is_listed_run_followed_again_after_a_drop_and_ends_with_its_id() {
     }));
     assert_eq!(m.plans.list.as_ref().map(Vec::len), Some(1));
     // Refused before it started: no run left.
-    m.update(Msg::RunPlan("gone".into()));
+    m.update(Msg::RunPlan {
+        name: "gone".into(),
+        tags: String::new(),
+    });
     m.update(Msg::Server(ServerMsg::error(
         ErrorCode::UnknownTest,
         "no plan",
     )));
     assert!(m.plans.run.is_none());
     assert!(m.notice.is_some());
+    // Tags the peer would refuse are refused here, nothing sent.
+    let bad = m.update(Msg::RunPlan {
+        name: "quick".into(),
+        tags: "fw<1.2>".into(),
+    });
+    assert!(bad.is_empty(), "{bad:?}");
+    assert!(m.plans.run.is_none());
+    let notice = m.notice.as_ref().expect("said");
+    assert!(notice.detail.starts_with("Tags: tag 1: "), "{notice:?}");
     assert_eq!(
-        m.update(Msg::RunPlan("quick".into())),
+        m.update(Msg::RunPlan {
+            name: "quick".into(),
+            tags: "fw=1.2.3, board=a7".into()
+        }),
         vec![Cmd::Send(ClientMsg::Plan {
             name: "quick".into(),
-            tags: Vec::new()
+            tags: vec!["fw=1.2.3".into(), "board=a7".into()]
         })]
     );
     let started = Msg::Server(ServerMsg::PlanStarted {
