@@ -246,6 +246,27 @@ mod tests {
         }
     }
 
+    crate::tagged_enum! {
+        tag = "type", rename_all = "snake_case";
+        #[derive(Debug, PartialEq, Serialize)]
+        enum Gated {
+            Kept,
+            @cfg(any())
+            /// Never built: `any()` is false.
+            Left { size: u64 },
+        }
+    }
+
+    #[test]
+    fn a_variant_left_out_by_its_cfg_is_not_read() {
+        assert_eq!(
+            serde_json::from_str::<Gated>(r#"{"type":"kept"}"#).map_err(|e| e.to_string()),
+            Ok(Gated::Kept)
+        );
+        let err = serde_json::from_str::<Gated>(r#"{"type":"left","size":1}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown variant `left`"), "{err}");
+    }
+
     fn read(text: &str) -> Result<Msg, String> {
         serde_json::from_str(text).map_err(|e| e.to_string())
     }
