@@ -177,13 +177,17 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCod
         host_names: args.host_names.clone(),
         allowed_origins: args.allowed_origins.clone(),
     };
+    let runner = super::any_target::AnyTarget::default();
+    #[cfg(feature = "plans")]
+    let runner = match &args.plans {
+        Some(dir) => super::any_target::AnyTarget::with_plans(
+            crate::plan::shelf::Shelf::open(dir)
+                .map_err(|e| UsageError(format!("--plans {}: {e}", dir.display())))?,
+        ),
+        None => runner,
+    };
     let shutdown = CancellationToken::new();
-    let state = ServerState::new(
-        config,
-        info,
-        Arc::new(super::any_target::AnyTarget),
-        shutdown.clone(),
-    );
+    let state = ServerState::new(config, info, Arc::new(runner), shutdown.clone());
     let mut dccp_services = vec![perfpeer_shared::dccp::DEFAULT_SERVICE];
     dccp_services.extend(
         args.dccp_service
@@ -192,12 +196,6 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCod
             .copied()
             .collect::<Vec<_>>(),
     );
-    #[cfg(feature = "plans")]
-    if let Some(dir) = &args.plans {
-        let shelf = crate::plan::shelf::Shelf::open(dir)
-            .map_err(|e| UsageError(format!("--plans {}: {e}", dir.display())))?;
-        state.set_plans(shelf);
-    }
     server::dccp_listener::spawn(data, dccp_services, state.clone());
     open_store(&args, &state);
     announce(control, data, token.as_deref());

@@ -182,6 +182,53 @@ pub(crate) fn plan_time(cases: &[PlanCase]) -> Duration {
     cases.iter().map(|c| run_time(c) * c.repeats).sum()
 }
 
+/// A browser's finished run of `plan` (tagged `tags`): compared with the plan file's baseline
+/// when it names one (found before this run is kept, so `last` is the run before it), then
+/// kept in `store` as the browser's with the run's notes; the run, judged, and its id.
+pub(crate) async fn judge_and_keep(
+    store: Option<&Arc<Store>>,
+    plan: &file::Plan,
+    tags: &[String],
+    result: PlanResult,
+) -> (PlanResult, Option<String>) {
+    let Some(store) = store else {
+        return (result, None);
+    };
+    let peers = peers_of(plan);
+    let notes = run_notes(&plan.name, tags);
+    let baseline = plan.baseline.clone();
+    let name = plan.name.clone();
+    let unjudged = result.clone();
+    let kept = store
+        .write(move |s| {
+            let mut result = result;
+            match baseline.map(|b| find_baseline(s, &name, &b)) {
+                Some(Ok(Some((base, id)))) => result.compare_with(
+                    &base,
+                    &id,
+                    perfpeer_shared::plan::DEFAULT_MIN_CHANGE_PERCENT,
+                ),
+                Some(Err(e)) => tracing::warn!(error = %e, "the plan's baseline"),
+                _ => {}
+            }
+            let id = s.save_plan(Origin::Browser, &peers, &result);
+            if let Ok(id) = &id {
+                let _ = s.set_notes(id, &notes);
+            }
+            (result, id)
+        })
+        .await;
+    match kept {
+        Some((result, Ok(id))) => (result, Some(id)),
+        Some((result, Err(e))) => {
+            tracing::warn!(error = %e, "cannot keep the plan run");
+            (result, None)
+        }
+        // The store's writer is gone (shutting down): nothing kept, nothing judged.
+        None => (unjudged, None),
+    }
+}
+
 /// The baseline `which` names for a run of the plan `plan_name`, read from `store`, with its
 /// id: none for `last` before any complete run of the plan is kept.
 pub(crate) fn find_baseline(

@@ -246,15 +246,26 @@ mod tests {
         }
 
         #[cfg(feature = "plans")]
+        fn plans(
+            &self,
+        ) -> futures_util::future::BoxFuture<'static, Vec<perfpeer_shared::plan_progress::ListedPlan>>
+        {
+            unreachable!("the routes tested here list no plans")
+        }
+
+        #[cfg(feature = "plans")]
         fn plan(
             &self,
-            _: crate::plan::file::Plan,
+            _: String,
             _: Vec<String>,
             _: Option<Arc<crate::store::Store>>,
             _: tokio::sync::mpsc::UnboundedSender<perfpeer_shared::plan_progress::PlanProgress>,
             _: CancellationToken,
             _: CancellationToken,
-        ) -> futures_util::future::BoxFuture<'static, perfpeer_shared::plan::PlanResult> {
+        ) -> futures_util::future::BoxFuture<
+            'static,
+            Result<super::super::runner::PlanJob, super::super::runner::PlanRefusal>,
+        > {
             unreachable!("the routes tested here start no plan")
         }
     }

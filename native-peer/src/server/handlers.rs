@@ -179,7 +179,7 @@ async fn serve_socket(
             ClientMsg::Plans if authorized => super::plan_runs::list(&chan, &state).await,
             #[cfg(feature = "plans")]
             ClientMsg::Plan { name, tags } if authorized => {
-                super::plan_runs::start(&mut chan, &state, name, tags).await
+                start_plan(&mut chan, &state, name, tags).await
             }
             #[cfg(feature = "plans")]
             ClientMsg::Plans | ClientMsg::Plan { .. } => Err(SessionError::Refused {
@@ -338,10 +338,22 @@ async fn start_latency(
     follow(chan, state, &log).await
 }
 
-/// One of the peer's test slots, or a refusal naming the cap.
-pub(super) fn take_slot(
+/// `plan`: reads the listed plan, takes a slot, runs it in the background and follows it.
+#[cfg(feature = "plans")]
+async fn start_plan(
+    chan: &mut ControlChannel,
     state: &Arc<ServerState>,
-) -> Result<tokio::sync::OwnedSemaphorePermit, SessionError> {
+    name: String,
+    tags: Vec<String>,
+) -> Result<(), SessionError> {
+    let ready = super::plan_runs::prepare(state, name, tags).await?;
+    let slot = take_slot(state)?;
+    let log = super::plan_runs::start(state, slot, ready);
+    follow(chan, state, &log).await
+}
+
+/// One of the peer's test slots, or a refusal naming the cap.
+fn take_slot(state: &Arc<ServerState>) -> Result<tokio::sync::OwnedSemaphorePermit, SessionError> {
     state
         .slots
         .clone()
@@ -377,7 +389,7 @@ async fn attach(
 /// Sends the run's messages from the first on (a replay for a late follower), then the live ones,
 /// until its `result` or `error`; meanwhile answers `cancel` and `list_tests`. Returns an error
 /// only when this connection fails; the run itself goes on.
-pub(super) async fn follow(
+async fn follow(
     chan: &mut ControlChannel,
     state: &Arc<ServerState>,
     log: &Arc<RunLog>,

@@ -1,9 +1,11 @@
-//! What a browser's `run`, `sweep`, `latency` and `plan` are handed to. The server knows no kind of
-//! target: the layers above it (`targets`, `sweep`, `latency`) implement [`Runner`] and `perfpeer serve` installs it
-//! in the server's state.
+//! What a browser's `run`, `sweep`, `latency`, `plans` and `plan` are handed to. The server knows
+//! no kind of target and no plan file: the layers above it (`targets`, `sweep`, `latency`,
+//! `plan`) implement [`Runner`] and `perfpeer serve` installs it in the server's state.
 
 use futures_util::future::BoxFuture;
 use perfpeer_shared::latency::{LatencyEvent, LatencyRequest, LatencyResult};
+#[cfg(feature = "plans")]
+use perfpeer_shared::plan_progress::{ListedPlan, PlanEnd, PlanProgress};
 use perfpeer_shared::report::TestResult;
 use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use perfpeer_shared::sweep::SweepResult;
@@ -45,19 +47,47 @@ pub trait Runner: Send + Sync {
         cancel: CancellationToken,
     ) -> BoxFuture<'static, Result<LatencyResult, SessionError>>;
 
-    /// Runs a plan read from this peer's plans directory (each case against its own peer),
-    /// keeping its repeats in `store` as the browser's; `stop` ends it after the running case,
-    /// `now` cancels the running test too.
+    /// The plans this peer offers (`perfpeer serve --plans DIR`), read now; none without.
     #[cfg(feature = "plans")]
-    // A plan and the store are the crate's own types: only the crate's server calls this.
+    fn plans(&self) -> BoxFuture<'static, Vec<ListedPlan>>;
+
+    /// Reads the listed plan `name` for a browser's run with `tags`, keeping its repeats and
+    /// the whole run in `store` as the browser's; the run starts when its future is first
+    /// polled. `stop` ends it after the running case, `now` cancels the running test too.
+    #[cfg(feature = "plans")]
+    // The store is the crate's own type: only the crate's server calls this.
     #[allow(private_interfaces)]
     fn plan(
         &self,
-        plan: crate::plan::file::Plan,
+        name: String,
         tags: Vec<String>,
         store: Option<std::sync::Arc<crate::store::Store>>,
-        events: mpsc::UnboundedSender<perfpeer_shared::plan_progress::PlanProgress>,
+        events: mpsc::UnboundedSender<PlanProgress>,
         stop: CancellationToken,
         now: CancellationToken,
-    ) -> BoxFuture<'static, perfpeer_shared::plan::PlanResult>;
+    ) -> BoxFuture<'static, Result<PlanJob, PlanRefusal>>;
+}
+
+/// A plan read for a browser's run: what the server says and lists of it, and the run.
+#[cfg(feature = "plans")]
+pub struct PlanJob {
+    /// Its cases' far peers and tests, in order (the running repeat is listed among the
+    /// peer's running tests).
+    pub case_tests: Vec<(String, TestSpec)>,
+    /// Its testing time, seconds.
+    pub eta_s: u64,
+    /// Runs the cases, judges the run against the plan's baseline, keeps it: how it ended.
+    pub run: BoxFuture<'static, PlanEnd>,
+}
+
+/// Why a browser's plan cannot run.
+#[cfg(feature = "plans")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanRefusal {
+    /// The peer offers no plans (no `--plans DIR`).
+    NoPlans,
+    /// No plan is listed by that name.
+    Unknown,
+    /// The plan file cannot run: its line and reason.
+    Invalid(String),
 }

@@ -113,9 +113,6 @@ pub struct ServerState {
     pub(crate) far_groups: Arc<super::far_groups::FarGroups>,
     pending: Mutex<HashMap<Cookie, PendingTest>>,
     store: std::sync::OnceLock<Arc<crate::store::Store>>,
-    /// The plans a browser may run (`--plans DIR`).
-    #[cfg(feature = "plans")]
-    plans: std::sync::OnceLock<Arc<crate::plan::shelf::Shelf>>,
     running: Mutex<HashMap<String, (RunningTest, Instant)>>,
 }
 
@@ -149,8 +146,6 @@ impl ServerState {
             runner,
             pending: Mutex::new(HashMap::new()),
             store: std::sync::OnceLock::new(),
-            #[cfg(feature = "plans")]
-            plans: std::sync::OnceLock::new(),
             running: Mutex::new(HashMap::new()),
         })
     }
@@ -176,18 +171,6 @@ impl ServerState {
     /// The result store, if this peer keeps results.
     pub(crate) fn store(&self) -> Option<&Arc<crate::store::Store>> {
         self.store.get()
-    }
-
-    /// Offers the plans in `shelf` to browsers (once).
-    #[cfg(feature = "plans")]
-    pub(crate) fn set_plans(&self, shelf: crate::plan::shelf::Shelf) {
-        let _ = self.plans.set(Arc::new(shelf));
-    }
-
-    /// The plans a browser may run, if `--plans` was given.
-    #[cfg(feature = "plans")]
-    pub(crate) fn plans(&self) -> Option<&Arc<crate::plan::shelf::Shelf>> {
-        self.plans.get()
     }
 
     /// Where the runs this peer serves as the far end are kept, if it keeps results.

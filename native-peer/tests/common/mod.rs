@@ -232,7 +232,7 @@ async fn serve_in_process(
     let state = ServerState::new(
         config,
         info,
-        Arc::new(perfpeer::in_process::AnyTarget),
+        Arc::new(perfpeer::in_process::AnyTarget::default()),
         shutdown,
     );
     tokio::spawn(server::serve(bound, state.clone()));
