@@ -12,6 +12,7 @@
 //! - [`netlink`]: netlink and generic netlink messages and attributes.
 //! - [`nl80211`]: the Wi-Fi family's interface, station and survey dumps (link statistics).
 //! - [`rtnetlink`]: the IPv6 neighbour table (which station an IPv6 far end is behind).
+//! - [`prometheus`]: Prometheus's text exposition format (the control port's `/metrics`).
 //! - [`udp_stats`]: a UDP receiver's loss, reordering, duplicates, jitter and gaps.
 
 pub mod frames;
@@ -23,6 +24,7 @@ pub mod netlink;
 pub mod netperf;
 pub mod nl80211;
 pub mod probe;
+pub mod prometheus;
 pub mod rtnetlink;
 pub mod udp_stats;
 pub mod wire;
