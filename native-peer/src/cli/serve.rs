@@ -57,6 +57,10 @@ pub(super) struct ServeArgs {
     /// No token: anyone who reaches the control port may use every request.
     #[arg(long)]
     open: bool,
+    /// Serve Prometheus's `/metrics` without the token (the counts and the last tests' figures
+    /// per far peer, readable by anyone who reaches the control port).
+    #[arg(long)]
+    metrics_open: bool,
     /// Where the token and the result history are kept (a directory perfpeer makes is 0700).
     #[arg(long, value_name = "DIR")]
     data_dir: Option<String>,
@@ -176,6 +180,7 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCod
             .unwrap_or_else(crate::budget::MemoryBudget::default_limit),
         host_names: args.host_names.clone(),
         allowed_origins: args.allowed_origins.clone(),
+        metrics_open: args.metrics_open,
     };
     let runner = super::any_target::AnyTarget::default();
     #[cfg(feature = "plans")]

@@ -12,6 +12,9 @@ use socket2::{Domain, SockAddr, Socket, Type};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, UdpSocket};
 
+use perfpeer_shared::spec::Protocol;
+
+use super::metrics::Refusal;
 use super::state::{IncomingStream, ServerState, StreamRefusal};
 use crate::admission::{Admission, Caps, LogLimit, accept_admitted_by};
 use crate::engine::DataSocket;
@@ -86,6 +89,7 @@ pub(crate) async fn run_tcp(listener: TcpListener, state: Arc<ServerState>) {
         } else {
             unidentified.admit(from.ip())
         }
+        .inspect_err(|_| state.metrics.refused(Refusal::Admission))
     };
     while let Some((stream, from, place)) =
         accept_admitted_by(&listener, admit, &DROPPED_TCP, &state.shutdown).await
@@ -126,7 +130,9 @@ async fn identify_tcp(
     };
     state
         .deliver(&hello.cookie, from, incoming)
-        .map_err(|(refusal, _)| refusal.to_string())
+        .map_err(|(refusal, _)| refusal.to_string())?;
+    state.metrics.data_connection(Protocol::Tcp);
+    Ok(())
 }
 
 /// Binds UDP streams until shutdown, in two round trips: a hello with the test's cookie, from
@@ -188,8 +194,9 @@ fn bind_udp_stream(
                 id: stream_id,
                 socket: DataSocket::Udp(Arc::new(udp)),
             };
-            if let Err((refusal, _)) = state.deliver(&cookie, from, incoming) {
-                DROPPED_UDP.warn(from, refusal);
+            match state.deliver(&cookie, from, incoming) {
+                Ok(()) => state.metrics.data_connection(Protocol::Udp),
+                Err((refusal, _)) => DROPPED_UDP.warn(from, refusal),
             }
         }
         Err(e) => DROPPED_UDP.warn(from, format!("cannot create a UDP stream socket: {e}")),

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use perfpeer_shared::spec::TestSpec;
 
+use super::metrics::Refusal;
 use super::state::{IncomingStream, ServerState};
 use crate::admission::{Admission, Caps, LogLimit};
 use crate::dccp::{self, DccpListener, DccpSocket};
@@ -102,6 +103,7 @@ fn accept_loop(listener: DccpListener, state: Arc<ServerState>) {
         let place = match unidentified.admit_without_shedding(from.ip()) {
             Ok(p) => p,
             Err(refusal) => {
+                state.metrics.refused(Refusal::Admission);
                 DROPPED.warn(from, refusal);
                 continue;
             }
@@ -137,5 +139,9 @@ fn identify(socket: DccpSocket, from: SocketAddr, state: &ServerState) -> Result
     };
     state
         .deliver(&hello.cookie, from, incoming)
-        .map_err(|(refusal, _)| refusal.to_string())
+        .map_err(|(refusal, _)| refusal.to_string())?;
+    state
+        .metrics
+        .data_connection(perfpeer_shared::spec::Protocol::Dccp);
+    Ok(())
 }

@@ -16,6 +16,7 @@ use socket2::SockRef;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
+use super::metrics::{Refusal, TestKind};
 use super::state::{IncomingStream, ServerState};
 use crate::admission::{LogLimit, Source};
 use crate::engine::wire::{Cookie, cookie_to_hex, random_cookie};
@@ -132,8 +133,13 @@ pub(crate) async fn serve(
     state: &Arc<ServerState>,
     client: SocketAddr,
 ) -> Result<(), SessionError> {
-    check_caps(&spec, state, client)?;
+    check_caps(&spec, state, client).inspect_err(|e| {
+        if e.code() == ErrorCode::OverLimit {
+            state.metrics.refused(Refusal::Caps);
+        }
+    })?;
     let _slot = state.slots.clone().try_acquire_owned().map_err(|_| {
+        state.metrics.refused(Refusal::Busy);
         refuse(
             ErrorCode::OverLimit,
             format!(
@@ -146,6 +152,7 @@ pub(crate) async fn serve(
         .far_tests
         .admit_without_shedding(client.ip())
         .map_err(|_| {
+            state.metrics.refused(Refusal::Busy);
             refuse(
                 ErrorCode::OverLimit,
                 "this peer is running as many tests for your address as it runs for one; try again when one ends",
@@ -155,7 +162,10 @@ pub(crate) async fn serve(
     let _memory = state
         .memory
         .charge(memory_needed(&spec, &plan))
-        .map_err(|e| refuse(ErrorCode::OverLimit, e.to_string()))?;
+        .map_err(|e| {
+            state.metrics.refused(Refusal::Caps);
+            refuse(ErrorCode::OverLimit, e.to_string())
+        })?;
     let cookie = random_cookie();
     let test_id = cookie_to_hex(&random_cookie())[..12].to_string();
     // Every log line of the test carries its id and client through this span.
@@ -211,6 +221,8 @@ async fn run_accepted(
         Err(_) => return Err(SessionError::PeerLost("no begin after ready".into())),
     }
     let _running = state.track(&test_id, PeerRole::Server, client.to_string(), &spec, None);
+    // Counted as failed if it ends without a result.
+    let counted = state.metrics.test_started(TestKind::Served);
     let source = Source::of(client.ip());
     TEST_BEGINS.info(
         source,
@@ -291,6 +303,7 @@ async fn run_accepted(
         working_load: None,
         status,
     };
+    counted.finished(&result, &client.ip().to_canonical().to_string());
     let result_id = match (rec, member) {
         (Some(rec), _) => {
             let id = rec.id().to_string();

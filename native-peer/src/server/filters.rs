@@ -1,5 +1,6 @@
-//! warp routes, one function each: `/ws` (control), `/api/info` (what this peer is), `/` and
-//! `/assets/…` (the embedded web UI). State reaches handlers through `with_state`.
+//! warp routes, one function each: `/ws` (control), `/api/info` (what this peer is),
+//! `/metrics` (Prometheus), `/` and `/assets/…` (the embedded web UI). State reaches handlers
+//! through `with_state`.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -9,6 +10,7 @@ use perfpeer_shared::control::MAX_CONTROL_MESSAGE;
 use warp::Filter;
 
 use super::http::ClientAddr;
+use super::metrics::Refusal;
 use super::state::ServerState;
 use super::{assets, guard, handlers};
 use crate::admission::{Admission, Caps};
@@ -25,7 +27,9 @@ pub(crate) fn routes(
     let routes = boxed(ws(state.clone()))
         .or(super::results::routes(state.clone()))
         .unify()
-        .or(boxed(info(state)))
+        .or(boxed(info(state.clone())))
+        .unify()
+        .or(boxed(metrics(state)))
         .unify()
         .or(boxed(index()))
         .unify()
@@ -81,9 +85,10 @@ pub(crate) fn ws(
                 async move {
                     let remote =
                         remote.map_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)), |c| c.0);
-                    let place = sockets
-                        .admit(remote.ip())
-                        .map_err(|refusal| warp::reject::custom(TooManySockets(refusal)))?;
+                    let place = sockets.admit(remote.ip()).map_err(|refusal| {
+                        state.metrics.refused(Refusal::Admission);
+                        warp::reject::custom(TooManySockets(refusal))
+                    })?;
                     Ok::<_, warp::Rejection>(
                         ws.max_message_size(MAX_CONTROL_MESSAGE)
                             .max_frame_size(MAX_CONTROL_MESSAGE)
@@ -106,6 +111,25 @@ pub(crate) fn info(
         .and(warp::get())
         .and(with_state(state))
         .map(|s: Arc<ServerState>| warp::reply::json(&s.peer_info()))
+}
+
+/// `GET /metrics`: Prometheus's text exposition of the peer's counters and last tests, with
+/// the token unless `--metrics-open`. A GET with no body; the page is bounded by the caps of
+/// [`super::metrics`].
+pub(crate) fn metrics(
+    state: Arc<ServerState>,
+) -> impl Filter<Extract = (impl warp::Reply,), Error = warp::Rejection> + Clone {
+    let open = state.config.metrics_open;
+    warp::path!("metrics")
+        .and(warp::get())
+        .and(super::results::auth_unless(state, open))
+        .map(|s: Arc<ServerState>| {
+            warp::reply::with_header(
+                s.metrics_page(),
+                "content-type",
+                perfpeer_proto::prometheus::CONTENT_TYPE,
+            )
+        })
 }
 
 /// `GET /`: the web UI's page (embedded; see [`super::assets`]).
@@ -134,6 +158,7 @@ pub(crate) fn static_files()
 }
 
 async fn handle_rejection(err: warp::Rejection) -> Result<impl warp::Reply, Infallible> {
+    use warp::Reply;
     use warp::http::StatusCode;
     // Fixed words per kind: never the rejection's Debug text, never the client's input.
     let (code, message) = if err.is_not_found() {
@@ -159,6 +184,7 @@ async fn handle_rejection(err: warp::Rejection) -> Result<impl warp::Reply, Infa
             "requests from another site's page are refused (start the peer with --allow-origin URL)",
         )
     } else if let Some(TooManySockets(refusal)) = err.find::<TooManySockets>() {
+        // Counted where it was refused (`ws`).
         let words = match refusal {
             crate::admission::Refusal::SourceFull => "too many WebSockets from this address",
             crate::admission::Refusal::Full => "too many WebSockets",
@@ -174,7 +200,15 @@ async fn handle_rejection(err: warp::Rejection) -> Result<impl warp::Reply, Infa
     let body = warp::reply::json(&perfpeer_shared::control::ApiError {
         error: message.to_string(),
     });
-    Ok(warp::reply::with_status(body, code))
+    let mut response = warp::reply::with_status(body, code).into_response();
+    if code == StatusCode::UNAUTHORIZED {
+        // RFC 6750: the scheme a 401 asks for.
+        response.headers_mut().insert(
+            warp::http::header::WWW_AUTHENTICATE,
+            warp::http::HeaderValue::from_static("Bearer"),
+        );
+    }
+    Ok(response)
 }
 
 #[cfg(test)]
@@ -195,6 +229,7 @@ mod tests {
             max_memory: 64 << 20,
             host_names: Vec::new(),
             allowed_origins: Vec::new(),
+            metrics_open: false,
         };
         let info = PeerInfo {
             name: "t".into(),
@@ -285,6 +320,30 @@ mod tests {
             .reply(&api)
             .await;
         assert_eq!(res.status(), 404);
+    }
+
+    #[tokio::test]
+    async fn metrics_need_the_token_and_say_so() {
+        let api = routes(state());
+        let res = warp::test::request().path("/metrics").reply(&api).await;
+        assert_eq!(res.status(), 401);
+        assert_eq!(res.headers()["www-authenticate"], "Bearer");
+        let res = warp::test::request()
+            .path("/metrics")
+            .header("authorization", "Bearer secret-token")
+            .reply(&api)
+            .await;
+        assert_eq!(res.status(), 200);
+        assert_eq!(
+            res.headers()["content-type"],
+            "text/plain; version=0.0.4; charset=utf-8"
+        );
+        let page = String::from_utf8_lossy(res.body());
+        // The refused scrape was counted.
+        assert!(
+            page.contains("perfpeer_refusals_total{reason=\"token\"} 1\n"),
+            "{page}"
+        );
     }
 
     #[tokio::test]

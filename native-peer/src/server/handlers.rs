@@ -14,6 +14,7 @@ use perfpeer_shared::spec::{TestSpec, ValidSpec};
 use warp::ws::{Message, WebSocket};
 
 use super::far_end;
+use super::metrics::Refusal;
 use super::run_log::{KEEP_FINISHED, RunLog};
 use super::runs;
 use super::state::ServerState;
@@ -76,6 +77,7 @@ pub(crate) async fn on_socket(
     place: Admitted,
 ) {
     let shutdown = state.shutdown.clone();
+    let _open = state.metrics.websocket_opened();
     tokio::select! {
         _ = serve_socket(ws, &state, remote, &place) => {}
         _ = place.evicted().cancelled() => {
@@ -205,6 +207,15 @@ async fn serve_socket(
             ))),
         };
         if let Err(e) = result {
+            if matches!(
+                e,
+                SessionError::Refused {
+                    code: ErrorCode::Unauthorized,
+                    ..
+                }
+            ) {
+                state.metrics.refused(Refusal::Token);
+            }
             reply_error(&chan, &e);
             if matches!(e, SessionError::PeerLost(_)) {
                 break;
@@ -248,9 +259,12 @@ async fn expect_hello(
         } => {
             let authorized = state
                 .authorizes(remote.ip(), token.as_deref())
-                .map_err(|e| SessionError::Refused {
-                    code: ErrorCode::Unauthorized,
-                    message: e.to_string(),
+                .map_err(|e| {
+                    state.metrics.refused(Refusal::Token);
+                    SessionError::Refused {
+                        code: ErrorCode::Unauthorized,
+                        message: e.to_string(),
+                    }
                 })?;
             chan.send(&ServerMsg::Welcome {
                 protocol_version: PROTOCOL_VERSION,
@@ -266,6 +280,7 @@ async fn expect_hello(
                 });
             }
             if token.is_some() && !authorized {
+                state.metrics.refused(Refusal::Token);
                 chan.send(&ServerMsg::error(
                     ErrorCode::Unauthorized,
                     "wrong access token",
@@ -354,17 +369,16 @@ async fn start_plan(
 
 /// One of the peer's test slots, or a refusal naming the cap.
 fn take_slot(state: &Arc<ServerState>) -> Result<tokio::sync::OwnedSemaphorePermit, SessionError> {
-    state
-        .slots
-        .clone()
-        .try_acquire_owned()
-        .map_err(|_| SessionError::Refused {
+    state.slots.clone().try_acquire_owned().map_err(|_| {
+        state.metrics.refused(Refusal::Busy);
+        SessionError::Refused {
             code: ErrorCode::OverLimit,
             message: format!(
                 "this peer is running its maximum of {} tests",
                 state.config.max_tests
             ),
-        })
+        }
+    })
 }
 
 /// `attach`: follows a run started earlier (typically by this browser before a network blip).

@@ -15,9 +15,10 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tower_service::Service;
 
+use super::metrics::Refusal;
 use super::state::ServerState;
 use super::{filters, guard};
-use crate::admission::{Admission, Caps, LogLimit, accept_admitted};
+use crate::admission::{Admission, Caps, LogLimit, accept_admitted_by};
 
 /// Time a client has to send a request's head, from the moment the server waits for one (also
 /// between requests on a kept-alive connection).
@@ -40,9 +41,15 @@ pub(crate) struct ClientAddr(pub SocketAddr);
 pub(crate) async fn serve(listener: TcpListener, state: Arc<ServerState>) {
     let routes = filters::routes(state.clone());
     let admission = Admission::new(HTTP_CAPS);
+    let admit = |from: SocketAddr| {
+        admission
+            .admit(from.ip())
+            .inspect_err(|_| state.metrics.refused(Refusal::Admission))
+    };
     while let Some((stream, from, place)) =
-        accept_admitted(&listener, &admission, &DROPPED, &state.shutdown).await
+        accept_admitted_by(&listener, admit, &DROPPED, &state.shutdown).await
     {
+        state.metrics.http_connection();
         let _ = stream.set_nodelay(true);
         let filtered = warp::service(routes.clone());
         // Busy while a request is served; idle (the first kind shed when every place is

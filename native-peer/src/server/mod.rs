@@ -10,6 +10,8 @@ pub(crate) mod filters;
 pub(crate) mod guard;
 pub(crate) mod handlers;
 pub(crate) mod http;
+pub(crate) mod last_tests;
+pub(crate) mod metrics;
 #[cfg(feature = "plans")]
 pub(crate) mod plan_runs;
 pub(crate) mod results;

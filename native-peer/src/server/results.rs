@@ -169,18 +169,31 @@ struct LinkSwitch {
 fn auth(
     state: Arc<ServerState>,
 ) -> impl Filter<Extract = (Arc<ServerState>,), Error = warp::Rejection> + Clone {
+    auth_unless(state, false)
+}
+
+/// [`auth`], or anyone when `open` (`/metrics` with `--metrics-open`). A refusal is counted.
+pub(crate) fn auth_unless(
+    state: Arc<ServerState>,
+    open: bool,
+) -> impl Filter<Extract = (Arc<ServerState>,), Error = warp::Rejection> + Clone {
     warp::header::optional::<String>("authorization")
         .and(warp::ext::optional::<ClientAddr>())
         .and(with_state(state))
         .and_then(
-            |header: Option<String>, client: Option<ClientAddr>, state: Arc<ServerState>| async move {
+            move |header: Option<String>, client: Option<ClientAddr>, state: Arc<ServerState>| async move {
+                if open {
+                    return Ok(state);
+                }
                 let token = header.as_deref().and_then(|h| h.strip_prefix("Bearer "));
                 let ip = client.map_or(std::net::Ipv4Addr::UNSPECIFIED.into(), |c| c.0.ip());
-                match state.authorizes(ip, token) {
-                    Ok(true) => Ok(state),
-                    Ok(false) => Err(warp::reject::custom(Unauthorized)),
-                    Err(too_many) => Err(warp::reject::custom(too_many)),
-                }
+                let refusal = match state.authorizes(ip, token) {
+                    Ok(true) => return Ok(state),
+                    Ok(false) => warp::reject::custom(Unauthorized),
+                    Err(too_many) => warp::reject::custom(too_many),
+                };
+                state.metrics.refused(super::metrics::Refusal::Token);
+                Err(refusal)
             },
         )
 }

@@ -21,6 +21,7 @@ use perfpeer_shared::sweep::SweepResult;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::task::{JoinError, JoinHandle};
 
+use super::metrics::{TestCount, TestKind};
 use super::run_log::{DETACHED_GRACE, KEEP_FINISHED, RunLog};
 use super::state::{RunningGuard, ServerState};
 use crate::session::SessionError;
@@ -47,6 +48,7 @@ pub(crate) fn start(
         test_id: String::new(),
         running: None,
         rec: None,
+        counted: None,
     };
     spawn_supervised(state, slot, run, job, events);
     log
@@ -314,6 +316,8 @@ struct TestRun {
     test_id: String,
     running: Option<RunningGuard>,
     rec: Option<Recording>,
+    /// The test counted for `/metrics` from its start, with its far peer's address.
+    counted: Option<(TestCount, String)>,
 }
 
 impl Supervised for TestRun {
@@ -330,7 +334,11 @@ impl Supervised for TestRun {
 
     fn on_event(&mut self, ev: TestEvent) {
         match ev {
-            TestEvent::Started { test_id, .. } => {
+            TestEvent::Started {
+                test_id,
+                server_addr,
+                ..
+            } => {
                 let (state, target, spec) = (&self.state, &self.target, &self.spec);
                 self.running = Some(state.track(
                     &test_id,
@@ -340,6 +348,10 @@ impl Supervised for TestRun {
                     Some(&test_id),
                 ));
                 state.runs.insert(&test_id, self.log.clone());
+                self.counted = Some((
+                    state.metrics.test_started(TestKind::Run),
+                    far_peer_address(&server_addr),
+                ));
                 self.rec = state.store().and_then(|s| {
                     Recording::begin(s, &test_id, Origin::Browser, PeerRole::Client, target, spec)
                 });
@@ -367,6 +379,9 @@ impl Supervised for TestRun {
     async fn on_end(&mut self, joined: Result<Self::Output, JoinError>) -> ServerMsg {
         match joined {
             Ok(Ok(result)) => {
+                if let Some((counted, far_peer)) = self.counted.take() {
+                    counted.finished(&result, &far_peer);
+                }
                 // Kept before it is announced.
                 if let Some(r) = self.rec.take() {
                     let result_id = r.id().to_string();
@@ -382,6 +397,15 @@ impl Supervised for TestRun {
             Err(e) => ServerMsg::error(ErrorCode::Internal, e.to_string()),
         }
     }
+}
+
+/// The far peer of a run as `/metrics` labels it: the address of `ip:port`, without the port
+/// (a stock tool's far end may say something else: kept as it is, cut to the label's length).
+fn far_peer_address(server_addr: &str) -> String {
+    server_addr.parse::<std::net::SocketAddr>().map_or_else(
+        |_| server_addr.to_string(),
+        |a| a.ip().to_canonical().to_string(),
+    )
 }
 
 /// A browser's sweep: attachable by its sweep id from the start; kept whole at its end (its

@@ -43,6 +43,8 @@ pub struct ServeConfig {
     pub host_names: Vec<String>,
     /// Origins whose pages may use `/ws` and the API besides the peer's own (`--allow-origin`).
     pub allowed_origins: Vec<String>,
+    /// `/metrics` without the token (`--metrics-open`).
+    pub metrics_open: bool,
 }
 
 /// A data stream that presented a cookie on the data port.
@@ -114,6 +116,10 @@ pub struct ServerState {
     pending: Mutex<HashMap<Cookie, PendingTest>>,
     store: std::sync::OnceLock<Arc<crate::store::Store>>,
     running: Mutex<HashMap<String, (RunningTest, Instant)>>,
+    /// What `/metrics` tells.
+    pub(crate) metrics: Arc<super::metrics::Metrics>,
+    /// When the peer started serving, Unix ms.
+    started_unix_ms: u64,
 }
 
 impl ServerState {
@@ -147,6 +153,17 @@ impl ServerState {
             pending: Mutex::new(HashMap::new()),
             store: std::sync::OnceLock::new(),
             running: Mutex::new(HashMap::new()),
+            metrics: Arc::default(),
+            started_unix_ms: crate::util::unix_ms_now(),
+        })
+    }
+
+    /// What `/metrics` says now.
+    pub(crate) fn metrics_page(&self) -> String {
+        self.metrics.render(super::metrics::Readings {
+            running_tests: lock(&self.running).len(),
+            store_errors: self.store().map_or(0, |s| s.write_failures()),
+            started_unix_s: self.started_unix_ms as f64 / 1e3,
         })
     }
 

@@ -29,6 +29,8 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use portable_atomic::{AtomicU64, Ordering};
+
 use perfpeer_shared::history::Notes;
 use perfpeer_shared::report::{
     HostInfo, IntervalReport, PeerRole, SideReport, TestResult, TestStatus,
@@ -154,6 +156,8 @@ pub(crate) struct Store {
     retention: Retention,
     read_only: bool,
     last_error: Mutex<Option<String>>,
+    /// Writes that failed (a full disk, a read-only directory, a broken database).
+    write_failures: AtomicU64,
     /// The thread every write from async code runs on.
     writer: writer::Writer,
 }
@@ -231,6 +235,7 @@ impl Store {
             retention: Retention::default(),
             read_only: false,
             last_error: Mutex::new(None),
+            write_failures: AtomicU64::new(0),
             writer: writer::Writer::start(),
         })
     }
@@ -264,6 +269,7 @@ impl Store {
             retention: Retention::default(),
             read_only: true,
             last_error: Mutex::new(None),
+            write_failures: AtomicU64::new(0),
             writer: writer::Writer::start(),
         })
     }
@@ -290,9 +296,17 @@ impl Store {
         match &r {
             Ok(_) if !self.read_only => *last = None,
             Ok(_) => {}
-            Err(e) => *last = Some(format!("results are not being kept: {e}")),
+            Err(e) => {
+                self.write_failures.fetch_add(1, Ordering::Relaxed);
+                *last = Some(format!("results are not being kept: {e}"));
+            }
         }
         r
+    }
+
+    /// Writes that failed since the store was opened (for `/metrics`).
+    pub(crate) fn write_failures(&self) -> u64 {
+        self.write_failures.load(Ordering::Relaxed)
     }
 
     /// Whether results can be written here (not a read-only database).

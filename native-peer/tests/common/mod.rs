@@ -222,6 +222,7 @@ async fn serve_in_process(
         max_memory: 256 << 20,
         host_names: Vec::new(),
         allowed_origins: Vec::new(),
+        metrics_open: false,
     };
     let info = PeerInfo {
         name: "in-process".into(),
