@@ -2,7 +2,8 @@
 # Installs what perfpeer's build and tests need on Debian 12 beyond rustup/cargo: iproute2 (ip,
 # tc) for the network-namespace tests, the stock tools used for interop and benchmarks (and curl
 # for scripts/fetch-netperf.sh, which fetches stock netperf into the cache), flent, the wasm
-# toolchain for the web UI, headless Chromium for its browser test, and qemu for the DCCP test.
+# toolchain for the web UI, headless Chromium for its browser test, qemu for the DCCP test, and
+# Prometheus (with promtool) for the /metrics tests.
 # With --dut, also the cross toolchains of scripts/build-dut.sh; with --windows, those of
 # scripts/build-windows.sh; with --macos, what scripts/check-macos.sh needs.
 # Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
@@ -42,6 +43,10 @@ command -v jq >/dev/null 2>&1 || need+=(jq)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 # The lab test checks docs/lab's systemd units with systemd-analyze verify.
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+# The /metrics tests: Debian's Prometheus (a real server scraping two peers) and its promtool
+# (`promtool check metrics` on a scrape).
+command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # The browser test: Debian's headless Chromium and its WebDriver.
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
@@ -75,6 +80,11 @@ if [ ${#need[@]} -gt 0 ]; then
     echo "setup: installing ${need[*]}"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    # Debian starts the Prometheus it installs, listening on every address: the tests start
+    # their own on loopback, so the service is stopped and left disabled.
+    if [[ " ${need[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
+        $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
+    fi
 fi
 
 # The lint step of scripts/test.sh: clippy comes with rustup's default profile; a minimal

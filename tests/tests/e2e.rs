@@ -48,6 +48,9 @@ mod latency_load;
 mod layers;
 /// Tests over loopback: every direction and protocol, agreement of both ends, JSON keys.
 mod loopback;
+/// Prometheus's `/metrics`: the token, counts after known tests, promtool, a real Prometheus
+/// scraping two peers, the far-peer series cap, the Grafana dashboard's queries.
+mod metrics;
 /// Multicast UDP between namespaces on a bridge: group receivers count, others get nothing.
 mod multicast;
 /// `perfpeer netperf` against a perfpeer peer: netperf's tables, figures that agree with `-J`.
