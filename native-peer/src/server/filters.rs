@@ -124,11 +124,12 @@ pub(crate) fn metrics(
         .and(warp::get())
         .and(super::results::auth_unless(state, open))
         .map(|s: Arc<ServerState>| {
-            warp::reply::with_header(
-                s.metrics_page(),
-                "content-type",
-                perfpeer_proto::prometheus::CONTENT_TYPE,
-            )
+            let mut page = warp::reply::Response::new(s.metrics_page().into());
+            page.headers_mut().insert(
+                warp::http::header::CONTENT_TYPE,
+                warp::http::HeaderValue::from_static(perfpeer_proto::prometheus::CONTENT_TYPE),
+            );
+            page
         })
 }
 

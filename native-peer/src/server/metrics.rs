@@ -3,7 +3,8 @@
 //! finished test per far peer ([`super::last_tests`], bounded), and at each scrape the
 //! process's CPU time, memory and open files read from /proc with std. Every label value is
 //! one of a fixed set, or a far peer's address within the series cap: nothing a client sends
-//! becomes a label. The page is written by `perfpeer_proto::prometheus`.
+//! becomes a label. The page is written by `perfpeer_proto::prometheus`; help lines are short
+//! (the DUT's budget), the README says what each metric and label is.
 
 use std::sync::{Arc, Mutex};
 
@@ -118,7 +119,7 @@ impl Metrics {
     pub(crate) fn render(&self, readings: Readings) -> String {
         let mut page = Exposition::with_capacity(8 * 1024);
         self.render_tests(&mut page, readings);
-        self.render_connections(&mut page, readings);
+        self.render_connections(&mut page);
         render_process(&mut page, readings.started_unix_s);
         self.render_last(&mut page);
         page.into_text()
@@ -127,12 +128,12 @@ impl Metrics {
     fn render_tests(&self, page: &mut Exposition, readings: Readings) {
         use MetricType::{Counter, Gauge};
         let name = "perfpeer_tests_started_total";
-        page.family(name, Counter, "Tests begun, by how this peer took part.");
+        page.family(name, Counter, "Tests begun.");
         for (kind, count) in KINDS.iter().zip(&self.started) {
             page.count(name, &[("kind", kind)], count.load(Relaxed));
         }
         let name = "perfpeer_tests_finished_total";
-        page.family(name, Counter, "Tests ended, by kind and outcome.");
+        page.family(name, Counter, "Tests ended.");
         for (kind, counts) in KINDS.iter().zip(&self.finished) {
             for (outcome, count) in OUTCOMES.iter().zip(counts) {
                 let labels = [("kind", *kind), ("outcome", *outcome)];
@@ -140,17 +141,17 @@ impl Metrics {
             }
         }
         let name = "perfpeer_tests_running";
-        page.family(name, Gauge, "Tests running now.");
+        page.family(name, Gauge, "Tests running.");
         page.count(name, &[], readings.running_tests as u64);
         for (name, help, counts) in [
             (
                 "perfpeer_data_bytes_total",
-                "Bytes this peer's ends of finished tests moved (sent or received).",
+                "Bytes finished tests moved here.",
                 &self.moved_bytes,
             ),
             (
                 "perfpeer_datagrams_total",
-                "Datagrams this peer's ends of finished tests sent or received.",
+                "Datagrams finished tests moved here.",
                 &self.moved_datagrams,
             ),
         ] {
@@ -160,40 +161,32 @@ impl Metrics {
             }
         }
         let name = "perfpeer_refusals_total";
-        page.family(
-            name,
-            Counter,
-            "Requests and connections refused, by reason.",
-        );
+        page.family(name, Counter, "Refusals.");
         for (reason, count) in REFUSALS.iter().zip(&self.refusals) {
             page.count(name, &[("reason", reason)], count.load(Relaxed));
         }
         let name = "perfpeer_store_errors_total";
-        page.family(name, Counter, "Writes to the result history that failed.");
+        page.family(name, Counter, "Failed result writes.");
         page.count(name, &[], readings.store_errors);
         // Set by the queue of results for a shared database, once there is one.
         let name = "perfpeer_store_queued_results";
-        page.family(name, Gauge, "Results waiting for a shared database.");
+        page.family(name, Gauge, "Results queued for a database.");
         page.count(name, &[], 0);
     }
 
-    fn render_connections(&self, page: &mut Exposition, _: Readings) {
+    fn render_connections(&self, page: &mut Exposition) {
         use MetricType::{Counter, Gauge};
         let name = "perfpeer_control_connections_total";
-        page.family(name, Counter, "HTTP connections the control port took.");
+        page.family(name, Counter, "HTTP connections.");
         page.count(name, &[], self.http_connections.load(Relaxed));
         let name = "perfpeer_websockets_total";
-        page.family(name, Counter, "Control WebSockets (/ws) opened.");
+        page.family(name, Counter, "WebSockets opened.");
         page.count(name, &[], self.websockets.load(Relaxed));
         let name = "perfpeer_websockets_open";
-        page.family(name, Gauge, "Control WebSockets (/ws) open now.");
+        page.family(name, Gauge, "WebSockets open.");
         page.count(name, &[], self.websockets_open.load(Relaxed));
         let name = "perfpeer_data_connections_total";
-        page.family(
-            name,
-            Counter,
-            "Data streams the data port took, by transport.",
-        );
+        page.family(name, Counter, "Data streams taken.");
         for (transport, count) in TRANSPORTS.iter().zip(&self.data_connections) {
             page.count(name, &[("transport", transport)], count.load(Relaxed));
         }
@@ -205,27 +198,25 @@ impl Metrics {
         let gauges: [(&str, &str, Pick); 5] = [
             (
                 "perfpeer_last_test_throughput_bytes_per_second",
-                "The last test's received rate, summed over its directions.",
+                "Last test's received rate.",
                 |f| f.bits_per_second.map(|b| b / 8.0),
             ),
-            (
-                "perfpeer_last_test_loss_ratio",
-                "The last test's datagrams lost of those sent (UDP, DCCP).",
-                |f| f.loss_ratio,
-            ),
+            ("perfpeer_last_test_loss_ratio", "Last test's loss.", |f| {
+                f.loss_ratio
+            }),
             (
                 "perfpeer_last_test_jitter_seconds",
-                "The last test's jitter, its worst direction (UDP, DCCP).",
+                "Last test's jitter.",
                 |f| f.jitter_seconds,
             ),
             (
                 "perfpeer_last_test_loaded_rtt_seconds",
-                "The last test's TCP round-trip time under its load.",
+                "Last test's RTT under load.",
                 |f| f.loaded_rtt_seconds,
             ),
             (
                 "perfpeer_last_test_finished_seconds",
-                "When the last test ended, Unix time.",
+                "Last test's end.",
                 |f| Some(f.finished_unix_s),
             ),
         ];
@@ -238,11 +229,7 @@ impl Metrics {
             }
         }
         let name = "perfpeer_last_test_verdict";
-        page.family(
-            name,
-            MetricType::Gauge,
-            "1 for the last test's verdict on its expectations (pass, fail, unjudged).",
-        );
+        page.family(name, MetricType::Gauge, "Last test's verdict.");
         for (key, figures) in last.iter() {
             if let Some(verdict) = figures.verdict {
                 let [a, b, c] = series_labels(key);
@@ -266,21 +253,21 @@ fn render_process(page: &mut Exposition, started_unix_s: f64) {
     use MetricType::{Counter, Gauge};
     if let Some((user, system)) = crate::sys::process_cpu_times() {
         let name = "process_cpu_seconds_total";
-        page.family(name, Counter, "User and system CPU time spent, seconds.");
+        page.family(name, Counter, "CPU time.");
         page.real(name, &[], (user + system).as_secs_f64());
     }
     if let Some(bytes) = resident_bytes() {
         let name = "process_resident_memory_bytes";
-        page.family(name, Gauge, "Resident memory size, bytes.");
+        page.family(name, Gauge, "Resident memory.");
         page.count(name, &[], bytes);
     }
     if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
         let name = "process_open_fds";
-        page.family(name, Gauge, "Open file descriptors.");
+        page.family(name, Gauge, "Open files.");
         page.count(name, &[], fds.count() as u64);
     }
     let name = "process_start_time_seconds";
-    page.family(name, Gauge, "When the peer started, Unix seconds.");
+    page.family(name, Gauge, "Start time.");
     page.real(name, &[], started_unix_s);
 }
 
