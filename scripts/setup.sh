@@ -50,6 +50,10 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # The browser test: Debian's headless Chromium and its WebDriver.
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -x /usr/bin/chromedriver ] || need+=(chromium-driver)
+# The lab store test (tests/tests/lab_store.rs): its own PostgreSQL 15 cluster, made with
+# Debian's initdb and pg_ctl in a temporary directory (no server is started by the package
+# beyond Debian's own cluster, which the test does not use).
+[ -x /usr/lib/postgresql/15/bin/initdb ] || need+=(postgresql-15)
 
 # `--dut` (scripts/build-dut.sh and the DUT tests): xz (the tests check the size budget), the
 # cross compilers (which build musl from

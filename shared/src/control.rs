@@ -366,6 +366,27 @@ pub struct PeerInfo {
     /// is not measured here; absent (false) from peers that can, and from older ones.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub wifi_not_measured: bool,
+    /// The lab's shared store this peer writes its results to (`--store postgres://…`), if
+    /// it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lab_store: Option<LabStoreState>,
+}
+
+/// How a peer's lab store stands: reachable or not since when, and its results not yet
+/// written to it (kept here meanwhile).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabStoreState {
+    /// Whether the last attempt to reach it succeeded.
+    pub reachable: bool,
+    /// Since when (ms since the Unix epoch) it has been as `reachable` says.
+    #[serde(default)]
+    pub since_ms: u64,
+    /// Why it could not be reached, the last time it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// Results kept here that wait to be written to it.
+    #[serde(default)]
+    pub waiting: u64,
 }
 
 /// A test running on a peer.

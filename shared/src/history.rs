@@ -238,6 +238,10 @@ pub struct HistoryEntry {
     /// Its verdict, when it had expectations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<crate::verdict::Outcome>,
+    /// The peer that kept it, in a lab's shared store (`--store postgres://…`); absent from
+    /// a peer's own history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_by: Option<String>,
 }
 
 impl HistoryEntry {
@@ -348,6 +352,7 @@ impl KeptSweep {
             notes: self.notes.clone(),
             wifi: None,
             verdict: None,
+            kept_by: None,
         }
     }
 }
@@ -436,6 +441,7 @@ impl KeptPlan {
             notes: self.notes.clone(),
             wifi: None,
             verdict: self.result.outcome(),
+            kept_by: None,
         }
     }
 }
@@ -533,6 +539,7 @@ impl KeptLatency {
             wifi: None,
             verdict: crate::verdict::Verdict::of_latency(&self.request, &self.result)
                 .map(|v| v.outcome),
+            kept_by: None,
         }
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod fuzz;
 pub mod netns;
+pub mod postgres;
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpStream};

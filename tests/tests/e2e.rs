@@ -42,6 +42,8 @@ mod iperf3_flags;
 mod iperf3_json;
 /// A lab's nightly run: the systemd units verified, `plan check`, `--baseline last`.
 mod lab;
+/// A lab's shared PostgreSQL store: two peers at once, a database lost mid-test, 10 000 results.
+mod lab_store;
 /// Latency under load: a router's queue in namespaces beside ping and irtt; flags over loopback.
 mod latency_load;
 /// The binary's modules import only downward, as docs/architecture.md draws them.

@@ -719,8 +719,15 @@ fn render_peer(peer: &PeerInfo, model: &Model, drawn: &mut [String; 2]) {
     set_text("peer-cc", &peer.congestion_controls.join(", "));
     set_text("peer-dccp", &present::dccp_support(&peer.dccp));
     // A full disk or a read-only data directory: say so where the peer is described.
-    set_text("peer-store", peer.store_problem.as_deref().unwrap_or(""));
-    show("peer-store-row", peer.store_problem.is_some());
+    // Results kept here that wait for the lab's database (`--store`) are said on the same row.
+    let waiting = peer.lab_store.as_ref().map_or(0, |lab| lab.waiting);
+    let store_line = match &peer.store_problem {
+        Some(problem) => problem.clone(),
+        None if waiting > 0 => format!("{waiting} results waiting for the lab database"),
+        None => String::new(),
+    };
+    set_text("peer-store", &store_line);
+    show("peer-store-row", !store_line.is_empty());
     set_text(
         "dccp-hint",
         &format!("DCCP on this peer: {}", present::dccp_support(&peer.dccp)),

@@ -24,6 +24,7 @@ pub(crate) mod any_target;
 mod flags;
 mod iperf;
 mod iperf3;
+mod lab_store;
 mod latency;
 mod live;
 mod modes;

@@ -94,6 +94,8 @@ pub(super) struct ServeArgs {
     plans: Option<std::path::PathBuf>,
     #[command(flatten)]
     wifi: super::wifi::WifiFlags,
+    #[command(flatten)]
+    lab: super::lab_store::LabStoreArgs,
 }
 
 fn parse_origin(s: &str) -> Result<String, String> {
@@ -147,6 +149,7 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCod
     args.wifi.apply()?;
     crate::sys::raise_fd_limit();
     let token = resolve_token(&args)?;
+    let lab = args.lab.lab()?;
     let bound = bind(&args)?;
     let control = bound.control_addr()?;
     let data = bound.data_addr()?;
@@ -168,6 +171,7 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCod
         store_problem: None,
         wifi: Vec::new(),
         wifi_not_measured: !crate::wifi::MEASURED,
+        lab_store: None,
     };
     let config = ServeConfig {
         max_tests: args.max_tests,
@@ -202,7 +206,7 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCod
             .collect::<Vec<_>>(),
     );
     server::dccp_listener::spawn(data, dccp_services, state.clone());
-    open_store(&args, &state);
+    open_store(&args, &state, lab);
     announce(control, data, token.as_deref());
     crate::util::spawn(wait_for_signal(shutdown));
     server::run(bound, state).await;
@@ -210,8 +214,9 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCod
     Ok(std::process::ExitCode::SUCCESS)
 }
 
-/// Keeps results in the data directory; a peer without a usable store still serves tests.
-fn open_store(args: &ServeArgs, state: &ServerState) {
+/// Keeps results in the data directory (and, with `--store`, copies them to the lab store in
+/// the background); a peer without a usable store still serves tests.
+fn open_store(args: &ServeArgs, state: &ServerState, lab: Option<super::lab_store::Lab>) {
     let dir = token::data_dir(args.data_dir.as_deref().map(std::path::Path::new));
     match Store::open(&dir) {
         Ok((mut store, note)) => {
@@ -232,7 +237,24 @@ fn open_store(args: &ServeArgs, state: &ServerState) {
                 max_results: args.keep_results,
                 max_bytes,
             });
-            state.set_store(std::sync::Arc::new(store));
+            let store = std::sync::Arc::new(store);
+            if let Some(lab) = lab
+                && super::lab_store::attach(&store, &lab)
+            {
+                #[cfg(feature = "postgres")]
+                {
+                    tracing::info!(
+                        peer_name = lab.kept_by(),
+                        "keeping results in the lab store too"
+                    );
+                    crate::util::spawn(crate::store::lab::replicate::run(
+                        store.clone(),
+                        lab,
+                        state.shutdown.clone(),
+                    ));
+                }
+            }
+            state.set_store(store);
         }
         Err(e) => {
             tracing::warn!(error = %e, "results will not be kept");

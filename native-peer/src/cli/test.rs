@@ -58,6 +58,8 @@ pub(super) struct TestArgs {
     latency: super::latency::LatencyFlags,
     #[command(flatten)]
     wifi: super::wifi::WifiFlags,
+    #[command(flatten)]
+    lab: super::lab_store::LabStoreArgs,
 }
 
 /// Runs the test and prints it; exit 0 only for a complete test.
@@ -66,6 +68,8 @@ pub(super) async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     // Every flag error is a usage error (exit 2), whether clap or the spec's check found it.
     let usage = |e: anyhow::Error| anyhow::Error::from(UsageError(format!("{e:#}")));
     args.wifi.apply()?;
+    // A --store this build cannot use, or not a database's URL, is said before the test.
+    args.lab.lab()?;
     let expect = args.expectations().map_err(usage)?;
     if args.latency.asked() {
         let spec = args.flags.build_spec(false).map_err(usage)?;
@@ -194,6 +198,8 @@ async fn keep(result: &TestResult, args: &TestArgs) {
                 eprintln!("perfpeer: {note}");
             }
             let store = std::sync::Arc::new(store);
+            let lab = args.lab.lab().ok().flatten();
+            let lab = lab.filter(|lab| super::lab_store::attach(&store, lab));
             let peer = result.server_addr.clone();
             if let Some(rec) = crate::store::Recording::begin(
                 &store,
@@ -205,6 +211,12 @@ async fn keep(result: &TestResult, args: &TestArgs) {
             ) {
                 rec.finish(result).await;
             }
+            #[cfg(feature = "postgres")]
+            if let Some(lab) = lab {
+                super::lab_store::flush(&store, &lab).await;
+            }
+            #[cfg(not(feature = "postgres"))]
+            let _ = lab;
         }
         Err(e) => eprintln!("perfpeer: the result was not kept: {e}"),
     }

@@ -4,10 +4,12 @@
 //! `{"summary", "sweep"}` / `{"summary", "latency"}` for a kept run; link on or off), `DELETE /api/results/<id>`
 //! `POST /api/results/<id>/link` (`{"enabled": false}` turns a share link off) and
 //! `PUT /api/results/<id>/notes` (`{"text", "tags"}`, within `Notes::checked`'s bounds; empty
-//! clears them). Unknown or disabled ids are a plain 404.
+//! clears them). Unknown or disabled ids are a plain 404. With a lab store (`--store
+//! postgres://…`) the list is the lab's (filtered by peer, tag and time, a page at a time), and
+//! a result kept by another peer of the lab opens here too, by the same rules.
 
 use perfpeer_shared::control::ApiError;
-use perfpeer_shared::history::{Notes, OpenedResult};
+use perfpeer_shared::history::Notes;
 use std::sync::Arc;
 
 use perfpeer_shared::format::html;
@@ -18,7 +20,7 @@ use warp::reply::{Reply, Response};
 
 use super::http::ClientAddr;
 use super::state::ServerState;
-use crate::store::{Kept, Store};
+use crate::store::{HistoryEntry, Kept, ListQuery, Store};
 
 /// Largest body of the link switch.
 const MAX_BODY: u64 = 1024;
@@ -40,59 +42,18 @@ pub(crate) fn routes(state: Arc<ServerState>) -> BoxedFilter<(Response,)> {
     let list = warp::path!("api" / "results")
         .and(warp::get())
         .and(auth(state.clone()))
-        .then(|state: Arc<ServerState>| async move {
-            with_store(&state, |s| {
-                s.list(500).map(|l| warp::reply::json(&l).into_response())
-            })
-            .await
-        });
+        .and(warp::query::<ListParams>())
+        .then(list_results);
     // The token holder's view of one result, its link state included, link on or off.
     let get = warp::path!("api" / "results" / String)
         .and(warp::get())
         .and(auth(state.clone()))
         .then(|id: String, state: Arc<ServerState>| async move {
-            with_store(&state, move |s| {
-                Ok(match s.kept(&id)? {
-                    Some(Kept::Test(found)) => warp::reply::json(&OpenedResult {
-                        summary: found.summary,
-                        result: Some(found.result),
-                        sweep: None,
-                        latency: None,
-                        #[cfg(feature = "plans")]
-                        plan: None,
-                    })
-                    .into_response(),
-                    Some(Kept::Sweep(sweep)) => warp::reply::json(&OpenedResult {
-                        summary: sweep.summary(),
-                        result: None,
-                        sweep: Some(*sweep),
-                        latency: None,
-                        #[cfg(feature = "plans")]
-                        plan: None,
-                    })
-                    .into_response(),
-                    Some(Kept::Latency(run)) => warp::reply::json(&OpenedResult {
-                        summary: run.summary(),
-                        result: None,
-                        sweep: None,
-                        latency: Some(*run),
-                        #[cfg(feature = "plans")]
-                        plan: None,
-                    })
-                    .into_response(),
-                    #[cfg(feature = "plans")]
-                    Some(Kept::Plan(run)) => warp::reply::json(&OpenedResult {
-                        summary: run.summary(),
-                        result: None,
-                        sweep: None,
-                        latency: None,
-                        plan: Some(*run),
-                    })
-                    .into_response(),
-                    None => not_found_json(),
-                })
-            })
-            .await
+            match find_kept(&state, id).await {
+                Ok(Some(kept)) => warp::reply::json(&kept.opened()).into_response(),
+                Ok(None) => not_found_json(),
+                Err(response) => response,
+            }
         });
     let delete = warp::path!("api" / "results" / String)
         .and(warp::delete())
@@ -208,10 +169,7 @@ where
     F: FnOnce(&Store) -> Result<Response, crate::store::StoreError> + Send + 'static,
 {
     let Some(store) = state.store().cloned() else {
-        return error_json(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "this peer keeps no results",
-        );
+        return unavailable();
     };
     match crate::util::spawn_blocking(move || f(&store)).await {
         Ok(Ok(r)) => r,
@@ -255,12 +213,16 @@ async fn result_page(name: String, state: Arc<ServerState>) -> Response {
     if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return missing();
     }
-    with_store(&state, move |s| {
+    let kept = match find_kept(&state, id).await {
+        Ok(kept) => kept,
+        Err(response) => return response,
+    };
+    {
         let page = |body: String| {
             warp::reply::with_header(warp::reply::html(body), "cache-control", "no-cache")
                 .into_response()
         };
-        Ok(match s.kept(&id)? {
+        match kept {
             Some(Kept::Test(found)) if found.summary.link_enabled => {
                 if json {
                     warp::reply::json(&found.result).into_response()
@@ -301,7 +263,127 @@ async fn result_page(name: String, state: Arc<ServerState>) -> Response {
                 }
             }
             _ => missing(),
+        }
+    }
+}
+
+/// The query of `GET /api/results` (every part optional): `peer` (the peer that kept it, in a
+/// lab store), `tag`, `since` and `until` (ms since the Unix epoch), `before` (the cursor of
+/// the previous page's last line: its `x-next-cursor` header) and `limit` (≤ 500).
+#[derive(Debug, Default, serde::Deserialize)]
+struct ListParams {
+    peer: Option<String>,
+    tag: Option<String>,
+    since: Option<u64>,
+    until: Option<u64>,
+    before: Option<String>,
+    limit: Option<u32>,
+}
+
+impl ListParams {
+    fn query(self) -> Result<ListQuery, String> {
+        let before = match self.before.as_deref() {
+            Some(cursor) => Some(
+                ListQuery::parse_cursor(cursor)
+                    .ok_or_else(|| format!("before={cursor}: not a cursor of this list"))?,
+            ),
+            None => None,
+        };
+        Ok(ListQuery {
+            peer: self.peer,
+            tag: self.tag,
+            since_ms: self.since,
+            until_ms: self.until,
+            before,
+            limit: self.limit,
         })
-    })
-    .await
+    }
+}
+
+/// `GET /api/results`: a page of the history, newest first: the lab's (every peer's) with a
+/// lab store, else this peer's own (also when the lab store cannot be reached: the
+/// `x-results-from` header says `local` then). A full page has an `x-next-cursor` header.
+async fn list_results(state: Arc<ServerState>, params: ListParams) -> Response {
+    let query = match params.query() {
+        Ok(q) => q,
+        Err(e) => return error_json(StatusCode::BAD_REQUEST, &e),
+    };
+    let Some(store) = state.store().cloned() else {
+        return unavailable();
+    };
+    #[cfg(feature = "postgres")]
+    if let Some(lab) = store.lab().cloned() {
+        match lab.list(&query).await {
+            Ok(rows) => return page_of(&rows, &query, "lab"),
+            Err(e) => {
+                static FALLBACK: crate::admission::LogLimit = crate::admission::LogLimit::new(
+                    "the lab database cannot be listed; listing this peer's own results",
+                    std::time::Duration::from_secs(60),
+                );
+                FALLBACK.warn("the lab store", e);
+            }
+        }
+    }
+    let kept_by = kept_by(&store);
+    let local = query.clone();
+    match crate::util::spawn_blocking(move || store.list_matching(&local, &kept_by)).await {
+        Ok(Ok(rows)) => page_of(&rows, &query, "local"),
+        Ok(Err(e)) => error_json(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        Err(e) => error_json(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+/// The name this peer's own results are listed under.
+fn kept_by(store: &Store) -> String {
+    #[cfg(feature = "postgres")]
+    if let Some(lab) = store.lab() {
+        return lab.kept_by().to_string();
+    }
+    let _ = store;
+    crate::hostinfo::hostname()
+}
+
+/// A page of the list as JSON, with where it came from and the next page's cursor.
+fn page_of(rows: &[HistoryEntry], query: &ListQuery, from: &'static str) -> Response {
+    let mut response =
+        warp::reply::with_header(warp::reply::json(&rows), "x-results-from", from).into_response();
+    if rows.len() == query.limit() as usize
+        && let Some(last) = rows.last()
+        && let Ok(cursor) = ListQuery::cursor_after(last).parse()
+    {
+        response.headers_mut().insert("x-next-cursor", cursor);
+    }
+    response
+}
+
+/// What is kept under `id`: here, or (not here) in the lab store; a response saying why not.
+async fn find_kept(state: &Arc<ServerState>, id: String) -> Result<Option<Kept>, Response> {
+    let Some(store) = state.store().cloned() else {
+        return Err(unavailable());
+    };
+    let local = store.clone();
+    let lab_id = id.clone();
+    let found = crate::util::spawn_blocking(move || local.kept(&id))
+        .await
+        .map_err(|e| error_json(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))?
+        .map_err(|e| error_json(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))?;
+    if found.is_some() {
+        return Ok(found);
+    }
+    #[cfg(feature = "postgres")]
+    if let Some(lab) = store.lab() {
+        return match lab.get(&lab_id).await {
+            Ok(opened) => Ok(opened.and_then(Kept::from_opened)),
+            Err(e) => Err(error_json(StatusCode::SERVICE_UNAVAILABLE, &e.to_string())),
+        };
+    }
+    let _ = lab_id;
+    Ok(None)
+}
+
+fn unavailable() -> Response {
+    error_json(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "this peer keeps no results",
+    )
 }

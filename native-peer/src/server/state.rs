@@ -178,8 +178,13 @@ impl ServerState {
             Some(store) => store.problem(),
             None => Some("results are not kept: the data directory could not be opened".into()),
         };
+        #[cfg(feature = "postgres")]
+        let lab_store = self.store().and_then(|s| s.lab()).map(|lab| lab.state());
+        #[cfg(not(feature = "postgres"))]
+        let lab_store = None;
         PeerInfo {
             store_problem,
+            lab_store,
             wifi: crate::wifi::interfaces_for_anyone(),
             ..self.info.clone()
         }

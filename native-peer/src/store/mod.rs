@@ -14,10 +14,16 @@
 //! the directory cannot be written, and the last write failure (a full disk) is kept for
 //! `/api/info` to show.
 //! - [`record`]: the recorder a running test writes through.
+//! - `outbox` and `lab` (feature `postgres`): a lab's shared PostgreSQL store
+//!   (`--store postgres://…`) that this store's results are copied to, and read back from.
 //! - [`sweeps`]: packet-size sweeps and latency-under-load runs, kept whole with a share link
 //!   of their own (those this peer served as the far end among them, within the far end's
 //!   share).
 
+#[cfg(feature = "postgres")]
+pub(crate) mod lab;
+#[cfg(feature = "postgres")]
+mod outbox;
 mod owner;
 mod plausible;
 mod record;
@@ -31,7 +37,7 @@ use std::sync::Mutex;
 
 use portable_atomic::{AtomicU64, Ordering};
 
-use perfpeer_shared::history::Notes;
+use perfpeer_shared::history::{Notes, OpenedResult};
 use perfpeer_shared::report::{
     HostInfo, IntervalReport, PeerRole, SideReport, TestResult, TestStatus,
 };
@@ -117,6 +123,123 @@ pub(crate) enum Kept {
     Plan(Box<perfpeer_shared::history::KeptPlan>),
 }
 
+impl Kept {
+    /// Its history line.
+    pub(crate) fn summary(&self) -> HistoryEntry {
+        match self {
+            Kept::Test(found) => found.summary.clone(),
+            Kept::Sweep(sweep) => sweep.summary(),
+            Kept::Latency(run) => run.summary(),
+            #[cfg(feature = "plans")]
+            Kept::Plan(run) => run.summary(),
+        }
+    }
+
+    /// As the token holder opens it (`GET /api/results/<id>`), and as a lab store keeps it.
+    pub(crate) fn opened(self) -> OpenedResult {
+        let summary = self.summary();
+        let mut opened = OpenedResult {
+            summary,
+            result: None,
+            sweep: None,
+            latency: None,
+            #[cfg(feature = "plans")]
+            plan: None,
+        };
+        match self {
+            Kept::Test(found) => opened.result = Some(found.result),
+            Kept::Sweep(sweep) => opened.sweep = Some(*sweep),
+            Kept::Latency(run) => opened.latency = Some(*run),
+            #[cfg(feature = "plans")]
+            Kept::Plan(run) => opened.plan = Some(*run),
+        }
+        opened
+    }
+
+    /// Back from [`Kept::opened`]; `None` for a kind this build does not read (a plan run in
+    /// a build without plans) or an empty one.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn from_opened(opened: OpenedResult) -> Option<Kept> {
+        let OpenedResult {
+            summary,
+            result,
+            sweep,
+            latency,
+            #[cfg(feature = "plans")]
+            plan,
+        } = opened;
+        #[cfg(feature = "plans")]
+        if let Some(run) = plan {
+            return Some(Kept::Plan(Box::new(run)));
+        }
+        if let Some(result) = result {
+            return Some(Kept::Test(Box::new(Stored { summary, result })));
+        }
+        if let Some(sweep) = sweep {
+            return Some(Kept::Sweep(Box::new(sweep)));
+        }
+        latency.map(|run| Kept::Latency(Box::new(run)))
+    }
+}
+
+/// Results asked of a history list (`GET /api/results`'s query, `perfpeer results list`'s
+/// flags): a peer's, a tag's, a time span's, one page (newest first, ties by id) after a
+/// cursor.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ListQuery {
+    /// Kept by this peer (its `--peer-name`) only.
+    pub peer: Option<String>,
+    /// Carrying this tag.
+    pub tag: Option<String>,
+    /// Begun at or after this time (ms since the Unix epoch).
+    pub since_ms: Option<u64>,
+    /// Begun before this time.
+    pub until_ms: Option<u64>,
+    /// After this line of the previous page: its `created_ms` and id.
+    pub before: Option<(u64, String)>,
+    /// Lines in the page (see [`ListQuery::limit`]).
+    pub limit: Option<u32>,
+}
+
+impl ListQuery {
+    /// Lines in a page at most.
+    pub(crate) const MAX_LIMIT: u32 = 500;
+
+    /// Lines in this page: as asked, within 1..=[`ListQuery::MAX_LIMIT`] (that by default).
+    pub(crate) fn limit(&self) -> u32 {
+        self.limit
+            .unwrap_or(Self::MAX_LIMIT)
+            .clamp(1, Self::MAX_LIMIT)
+    }
+
+    /// The cursor of the page after `last` (`<created_ms>_<id>`).
+    pub(crate) fn cursor_after(last: &HistoryEntry) -> String {
+        format!("{}_{}", last.created_ms, last.id)
+    }
+
+    /// Reads a cursor made by [`ListQuery::cursor_after`].
+    pub(crate) fn parse_cursor(cursor: &str) -> Option<(u64, String)> {
+        let (ms, id) = cursor.split_once('_')?;
+        let valid = id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric());
+        valid.then(|| Some((ms.parse().ok()?, id.to_string())))?
+    }
+
+    /// Whether `line`, kept by `kept_by`, is one this query asks for (the page's limit aside).
+    pub(crate) fn matches(&self, line: &HistoryEntry, kept_by: &str) -> bool {
+        self.peer.as_deref().is_none_or(|p| p == kept_by)
+            && self
+                .tag
+                .as_ref()
+                .is_none_or(|t| line.notes.tags.contains(t))
+            && self.since_ms.is_none_or(|s| line.created_ms >= s)
+            && self.until_ms.is_none_or(|u| line.created_ms < u)
+            && self
+                .before
+                .as_ref()
+                .is_none_or(|(ms, id)| (line.created_ms, line.id.as_str()) < (*ms, id.as_str()))
+    }
+}
+
 /// Where a finished result stands in the history, and why it did not complete.
 pub(crate) fn run_status(status: &TestStatus) -> (RunStatus, Option<String>) {
     match status {
@@ -160,6 +283,12 @@ pub(crate) struct Store {
     write_failures: AtomicU64,
     /// The thread every write from async code runs on.
     writer: writer::Writer,
+    /// Whether changes are queued for a lab store (see `outbox`).
+    #[cfg(feature = "postgres")]
+    outbox_on: std::sync::atomic::AtomicBool,
+    /// The lab store this process writes its results to, once attached.
+    #[cfg(feature = "postgres")]
+    lab: std::sync::OnceLock<std::sync::Arc<lab::LabStore>>,
 }
 
 impl Store {
@@ -237,6 +366,10 @@ impl Store {
             last_error: Mutex::new(None),
             write_failures: AtomicU64::new(0),
             writer: writer::Writer::start(),
+            #[cfg(feature = "postgres")]
+            outbox_on: std::sync::atomic::AtomicBool::new(false),
+            #[cfg(feature = "postgres")]
+            lab: std::sync::OnceLock::new(),
         })
     }
 
@@ -271,6 +404,10 @@ impl Store {
             last_error: Mutex::new(None),
             write_failures: AtomicU64::new(0),
             writer: writer::Writer::start(),
+            #[cfg(feature = "postgres")]
+            outbox_on: std::sync::atomic::AtomicBool::new(false),
+            #[cfg(feature = "postgres")]
+            lab: std::sync::OnceLock::new(),
         })
     }
 
@@ -439,6 +576,37 @@ impl Store {
         Ok(rows)
     }
 
+    /// The history lines `query` asks for, as [`ListQuery::matches`] reads them (this store's
+    /// lines are all `kept_by`'s), newest first, ties by id.
+    pub(crate) fn list_matching(
+        &self,
+        query: &ListQuery,
+        kept_by: &str,
+    ) -> Result<Vec<HistoryEntry>, StoreError> {
+        let mut rows: Vec<HistoryEntry> = self
+            .list(u32::MAX)?
+            .into_iter()
+            .filter(|line| query.matches(line, kept_by))
+            .collect();
+        rows.sort_by(|a, b| (b.created_ms, &b.id).cmp(&(a.created_ms, &a.id)));
+        rows.truncate(query.limit() as usize);
+        Ok(rows)
+    }
+
+    /// The lab store this process writes to, if one is attached.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn lab(&self) -> Option<&std::sync::Arc<lab::LabStore>> {
+        self.lab.get()
+    }
+
+    /// Attaches the lab store: every result kept or changed from now on is queued for it.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn attach_lab(&self, lab: std::sync::Arc<lab::LabStore>) -> Result<(), StoreError> {
+        self.start_outbox()?;
+        let _ = self.lab.set(lab);
+        Ok(())
+    }
+
     /// One result with both ends' intervals.
     pub(crate) fn get(&self, id: &str) -> Result<Option<Stored>, StoreError> {
         let conn = self.conn();
@@ -500,6 +668,11 @@ impl Store {
         let conn = self.conn();
         let tests = conn.execute("DELETE FROM results WHERE id = ?1", [id])?;
         let sweeps = conn.execute("DELETE FROM sweeps WHERE id = ?1", [id])?;
+        drop(conn);
+        #[cfg(feature = "postgres")]
+        if tests + sweeps > 0 {
+            self.queue_deletion(id)?;
+        }
         Ok(tests + sweeps > 0)
     }
 
@@ -683,6 +856,7 @@ fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryEntry> {
         verdict: r
             .get::<_, Option<String>>(14)?
             .and_then(|w| perfpeer_shared::history::from_word(&w)),
+        kept_by: None,
     })
 }
 

@@ -74,6 +74,13 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 11: a finished test's verdict against its expectations (shared::verdict::Outcome's
     // word), listed without reading its result.
     "ALTER TABLE results ADD COLUMN verdict TEXT;",
+    // 12: the outbox of a lab's shared store (`--store postgres://…`): the kept results (ids)
+    // that changed here and wait to be written there, `put` (write it as kept here) or
+    // `delete`; its rowid tells a newer change of the same id from the one being written.
+    "CREATE TABLE lab_outbox (
+        id TEXT PRIMARY KEY,
+        op TEXT NOT NULL
+     );",
 ];
 
 /// The schema version this build writes.

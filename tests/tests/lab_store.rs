@@ -1,0 +1,244 @@
+//! A lab's shared store: `perfpeer serve --store postgres://…` against a PostgreSQL 15 cluster
+//! of the test's own (tests/src/postgres.rs). Two peers write to it at once and each lists
+//! both peers' results; the database stopped during a test and started again gets the result
+//! exactly once; 10 000 results are listed page by page, each page within a stated time.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use perfpeer_tests::postgres::{self, Cluster};
+use perfpeer_tests::{Peer, TOKEN, perfpeer_test, result_id_from, wait_for};
+
+/// `GET path` on `peer` with the token; the body as JSON.
+fn get_json(peer: &Peer, path: &str) -> serde_json::Value {
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    let (status, body) = perfpeer_tests::http_request(&peer.control, "GET", path, &auth, "");
+    assert_eq!(status, 200, "GET {path}: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
+}
+
+/// A peer writing to `cluster` as `name`.
+fn lab_peer(cluster: &Cluster, name: &str) -> Peer {
+    Peer::start(&["--store", &cluster.url(), "--peer-name", name])
+}
+
+/// Ids of a list, with the peer that kept each.
+fn kept(list: &serde_json::Value) -> Vec<(String, String)> {
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .map(|line| {
+            (
+                line["id"].as_str().unwrap_or_default().to_string(),
+                line["kept_by"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn two_peers_write_at_once_and_each_lists_the_whole_lab() {
+    if !postgres::available() {
+        return;
+    }
+    let cluster = Cluster::start();
+    let (a, b) = (lab_peer(&cluster, "peer-a"), lab_peer(&cluster, "peer-b"));
+    // Two tests against each peer, all four at once: both peers write to the database at once.
+    let runs: Vec<_> = [&a, &b, &a, &b]
+        .iter()
+        .map(|peer| {
+            let control = peer.control.clone();
+            std::thread::spawn(move || perfpeer_test(&[&control, "-t", "2"]))
+        })
+        .collect();
+    let mut ids = HashSet::new();
+    for run in runs {
+        let out = run.join().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        ids.insert(result_id_from(&stdout));
+    }
+    assert_eq!(ids.len(), 4);
+    for peer in [&a, &b] {
+        assert!(
+            wait_for(Duration::from_secs(20), || {
+                let listed: HashSet<String> = kept(&get_json(peer, "/api/results"))
+                    .into_iter()
+                    .map(|(id, _)| id)
+                    .collect();
+                ids.is_subset(&listed)
+            }),
+            "{} lists the lab's four results",
+            peer.control
+        );
+        let listed = kept(&get_json(peer, "/api/results"));
+        for name in ["peer-a", "peer-b"] {
+            assert_eq!(
+                listed.iter().filter(|(_, by)| by == name).count(),
+                2,
+                "{name}"
+            );
+        }
+        // Filtered by the peer that kept them.
+        let only_b = kept(&get_json(peer, "/api/results?peer=peer-b"));
+        assert_eq!(only_b.len(), 2);
+        assert!(only_b.iter().all(|(_, by)| by == "peer-b"));
+    }
+    // A result the other peer kept opens here, with the token and by its link.
+    let theirs = kept(&get_json(&a, "/api/results?peer=peer-b"))[0].0.clone();
+    let opened = get_json(&a, &format!("/api/results/{theirs}"));
+    assert_eq!(opened["summary"]["kept_by"], "peer-b");
+    let (status, page) =
+        perfpeer_tests::http_request(&a.control, "GET", &format!("/r/{theirs}"), "", "");
+    assert_eq!(status, 200, "{page}");
+    // Each result once in the database.
+    assert_eq!(
+        cluster.psql("SELECT count(*), count(DISTINCT id) FROM perfpeer_kept"),
+        "4|4"
+    );
+}
+
+#[test]
+fn a_database_lost_during_a_test_gets_its_result_once_when_back() {
+    if !postgres::available() {
+        return;
+    }
+    let cluster = Cluster::start();
+    let peer = lab_peer(&cluster, "peer-a");
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            get_json(&peer, "/api/info")["lab_store"]["reachable"] == true
+        }),
+        "the peer reaches the database"
+    );
+    let control = peer.control.clone();
+    let run = std::thread::spawn(move || perfpeer_test(&[&control, "-t", "4"]));
+    std::thread::sleep(Duration::from_secs(1));
+    cluster.pause();
+    let out = run.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the test does not fail: {stdout}");
+    let id = result_id_from(&stdout);
+    // Kept here, waiting, and said so.
+    assert!(
+        wait_for(Duration::from_secs(20), || {
+            let info = get_json(&peer, "/api/info");
+            info["lab_store"]["waiting"].as_u64() >= Some(1)
+                && info["lab_store"]["reachable"] == false
+        }),
+        "/api/info says a result waits: {}",
+        get_json(&peer, "/api/info")
+    );
+    // The list falls back to this peer's own results meanwhile.
+    let listed = kept(&get_json(&peer, "/api/results"));
+    assert!(listed.iter().any(|(i, _)| *i == id));
+    cluster.resume();
+    assert!(
+        wait_for(Duration::from_secs(30), || {
+            get_json(&peer, "/api/info")["lab_store"]["waiting"].as_u64() == Some(0)
+        }),
+        "the result is written once the database is back: {}",
+        get_json(&peer, "/api/info")
+    );
+    assert_eq!(
+        cluster.psql(&format!(
+            "SELECT count(*) FROM perfpeer_kept WHERE id = '{id}'"
+        )),
+        "1"
+    );
+    assert_eq!(cluster.psql("SELECT count(*) FROM perfpeer_kept"), "1");
+    assert_eq!(get_json(&peer, "/api/info")["lab_store"]["reachable"], true);
+}
+
+/// Most time a page of 500 of 10 000 results may take, request to last byte, over loopback.
+const PAGE_TIME: Duration = Duration::from_millis(500);
+
+#[test]
+fn ten_thousand_results_are_listed_page_by_page() {
+    if !postgres::available() {
+        return;
+    }
+    let cluster = Cluster::start();
+    let peer = lab_peer(&cluster, "peer-a");
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            get_json(&peer, "/api/info")["lab_store"]["reachable"] == true
+        }),
+        "the peer reaches (and migrates) the database"
+    );
+    // 10 000 results of two peers, 20 of them in each millisecond (ties are ordered by id),
+    // every tenth tagged `ch36`.
+    cluster.psql(
+        "INSERT INTO perfpeer_kept (id, kind, kept_by, created_ms, peer, origin, status, tags,
+             link_enabled, summary_json, body_json, written_ms)
+         SELECT md5(n::text), 'test', CASE WHEN n % 2 = 0 THEN 'bulk-a' ELSE 'bulk-b' END,
+             1700000000000 + n / 20, 'far', 'cli', 'complete',
+             CASE WHEN n % 10 = 0 THEN ARRAY['ch36'] ELSE ARRAY[]::text[] END, true,
+             json_build_object('id', md5(n::text), 'kind', 'test',
+                 'created_ms', 1700000000000 + n / 20, 'origin', 'cli', 'role', 'client',
+                 'peer', 'far', 'protocol', 'tcp', 'direction', 'normal', 'status', 'complete',
+                 'link_enabled', true,
+                 'kept_by', CASE WHEN n % 2 = 0 THEN 'bulk-a' ELSE 'bulk-b' END)::text,
+             '{}', 0
+         FROM generate_series(1, 10000) AS n",
+    );
+    let mut seen = HashSet::new();
+    let mut cursor: Option<String> = None;
+    let (mut pages, mut slowest) = (0, Duration::ZERO);
+    let started = Instant::now();
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/api/results?limit=500&before={c}"),
+            None => "/api/results?limit=500".to_string(),
+        };
+        let asked = Instant::now();
+        let page = get_json(&peer, &path);
+        let took = asked.elapsed();
+        slowest = slowest.max(took);
+        assert!(took < PAGE_TIME, "page {pages} took {took:?}");
+        let lines = page.as_array().unwrap();
+        if lines.is_empty() {
+            break;
+        }
+        pages += 1;
+        let mut last_key = None;
+        for line in lines {
+            let key = (
+                line["created_ms"].as_u64().unwrap(),
+                line["id"].as_str().unwrap().to_string(),
+            );
+            if let Some(prev) = &last_key {
+                assert!(&key < prev, "newest first, ties by id");
+            }
+            assert!(seen.insert(key.1.clone()), "{} listed twice", key.1);
+            last_key = Some(key);
+        }
+        let (ms, id) = last_key.unwrap();
+        cursor = Some(format!("{ms}_{id}"));
+    }
+    eprintln!(
+        "10 000 results in {pages} pages of 500: {:?} in all, slowest page {slowest:?}",
+        started.elapsed()
+    );
+    assert_eq!(seen.len(), 10_000);
+    assert_eq!(pages, 20);
+    // Filters: a peer's, a tag's, a time span's.
+    let tagged = kept(&get_json(&peer, "/api/results?tag=ch36&limit=500"));
+    assert_eq!(tagged.len(), 500);
+    let bulk_b = kept(&get_json(&peer, "/api/results?peer=bulk-b&limit=10"));
+    assert!(bulk_b.len() == 10 && bulk_b.iter().all(|(_, by)| by == "bulk-b"));
+    let span = get_json(
+        &peer,
+        "/api/results?since=1700000000100&until=1700000000200",
+    );
+    assert_eq!(
+        span.as_array().unwrap().len(),
+        500,
+        "100 ms of 20 results each, capped"
+    );
+    let span = get_json(
+        &peer,
+        "/api/results?since=1700000000100&until=1700000000110",
+    );
+    assert_eq!(span.as_array().unwrap().len(), 200);
+}
