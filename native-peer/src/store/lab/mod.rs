@@ -342,3 +342,6 @@ fn redacted(url: &str) -> String {
         _ => url.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests;
