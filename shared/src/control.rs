@@ -368,10 +368,12 @@ pub struct PeerInfo {
     pub wifi_not_measured: bool,
     /// The lab's shared store this peer writes its results to (`--store postgres://…`), if
     /// it has one.
+    #[cfg(feature = "lab-store")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lab_store: Option<LabStoreState>,
 }
 
+#[cfg(feature = "lab-store")]
 /// How a peer's lab store stands: reachable or not since when, and its results not yet
 /// written to it (kept here meanwhile).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

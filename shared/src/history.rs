@@ -240,6 +240,7 @@ pub struct HistoryEntry {
     pub verdict: Option<crate::verdict::Outcome>,
     /// The peer that kept it, in a lab's shared store (`--store postgres://…`); absent from
     /// a peer's own history.
+    #[cfg(feature = "lab-store")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept_by: Option<String>,
 }
@@ -352,6 +353,7 @@ impl KeptSweep {
             notes: self.notes.clone(),
             wifi: None,
             verdict: None,
+            #[cfg(feature = "lab-store")]
             kept_by: None,
         }
     }
@@ -441,6 +443,7 @@ impl KeptPlan {
             notes: self.notes.clone(),
             wifi: None,
             verdict: self.result.outcome(),
+            #[cfg(feature = "lab-store")]
             kept_by: None,
         }
     }
@@ -539,6 +542,7 @@ impl KeptLatency {
             wifi: None,
             verdict: crate::verdict::Verdict::of_latency(&self.request, &self.result)
                 .map(|v| v.outcome),
+            #[cfg(feature = "lab-store")]
             kept_by: None,
         }
     }

@@ -129,6 +129,15 @@ fn a_database_lost_during_a_test_gets_its_result_once_when_back() {
         "/api/info says a result waits: {}",
         get_json(&peer, "/api/info")
     );
+    // And in /metrics.
+    let auth = format!("Authorization: Bearer {TOKEN}\r\n");
+    let (status, page) = perfpeer_tests::http_request(&peer.control, "GET", "/metrics", &auth, "");
+    assert_eq!(status, 200, "{page}");
+    let queued = page
+        .lines()
+        .find_map(|l| l.strip_prefix("perfpeer_store_queued_results "))
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    assert!(queued >= Some(1.0), "{page}");
     // The list falls back to this peer's own results meanwhile.
     let listed = kept(&get_json(&peer, "/api/results"));
     assert!(listed.iter().any(|(i, _)| *i == id));

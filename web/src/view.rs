@@ -720,7 +720,10 @@ fn render_peer(peer: &PeerInfo, model: &Model, drawn: &mut [String; 2]) {
     set_text("peer-dccp", &present::dccp_support(&peer.dccp));
     // A full disk or a read-only data directory: say so where the peer is described.
     // Results kept here that wait for the lab's database (`--store`) are said on the same row.
+    #[cfg(feature = "lab-store")]
     let waiting = peer.lab_store.as_ref().map_or(0, |lab| lab.waiting);
+    #[cfg(not(feature = "lab-store"))]
+    let waiting = 0;
     let store_line = match &peer.store_problem {
         Some(problem) => problem.clone(),
         None if waiting > 0 => format!("{waiting} results waiting for the lab database"),

@@ -171,6 +171,7 @@ pub(super) async fn run(args: ServeArgs) -> anyhow::Result<std::process::ExitCod
         store_problem: None,
         wifi: Vec::new(),
         wifi_not_measured: !crate::wifi::MEASURED,
+        #[cfg(feature = "postgres")]
         lab_store: None,
     };
     let config = ServeConfig {

@@ -77,6 +77,8 @@ pub(crate) struct Readings {
     pub running_tests: usize,
     /// The result store's failed writes so far.
     pub store_errors: u64,
+    /// Results kept here that wait for the lab's shared store (`--store`).
+    pub queued_results: u64,
     /// When the peer started, Unix seconds.
     pub started_unix_s: f64,
 }
@@ -168,10 +170,9 @@ impl Metrics {
         let name = "perfpeer_store_errors_total";
         page.family(name, Counter, "Failed result writes.");
         page.count(name, &[], readings.store_errors);
-        // Set by the queue of results for a shared database, once there is one.
         let name = "perfpeer_store_queued_results";
         page.family(name, Gauge, "Results queued for a database.");
-        page.count(name, &[], 0);
+        page.count(name, &[], readings.queued_results);
     }
 
     fn render_connections(&self, page: &mut Exposition) {
@@ -371,6 +372,7 @@ mod tests {
         let page = metrics.render(Readings {
             running_tests: 2,
             store_errors: 5,
+            queued_results: 3,
             started_unix_s: 1.5,
         });
         for line in [
@@ -381,7 +383,7 @@ mod tests {
             "perfpeer_websockets_open 1\n",
             "perfpeer_tests_running 2\n",
             "perfpeer_store_errors_total 5\n",
-            "perfpeer_store_queued_results 0\n",
+            "perfpeer_store_queued_results 3\n",
             "process_start_time_seconds 1.5\n",
         ] {
             assert!(page.contains(line), "{line} not in\n{page}");

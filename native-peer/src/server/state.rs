@@ -163,6 +163,13 @@ impl ServerState {
         self.metrics.render(super::metrics::Readings {
             running_tests: lock(&self.running).len(),
             store_errors: self.store().map_or(0, |s| s.write_failures()),
+            #[cfg(feature = "postgres")]
+            queued_results: self
+                .store()
+                .and_then(|s| s.lab())
+                .map_or(0, |lab| lab.state().waiting),
+            #[cfg(not(feature = "postgres"))]
+            queued_results: 0,
             started_unix_s: self.started_unix_ms as f64 / 1e3,
         })
     }
@@ -178,13 +185,10 @@ impl ServerState {
             Some(store) => store.problem(),
             None => Some("results are not kept: the data directory could not be opened".into()),
         };
-        #[cfg(feature = "postgres")]
-        let lab_store = self.store().and_then(|s| s.lab()).map(|lab| lab.state());
-        #[cfg(not(feature = "postgres"))]
-        let lab_store = None;
         PeerInfo {
             store_problem,
-            lab_store,
+            #[cfg(feature = "postgres")]
+            lab_store: self.store().and_then(|s| s.lab()).map(|lab| lab.state()),
             wifi: crate::wifi::interfaces_for_anyone(),
             ..self.info.clone()
         }

@@ -856,6 +856,7 @@ fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<HistoryEntry> {
         verdict: r
             .get::<_, Option<String>>(14)?
             .and_then(|w| perfpeer_shared::history::from_word(&w)),
+        #[cfg(feature = "postgres")]
         kept_by: None,
     })
 }
