@@ -75,13 +75,22 @@ rm -rf "$stage"
 "$bindgen" --target web --no-typescript --remove-name-section --remove-producers-section \
     --out-dir "$stage" \
     "$out/$target/release/perfpeer_web.wasm"
-cp web/static/style.css web/static/boot.js "$stage/"
+# The shell without its comments and indentation: every DUT build carries it inside its xz
+# budget (1.4 KB of LZMA for the two), and every phone downloads it. Nothing in them depends on
+# leading whitespace (their <pre> elements are empty until the page fills them).
+minify_css() { perl -0777 -pe 's{/\*.*?\*/}{}gs; s/^[ \t]+//mg; s/\n\s*\n/\n/g; s/^\n//' "$1"; }
+page() {
+    perl -0777 -pe 's{<!--.*?-->}{}gs; s/^[ \t]+//mg; s/\n\s*\n/\n/g' web/static/index.html \
+        | sed "s|ASSET_DIR|assets/$1|g"
+}
+minify_css web/static/style.css >"$stage/style.css"
+cp web/static/boot.js "$stage/"
 
 hash=$(cat "$stage/perfpeer_web.js" "$stage/perfpeer_web_bg.wasm" "$stage/style.css" "$stage/boot.js" \
     | sha256sum | cut -c1-12)
 if [ -f "$dist/assets/$hash/perfpeer_web_bg.wasm.lzma" ] && [ -f "$dist/index.html.lzma" ] \
     && grep -q "assets/$hash/" "$dist/index.html" \
-    && cmp -s <(sed "s|ASSET_DIR|assets/$hash|g" web/static/index.html) "$dist/index.html"; then
+    && cmp -s <(page "$hash") "$dist/index.html"; then
     echo "build-web: $dist is up to date (assets/$hash)" >&2
     exit 0
 fi
@@ -90,7 +99,7 @@ new=$dist.new
 rm -rf "$new"
 mkdir -p "$new/assets/$hash"
 cp "$stage/perfpeer_web.js" "$stage/perfpeer_web_bg.wasm" "$stage/style.css" "$stage/boot.js" "$new/assets/$hash/"
-sed "s|ASSET_DIR|assets/$hash|g" web/static/index.html > "$new/index.html"
+page "$hash" >"$new/index.html"
 # Each file's LZMA-alone twin is what the binary embeds (native-peer/build.rs): xz packs a
 # router's firmware, and an LZMA stream inside it stays 18 % smaller than a gzip one (the wasm:
 # 239 KB, not zopfli's 289 KB); the peer unpacks a file the first time it is asked for and

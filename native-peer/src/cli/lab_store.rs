@@ -1,6 +1,6 @@
 //! `--store URL` and `--peer-name NAME` (also `PERFPEER_STORE`, `PERFPEER_NAME`) of `serve`,
-//! `test`, `plan run` and `results`: a lab's shared PostgreSQL store beside the local one (see
-//! `store::lab`). A build without it (a DUT build) refuses the flag as a usage error.
+//! `test` and `plan run`: a lab's shared PostgreSQL store beside the local one (see
+//! `store::lab`). A build without it (a DUT build) has no such flags: a usage error (exit 2).
 
 use std::sync::Arc;
 
@@ -10,6 +10,7 @@ use super::UsageError;
 use crate::store::Store;
 
 /// The lab store's flags.
+#[cfg(feature = "postgres")]
 #[derive(Debug, Clone, Args)]
 pub(super) struct LabStoreArgs {
     /// Also keep results in a lab's shared PostgreSQL database (postgres://user@host/db; add
@@ -22,6 +23,13 @@ pub(super) struct LabStoreArgs {
     peer_name: Option<String>,
 }
 
+/// No lab store flags in a build without PostgreSQL (a DUT build, whose size budget has no room
+/// for them): `--store` is an unknown flag there (exit 2); its results reach a lab's database
+/// through the PC end of each test.
+#[cfg(not(feature = "postgres"))]
+#[derive(Debug, Clone, Args)]
+pub(super) struct LabStoreArgs {}
+
 /// The lab store, as a command holds it (nothing in a build without one).
 #[cfg(feature = "postgres")]
 pub(super) type Lab = Arc<crate::store::lab::LabStore>;
@@ -30,31 +38,25 @@ pub(super) type Lab = std::convert::Infallible;
 
 impl LabStoreArgs {
     /// The lab store the flags name, not yet connected; a usage error for a URL that is not
-    /// one, or in a build without PostgreSQL.
+    /// one.
+    #[cfg(feature = "postgres")]
     pub(super) fn lab(&self) -> Result<Option<Lab>, UsageError> {
         let Some(url) = &self.url else {
             return Ok(None);
         };
-        #[cfg(feature = "postgres")]
-        {
-            let name = self
-                .peer_name
-                .clone()
-                .unwrap_or_else(crate::hostinfo::hostname);
-            crate::store::lab::LabStore::new(url, &name)
-                .map(|lab| Some(Arc::new(lab)))
-                .map_err(|e| UsageError(e.to_string()))
-        }
-        #[cfg(not(feature = "postgres"))]
-        {
-            let _ = (url, &self.peer_name);
-            Err(UsageError(
-                "--store: this build keeps results in SQLite only (built without the \
-                 `postgres` feature, as DUT builds are); its results reach a lab's database \
-                 through the PC end of each test"
-                    .into(),
-            ))
-        }
+        let name = self
+            .peer_name
+            .clone()
+            .unwrap_or_else(crate::hostinfo::hostname);
+        crate::store::lab::LabStore::new(url, &name)
+            .map(|lab| Some(Arc::new(lab)))
+            .map_err(|e| UsageError(e.to_string()))
+    }
+
+    /// None: this build has no lab store.
+    #[cfg(not(feature = "postgres"))]
+    pub(super) fn lab(&self) -> Result<Option<Lab>, UsageError> {
+        Ok(None)
     }
 }
 

@@ -158,7 +158,7 @@ impl Kept {
 
     /// Back from [`Kept::opened`]; `None` for a kind this build does not read (a plan run in
     /// a build without plans) or an empty one.
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    #[cfg(feature = "postgres")]
     pub(crate) fn from_opened(opened: OpenedResult) -> Option<Kept> {
         let OpenedResult {
             summary,
@@ -184,7 +184,8 @@ impl Kept {
 
 /// Results asked of a history list (`GET /api/results`'s query, `perfpeer results list`'s
 /// flags): a peer's, a tag's, a time span's, one page (newest first, ties by id) after a
-/// cursor.
+/// cursor. (PC builds: a DUT build lists its newest 500.)
+#[cfg(feature = "postgres")]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ListQuery {
     /// Kept by this peer (its `--peer-name`) only.
@@ -201,6 +202,7 @@ pub(crate) struct ListQuery {
     pub limit: Option<u32>,
 }
 
+#[cfg(feature = "postgres")]
 impl ListQuery {
     /// Lines in a page at most.
     pub(crate) const MAX_LIMIT: u32 = 500;
@@ -578,6 +580,7 @@ impl Store {
 
     /// The history lines `query` asks for, as [`ListQuery::matches`] reads them (this store's
     /// lines are all `kept_by`'s), newest first, ties by id.
+    #[cfg(feature = "postgres")]
     pub(crate) fn list_matching(
         &self,
         query: &ListQuery,
