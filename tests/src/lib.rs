@@ -68,6 +68,20 @@ pub fn plans_dir(peer: &str) -> PathBuf {
     dir
 }
 
+/// A plan file `nightly.toml` in `dir`: one TCP case against `peer`, 1 s, `repeats` times.
+pub fn nightly_plan(dir: &std::path::Path, peer: &str, repeats: u32) -> PathBuf {
+    let plan = dir.join("nightly.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"nightly\"\npeers = [\"{peer}\"]\ntime = 1\nrepeats = {repeats}\n\n\
+             [[case]]\nname = \"up\"\nprotocol = \"tcp\"\n"
+        ),
+    )
+    .expect("plan file");
+    plan
+}
+
 /// A fresh directory under the system's temp dir, named for `tag`.
 pub fn temp_dir(tag: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);

@@ -75,16 +75,7 @@ fn the_nightly_plan_reads_and_a_wrong_one_is_refused_by_plan_check() {
 fn baseline_last_judges_a_run_against_the_newest_complete_run_of_its_plan() {
     let peer = Peer::start(&[]);
     let dir = temp_dir("nightly");
-    let plan = dir.join("nightly.toml");
-    std::fs::write(
-        &plan,
-        format!(
-            "name = \"nightly\"\npeers = [\"{}\"]\ntime = 1\nrepeats = 1\n\n\
-             [[case]]\nname = \"up\"\nprotocol = \"tcp\"\n",
-            peer.control
-        ),
-    )
-    .unwrap();
+    let plan = perfpeer_tests::nightly_plan(&dir, &peer.control, 1);
     let data = dir.join("data");
     let run = || {
         let out = perfpeer_with(

@@ -251,3 +251,69 @@ fn ten_thousand_results_are_listed_page_by_page() {
     );
     assert_eq!(span.as_array().unwrap().len(), 200);
 }
+
+#[test]
+fn a_plan_run_keeps_its_repeats_and_itself_in_the_lab_store() {
+    if !postgres::available() {
+        return;
+    }
+    let cluster = Cluster::start();
+    let far = Peer::start(&[]);
+    let dir = perfpeer_tests::temp_dir("lab-plan");
+    let plan = perfpeer_tests::nightly_plan(&dir, &far.control, 2);
+    let data = dir.join("data");
+    let url = cluster.url();
+    let out = perfpeer_tests::perfpeer_with(
+        Vec::new(),
+        &[
+            "plan",
+            "run",
+            plan.to_str().unwrap(),
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--store",
+            &url,
+            "--peer-name",
+            "nightly-pc",
+            "--tag",
+            "fw=1.2.3",
+            "-J",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("-J");
+    let id = json["result_id"].as_str().expect("kept");
+    // Written before the command ended: the run and its two repeats, by this peer, tagged.
+    assert_eq!(
+        cluster
+            .psql(&format!(
+                "SELECT kind, kept_by FROM perfpeer_kept WHERE id = '{id}'"
+            ))
+            .trim(),
+        "plan|nightly-pc"
+    );
+    assert_eq!(
+        cluster
+            .psql(
+                "SELECT count(*) FROM perfpeer_kept WHERE kept_by = 'nightly-pc' \
+                 AND kind = 'test' AND 'fw=1.2.3' = ANY(tags)"
+            )
+            .trim(),
+        "2"
+    );
+    // Without the local history there is nothing to queue from: refused before anything runs.
+    let out = perfpeer_tests::perfpeer_with(
+        Vec::new(),
+        &[
+            "plan",
+            "run",
+            plan.to_str().unwrap(),
+            "--no-store",
+            "--store",
+            &url,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(dir);
+}

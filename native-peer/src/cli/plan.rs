@@ -80,6 +80,8 @@ struct RunArgs {
     /// The far peers' access token (not needed to run tests against them).
     #[arg(long, value_name = "TOKEN")]
     token: Option<String>,
+    #[command(flatten)]
+    lab: super::lab_store::LabStoreArgs,
 }
 
 /// Runs `perfpeer plan …`.
@@ -161,10 +163,23 @@ async fn run_plan(args: RunArgs) -> anyhow::Result<ExitCode> {
     .checked()
     .map_err(|e| usage(format!("--tag: {e}")))?
     .tags;
+    // A wrong --store URL is a usage error before anything runs.
+    let lab = args.lab.lab()?;
     let store = if args.no_store {
         None
     } else {
         open_store(args.common.data_dir.as_deref())?
+    };
+    // Every repeat and the whole run go to the lab store too (a lost database: they wait in
+    // the local history, written by the next command attached to it).
+    let lab = match (&store, lab) {
+        (Some(store), Some(lab)) => Some(lab).filter(|lab| super::lab_store::attach(store, lab)),
+        (None, Some(_)) => {
+            return Err(
+                UsageError("--store needs the local history (not --no-store)".into()).into(),
+            );
+        }
+        _ => None,
     };
     // The baseline is read before anything runs: a wrong id must not cost a night's run. The
     // flag's, else the plan file's.
@@ -287,6 +302,12 @@ async fn run_plan(args: RunArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
+    #[cfg(feature = "postgres")]
+    if let (Some(store), Some(lab)) = (&store, &lab) {
+        super::lab_store::flush(store, lab).await;
+    }
+    #[cfg(not(feature = "postgres"))]
+    let _ = lab;
     Ok(ExitCode::from(exit_code(&result)))
 }
 
