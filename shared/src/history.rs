@@ -246,6 +246,13 @@ pub struct HistoryEntry {
 }
 
 impl HistoryEntry {
+    /// The cursor of the list's page after this line (`<created_ms>_<id>`: a list is newest
+    /// first, ties by id): `GET /api/results?before=…`, `perfpeer results list --before …`.
+    #[cfg(feature = "lab-store")]
+    pub fn cursor_after(&self) -> String {
+        format!("{}_{}", self.created_ms, self.id)
+    }
+
     /// Which way the data went, seen from the peer that kept the result.
     pub fn sending_here(&self) -> Sending {
         Sending::seen_from(self.direction, self.role)

@@ -1,7 +1,9 @@
 //! A lab's shared store: `perfpeer serve --store postgres://…` against a PostgreSQL 15 cluster
 //! of the test's own (tests/src/postgres.rs). Two peers write to it at once and each lists
 //! both peers' results; the database stopped during a test and started again gets the result
-//! exactly once; 10 000 results are listed page by page, each page within a stated time.
+//! exactly once; 10 000 results are listed page by page, each page within a stated time, by
+//! the API and by `perfpeer results list`; a machine's history is pushed to the lab, shown,
+//! noted and deleted there from the command line.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -20,6 +22,19 @@ fn get_json(peer: &Peer, path: &str) -> serde_json::Value {
 /// A peer writing to `cluster` as `name`.
 fn lab_peer(cluster: &Cluster, name: &str) -> Peer {
     Peer::start(&["--store", &cluster.url(), "--peer-name", name])
+}
+
+/// `perfpeer results --data-dir DATA --store URL EXTRA…`.
+fn lab_results(data: &std::path::Path, url: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "results",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--store",
+        url,
+    ];
+    args.extend_from_slice(extra);
+    perfpeer_tests::perfpeer_with(Vec::new(), &args)
 }
 
 /// Ids of a list, with the peer that kept each.
@@ -250,6 +265,195 @@ fn ten_thousand_results_are_listed_page_by_page() {
         "/api/results?since=1700000000100&until=1700000000110",
     );
     assert_eq!(span.as_array().unwrap().len(), 200);
+    // The same list from the command line, a page at a time.
+    let url = cluster.url();
+    let data = perfpeer_tests::temp_dir("lab-list");
+    let list = |extra: &[&str]| -> std::process::Output {
+        lab_results(&data, &url, &[&["list"], extra].concat())
+    };
+    let page_of = |out: &std::process::Output| -> serde_json::Value {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("-J")
+    };
+    let (mut cli_seen, mut cli_pages) = (HashSet::new(), 0);
+    let mut before: Option<String> = None;
+    let started = Instant::now();
+    loop {
+        let mut args = vec!["--limit", "500", "-J"];
+        if let Some(b) = &before {
+            args.extend(["--before", b.as_str()]);
+        }
+        let page = page_of(&list(&args));
+        assert_eq!(page["from"], "lab");
+        for line in page["results"].as_array().unwrap() {
+            assert!(cli_seen.insert(line["id"].as_str().unwrap().to_string()));
+        }
+        cli_pages += 1;
+        match page["next"].as_str() {
+            Some(next) => before = Some(next.to_string()),
+            None => break,
+        }
+    }
+    eprintln!(
+        "perfpeer results list: 10 000 results in {cli_pages} pages: {:?} in all",
+        started.elapsed()
+    );
+    assert_eq!(cli_seen.len(), 10_000);
+    assert!(cli_pages == 20 || cli_pages == 21, "{cli_pages} pages");
+    // Filters: a keeper's name in part, a tag, a time; every tenth is bulk-a's (n even).
+    let page = page_of(&list(&["--peer", "BULK-A", "--tag", "ch36", "-J"]));
+    assert_eq!(page["results"].as_array().unwrap().len(), 50);
+    assert!(page["next"].is_string(), "1 000 match: a full page");
+    let page = page_of(&list(&["--peer", "bulk-b", "--tag", "ch36", "-J"]));
+    assert_eq!(page["results"].as_array().unwrap().len(), 0);
+    let page = page_of(&list(&["--until", "2023-11-14T22:13:20Z", "-J"]));
+    assert_eq!(
+        page["results"].as_array().unwrap().len(),
+        0,
+        "all begin at 22:13:20"
+    );
+    let page = page_of(&list(&[
+        "--since",
+        "2023-11-14 22:13",
+        "--limit",
+        "7",
+        "-J",
+    ]));
+    assert_eq!(page["results"].as_array().unwrap().len(), 7);
+    // Text: each line says which peer kept it; a full page says how to get the next.
+    let out = list(&["--limit", "3"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(text.lines().all(|l| l.contains(" kept by bulk-")), "{text}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--before 1700000000499_"));
+    // What cannot be read is a usage error, said, exit 2.
+    for bad in [
+        &["--since", "yesterday"][..],
+        &["--before", "not-a-cursor"],
+        &["--limit", "0"],
+        &["--limit", "501"],
+    ] {
+        let out = list(bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(!out.stderr.is_empty());
+    }
+    let _ = std::fs::remove_dir_all(data);
+}
+
+#[test]
+fn a_machines_history_is_pushed_shown_noted_and_deleted_from_the_command_line() {
+    if !postgres::available() {
+        return;
+    }
+    let cluster = Cluster::start();
+    let far = Peer::start(&[]);
+    let dir = perfpeer_tests::temp_dir("lab-push");
+    let (here, elsewhere) = (dir.join("here"), dir.join("elsewhere"));
+    let url = cluster.url();
+    let results = |data: &std::path::Path, extra: &[&str]| -> std::process::Output {
+        lab_results(data, &url, &[&["--peer-name", "bench-7"], extra].concat())
+    };
+    // Two results kept before this machine knew of the lab.
+    for _ in 0..2 {
+        let out = perfpeer_test(&[
+            &far.control,
+            "-t",
+            "1",
+            "--data-dir",
+            here.to_str().unwrap(),
+        ]);
+        assert!(out.status.success());
+    }
+    let listed = results(&here, &["list", "-J"]);
+    let page: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(page["from"], "lab");
+    assert_eq!(
+        page["results"].as_array().unwrap().len(),
+        0,
+        "not in the lab yet"
+    );
+    // Pushed: both, once, however often.
+    for _ in 0..2 {
+        let out = results(&here, &["push"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("as bench-7"), "{stdout}");
+    }
+    assert_eq!(
+        cluster.psql("SELECT count(*), count(DISTINCT id), min(kept_by) FROM perfpeer_kept"),
+        "2|2|bench-7"
+    );
+    let listed = results(&here, &["list", "-J"]);
+    let page: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let ids: Vec<String> = page["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| line["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 2, "{page}");
+    // Another machine lists and shows them from the lab (by a prefix of the id).
+    let out = results(&elsewhere, &["list", "--peer", "bench"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains("kept by bench-7"))
+            .count(),
+        2,
+        "{text}"
+    );
+    let out = results(&elsewhere, &["show", &ids[0][..8], "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(shown["end"]["streams"].is_array(), "{shown}");
+    let out = results(&elsewhere, &["show", "ffffffff"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("here or in the lab store"));
+    // Notes and a deletion on the machine that kept them reach the lab.
+    let out = results(&here, &["note", &ids[0], "--tag", "night"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        cluster.psql(&format!(
+            "SELECT tags FROM perfpeer_kept WHERE id = '{}'",
+            ids[0]
+        )),
+        "{night}"
+    );
+    let out = results(&here, &["delete", &ids[1]]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(cluster.psql("SELECT count(*) FROM perfpeer_kept"), "1");
+    // Push needs a lab; one that cannot be reached is an error, and nothing is lost here.
+    let out = perfpeer_tests::perfpeer_with(
+        Vec::new(),
+        &["results", "--data-dir", here.to_str().unwrap(), "push"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    cluster.pause();
+    let out = results(&here, &["push"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be reached"));
+    cluster.resume();
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

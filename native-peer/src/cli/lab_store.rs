@@ -16,10 +16,20 @@ pub(super) struct LabStoreArgs {
     /// Also keep results in a lab's shared PostgreSQL database (postgres://user@host/db; add
     /// ?sslmode=require for TLS), and list the whole lab's results from it. The local history
     /// stays; results wait there while the database cannot be reached.
-    #[arg(long = "store", env = "PERFPEER_STORE", value_name = "URL")]
+    #[arg(
+        long = "store",
+        env = "PERFPEER_STORE",
+        value_name = "URL",
+        global = true
+    )]
     url: Option<String>,
     /// The name this peer's results carry in the lab store (default: the host name).
-    #[arg(long = "peer-name", env = "PERFPEER_NAME", value_name = "NAME")]
+    #[arg(
+        long = "peer-name",
+        env = "PERFPEER_NAME",
+        value_name = "NAME",
+        global = true
+    )]
     peer_name: Option<String>,
 }
 

@@ -279,9 +279,10 @@ async fn result_page(name: String, state: Arc<ServerState>) -> Response {
 }
 
 #[cfg(feature = "postgres")]
-/// The query of `GET /api/results` (every part optional): `peer` (the peer that kept it, in a
-/// lab store), `tag`, `since` and `until` (ms since the Unix epoch), `before` (the cursor of
-/// the previous page's last line: its `x-next-cursor` header) and `limit` (≤ 500).
+/// The query of `GET /api/results` (every part optional): `peer` (part of the name of the peer
+/// that kept it, in a lab store, or of the far end's address or name, any case),
+/// `tag`, `since` and `until` (ms since the Unix epoch), `before` (the cursor of the previous
+/// page's last line: its `x-next-cursor` header) and `limit` (≤ 500).
 #[derive(Debug, Default, serde::Deserialize)]
 struct ListParams {
     peer: Option<String>,
@@ -365,7 +366,7 @@ fn page_of(rows: &[HistoryEntry], query: &ListQuery, from: &'static str) -> Resp
         warp::reply::with_header(warp::reply::json(&rows), "x-results-from", from).into_response();
     if rows.len() == query.limit() as usize
         && let Some(last) = rows.last()
-        && let Ok(cursor) = ListQuery::cursor_after(last).parse()
+        && let Ok(cursor) = last.cursor_after().parse()
     {
         response.headers_mut().insert("x-next-cursor", cursor);
     }

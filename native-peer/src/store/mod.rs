@@ -188,7 +188,8 @@ impl Kept {
 #[cfg(feature = "postgres")]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ListQuery {
-    /// Kept by this peer (its `--peer-name`) only.
+    /// Kept by a peer whose `--peer-name` holds this, or run against a far end whose address
+    /// or name holds it (any case).
     pub peer: Option<String>,
     /// Carrying this tag.
     pub tag: Option<String>,
@@ -214,12 +215,7 @@ impl ListQuery {
             .clamp(1, Self::MAX_LIMIT)
     }
 
-    /// The cursor of the page after `last` (`<created_ms>_<id>`).
-    pub(crate) fn cursor_after(last: &HistoryEntry) -> String {
-        format!("{}_{}", last.created_ms, last.id)
-    }
-
-    /// Reads a cursor made by [`ListQuery::cursor_after`].
+    /// Reads a cursor made by [`HistoryEntry::cursor_after`].
     pub(crate) fn parse_cursor(cursor: &str) -> Option<(u64, String)> {
         let (ms, id) = cursor.split_once('_')?;
         let valid = id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric());
@@ -228,11 +224,13 @@ impl ListQuery {
 
     /// Whether `line`, kept by `kept_by`, is one this query asks for (the page's limit aside).
     pub(crate) fn matches(&self, line: &HistoryEntry, kept_by: &str) -> bool {
-        self.peer.as_deref().is_none_or(|p| p == kept_by)
-            && self
-                .tag
-                .as_ref()
-                .is_none_or(|t| line.notes.tags.contains(t))
+        self.peer.as_deref().is_none_or(|p| {
+            let p = p.to_lowercase();
+            kept_by.to_lowercase().contains(&p) || line.peer.to_lowercase().contains(&p)
+        }) && self
+            .tag
+            .as_ref()
+            .is_none_or(|t| line.notes.tags.contains(t))
             && self.since_ms.is_none_or(|s| line.created_ms >= s)
             && self.until_ms.is_none_or(|u| line.created_ms < u)
             && self

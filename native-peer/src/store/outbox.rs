@@ -64,6 +64,27 @@ impl Store {
         Ok(())
     }
 
+    /// Queues every finished result kept here since `since_ms` (also those kept before a lab
+    /// store was attached: `perfpeer results push`); how many were queued that were not yet.
+    /// Writing one twice is one row in the lab, so nothing is lost by queuing it again.
+    pub(crate) fn queue_all(&self, since_ms: u64) -> Result<u64, StoreError> {
+        let since = super::sql_int(since_ms);
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let tests = tx.execute(
+            "INSERT OR IGNORE INTO lab_outbox (id, op)
+             SELECT id, 'put' FROM results WHERE status != 'running' AND created_ms >= ?1",
+            [since],
+        )?;
+        let runs = tx.execute(
+            "INSERT OR IGNORE INTO lab_outbox (id, op)
+             SELECT id, 'put' FROM sweeps WHERE created_ms >= ?1",
+            [since],
+        )?;
+        tx.commit()?;
+        Ok((tests + runs) as u64)
+    }
+
     /// Queues the deletion of `id` (when an outbox is on).
     pub(super) fn queue_deletion(&self, id: &str) -> Result<(), StoreError> {
         if self.outbox_on.load(std::sync::atomic::Ordering::Acquire) {

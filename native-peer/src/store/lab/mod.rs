@@ -276,7 +276,8 @@ impl LabStore {
                 Ok(client
                     .query(
                         "SELECT summary_json FROM perfpeer_kept
-                         WHERE ($1::text IS NULL OR kept_by = $1)
+                         WHERE ($1::text IS NULL OR strpos(lower(kept_by), lower($1)) > 0
+                                OR strpos(lower(peer), lower($1)) > 0)
                            AND ($2::text IS NULL OR tags @> ARRAY[$2::text])
                            AND ($3::bigint IS NULL OR created_ms >= $3)
                            AND ($4::bigint IS NULL OR created_ms < $4)
@@ -298,6 +299,22 @@ impl LabStore {
         rows.iter()
             .map(|row| Ok(serde_json::from_str(row.get::<_, &str>(0))?))
             .collect()
+    }
+
+    /// The ids in the lab that start with `prefix` (at most two: one is a match, two say the
+    /// prefix is too short).
+    pub(crate) async fn ids_starting(&self, prefix: &str) -> Result<Vec<String>, LabError> {
+        let rows = self
+            .with_client(async |client| {
+                Ok(client
+                    .query(
+                        "SELECT id FROM perfpeer_kept WHERE left(id, length($1)) = $1 ORDER BY id LIMIT 2",
+                        &[&prefix],
+                    )
+                    .await?)
+            })
+            .await?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
     /// The result kept under `id` by any peer of the lab, link on or off.
