@@ -487,6 +487,18 @@ fn wire_controls(shared: &Rc<Shared>) -> Vec<Listener> {
             Box::new(|| Some(Msg::SetFilter(view::read_filter()))),
         );
     }
+    // The filters the peer applies: asked again when a field is left or Enter is pressed.
+    #[cfg(feature = "lab-store")]
+    {
+        for id in ["h-peer", "h-tag", "h-since"] {
+            on(
+                id,
+                "change",
+                Box::new(|| Some(Msg::FilterHistory(view::read_filter()))),
+            );
+        }
+        on("history-more", "click", Box::new(|| Some(Msg::MoreHistory)));
+    }
     for id in ["f-mode", "f-protocol", "f-end"] {
         on(
             id,

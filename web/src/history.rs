@@ -42,28 +42,104 @@ pub struct Filter {
     /// Only this direction, as the form words it from this peer's side (`normal`: this peer
     /// sent): a result this peer kept as the far end of a `reverse` test passes `normal`.
     pub direction: Option<Direction>,
+    /// Only results carrying this tag (asked of the peer; PC builds' UI).
+    #[cfg(feature = "lab-store")]
+    pub tag: String,
+    /// Only results begun at or after this time (ms since the Unix epoch; asked of the peer).
+    #[cfg(feature = "lab-store")]
+    pub since_ms: Option<u64>,
+    /// Why the "since" field could not be read, if it could not.
+    #[cfg(feature = "lab-store")]
+    pub since_error: Option<String>,
 }
+
+/// Lines the History screen asks for a page at a time (PC builds' UI; a DUT lists its newest).
+#[cfg(feature = "lab-store")]
+pub const PAGE: usize = 200;
 
 impl Filter {
     /// The filters as the page's fields read (`""` for any, else a protocol's or direction's
     /// word; a word that is neither lets everything through).
+    #[allow(
+        clippy::needless_update,
+        reason = "PC builds' UI has more fields: the peer's filters"
+    )]
     pub fn from_fields(peer: String, protocol: &str, direction: &str) -> Filter {
         Filter {
             peer,
             protocol: from_word(protocol),
             direction: from_word(direction),
+            ..Filter::default()
         }
+    }
+
+    /// With the filters the peer applies: a tag, and a time (`since`: as
+    /// [`perfpeer_shared::calendar::parse_when`] reads it, in the browser's zone; `now_ms` and
+    /// `tz_offset_min` are the browser's clock and `getTimezoneOffset()`).
+    #[cfg(feature = "lab-store")]
+    pub fn with_asked(mut self, tag: &str, since: &str, now_ms: u64, tz_offset_min: i32) -> Filter {
+        self.tag = tag.trim().to_string();
+        let since = since.trim();
+        (self.since_ms, self.since_error) = if since.is_empty() {
+            (None, None)
+        } else {
+            match perfpeer_shared::calendar::parse_when(since, now_ms / 1000, -tz_offset_min) {
+                Ok(secs) => (Some(secs.saturating_mul(1000)), None),
+                Err(e) => (None, Some(e)),
+            }
+        };
+        self
+    }
+
+    /// The list's query for these filters: a page of [`PAGE`] lines, after the line whose
+    /// cursor is `before` (`?limit=200&peer=…&tag=…&since=…&before=…`).
+    #[cfg(feature = "lab-store")]
+    pub fn query(&self, before: Option<&str>) -> String {
+        let mut query = format!("?limit={PAGE}");
+        let peer = self.peer.trim();
+        for (key, value) in [("peer", peer), ("tag", self.tag.as_str())] {
+            if !value.is_empty() {
+                query.push_str(&format!("&{key}={}", url_encoded(value)));
+            }
+        }
+        if let Some(since) = self.since_ms {
+            query.push_str(&format!("&since={since}"));
+        }
+        if let Some(before) = before {
+            query.push_str(&format!("&before={}", url_encoded(before)));
+        }
+        query
     }
 
     /// Whether `e` passes.
     pub fn matches(&self, e: &Entry) -> bool {
         let peer = self.peer.trim().to_lowercase();
-        (peer.is_empty() || e.peer.to_lowercase().contains(&peer))
+        #[cfg(feature = "lab-store")]
+        let kept_by_matches = e
+            .kept_by
+            .as_ref()
+            .is_some_and(|k| k.to_lowercase().contains(&peer));
+        #[cfg(not(feature = "lab-store"))]
+        let kept_by_matches = false;
+        (peer.is_empty() || e.peer.to_lowercase().contains(&peer) || kept_by_matches)
             && self.protocol.is_none_or(|p| e.protocol == p)
             && self
                 .direction
                 .is_none_or(|d| e.sending_here() == Sending::seen_from(d, PeerRole::Client))
     }
+}
+
+/// `text` as a URL query value: every byte but the unreserved ones percent-encoded.
+#[cfg(feature = "lab-store")]
+fn url_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// A request to this peer's result API (all but the page itself need the token), or for what
@@ -72,8 +148,14 @@ impl Filter {
 pub enum Request {
     /// What the peer is now (`/api/info`, no token needed): the Peer screen's refresh.
     Info,
-    /// The history list.
-    List,
+    /// The history list: a page of it (`query`: `""`, or a [`Filter::query`]), the first
+    /// (replacing what is shown) or the next (`more`: added below it).
+    List {
+        /// The query string, `?` included.
+        query: String,
+        /// The next page.
+        more: bool,
+    },
     /// One stored result, to show it or to add it to the comparison.
     Get {
         /// Result id.
@@ -115,7 +197,7 @@ impl Request {
     /// HTTP method.
     pub fn method(&self) -> &'static str {
         match self {
-            Request::Info | Request::List | Request::Get { .. } => "GET",
+            Request::Info | Request::List { .. } | Request::Get { .. } => "GET",
             Request::SetLink { .. } => "POST",
             Request::Delete { .. } => "DELETE",
             Request::SetNotes { .. } => "PUT",
@@ -126,7 +208,7 @@ impl Request {
     pub fn path(&self) -> String {
         match self {
             Request::Info => "/api/info".into(),
-            Request::List => "/api/results".into(),
+            Request::List { query, .. } => format!("/api/results{query}"),
             Request::Get { id, .. } | Request::Delete { id } => format!("/api/results/{id}"),
             Request::SetLink { id, .. } => format!("/api/results/{id}/link"),
             Request::SetNotes { id, .. } => format!("/api/results/{id}/notes"),
@@ -182,6 +264,8 @@ pub struct Row {
     pub peer: String,
     /// `941 Mbit/s`, or a dash.
     pub throughput: String,
+    /// The lab peer that kept it (`kept by pc-lab-2`), in a lab store's list; else empty.
+    pub kept_by: String,
     /// `complete`, `cancelled: reason`, … ; `link off` appended when the share link is off.
     pub status: String,
     /// The notes' tags and first line, or empty.
@@ -219,6 +303,14 @@ pub fn row(e: &Entry, tz_offset_min: i32) -> Row {
         when: when(e.created_ms, tz_offset_min),
         what,
         peer: e.peer.clone(),
+        #[cfg(feature = "lab-store")]
+        kept_by: e
+            .kept_by
+            .as_ref()
+            .map(|k| format!("kept by {k}"))
+            .unwrap_or_default(),
+        #[cfg(not(feature = "lab-store"))]
+        kept_by: String::new(),
         throughput: match e.bits_per_second {
             None => "–".into(),
             Some(b) if e.is_sweep() || e.is_latency() => format!("best {}", rate(b)),
@@ -245,6 +337,11 @@ pub struct History {
     pub error: Option<String>,
     /// The filters as typed.
     pub filter: Filter,
+    /// The query of the list last asked for: an answer to an older one is dropped.
+    pub asked: String,
+    /// The cursor of the next page, when the last page was full.
+    #[cfg(feature = "lab-store")]
+    pub next: Option<String>,
     /// Ids ticked for the comparison, in the order ticked.
     pub picked: Vec<String>,
     /// The comparison chart was asked for (and stays until the picks change).

@@ -165,8 +165,14 @@ pub enum Msg {
     Refresh,
     /// Close the error box.
     Dismiss,
-    /// The history filters changed.
+    /// The history filters changed (as typed: applied to the rows shown).
     SetFilter(Filter),
+    /// The history filters the peer applies changed: the list is asked for again.
+    #[cfg(feature = "lab-store")]
+    FilterHistory(Filter),
+    /// Show the next page of the history below the rows shown.
+    #[cfg(feature = "lab-store")]
+    MoreHistory,
     /// A history row's box was ticked or unticked (result id).
     Pick(String),
     /// Overlay the ticked results.
@@ -341,6 +347,10 @@ impl Model {
                 self.history.filter = f;
                 Vec::new()
             }
+            #[cfg(feature = "lab-store")]
+            Msg::FilterHistory(f) => self.filter_history(f),
+            #[cfg(feature = "lab-store")]
+            Msg::MoreHistory => self.more_history(),
             Msg::Pick(id) => {
                 self.history.toggle(&id);
                 Vec::new()

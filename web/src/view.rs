@@ -407,12 +407,31 @@ impl View {
         let h = &model.history;
         let tz = js_sys::Date::new_0().get_timezone_offset() as i32;
         let visible = h.visible();
+        // A PC peer's list: filtered by the peer, a page at a time, the lab's with a lab store.
+        #[cfg(feature = "lab-store")]
+        let (whose, filtered, more) = {
+            show("h-tag", true);
+            show("h-since", true);
+            show("history-more", h.next.is_some());
+            let lab = model.peer.as_ref().is_some_and(|p| p.lab_store.is_some());
+            let f = &h.filter;
+            (
+                if lab { " in the lab store" } else { "" },
+                !f.tag.is_empty() || f.since_ms.is_some() || !f.peer.trim().is_empty(),
+                if h.next.is_some() { "+" } else { "" },
+            )
+        };
+        #[cfg(not(feature = "lab-store"))]
+        let (whose, filtered, more) = ("", false, "");
         let status = match (&h.error, h.loading) {
             (Some(e), _) => e.clone(),
             (None, true) => "Loading…".into(),
+            (None, false) if h.entries.is_empty() && filtered => {
+                format!("No results{whose} match the filters.")
+            }
             (None, false) if h.entries.is_empty() => "No results kept on this peer yet.".into(),
             (None, false) => format!(
-                "{} of {} results. Tick two or more to overlay their throughput; tap one to open it.",
+                "{} of {}{more} results{whose}. Tick two or more to overlay their throughput; tap one to open it.",
                 visible.len(),
                 h.entries.len()
             ),
@@ -480,13 +499,18 @@ fn history_row(e: &history::Entry, tz: i32, picked: bool) -> String {
     format!(
         "<li data-id='{id}' data-protocol='{}' data-kind='{}'>{pick}\
          {open}<span class='when'>{}</span>\
-         <span class='rate'>{}</span><span class='peer'>{} · {}</span><span class='status'>{}{badge}</span>{}{}{close}</li>",
+         <span class='rate'>{}</span><span class='peer'>{} · {}{}</span><span class='status'>{}{badge}</span>{}{}{close}</li>",
         escape(&e.protocol.word()),
         escape(&e.kind.word()),
         escape(&r.when),
         escape(&r.throughput),
         escape(&r.what),
         escape(&r.peer),
+        if r.kept_by.is_empty() {
+            String::new()
+        } else {
+            format!(" · {}", escape(&r.kept_by))
+        },
         escape(&r.status),
         full_width_line("wifi-line", &r.wifi),
         full_width_line("notes-line", &r.notes),
@@ -558,9 +582,17 @@ fn set_download(slot: &mut Option<String>, id: &str, text: &str, mime: &str, nam
     }
 }
 
-/// The history filters as typed.
+/// The history filters as typed (with the peer's: tag and since, in PC builds' UI).
 pub fn read_filter() -> Filter {
-    Filter::from_fields(value("h-peer"), &value("h-protocol"), &value("h-direction"))
+    let filter = Filter::from_fields(value("h-peer"), &value("h-protocol"), &value("h-direction"));
+    #[cfg(feature = "lab-store")]
+    let filter = filter.with_asked(
+        &value("h-tag"),
+        &value("h-since"),
+        js_sys::Date::now() as u64,
+        js_sys::Date::new_0().get_timezone_offset() as i32,
+    );
+    filter
 }
 
 /// The page's title: the screen, and what runs or was shown.

@@ -108,9 +108,13 @@ fn times_are_local_dates() {
 
 #[test]
 fn requests_name_their_method_path_and_body() {
+    let list = Request::List {
+        query: "?limit=200&tag=ch36".into(),
+        more: false,
+    };
     assert_eq!(
-        (Request::List.method(), Request::List.path()),
-        ("GET", "/api/results".into())
+        (list.method(), list.path()),
+        ("GET", "/api/results?limit=200&tag=ch36".into())
     );
     let get = Request::Get {
         id: "aa11".into(),

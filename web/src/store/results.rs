@@ -18,8 +18,39 @@ impl Model {
             self.history.error = Some("The history needs this peer's token.".into());
             return Vec::new();
         }
+        #[cfg(feature = "lab-store")]
+        if let Some(e) = &self.history.filter.since_error {
+            self.history.error = Some(format!("Not listed: {e}."));
+            return Vec::new();
+        }
         self.history.loading = true;
-        vec![Cmd::Fetch(Request::List)]
+        #[cfg(feature = "lab-store")]
+        let query = self.history.filter.query(None);
+        #[cfg(not(feature = "lab-store"))]
+        let query = String::new();
+        self.history.asked = query.clone();
+        vec![Cmd::Fetch(Request::List { query, more: false })]
+    }
+
+    /// The history filters the peer applies changed (a field left, or Enter): the list is
+    /// asked for again with them.
+    #[cfg(feature = "lab-store")]
+    pub(super) fn filter_history(&mut self, filter: history::Filter) -> Vec<Cmd> {
+        self.history.filter = filter;
+        self.load_history()
+    }
+
+    /// The next page of the list, below what is shown.
+    #[cfg(feature = "lab-store")]
+    pub(super) fn more_history(&mut self) -> Vec<Cmd> {
+        let Some(next) = self.history.next.clone().filter(|_| self.authorized) else {
+            return Vec::new();
+        };
+        self.history.loading = true;
+        vec![Cmd::Fetch(Request::List {
+            query: self.history.filter.query(Some(&next)),
+            more: true,
+        })]
     }
 
     pub(super) fn compare(&mut self) -> Vec<Cmd> {
@@ -112,15 +143,40 @@ impl Model {
         match request {
             // What the peer is now: the Peer screen's refresh.
             Request::Info => return self.on_info(status, body),
-            Request::List => {
+            Request::List { query, more } => {
+                // An answer to filters since changed: the newer list is on its way.
+                let asked = &self.history.asked;
+                let current = match query.strip_prefix(asked.as_str()) {
+                    Some(rest) => rest.is_empty() || (more && rest.starts_with("&before=")),
+                    None => false,
+                };
+                if !current {
+                    return Vec::new();
+                }
                 self.history.loading = false;
                 match history::parse_list(body).ok().filter(|_| ok) {
                     Some(entries) => {
                         self.history.error = None;
-                        self.history
-                            .picked
-                            .retain(|p| entries.iter().any(|e| &e.id == p));
-                        self.history.entries = entries;
+                        #[cfg(feature = "lab-store")]
+                        {
+                            self.history.next = entries
+                                .last()
+                                .filter(|_| entries.len() == history::PAGE)
+                                .map(history::Entry::cursor_after);
+                        }
+                        if more {
+                            let h = &mut self.history;
+                            for e in entries {
+                                if !h.entries.iter().any(|had| had.id == e.id) {
+                                    h.entries.push(e);
+                                }
+                            }
+                        } else {
+                            self.history
+                                .picked
+                                .retain(|p| entries.iter().any(|e| &e.id == p));
+                            self.history.entries = entries;
+                        }
                     }
                     None => {
                         self.history.error = Some(format!(

@@ -22,6 +22,18 @@ fn welcome(authorized: bool) -> Msg {
     })
 }
 
+/// The history's first page as the screen asks for it, no filters typed.
+fn first_page() -> crate::history::Request {
+    crate::history::Request::List {
+        query: if cfg!(feature = "lab-store") {
+            "?limit=200".into()
+        } else {
+            String::new()
+        },
+        more: false,
+    }
+}
+
 fn booted(token: Option<&str>) -> Model {
     let mut m = Model::default();
     let cmds = m.update(Msg::Boot {
@@ -424,7 +436,7 @@ fn an_open_peer_authorizes_a_page_without_a_token() {
     // Everything that needs the peer's say-so works without a token: History, a run.
     assert_eq!(
         m.update(Msg::Show(Screen::History)),
-        vec![Cmd::Fetch(Request::List), Cmd::StopInfoRefresh]
+        vec![Cmd::Fetch(first_page()), Cmd::StopInfoRefresh]
     );
     assert_eq!(m.history.error, None);
     assert!(matches!(
@@ -593,10 +605,10 @@ mod stored {
         let mut m = connected();
         assert_eq!(
             m.update(Msg::Show(Screen::History)),
-            vec![Cmd::Fetch(Request::List), Cmd::StopInfoRefresh]
+            vec![Cmd::Fetch(first_page()), Cmd::StopInfoRefresh]
         );
         assert!(m.history.loading);
-        reply(&mut m, Request::List, 200, LIST);
+        reply(&mut m, first_page(), 200, LIST);
         assert!(!m.history.loading && m.history.error.is_none());
         assert_eq!(m.history.entries.len(), 2);
         // Without a token nothing is asked, and the screen says why.
@@ -605,7 +617,7 @@ mod stored {
         assert!(anon.update(Msg::Show(Screen::History)).is_empty());
         assert!(anon.history.error.as_deref().unwrap().contains("token"));
         // A refused token is said plainly.
-        reply(&mut m, Request::List, 401, "");
+        reply(&mut m, first_page(), 401, "");
         assert!(
             m.history
                 .error
@@ -616,11 +628,94 @@ mod stored {
         assert_eq!(m.history.entries.len(), 2, "the last list stays");
     }
 
+    /// `n` history lines, newest first, with ids `{prefix}{i}`.
+    #[cfg(feature = "lab-store")]
+    fn lines(prefix: &str, n: usize, newest_ms: u64) -> String {
+        let rows: Vec<serde_json::Value> = (0..n)
+            .map(|i| {
+                serde_json::json!({"id": format!("{prefix}{i:03}"), "created_ms": newest_ms - i as u64,
+                    "origin":"cli","role":"client","peer":"dut-7:5201","protocol":"tcp",
+                    "direction":"normal","status":"complete","link_enabled":true,
+                    "kept_by":"pc-lab-2"})
+            })
+            .collect();
+        serde_json::Value::from(rows).to_string()
+    }
+
+    #[cfg(feature = "lab-store")]
+    #[test]
+    fn the_peers_filters_ask_again_and_a_full_page_offers_the_next() {
+        use crate::history::{Filter, PAGE};
+        let mut m = connected();
+        m.update(Msg::Show(Screen::History));
+        reply(&mut m, first_page(), 200, &lines("a", PAGE, 1_000_000));
+        let next = m.history.next.clone().expect("a full page has a next one");
+        assert_eq!(
+            next,
+            format!("{}_a{:03}", 1_000_000 - (PAGE as u64 - 1), PAGE - 1)
+        );
+        // The next page goes below; a line already shown is not shown twice.
+        let cmds = m.update(Msg::MoreHistory);
+        let more = Request::List {
+            query: format!("?limit=200&before={next}"),
+            more: true,
+        };
+        assert_eq!(cmds, vec![Cmd::Fetch(more.clone())]);
+        let body = lines("b", 3, 1_000);
+        reply(&mut m, more, 200, &body);
+        assert_eq!(m.history.entries.len(), PAGE + 3);
+        assert_eq!(m.history.next, None, "a short page is the last");
+        assert!(m.update(Msg::MoreHistory).is_empty());
+        // Filters typed: a tag, a time, a peer's name, each sent encoded.
+        let filter = Filter::from_fields("pc lab&2".into(), "", "").with_asked(
+            "fw=1.2.3",
+            "2026-12-01",
+            1_796_220_497_000,
+            -120,
+        );
+        assert_eq!(
+            filter.since_ms,
+            Some(1_796_076_000_000),
+            "midnight in UTC+2"
+        );
+        let cmds = m.update(Msg::FilterHistory(filter.clone()));
+        let asked = Request::List {
+            query: "?limit=200&peer=pc%20lab%262&tag=fw%3D1.2.3&since=1796076000000".into(),
+            more: false,
+        };
+        assert_eq!(cmds, vec![Cmd::Fetch(asked.clone())]);
+        // An answer to the filters before is dropped; the one asked for replaces the list.
+        reply(&mut m, first_page(), 200, &lines("old", 5, 9));
+        assert_eq!(
+            m.history.entries.len(),
+            PAGE + 3,
+            "a stale answer is dropped"
+        );
+        reply(&mut m, asked, 200, &lines("c", 2, 5_000));
+        assert_eq!(m.history.entries.len(), 2);
+        assert!(
+            m.history.visible().is_empty(),
+            "the name matches no row's peer or keeper"
+        );
+        m.update(Msg::SetFilter(Filter::from_fields("LAB-2".into(), "", "")));
+        assert_eq!(m.history.visible().len(), 2, "kept_by matches, any case");
+        // A time that does not read is said, and nothing is asked.
+        let bad = Filter::default().with_asked("", "yesterday", 0, 0);
+        assert!(m.update(Msg::FilterHistory(bad)).is_empty());
+        assert!(
+            m.history
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("'yesterday' is not a time")
+        );
+    }
+
     #[test]
     fn comparing_fetches_the_picked_results_once() {
         let mut m = connected();
         m.update(Msg::Show(Screen::History));
-        reply(&mut m, Request::List, 200, LIST);
+        reply(&mut m, first_page(), 200, LIST);
         m.update(Msg::Pick("r1".into()));
         assert!(
             m.update(Msg::Compare).is_empty(),
@@ -687,7 +782,7 @@ mod stored {
     fn a_result_opened_from_history_is_a_place_back_returns_from() {
         let mut m = connected();
         m.update(Msg::Show(Screen::History));
-        reply(&mut m, Request::List, 200, LIST);
+        reply(&mut m, first_page(), 200, LIST);
         let open = Msg::Open("r1".into());
         // The tap itself moves nowhere yet: the page stays on History until the result comes.
         assert!(!open.is_navigation());
@@ -762,7 +857,7 @@ mod stored {
     fn the_link_switch_and_delete_with_a_second_tap() {
         let mut m = connected();
         m.update(Msg::Show(Screen::History));
-        reply(&mut m, Request::List, 200, LIST);
+        reply(&mut m, first_page(), 200, LIST);
         reply(&mut m, get("r1", Purpose::Open), 200, &opened(true));
         let off = Request::SetLink {
             id: "r1".into(),
@@ -809,7 +904,8 @@ mod stored {
     #[test]
     fn notes_are_checked_saved_and_shown_in_the_list() {
         let mut m = connected();
-        reply(&mut m, Request::List, 200, LIST);
+        m.update(Msg::Show(Screen::History));
+        reply(&mut m, first_page(), 200, LIST);
         reply(&mut m, get("r1", Purpose::Open), 200, &opened(true));
         // Out of bounds: said, nothing sent.
         assert!(
@@ -1459,7 +1555,7 @@ mod routes {
         let mut early = booted(Some("tok"));
         assert!(early.update(Msg::Navigate(Route::History)).is_empty());
         let cmds = early.update(welcome(true));
-        assert!(cmds.contains(&Cmd::Fetch(Request::List)), "{cmds:?}");
+        assert!(cmds.contains(&Cmd::Fetch(first_page())), "{cmds:?}");
         assert_eq!(early.screen, Screen::History);
     }
 
