@@ -21,6 +21,7 @@ use tokio_tungstenite::tungstenite::Message;
 mod far_end_side;
 mod first_use;
 mod history;
+mod lab_history;
 mod latency;
 mod modes;
 mod multicast;

@@ -74,6 +74,8 @@ pub fn start() -> Rc<Shared> {
         }),
         queue: RefCell::new(VecDeque::new()),
     });
+    #[cfg(feature = "lab-store")]
+    view::add_history_controls();
     let ui = wire_controls(&shared);
     if let Ok(mut app) = shared.app.try_borrow_mut() {
         app.ui = ui;

@@ -91,6 +91,15 @@ impl Filter {
         self
     }
 
+    /// Whether an answer to `query` (a next page: `more`) is one to the filters now asked.
+    #[cfg(feature = "lab-store")]
+    pub fn answers_current(asked: &str, query: &str, more: bool) -> bool {
+        match query.strip_prefix(asked) {
+            Some(rest) => rest.is_empty() || (more && rest.starts_with("&before=")),
+            None => false,
+        }
+    }
+
     /// The list's query for these filters: a page of [`PAGE`] lines, after the line whose
     /// cursor is `before` (`?limit=200&peer=…&tag=…&since=…&before=…`).
     #[cfg(feature = "lab-store")]
@@ -152,8 +161,10 @@ pub enum Request {
     /// (replacing what is shown) or the next (`more`: added below it).
     List {
         /// The query string, `?` included.
+        #[cfg(feature = "lab-store")]
         query: String,
         /// The next page.
+        #[cfg(feature = "lab-store")]
         more: bool,
     },
     /// One stored result, to show it or to add it to the comparison.
@@ -208,7 +219,10 @@ impl Request {
     pub fn path(&self) -> String {
         match self {
             Request::Info => "/api/info".into(),
+            #[cfg(feature = "lab-store")]
             Request::List { query, .. } => format!("/api/results{query}"),
+            #[cfg(not(feature = "lab-store"))]
+            Request::List {} => "/api/results".into(),
             Request::Get { id, .. } | Request::Delete { id } => format!("/api/results/{id}"),
             Request::SetLink { id, .. } => format!("/api/results/{id}/link"),
             Request::SetNotes { id, .. } => format!("/api/results/{id}/notes"),
@@ -338,6 +352,7 @@ pub struct History {
     /// The filters as typed.
     pub filter: Filter,
     /// The query of the list last asked for: an answer to an older one is dropped.
+    #[cfg(feature = "lab-store")]
     pub asked: String,
     /// The cursor of the next page, when the last page was full.
     #[cfg(feature = "lab-store")]

@@ -410,8 +410,6 @@ impl View {
         // A PC peer's list: filtered by the peer, a page at a time, the lab's with a lab store.
         #[cfg(feature = "lab-store")]
         let (whose, filtered, more) = {
-            show("h-tag", true);
-            show("h-since", true);
             show("history-more", h.next.is_some());
             let lab = model.peer.as_ref().is_some_and(|p| p.lab_store.is_some());
             let f = &h.filter;
@@ -580,6 +578,24 @@ fn set_download(slot: &mut Option<String>, id: &str, text: &str, mime: &str, nam
         link.set_download(name);
         *slot = Some(url);
     }
+}
+
+/// Adds the History screen's fields for the filters the peer applies (a tag, a time) and its
+/// "More results" button: PC builds' UI only (a DUT's page has no lab store to filter), so
+/// they are not in the shared index.html. Before the controls are wired.
+#[cfg(feature = "lab-store")]
+pub fn add_history_controls() {
+    let _ = el("h-direction").insert_adjacent_html(
+        "afterend",
+        "<input id='h-tag' placeholder='tag' aria-label='Only results with this tag' \
+         autocomplete='off' autocapitalize='off' spellcheck='false'>\
+         <input id='h-since' placeholder='since: 24h, 7d, 2026-12-01' \
+         aria-label='Only results since (24h, 7d, or a date)' autocomplete='off' spellcheck='false'>",
+    );
+    let _ = el("history-list").insert_adjacent_html(
+        "afterend",
+        "<button id='history-more' type='button' hidden>More results</button>",
+    );
 }
 
 /// The history filters as typed (with the peer's: tag and since, in PC builds' UI).

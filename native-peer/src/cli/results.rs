@@ -12,7 +12,9 @@ use perfpeer_shared::format::layout::Layout;
 use perfpeer_shared::format::{html, sweep, wifi};
 use perfpeer_shared::units::format_bytes;
 
-use super::lab_store::{Lab, LabStoreArgs};
+use super::lab_store::Lab;
+#[cfg(feature = "postgres")]
+use super::lab_store::LabStoreArgs;
 use crate::server::token;
 use crate::store::{HistoryEntry, Kept, Store};
 
@@ -23,7 +25,8 @@ pub(super) struct ResultsArgs {
     #[arg(long, value_name = "DIR", global = true)]
     data_dir: Option<String>,
     /// A lab's store: `list`, `show` and `export` read the whole lab's results from it; `note`,
-    /// `delete` and `push` write this machine's changes to it.
+    /// `delete` and `push` write this machine's changes to it. (Not in DUT builds.)
+    #[cfg(feature = "postgres")]
     #[command(flatten)]
     lab: LabStoreArgs,
     #[command(subcommand)]
@@ -57,10 +60,6 @@ struct ListFilters {
     json: bool,
 }
 
-#[cfg(not(feature = "postgres"))]
-#[derive(Debug, Args)]
-struct ListFilters {}
-
 /// A `--since`/`--until` value, in ms since the Unix epoch.
 #[cfg(feature = "postgres")]
 fn parse_when_ms(s: &str) -> Result<u64, String> {
@@ -82,6 +81,7 @@ enum Action {
         /// At most this many.
         #[arg(long, default_value_t = 50)]
         limit: u32,
+        #[cfg(feature = "postgres")]
         #[command(flatten)]
         filters: ListFilters,
     },
@@ -138,16 +138,23 @@ fn parse_layout(s: &str) -> Result<Layout, String> {
 
 /// Runs the chosen action.
 pub(super) fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
+    #[cfg(feature = "postgres")]
     let lab = args.lab.lab()?;
+    #[cfg(not(feature = "postgres"))]
+    let lab: Option<Lab> = None;
     let dir = token::data_dir(args.data_dir.as_deref().map(std::path::Path::new));
     let (store, note) = Store::open(&dir)
         .with_context(|| format!("cannot open the results in {}", dir.display()))?;
     if let Some(note) = note {
         eprintln!("perfpeer: {note}");
     }
+    #[cfg(feature = "postgres")]
     let store = std::sync::Arc::new(store);
     match args.action {
+        #[cfg(feature = "postgres")]
         Action::List { limit, filters } => list(&store, limit, &filters, lab.as_ref())?,
+        #[cfg(not(feature = "postgres"))]
+        Action::List { limit } => list(&store, limit)?,
         Action::Show { id, format } => match find_anywhere(&store, &id, lab.as_ref())? {
             Kept::Test(found) => out!("{}", render(&found.result, format)?),
             // A sweep has one layout (its table), or its SweepResult JSON.
@@ -189,15 +196,19 @@ pub(super) fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
                 .checked()
                 .map_err(|e| anyhow::Error::from(super::UsageError(e.to_string())))?;
             let id = kept_id(&find(&store, &id)?);
+            #[cfg(feature = "postgres")]
             let lab = attached(&store, lab);
             store.set_notes(&id, &notes)?;
+            #[cfg(feature = "postgres")]
             flushed(&store, lab);
         }
         Action::Delete { id } => {
+            #[cfg(feature = "postgres")]
             let lab = attached(&store, lab);
             if !store.delete(&id)? {
                 bail!("no result {id}");
             }
+            #[cfg(feature = "postgres")]
             flushed(&store, lab);
         }
         #[cfg(feature = "postgres")]
@@ -207,26 +218,24 @@ pub(super) fn run(args: ResultsArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The lab store attached to `store` (its changes queued for it from now on), if one is given.
+#[cfg(feature = "postgres")]
 fn attached(store: &Store, lab: Option<Lab>) -> Option<Lab> {
-    #[cfg(feature = "postgres")]
     if let Some(lab) = &lab
         && store.attach_lab(lab.clone()).is_err()
     {
         eprintln!("perfpeer: the change stays on this machine: the lab store is not attached");
         return None;
     }
-    let _ = store;
     lab
 }
 
 /// Writes the queued changes to `lab` (a few seconds at most; what waits goes with the next
 /// command attached to it).
+#[cfg(feature = "postgres")]
 fn flushed(store: &std::sync::Arc<Store>, lab: Option<Lab>) {
-    #[cfg(feature = "postgres")]
     if let Some(lab) = &lab {
         lab_runtime().block_on(super::lab_store::flush(store, lab));
     }
-    let _ = (store, lab);
 }
 
 /// The runtime the lab store's calls run on (a `results` command has no other).
@@ -276,10 +285,7 @@ fn push(
 
 /// `results list` in a DUT build: this machine's newest.
 #[cfg(not(feature = "postgres"))]
-fn list(store: &Store, limit: u32, _: &ListFilters, lab: Option<&Lab>) -> anyhow::Result<()> {
-    if let Some(lab) = lab {
-        match *lab {}
-    }
+fn list(store: &Store, limit: u32) -> anyhow::Result<()> {
     let rows = store.list(limit)?;
     if rows.is_empty() {
         outln!("no results yet in {}", store.path().display());
@@ -393,10 +399,14 @@ fn list_line(r: &HistoryEntry) -> String {
         .as_ref()
         .map(|k| format!("  kept by {k}"))
         .unwrap_or_default();
-    #[cfg(not(feature = "postgres"))]
-    let kept_by = "";
-    format!(
+    #[cfg(feature = "postgres")]
+    return format!(
         "{}  {when}  {:8} {:6} {:4} {:7} {:>12} {:>14}  {}{verdict}  {}{kept_by}{wifi}{notes}",
+        r.id, r.origin, what, r.protocol, r.direction, bytes, rate, r.status, r.peer
+    );
+    #[cfg(not(feature = "postgres"))]
+    format!(
+        "{}  {when}  {:8} {:6} {:4} {:7} {:>12} {:>14}  {}{verdict}  {}{wifi}{notes}",
         r.id, r.origin, what, r.protocol, r.direction, bytes, rate, r.status, r.peer
     )
 }
@@ -413,13 +423,44 @@ fn kept_id(kept: &Kept) -> String {
 }
 
 /// The result kept here under `id` (or a unique prefix of it).
+#[cfg(feature = "postgres")]
 pub(super) fn find(store: &Store, id: &str) -> anyhow::Result<Kept> {
     lookup(store, id)?.with_context(|| format!("no result {id} (see `perfpeer results list`)"))
 }
 
+/// The result kept here under `id` (or a unique prefix of it). The same search as `lookup`,
+/// written out once more for DUT builds: their size budget had no room for the split
+/// (docs/dut.md).
+#[cfg(not(feature = "postgres"))]
+pub(super) fn find(store: &Store, id: &str) -> anyhow::Result<Kept> {
+    if let Some(found) = store.kept(id)? {
+        return Ok(found);
+    }
+    let matches: Vec<String> = store
+        .list(u32::MAX)?
+        .into_iter()
+        .map(|s| s.id)
+        .filter(|i| i.starts_with(id))
+        .collect();
+    match matches.as_slice() {
+        [one] => store.kept(one)?.context("the result vanished"),
+        [] => bail!("no result {id} (see `perfpeer results list`)"),
+        _ => bail!(
+            "{id} matches {} results: give more of the id",
+            matches.len()
+        ),
+    }
+}
+
 /// The result under `id` (or a unique prefix): kept here, else in the lab store if one is given.
+#[cfg(not(feature = "postgres"))]
+fn find_anywhere(store: &Store, id: &str, _: Option<&Lab>) -> anyhow::Result<Kept> {
+    find(store, id)
+}
+
+/// The result under `id` (or a unique prefix): kept here, else in the lab store if one is given.
+#[cfg(feature = "postgres")]
 fn find_anywhere(store: &Store, id: &str, lab: Option<&Lab>) -> anyhow::Result<Kept> {
-    #[cfg(feature = "postgres")]
     if let Some(lab) = lab
         && lookup(store, id)?.is_none()
     {
@@ -437,12 +478,12 @@ fn find_anywhere(store: &Store, id: &str, lab: Option<&Lab>) -> anyhow::Result<K
             }
         });
     }
-    let _ = lab;
     find(store, id)
 }
 
 /// The result kept here under `id` or a unique prefix of it; None if none; an error if the
 /// prefix matches several.
+#[cfg(feature = "postgres")]
 fn lookup(store: &Store, id: &str) -> anyhow::Result<Option<Kept>> {
     if let Some(found) = store.kept(id)? {
         return Ok(Some(found));

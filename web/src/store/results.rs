@@ -25,11 +25,14 @@ impl Model {
         }
         self.history.loading = true;
         #[cfg(feature = "lab-store")]
-        let query = self.history.filter.query(None);
+        let request = {
+            let query = self.history.filter.query(None);
+            self.history.asked = query.clone();
+            Request::List { query, more: false }
+        };
         #[cfg(not(feature = "lab-store"))]
-        let query = String::new();
-        self.history.asked = query.clone();
-        vec![Cmd::Fetch(Request::List { query, more: false })]
+        let request = Request::List {};
+        vec![Cmd::Fetch(request)]
     }
 
     /// The history filters the peer applies changed (a field left, or Enter): the list is
@@ -143,49 +146,16 @@ impl Model {
         match request {
             // What the peer is now: the Peer screen's refresh.
             Request::Info => return self.on_info(status, body),
+            #[cfg(feature = "lab-store")]
             Request::List { query, more } => {
                 // An answer to filters since changed: the newer list is on its way.
-                let asked = &self.history.asked;
-                let current = match query.strip_prefix(asked.as_str()) {
-                    Some(rest) => rest.is_empty() || (more && rest.starts_with("&before=")),
-                    None => false,
-                };
-                if !current {
+                if !history::Filter::answers_current(&self.history.asked, &query, more) {
                     return Vec::new();
                 }
-                self.history.loading = false;
-                match history::parse_list(body).ok().filter(|_| ok) {
-                    Some(entries) => {
-                        self.history.error = None;
-                        #[cfg(feature = "lab-store")]
-                        {
-                            self.history.next = entries
-                                .last()
-                                .filter(|_| entries.len() == history::PAGE)
-                                .map(history::Entry::cursor_after);
-                        }
-                        if more {
-                            let h = &mut self.history;
-                            for e in entries {
-                                if !h.entries.iter().any(|had| had.id == e.id) {
-                                    h.entries.push(e);
-                                }
-                            }
-                        } else {
-                            self.history
-                                .picked
-                                .retain(|p| entries.iter().any(|e| &e.id == p));
-                            self.history.entries = entries;
-                        }
-                    }
-                    None => {
-                        self.history.error = Some(format!(
-                            "Could not load the history: {}.",
-                            history::failure(status, body)
-                        ))
-                    }
-                }
+                self.on_list(status, body, more);
             }
+            #[cfg(not(feature = "lab-store"))]
+            Request::List {} => self.on_list(status, body, false),
             Request::Get {
                 id,
                 purpose: Purpose::Open,
@@ -250,6 +220,45 @@ impl Model {
             }
         }
         Vec::new()
+    }
+
+    /// A page of the history arrived (or not): the list, or the next page below it (`more`).
+    fn on_list(&mut self, status: u16, body: &str, more: bool) {
+        let ok = (200..300).contains(&status);
+        #[cfg(not(feature = "lab-store"))]
+        let _ = more;
+        self.history.loading = false;
+        match history::parse_list(body).ok().filter(|_| ok) {
+            Some(entries) => {
+                self.history.error = None;
+                #[cfg(feature = "lab-store")]
+                {
+                    self.history.next = entries
+                        .last()
+                        .filter(|_| entries.len() == history::PAGE)
+                        .map(history::Entry::cursor_after);
+                    if more {
+                        let h = &mut self.history;
+                        for e in entries {
+                            if !h.entries.iter().any(|had| had.id == e.id) {
+                                h.entries.push(e);
+                            }
+                        }
+                        return;
+                    }
+                }
+                self.history
+                    .picked
+                    .retain(|p| entries.iter().any(|e| &e.id == p));
+                self.history.entries = entries;
+            }
+            None => {
+                self.history.error = Some(format!(
+                    "Could not load the history: {}.",
+                    history::failure(status, body)
+                ))
+            }
+        }
     }
 
     /// A stored result asked for to be shown arrived (or not). One the user tapped in History

@@ -25,11 +25,9 @@ fn welcome(authorized: bool) -> Msg {
 /// The history's first page as the screen asks for it, no filters typed.
 fn first_page() -> crate::history::Request {
     crate::history::Request::List {
-        query: if cfg!(feature = "lab-store") {
-            "?limit=200".into()
-        } else {
-            String::new()
-        },
+        #[cfg(feature = "lab-store")]
+        query: "?limit=200".into(),
+        #[cfg(feature = "lab-store")]
         more: false,
     }
 }
