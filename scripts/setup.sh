@@ -54,6 +54,8 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # Debian's initdb and pg_ctl in a temporary directory (no server is started by the package
 # beyond Debian's own cluster, which the test does not use).
 [ -x /usr/lib/postgresql/15/bin/initdb ] || need+=(postgresql-15)
+# Its TLS case makes a lab CA and the server's certificate with the openssl command.
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 
 # `--dut` (scripts/build-dut.sh and the DUT tests): xz (the tests check the size budget), the
 # cross compilers (which build musl from

@@ -117,6 +117,37 @@ impl Cluster {
         );
     }
 
+    /// Restarts the server with TLS: `cert` (PEM, the chain) and `key` (PEM) copied into the
+    /// cluster's directory, readable by its owner only, as PostgreSQL asks.
+    pub fn enable_tls(&self, cert: &std::path::Path, key: &std::path::Path) {
+        self.pause();
+        let (own_cert, own_key) = (self.dir.join("server.crt"), self.dir.join("server.key"));
+        std::fs::copy(cert, &own_cert).expect("copy the certificate");
+        std::fs::copy(key, &own_key).expect("copy the key");
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            checked(
+                "chown the certificate and key",
+                Command::new("chown")
+                    .args(["nobody:nogroup"])
+                    .args([&own_cert, &own_key])
+                    .output(),
+            );
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&own_key, std::fs::Permissions::from_mode(0o600))
+            .expect("chmod the key");
+        let conf = self.dir.join("data").join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf).expect("postgresql.conf");
+        text.push_str(&format!(
+            "\nssl = on\nssl_cert_file = '{}'\nssl_key_file = '{}'\n",
+            own_cert.display(),
+            own_key.display()
+        ));
+        std::fs::write(&conf, text).expect("write postgresql.conf");
+        self.resume();
+    }
+
     /// Stops the server (fast: open connections are closed), keeping its data.
     pub fn pause(&self) {
         checked(

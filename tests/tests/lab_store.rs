@@ -521,3 +521,166 @@ fn a_plan_run_keeps_its_repeats_and_itself_in_the_lab_store() {
     assert_eq!(out.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A CA named `tag` and a server certificate it signed for `name` (a DNS name), made with the
+/// openssl command in `dir`: (the CA's certificate, the server's, its key), all PEM.
+fn lab_ca(dir: &std::path::Path, tag: &str, name: &str) -> (String, String, String) {
+    let path = |file: &str| dir.join(format!("{tag}-{file}")).display().to_string();
+    let (ca, ca_key) = (path("ca.pem"), path("ca.key"));
+    let (cert, key, csr, ext) = (
+        path("server.pem"),
+        path("server.key"),
+        path("server.csr"),
+        path("ext.cnf"),
+    );
+    std::fs::write(
+        &ext,
+        format!(
+            "subjectAltName=DNS:{name}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+        ),
+    )
+    .unwrap();
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    for args in [
+        [
+            &["req", "-x509"][..],
+            &ec,
+            &["-keyout", &ca_key, "-out", &ca, "-days", "2"],
+            &["-subj", &format!("/CN={tag} lab CA")],
+        ]
+        .concat(),
+        [
+            &["req"][..],
+            &ec,
+            &["-keyout", &key, "-out", &csr],
+            &["-subj", &format!("/CN={name}")],
+        ]
+        .concat(),
+        vec![
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-out",
+            &cert,
+            "-days",
+            "2",
+            "-extfile",
+            &ext,
+        ],
+    ] {
+        let out = std::process::Command::new("openssl")
+            .args(&args)
+            .output()
+            .expect("openssl (scripts/setup.sh installs it)");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    (ca, cert, key)
+}
+
+#[test]
+fn tls_is_read_from_the_url_as_libpq_reads_it() {
+    if !postgres::available() {
+        return;
+    }
+    let dir = perfpeer_tests::temp_dir("lab-tls");
+    let (ca, cert, key) = lab_ca(&dir, "lab", "db.lab");
+    let (other_ca, _, _) = lab_ca(&dir, "other", "db.lab");
+    let cluster = Cluster::start();
+    cluster.enable_tls(std::path::Path::new(&cert), std::path::Path::new(&key));
+    let data = dir.join("data");
+    let port = cluster.port;
+    let list = |url: &str| lab_results(&data, url, &["list", "-J"]);
+    let from = |out: &std::process::Output| -> String {
+        let page: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+        page["from"].as_str().unwrap_or_default().to_string()
+    };
+    let at_ip = |query: &str| format!("{}?{query}", cluster.url());
+    // The database's own name, reached at its address: the certificate names it.
+    let at_name = |query: &str| {
+        format!("postgres://perfpeer@db.lab:{port}/postgres?hostaddr=127.0.0.1&{query}")
+    };
+    // Reached: encrypted only (libpq's prefer and require), the chain checked against the lab's
+    // CA (verify-ca, or require with a root certificate), and the chain and the name.
+    for url in [
+        at_ip("sslmode=prefer"),
+        at_ip("sslmode=require"),
+        at_ip(&format!("sslmode=verify-ca&sslrootcert={ca}")),
+        at_ip(&format!("sslmode=require&sslrootcert={ca}")),
+        at_name(&format!("sslmode=verify-full&sslrootcert={ca}")),
+    ] {
+        let out = list(&url);
+        assert_eq!(
+            from(&out),
+            "lab",
+            "{url}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A peer with `require` talks to it over TLS.
+    let peer = Peer::start(&[
+        "--store",
+        &at_ip("sslmode=require"),
+        "--peer-name",
+        "tls-peer",
+    ]);
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            get_json(&peer, "/api/info")["lab_store"]["reachable"] == true
+        }),
+        "{}",
+        get_json(&peer, "/api/info")
+    );
+    assert_eq!(
+        cluster.psql(
+            "SELECT bool_and(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+             WHERE a.application_name = 'perfpeer'"
+        ),
+        "t"
+    );
+    drop(peer);
+    // Refused, and said why: a name the certificate does not carry, a CA that did not sign it,
+    // the Mozilla roots for a lab's own CA. The command still lists this machine's results.
+    for (url, why) in [
+        (
+            at_ip(&format!("sslmode=verify-full&sslrootcert={ca}")),
+            "not valid for name",
+        ),
+        (
+            at_ip(&format!("sslmode=verify-ca&sslrootcert={other_ca}")),
+            "UnknownIssuer",
+        ),
+        (at_name("sslmode=verify-full"), "UnknownIssuer"),
+    ] {
+        let out = list(&url);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(from(&out), "local", "{url}");
+        assert!(stderr.contains(why), "{url}: {stderr}");
+    }
+    // Root certificates that cannot be read, or an sslmode libpq does not know: usage errors.
+    for url in [
+        at_ip("sslmode=verify-ca&sslrootcert=/nonexistent/ca.pem"),
+        at_ip(&format!("sslmode=verify-ca&sslrootcert={key}")),
+        at_ip("sslmode=always"),
+    ] {
+        let out = list(&url);
+        assert_eq!(out.status.code(), Some(2), "{url}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -13,9 +13,9 @@ use crate::store::Store;
 #[cfg(feature = "postgres")]
 #[derive(Debug, Clone, Args)]
 pub(super) struct LabStoreArgs {
-    /// Also keep results in a lab's shared PostgreSQL database (postgres://user@host/db; add
-    /// ?sslmode=require for TLS), and list the whole lab's results from it. The local history
-    /// stays; results wait there while the database cannot be reached.
+    /// Also keep results in a lab's shared PostgreSQL database (postgres://user@host/db; TLS as
+    /// libpq reads ?sslmode= and &sslrootcert=), and list the whole lab's results from it. The
+    /// local history stays; results wait there while the database cannot be reached.
     #[arg(
         long = "store",
         env = "PERFPEER_STORE",

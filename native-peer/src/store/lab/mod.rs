@@ -3,13 +3,15 @@
 //! lists the whole lab's results from. The local SQLite store stays the truth of what this
 //! peer keeps; [`replicate`] copies its changes here through the store's outbox, so a lost
 //! database never fails a test. Every query has a time limit; a connection lost is made again
-//! on the next use. TLS (rustls, the Mozilla roots) when the URL's `sslmode` asks for it.
+//! on the next use. TLS as the URL's `sslmode` and `sslrootcert` ask, read as libpq reads them.
 //!
 //! - [`schema`]: numbered migrations under an advisory lock.
 //! - [`replicate`]: the outbox's writer, with its backoff.
+//! - [`tls`]: the URL's TLS settings, and the rustls connector they make.
 
 pub(crate) mod replicate;
 pub(crate) mod schema;
+pub(crate) mod tls;
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -34,9 +36,13 @@ pub(crate) enum LabError {
     /// The URL is not one of a PostgreSQL database.
     #[error("--store {0}")]
     Url(String),
-    /// PostgreSQL said no, or could not be reached.
-    #[error("lab database: {0}")]
+    /// PostgreSQL said no, or could not be reached (with every cause: a TLS handshake's
+    /// failure says which certificate check failed).
+    #[error("lab database: {}", with_causes(.0))]
     Db(#[from] tokio_postgres::Error),
+    /// The TLS settings could not be made.
+    #[error("lab database TLS: {0}")]
+    Tls(String),
     /// It did not answer in time.
     #[error("lab database: no answer within {0:?}")]
     Timeout(Duration),
@@ -54,10 +60,26 @@ pub(crate) enum LabError {
     Task(String),
 }
 
+/// `error` and its causes, `: `-separated.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        let said = c.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        cause = c.source();
+    }
+    text
+}
+
 /// The lab store as this process reaches it.
 pub(crate) struct LabStore {
     config: tokio_postgres::Config,
-    tls: bool,
+    /// The TLS connector (none: `sslmode=disable`).
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     kept_by: String,
     /// The connection, made when first needed and again after it is lost; one query at a time.
     client: tokio::sync::Mutex<Option<Client>>,
@@ -81,18 +103,17 @@ struct Row {
 }
 
 impl LabStore {
-    /// The store at `url` (`postgres://user@host/db?sslmode=require`), writing as `kept_by`.
-    /// Nothing is connected yet. `sslmode=verify-full` or `verify-ca` are taken as `require`:
-    /// TLS is always verified against the Mozilla roots here.
+    /// The store at `url` (`postgres://user@host/db?sslmode=verify-full&sslrootcert=ca.pem`),
+    /// writing as `kept_by`. Nothing is connected yet; a URL that is not one, or root
+    /// certificates that cannot be read, are said now.
     pub(crate) fn new(url: &str, kept_by: &str) -> Result<LabStore, LabError> {
         if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
             return Err(LabError::Url(format!(
-                "{url}: not a postgres:// or postgresql:// URL"
+                "{}: not a postgres:// or postgresql:// URL",
+                redacted(url)
             )));
         }
-        let url = url
-            .replace("sslmode=verify-full", "sslmode=require")
-            .replace("sslmode=verify-ca", "sslmode=require");
+        let (url, tls) = tls::from_url(url)?;
         let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| LabError::Url(format!("{}: {e}", redacted(&url))))?;
@@ -101,7 +122,10 @@ impl LabStore {
             config.application_name("perfpeer");
         }
         Ok(LabStore {
-            tls: config.get_ssl_mode() == SslMode::Require,
+            tls: match tls.mode {
+                SslMode::Disable => None,
+                _ => Some(tls.connector()?),
+            },
             config,
             kept_by: kept_by.to_string(),
             client: tokio::sync::Mutex::new(None),
@@ -167,9 +191,8 @@ impl LabStore {
 
     /// A new connection, its schema migrated to this build's.
     async fn connect(&self) -> Result<Client, LabError> {
-        let mut client = if self.tls {
-            let tls = tokio_postgres_rustls::MakeRustlsConnect::with_webpki_roots();
-            let (client, connection) = self.config.connect(tls).await?;
+        let mut client = if let Some(tls) = &self.tls {
+            let (client, connection) = self.config.connect(tls.clone()).await?;
             crate::util::spawn(async move {
                 let _ = connection.await;
             });
