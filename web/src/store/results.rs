@@ -28,6 +28,8 @@ impl Model {
         let request = {
             let query = self.history.filter.query(None);
             self.history.asked = query.clone();
+            // The next page is the new list's, once it is here.
+            self.history.next = None;
             Request::List { query, more: false }
         };
         #[cfg(not(feature = "lab-store"))]

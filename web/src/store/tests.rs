@@ -697,6 +697,14 @@ mod stored {
         );
         m.update(Msg::SetFilter(Filter::from_fields("LAB-2".into(), "", "")));
         assert_eq!(m.history.visible().len(), 2, "kept_by matches, any case");
+        // Filters asked again: no next page of the list before them is offered meanwhile.
+        let none = Filter::default().with_asked("", "", 0, 0);
+        m.update(Msg::FilterHistory(none.clone()));
+        reply(&mut m, first_page(), 200, &lines("d", PAGE, 9_000));
+        assert!(m.history.next.is_some());
+        m.update(Msg::FilterHistory(none));
+        assert_eq!(m.history.next, None, "the next page is the new list's");
+        assert!(m.update(Msg::MoreHistory).is_empty());
         // A time that does not read is said, and nothing is asked.
         let bad = Filter::default().with_asked("", "yesterday", 0, 0);
         assert!(m.update(Msg::FilterHistory(bad)).is_empty());
