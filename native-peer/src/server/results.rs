@@ -295,11 +295,20 @@ struct ListParams {
 
 #[cfg(feature = "postgres")]
 impl ListParams {
+    /// Longest `peer` or `tag` asked for: a name, an address or a tag is far shorter, and
+    /// every listed line is compared with it.
+    const MAX_FILTER: usize = 128;
+
     fn query(self) -> Result<ListQuery, String> {
+        for (name, value) in [("peer", &self.peer), ("tag", &self.tag)] {
+            if value.as_ref().is_some_and(|v| v.len() > Self::MAX_FILTER) {
+                return Err(format!("{name}: at most {} bytes", Self::MAX_FILTER));
+            }
+        }
         let before = match self.before.as_deref() {
             Some(cursor) => Some(
                 ListQuery::parse_cursor(cursor)
-                    .ok_or_else(|| format!("before={cursor}: not a cursor of this list"))?,
+                    .ok_or("before: not a cursor of this list (an x-next-cursor header)")?,
             ),
             None => None,
         };
@@ -403,4 +412,39 @@ fn unavailable() -> Response {
         StatusCode::SERVICE_UNAVAILABLE,
         "this peer keeps no results",
     )
+}
+
+#[cfg(all(test, feature = "postgres"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_filters_are_bounded_and_a_bad_cursor_is_not_echoed() {
+        let long = "x".repeat(ListParams::MAX_FILTER + 1);
+        for params in [
+            ListParams {
+                peer: Some(long.clone()),
+                ..ListParams::default()
+            },
+            ListParams {
+                tag: Some(long.clone()),
+                ..ListParams::default()
+            },
+        ] {
+            assert!(params.query().unwrap_err().contains("at most 128 bytes"));
+        }
+        let bad = ListParams {
+            before: Some(long.clone()),
+            ..ListParams::default()
+        };
+        assert!(!bad.query().unwrap_err().contains(&long));
+        let fine = ListParams {
+            peer: Some("dut-7".into()),
+            tag: Some("fw=1.2.4".into()),
+            before: Some("1796169600000_3f2a".into()),
+            ..ListParams::default()
+        };
+        let query = fine.query().unwrap();
+        assert_eq!(query.before, Some((1_796_169_600_000, "3f2a".into())));
+    }
 }
