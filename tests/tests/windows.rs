@@ -186,13 +186,30 @@ fn the_windows_personas_speak_to_stock_iperf3_and_iperf2() {
         Running::spawn(Path::new(&prefix[0]), &full)
     };
     if have("iperf3") {
-        // The Windows iperf3 client against stock `iperf3 -s`.
-        let port = free_port();
-        let p = port.to_string();
-        let _stock = Running::spawn(Path::new("iperf3"), &["-s", "-1", "-p", &p]);
-        assert!(wait_listening(port, Duration::from_secs(10)));
-        let args = ["iperf3", "-c", "127.0.0.1", "-p", &p, "-t", "2", "-J"];
-        let out = spawn_windows(&args).wait(Duration::from_secs(60));
+        // The Windows iperf3 client against stock `iperf3 -s`. Under the full suite's load the
+        // stock one-off server once reset the wine client's control connection ("recvmsg:
+        // Connection reset by peer", 2026-12-07): a second try with a fresh server, the first
+        // failure printed so that a failure that repeats is seen.
+        let mut tries = Vec::new();
+        for _ in 0..2 {
+            let port = free_port();
+            let p = port.to_string();
+            let _stock = Running::spawn(Path::new("iperf3"), &["-s", "-1", "-p", &p]);
+            assert!(wait_listening(port, Duration::from_secs(10)));
+            let args = ["iperf3", "-c", "127.0.0.1", "-p", &p, "-t", "2", "-J"];
+            let out = spawn_windows(&args).wait(Duration::from_secs(60));
+            let done = out.status.success();
+            tries.push((args.map(str::to_string), out));
+            if done {
+                break;
+            }
+            eprintln!(
+                "the Windows iperf3 client's first try failed: {}",
+                String::from_utf8_lossy(&tries[0].1.stderr)
+            );
+        }
+        let (args, out) = tries.pop().expect("one try at least");
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let v = json_of(&out, &args);
         assert!(u64_at(&v, "/end/sum_received/bytes") > 0, "{v}");
 
