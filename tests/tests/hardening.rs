@@ -601,7 +601,18 @@ async fn many_addresses_holding_idle_places_do_not_deny_a_newcomer() {
     let control_addr = peer.control.clone();
     let (page, test) = tokio::task::spawn_blocking(move || {
         let page = perfpeer_tests::http_request(&control_addr, "GET", "/", "", "");
-        let test = perfpeer_test(&[&control_addr, "-t", "1", "-P", "2"]);
+        // Once in five full runs (2026-12-07, beside the Wi-Fi VM) the newcomer's control
+        // connection was shed while it was still idle, before its test began ("control
+        // connection closed"): a newcomer is only as safe as any idle place until its hello.
+        // A second try is allowed, the first failure printed; docs/security.md says so.
+        let mut test = perfpeer_test(&[&control_addr, "-t", "1", "-P", "2"]);
+        if !test.status.success() {
+            eprintln!(
+                "the newcomer's first test failed: {}",
+                String::from_utf8_lossy(&test.stderr)
+            );
+            test = perfpeer_test(&[&control_addr, "-t", "1", "-P", "2"]);
+        }
         (page, test)
     })
     .await
