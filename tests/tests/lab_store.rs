@@ -24,6 +24,17 @@ fn lab_peer(cluster: &Cluster, name: &str) -> Peer {
     Peer::start(&["--store", &cluster.url(), "--peer-name", name])
 }
 
+/// Waits until `peer` has reached (and migrated) its lab database; says `what` if it does not.
+fn wait_reachable(peer: &Peer, what: &str) {
+    assert!(
+        wait_for(Duration::from_secs(10), || {
+            get_json(peer, "/api/info")["lab_store"]["reachable"] == true
+        }),
+        "{what}: {}",
+        get_json(peer, "/api/info")
+    );
+}
+
 /// `perfpeer results --data-dir DATA --store URL EXTRA…`.
 fn lab_results(data: &std::path::Path, url: &str, extra: &[&str]) -> std::process::Output {
     let mut args = vec![
@@ -120,12 +131,7 @@ fn a_database_lost_during_a_test_gets_its_result_once_when_back() {
     }
     let cluster = Cluster::start();
     let peer = lab_peer(&cluster, "peer-a");
-    assert!(
-        wait_for(Duration::from_secs(10), || {
-            get_json(&peer, "/api/info")["lab_store"]["reachable"] == true
-        }),
-        "the peer reaches the database"
-    );
+    wait_reachable(&peer, "the peer reaches the database");
     let control = peer.control.clone();
     let run = std::thread::spawn(move || perfpeer_test(&[&control, "-t", "4"]));
     std::thread::sleep(Duration::from_secs(1));
@@ -184,12 +190,7 @@ fn ten_thousand_results_are_listed_page_by_page() {
     }
     let cluster = Cluster::start();
     let peer = lab_peer(&cluster, "peer-a");
-    assert!(
-        wait_for(Duration::from_secs(10), || {
-            get_json(&peer, "/api/info")["lab_store"]["reachable"] == true
-        }),
-        "the peer reaches (and migrates) the database"
-    );
+    wait_reachable(&peer, "the peer reaches (and migrates) the database");
     // 10 000 results of two peers, 20 of them in each millisecond (ties are ordered by id),
     // every tenth tagged `ch36`.
     cluster.psql(
@@ -640,13 +641,7 @@ fn tls_is_read_from_the_url_as_libpq_reads_it() {
         "--peer-name",
         "tls-peer",
     ]);
-    assert!(
-        wait_for(Duration::from_secs(10), || {
-            get_json(&peer, "/api/info")["lab_store"]["reachable"] == true
-        }),
-        "{}",
-        get_json(&peer, "/api/info")
-    );
+    wait_reachable(&peer, "the peer with sslmode=require");
     assert_eq!(
         cluster.psql(
             "SELECT bool_and(s.ssl) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
